@@ -1,0 +1,3 @@
+from greta_stream.cli import main
+
+main()

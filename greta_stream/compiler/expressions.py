@@ -1,0 +1,86 @@
+"""Predicate expressions -> Python closures (never eval/exec of query text).
+
+A local predicate compiles to `f(x) -> bool`, an edge predicate to
+`f(x, y) -> bool`, where `x` and `y` are attribute dicts of the events bound
+to `X` and `NEXT(Y)`. Arithmetic follows Python (SEMANTICS.md section 2).
+An evaluation error propagates as an exception; the engine turns it into
+"false" and counts it, so a bad value never stops a stream.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+from greta_stream.query import ast
+
+Getter = Callable[[Any, Any], Any]
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "%": operator.mod,
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+def compile_expr(e: ast.Expr) -> Getter:
+    """Closure `(x, y) -> value`: plain refs read `x`, NEXT refs read `y`."""
+    if isinstance(e, ast.Literal):
+        value = e.value
+        return lambda x, y: value
+    if isinstance(e, ast.AttrRef):
+        name = e.attr
+        if e.next:
+            return lambda x, y: y[name]
+        return lambda x, y: x[name]
+    if isinstance(e, ast.Unary):
+        inner = compile_expr(e.operand)
+        if e.op == "NOT":
+            return lambda x, y: not inner(x, y)
+        return lambda x, y: -inner(x, y)
+    left, right = compile_expr(e.left), compile_expr(e.right)
+    if e.op == "AND":
+        return lambda x, y: bool(left(x, y)) and bool(right(x, y))
+    if e.op == "OR":
+        return lambda x, y: bool(left(x, y)) or bool(right(x, y))
+    fn = _BINARY[e.op]
+    return lambda x, y: fn(left(x, y), right(x, y))
+
+
+def compile_local(exprs: list[ast.Expr]) -> Callable[[Any], bool] | None:
+    """All local predicates of one alias as one `f(x) -> bool`, or None."""
+    if not exprs:
+        return None
+    fns = [compile_expr(e) for e in exprs]
+    if len(fns) == 1:
+        only = fns[0]
+        return lambda x: bool(only(x, None))
+    return lambda x: all(bool(f(x, None)) for f in fns)
+
+
+def compile_edge(exprs: list[ast.Expr]) -> Callable[[Any, Any], bool] | None:
+    """All edge predicates of one alias pair as one `f(x, y) -> bool`, or None."""
+    if not exprs:
+        return None
+    fns = [compile_expr(e) for e in exprs]
+    if len(fns) == 1:
+        only = fns[0]
+        return lambda x, y: bool(only(x, y))
+    return lambda x, y: all(bool(f(x, y)) for f in fns)
+
+
+def format_expr(e: ast.Expr) -> str:
+    """Query-language text of an expression, fully parenthesized where needed."""
+    if isinstance(e, ast.Literal):
+        if isinstance(e.value, bool):
+            return "TRUE" if e.value else "FALSE"
+        if isinstance(e.value, str):
+            return "'" + e.value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return repr(e.value)
+    if isinstance(e, ast.AttrRef):
+        if e.alias is None:
+            return e.attr
+        return f"NEXT({e.alias}).{e.attr}" if e.next else f"{e.alias}.{e.attr}"
+    if isinstance(e, ast.Unary):
+        return f"NOT ({format_expr(e.operand)})" if e.op == "NOT" else f"-({format_expr(e.operand)})"
+    return f"({format_expr(e.left)} {e.op} {format_expr(e.right)})"

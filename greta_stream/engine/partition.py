@@ -1,0 +1,143 @@
+"""One partition: events sharing the values of the common partition attributes.
+
+Equivalence attributes that apply to every alias (and GROUP-BY attributes)
+select the partition. Attributes that apply to some aliases only (say
+`[P.vehicle, segment]`) split a partition into *runs*, one per combination
+of their values seen on positive events; an event that lacks such an
+attribute (an `Accident` without a vehicle) joins every run it is compatible
+with. A run created late is rebuilt by replaying the partition's retained
+events, so it holds exactly what it would have held from the start.
+
+Windows close here, in order: before events of time t are added, every
+window ending at or before t is reported and whole panes before the oldest
+open window expire.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from greta_stream.engine.graph import Run
+from greta_stream.engine.ingest import Event
+from greta_stream.engine.plan import Plan
+
+Emit = Callable[[int, tuple[Any, ...], list[Any]], None]
+Bound = list[tuple[Event, str]]
+
+
+class Partition:
+    """Runs of one partition, the next window to report and replay history."""
+
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+        self.runs: dict[tuple[Any, ...], Run] = {}
+        self.next_k: int | None = None
+        self.retained: list[tuple[Any, Bound]] = []  # (time, bound events), only with runs
+        self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
+
+    @property
+    def empty(self) -> bool:
+        return not self.runs and not self.retained
+
+    def process(self, plan: Plan, events: list[Event], group: tuple[Any, ...], emit: Emit) -> None:
+        """Add time-ordered events; report windows that end before them."""
+        for t, same_time in itertools.groupby(events, key=lambda e: e.time):
+            self.close_until(plan, plan.tb.first_window(t), group, emit)
+            bound = [(ev, a) for ev in same_time for a in plan.cq.by_type.get(ev.type, ()) if plan.local_ok(a, ev.attrs)]
+            if not bound:
+                continue
+            if plan.has_runs:
+                self._process_runs(plan, t, bound)
+            else:
+                run = self.runs.get(())
+                if run is None:
+                    run = self.runs[()] = Run(())
+                run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
+
+    # ---------------------------------------------------------------- runs
+    def _process_runs(self, plan: Plan, t: Any, bound: Bound) -> None:
+        if not self.values:
+            self.values = [{} for _ in plan.cq.run_components]
+        if self._add_values(plan, bound, self.values):
+            self._create_runs(plan)
+        for key, run in self.runs.items():
+            sub = _compatible(plan, key, bound)
+            if sub:
+                run.process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+        self.retained.append((t, bound))
+
+    def _create_runs(self, plan: Plan) -> None:
+        """Create the runs of new value combinations, replaying the retained events."""
+        keys = set(itertools.product(*self.values))
+        for key in sorted(keys - set(self.runs), key=repr):
+            run = self.runs[key] = Run(key)
+            for past_t, past in self.retained:
+                sub = _compatible(plan, key, past)
+                if sub:
+                    run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _add_values(plan: Plan, bound: Bound, seen: list[dict[Any, None]]) -> bool:
+        """Record the run-component values of positive bindings; True if any is new."""
+        comps = plan.cq.run_components
+        new = False
+        for ev, alias in bound:
+            spec = plan.cq.aliases[alias]
+            if spec.positive:
+                for j in spec.run_components:
+                    v = ev.attrs[comps[j].attr]
+                    if v not in seen[j]:
+                        seen[j][v] = None
+                        new = True
+        return new
+
+    # ------------------------------------------------------------- windows
+    def close_until(self, plan: Plan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
+        """Report every window k < target (all of them when target is None)."""
+        tb = plan.tb
+        ranges = [r for r in (run.end_window_range(plan) for run in self.runs.values()) if r]
+        if target is None:
+            target = max((hi for _, hi in ranges), default=self.next_k or 0) + 1
+        if self.next_k is None:
+            self.next_k = target
+            return
+        if target <= self.next_k:
+            return
+        if ranges:
+            lo = max(self.next_k, min(lo for lo, _ in ranges))
+            hi = min(target - 1, max(hi for _, hi in ranges))
+            for k in range(lo, hi + 1):
+                acc = plan.zero()
+                for run in self.runs.values():
+                    run.window_result(plan, k, acc)
+                if acc[0]:
+                    emit(k, group, acc)
+        self.next_k = target
+        horizon = tb.start(target)
+        if self.retained and self.retained[0][0] < horizon:
+            self.retained = [(t, b) for t, b in self.retained if t >= horizon]
+            self.values = [{} for _ in plan.cq.run_components]
+            for _t, b in self.retained:
+                self._add_values(plan, b, self.values)
+        for key in list(self.runs):
+            run = self.runs[key]
+            run.closed(plan, target)
+            run.expire(plan, horizon)
+            # A run stays while its key's values are live: new events of that
+            # key bring no new value, so nothing would recreate it.
+            live = all(v in seen for v, seen in zip(key, self.values))
+            if run.empty and not (plan.has_runs and live):
+                del self.runs[key]
+
+
+def _compatible(plan: Plan, key: tuple[Any, ...], bound: Bound) -> Bound:
+    """The bindings whose run-component values agree with the run key."""
+    comps = plan.cq.run_components
+    out: Bound = []
+    for ev, alias in bound:
+        spec = plan.cq.aliases[alias]
+        if all(ev.attrs[comps[j].attr] == key[j] for j in spec.run_components):
+            out.append((ev, alias))
+    return out

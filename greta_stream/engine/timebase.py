@@ -1,0 +1,102 @@
+"""Event time: parsing, and window/pane arithmetic on exact numbers.
+
+Numeric times are seconds (int or float) and stay as given. ISO-8601
+timestamps become integer microseconds since the Unix epoch (UTC when no
+offset is given). Window k covers [k*slide, k*slide + within) in the same
+unit (SEMANTICS.md section 3); comparisons mix ints, floats and Fractions
+exactly, so no window boundary is rounded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from fractions import Fraction
+from functools import cached_property
+from typing import Any
+
+from greta_stream.compiler.compiled import fraction_gcd
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+US_PER_S = 1_000_000
+_NUMERIC = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
+
+NUMERIC = "seconds"
+TIMESTAMP = "timestamp"
+
+
+class TimeError(ValueError):
+    """A time value that is not a number of seconds or an ISO-8601 timestamp."""
+
+
+def parse_time(value: Any) -> tuple[str, int | float]:
+    """(kind, value): seconds as given, or timestamps as int microseconds."""
+    if isinstance(value, bool) or value is None:
+        raise TimeError(f"time must be a number or an ISO-8601 timestamp, got {value!r}")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise TimeError(f"time must be finite, got {value!r}")
+        return NUMERIC, value
+    if hasattr(value, "item") and not isinstance(value, (str, datetime)):  # numpy scalars
+        return parse_time(value.item())
+    if isinstance(value, str):
+        if _NUMERIC.match(value):
+            text = value.strip()
+            return parse_time(int(text) if text.lstrip("+-").isdigit() else float(text))
+        try:
+            value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise TimeError(f"time {value!r} is neither a number nor an ISO-8601 timestamp") from None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return TIMESTAMP, (value - EPOCH) // timedelta(microseconds=1)
+    raise TimeError(f"time must be a number or an ISO-8601 timestamp, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Timebase:  # noqa: D101
+    """Windows and panes in the unit of the event times of one stream."""
+
+    kind: str
+    within: Fraction
+    slide: Fraction
+
+    @classmethod
+    def create(cls, kind: str, within_s: Fraction, slide_s: Fraction) -> Timebase:
+        scale = US_PER_S if kind == TIMESTAMP else 1
+        return cls(kind, within_s * scale, slide_s * scale)
+
+    @cached_property
+    def pane(self) -> Fraction:
+        """gcd(within, slide): every window bound is a pane bound."""
+        return fraction_gcd(self.within, self.slide)
+
+    def last_window(self, t: int | float) -> int:
+        """The largest k whose window contains t."""
+        if isinstance(t, int) and self.slide.denominator == 1:
+            return t // self.slide.numerator
+        return math.floor(Fraction(t) / self.slide)
+
+    def first_window(self, t: int | float) -> int:
+        """The smallest k whose window contains t."""
+        if isinstance(t, int) and self.slide.denominator == 1 and self.within.denominator == 1:
+            return (t - self.within.numerator) // self.slide.numerator + 1
+        return math.floor((Fraction(t) - self.within) / self.slide) + 1
+
+    def pane_index(self, t: int | float) -> int:
+        return math.floor(Fraction(t) / self.pane)
+
+    def start(self, k: int) -> Fraction:
+        return k * self.slide
+
+    def end(self, k: int) -> Fraction:
+        return k * self.slide + self.within
+
+    def export(self, x: Fraction) -> int | float | datetime:
+        """A window bound in the input's unit: seconds (int if whole) or datetime."""
+        if self.kind == TIMESTAMP:
+            return EPOCH + timedelta(microseconds=int(x)) if x.denominator == 1 else EPOCH + timedelta(microseconds=float(x))
+        return x.numerator if x.denominator == 1 else float(x)

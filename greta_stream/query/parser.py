@@ -1,0 +1,253 @@
+"""Text -> AST: the lark LALR grammar in `grammar.lark` and a transformer.
+
+`parse(text)` returns a `Query` with spans and raises `QueryError` (line,
+column, excerpt) when the text does not parse. It checks only syntax and what
+the grammar cannot say (units, literals); meaning is checked by `analyzer`.
+Query text is never evaluated as code.
+"""
+
+from __future__ import annotations
+
+import ast as pyast
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, Tree, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from greta_stream.errors import QueryError, QueryProblem
+from greta_stream.query import ast
+
+_GRAMMAR = Path(__file__).with_name("grammar.lark")
+
+# Human names for the grammar's terminals in "expected ..." messages.
+_TERMINAL_NAMES = {
+    "_RETURN": "RETURN", "_TRENDS": "TRENDS", "_AS": "AS", "COUNT": "COUNT", "AGGFUNC": "SUM/MIN/MAX/AVG",
+    "_PATTERN": "PATTERN", "_SEQ": "SEQ", "_NOT": "NOT", "_WHERE": "WHERE", "GROUP_BY": "GROUP-BY",
+    "_WITHIN": "WITHIN", "_SLIDE": "SLIDE", "_OR": "OR", "_AND": "AND", "_NEXT": "NEXT",
+    "_TRUE": "TRUE", "_FALSE": "FALSE", "NAME": "a name", "NUMBER": "a number", "STRING": "a string",
+    "COMPOP": "a comparison", "ADDOP": "+ or -", "MULOP": "* / %", "PLUS": "'+'", "STAR": "'*'",
+    "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "DOT": "'.'", "LSQB": "'['", "RSQB": "']'", "MINUS": "'-'",
+    "$END": "end of query",
+}
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    return Lark(_GRAMMAR.read_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+class QuerySyntaxError(QueryError):
+    """The query text does not parse."""
+
+
+def parse(text: str) -> ast.Query:
+    """Parse query text into a `Query`; raise `QueryError` with a position."""
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as exc:
+        raise QuerySyntaxError([_syntax_problem(exc, text)], text) from None
+    try:
+        return _Build().transform(tree)
+    except VisitError as exc:
+        if isinstance(exc.orig_exc, QueryError):
+            raise QuerySyntaxError(exc.orig_exc.problems, text) from None
+        raise
+
+
+def _syntax_problem(exc: UnexpectedInput, text: str) -> QueryProblem:
+    line, column = max(exc.line, 1), max(exc.column, 1)
+    if isinstance(exc, UnexpectedCharacters):
+        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
+        return QueryProblem(f"unexpected character {ch!r}", line, column, column + 1)
+    if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
+        expected = _expected(getattr(exc, "expected", ()))
+        lines = text.splitlines() or [""]
+        return QueryProblem(f"query ends too early; expected {expected}", len(lines), len(lines[-1]) + 1)
+    assert isinstance(exc, UnexpectedToken)
+    tok = exc.token
+    end = column + max(1, len(str(tok)))
+    return QueryProblem(f"unexpected {str(tok)!r}; expected {_expected(exc.expected)}", line, column, end)
+
+
+def _expected(names: object) -> str:
+    shown = sorted({_TERMINAL_NAMES.get(n, n) for n in names})  # type: ignore[attr-defined]
+    return ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") if shown else "something else"
+
+
+def _span(meta: object) -> ast.Span:
+    if getattr(meta, "empty", True):
+        return ast.NO_SPAN
+    return ast.Span(meta.line, meta.column, meta.end_line, meta.end_column)  # type: ignore[attr-defined]
+
+
+def _tok_span(tok: Token) -> ast.Span:
+    return ast.Span(tok.line or 0, tok.column or 0, tok.end_line or 0, tok.end_column or 0)
+
+
+def _fail(msg: str, span: ast.Span) -> QueryError:
+    return QueryError([QueryProblem(msg, span.line, span.column, span.end_column if span.end_line == span.line else None)])
+
+
+def _number(tok: Token) -> int | float:
+    s = str(tok)
+    if any(c in s for c in ".eE"):
+        return float(s)
+    return int(s)
+
+
+@v_args(meta=True)
+class _Build(Transformer):  # type: ignore[type-arg]
+    """Builds AST nodes bottom-up; each method is one grammar alternative."""
+
+    # ------------------------------------------------------------- clauses
+    def start(self, meta, children):  # noqa: ANN001
+        ret, pattern, *rest = children
+        where: tuple = ()
+        group_by: tuple = ()
+        group_spans: tuple = ()
+        within = slide = None
+        for c in rest:
+            if isinstance(c, tuple) and c and c[0] == "where":
+                where = c[1]
+            elif isinstance(c, tuple) and c and c[0] == "group":
+                group_by, group_spans = c[1], c[2]
+            elif isinstance(c, tuple) and c and c[0] == "within":
+                within, slide = c[1], c[2]
+        trends = ret == "TRENDS"
+        return ast.Query(
+            returns=() if trends else tuple(ret), pattern=pattern, where=where, group_by=group_by,
+            within=within, slide=slide, trends=trends, group_spans=group_spans, span=_span(meta),
+        )
+
+    def return_clause(self, meta, children):  # noqa: ANN001
+        if children and children[0] == "TRENDS":
+            return "TRENDS"
+        return list(children)
+
+    def trends_item(self, meta, children):  # noqa: ANN001
+        return "TRENDS"
+
+    def agg_item(self, meta, children):  # noqa: ANN001
+        agg: ast.Aggregate = children[0]
+        name = str(children[1]) if len(children) > 1 else None
+        return ast.Aggregate(agg.func, agg.alias, agg.attr, name, span=_span(meta))
+
+    def group_item(self, meta, children):  # noqa: ANN001
+        name = str(children[1]) if len(children) > 1 else None
+        return ast.GroupItem(str(children[0]), name, span=_span(meta))
+
+    def count_star(self, meta, children):  # noqa: ANN001
+        return ast.Aggregate("COUNT", span=_span(meta))
+
+    def count_alias(self, meta, children):  # noqa: ANN001
+        return ast.Aggregate("COUNT", str(children[1]), span=_span(meta))
+
+    def agg_attr(self, meta, children):  # noqa: ANN001
+        func, alias, attr = children
+        return ast.Aggregate(str(func).upper(), str(alias), str(attr), span=_span(meta))
+
+    def pattern_clause(self, meta, children):  # noqa: ANN001
+        return children[0]
+
+    def where_clause(self, meta, children):  # noqa: ANN001
+        return ("where", tuple(_conjuncts(children[0])))
+
+    def group_clause(self, meta, children):  # noqa: ANN001
+        names = children[1:]
+        return ("group", tuple(str(n) for n in names), tuple(_tok_span(n) for n in names))
+
+    def within_clause(self, meta, children):  # noqa: ANN001
+        return ("within", children[0], children[1] if len(children) > 1 else None)
+
+    def duration(self, meta, children):  # noqa: ANN001
+        num, unit = children
+        key = str(unit).lower()
+        if key not in ast.UNIT_ALIASES:
+            raise _fail(f"unknown time unit {str(unit)!r}; use ms, s, min, h or d", _tok_span(unit))
+        return ast.Duration(Fraction(str(num)), ast.UNIT_ALIASES[key], span=_span(meta))
+
+    # ------------------------------------------------------------ patterns
+    def event(self, meta, children):  # noqa: ANN001
+        type_ = str(children[0])
+        alias = str(children[1]) if len(children) > 1 else type_
+        return ast.EventPattern(type_, alias, span=_span(meta))
+
+    def kleene(self, meta, children):  # noqa: ANN001
+        return ast.Kleene(children[0], span=_span(meta))
+
+    def seq(self, meta, children):  # noqa: ANN001
+        return ast.Seq(tuple(children[0]), span=_span(meta))
+
+    def seq_parts(self, meta, children):  # noqa: ANN001
+        return list(children)
+
+    def not_pattern(self, meta, children):  # noqa: ANN001
+        return ast.Not(children[0], span=_span(meta))
+
+    # --------------------------------------------------------- expressions
+    def or_(self, meta, children):  # noqa: ANN001
+        return ast.Binary("OR", children[0], children[1], span=_span(meta))
+
+    def and_(self, meta, children):  # noqa: ANN001
+        return ast.Binary("AND", children[0], children[1], span=_span(meta))
+
+    def not_(self, meta, children):  # noqa: ANN001
+        return ast.Unary("NOT", children[0], span=_span(meta))
+
+    def compare(self, meta, children):  # noqa: ANN001
+        left, op, right = children
+        op_s = "!=" if str(op) == "<>" else str(op)
+        return ast.Binary(op_s, left, right, span=_span(meta))
+
+    def arith(self, meta, children):  # noqa: ANN001
+        left, op, right = children
+        return ast.Binary(str(op), left, right, span=_span(meta))
+
+    def neg(self, meta, children):  # noqa: ANN001
+        operand = children[0]
+        if isinstance(operand, ast.Literal) and isinstance(operand.value, (int, float)) and not isinstance(operand.value, bool):
+            return ast.Literal(-operand.value, span=_span(meta))
+        return ast.Unary("-", operand, span=_span(meta))
+
+    def number(self, meta, children):  # noqa: ANN001
+        return ast.Literal(_number(children[0]), span=_span(meta))
+
+    def string(self, meta, children):  # noqa: ANN001
+        return ast.Literal(pyast.literal_eval(str(children[0])), span=_span(meta))
+
+    def true(self, meta, children):  # noqa: ANN001
+        return ast.Literal(True, span=_span(meta))
+
+    def false(self, meta, children):  # noqa: ANN001
+        return ast.Literal(False, span=_span(meta))
+
+    def qualified(self, meta, children):  # noqa: ANN001
+        return ast.AttrRef(str(children[0]), str(children[1]), span=_span(meta))
+
+    def next_ref(self, meta, children):  # noqa: ANN001
+        return ast.AttrRef(str(children[0]), str(children[1]), next=True, span=_span(meta))
+
+    def bare(self, meta, children):  # noqa: ANN001
+        return ast.AttrRef(None, str(children[0]), span=_span(meta))
+
+    def equivalence(self, meta, children):  # noqa: ANN001
+        return ast.Equivalence(tuple(children), span=_span(meta))
+
+    def equiv_attr(self, meta, children):  # noqa: ANN001
+        if len(children) == 2:
+            return ast.AttrRef(str(children[0]), str(children[1]), span=_span(meta))
+        return ast.AttrRef(None, str(children[0]), span=_span(meta))
+
+
+def _conjuncts(e: object) -> list[ast.Predicate]:
+    """Split the WHERE expression at its top-level ANDs into predicates."""
+    if isinstance(e, ast.Binary) and e.op == "AND":
+        return _conjuncts(e.left) + _conjuncts(e.right)
+    if isinstance(e, ast.Equivalence):
+        return [e]
+    return [ast.Condition(e, span=e.span)]  # type: ignore[arg-type]
+
+
+__all__ = ["parse", "QuerySyntaxError", "Tree"]
