@@ -82,5 +82,5 @@ def format_expr(e: ast.Expr) -> str:
             return e.attr
         return f"NEXT({e.alias}).{e.attr}" if e.next else f"{e.alias}.{e.attr}"
     if isinstance(e, ast.Unary):
-        return f"NOT ({format_expr(e.operand)})" if e.op == "NOT" else f"-({format_expr(e.operand)})"
+        return f"(NOT {format_expr(e.operand)})" if e.op == "NOT" else f"-({format_expr(e.operand)})"
     return f"({format_expr(e.left)} {e.op} {format_expr(e.right)})"
