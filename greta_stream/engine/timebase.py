@@ -56,6 +56,18 @@ def parse_time(value: Any) -> tuple[str, int | float]:
     raise TimeError(f"time must be a number or an ISO-8601 timestamp, got {type(value).__name__}")
 
 
+def exact(t: int | float | Fraction) -> int | Fraction:
+    """The exact value of a time: a float counts as the decimal it prints as.
+
+    `0.3` means 3/10, not the binary float just below it, so an event at
+    time 0.3 falls in the window [0.3, 0.6) as its author meant. Distinct
+    floats keep their order under this reading.
+    """
+    if isinstance(t, float):
+        return Fraction(repr(t))
+    return t
+
+
 @dataclass(frozen=True)
 class Timebase:  # noqa: D101
     """Windows and panes in the unit of the event times of one stream."""
@@ -74,29 +86,36 @@ class Timebase:  # noqa: D101
         """gcd(within, slide): every window bound is a pane bound."""
         return fraction_gcd(self.within, self.slide)
 
-    def last_window(self, t: int | float) -> int:
+    def last_window(self, t: int | float | Fraction) -> int:
         """The largest k whose window contains t."""
         if isinstance(t, int) and self.slide.denominator == 1:
             return t // self.slide.numerator
-        return math.floor(Fraction(t) / self.slide)
+        return math.floor(exact(t) / self.slide)
 
-    def first_window(self, t: int | float) -> int:
+    def first_window(self, t: int | float | Fraction) -> int:
         """The smallest k whose window contains t."""
         if isinstance(t, int) and self.slide.denominator == 1 and self.within.denominator == 1:
             return (t - self.within.numerator) // self.slide.numerator + 1
-        return math.floor((Fraction(t) - self.within) / self.slide) + 1
+        return math.floor((exact(t) - self.within) / self.slide) + 1
 
     def pane_index(self, t: int | float) -> int:
-        return math.floor(Fraction(t) / self.pane)
+        return math.floor(exact(t) / self.pane)
 
-    def start(self, k: int) -> Fraction:
-        return k * self.slide
+    def start(self, k: int) -> int | float:
+        """Start of window k as an event-time value (int when whole, else float)."""
+        return _as_time(k * self.slide)
 
-    def end(self, k: int) -> Fraction:
-        return k * self.slide + self.within
+    def end(self, k: int) -> int | float:
+        return _as_time(k * self.slide + self.within)
 
-    def export(self, x: Fraction) -> int | float | datetime:
-        """A window bound in the input's unit: seconds (int if whole) or datetime."""
+    def export(self, x: int | float) -> int | float | datetime:
+        """A window bound in the input's unit: seconds, or a UTC datetime."""
         if self.kind == TIMESTAMP:
-            return EPOCH + timedelta(microseconds=int(x)) if x.denominator == 1 else EPOCH + timedelta(microseconds=float(x))
-        return x.numerator if x.denominator == 1 else float(x)
+            return EPOCH + timedelta(microseconds=x)
+        return x
+
+
+def _as_time(x: Fraction) -> int | float:
+    """A bound as an event-time value. Bounds are decimals of few digits, so the
+    float compares with float times exactly as `exact()` reads them."""
+    return x.numerator if x.denominator == 1 else float(x)

@@ -77,7 +77,7 @@ def divide(num: int, den: int) -> float:
     try:
         return num / den
     except OverflowError:
-        return math.copysign(INF, num) * (1 if den > 0 else -1)
+        return INF if (num > 0) == (den > 0) else NEG_INF
 
 
 def exact_value(x: int | float) -> int | Dyadic:

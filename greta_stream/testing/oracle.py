@@ -452,7 +452,7 @@ def _prepare(
         if any(not _is_number(raw.get(attr)) for attr in numeric.get(etype, ())):
             continue
         eid = raw[id_field] if raw.get(id_field) is not None else pos
-        out.append(_Event(eid, etype, Fraction(time), raw))
+        out.append(_Event(eid, etype, Fraction(repr(time)) if isinstance(time, float) else Fraction(time), raw))
     return sorted(out, key=lambda e: e.time)
 
 
