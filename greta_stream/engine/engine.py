@@ -153,19 +153,22 @@ class Engine:
         tb = self.plan.tb  # type: ignore[union-attr]
         row: dict[str, Any] = {"window_start": tb.export(tb.start(k)), "window_end": tb.export(tb.end(k))}
         row.update(zip(self.cq.group_columns, group))
+        slot_of = self.plan.slot_of  # type: ignore[union-attr]
         for out in self.cq.outputs:
             if out.count_field is None:
                 row[out.column] = acc[0]
                 continue
-            count = acc[out.count_field + 1]
+            count = acc[slot_of[out.count_field]]
             if out.func == "COUNT":
                 row[out.column] = count
-            elif out.func == "SUM":
-                row[out.column] = sum_result(acc[out.value_field + 1])  # type: ignore[operator]
+                continue
+            v = slot_of[out.value_field]  # type: ignore[index]
+            if out.func == "SUM":
+                row[out.column] = sum_result(acc[v], acc[v + 1], acc[v + 2])
             elif out.func == "AVG":
-                row[out.column] = avg_result(acc[out.value_field + 1], count)  # type: ignore[operator]
+                row[out.column] = avg_result(acc[v], acc[v + 1], acc[v + 2], count)
             else:
-                row[out.column] = acc[out.value_field + 1]  # type: ignore[operator]
+                row[out.column] = acc[v]
         return row
 
     # ----------------------------------------------------------- snapshot

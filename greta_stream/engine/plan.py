@@ -15,7 +15,7 @@ from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.timebase import Timebase
-from greta_stream.engine.values import INF, NEG_INF, exact_value
+from greta_stream.engine.values import INF, NEG_INF, scaled
 
 
 @dataclass
@@ -61,10 +61,7 @@ class Plan:
         self.totals_states = {
             tr.src for tp in self.templates for trs in tp.incoming.values() for tr in trs if tr.plain
         }
-        self.kinds = tuple(f.kind for f in cq.fields)
-        self.own_fields: dict[str, list[tuple[int, str, str | None]]] = {}
-        for i, f in enumerate(cq.fields):
-            self.own_fields.setdefault(f.alias, []).append((i + 1, f.kind, f.attr))
+        self._layout(cq)
         self.has_runs = bool(cq.run_components)
 
     @staticmethod
@@ -77,25 +74,50 @@ class Plan:
         )
 
     # ---------------------------------------------------------- aggregates
+    def _layout(self, cq: CompiledQuery) -> None:
+        """Slot 0 is the trend count; each field gets slots after it.
+
+        count: 1 slot (+); sum: 3 slots (int sum +, scaled float sum +,
+        any-float flag max); min: 1 slot; max: 1 slot.
+        """
+        self.slot_of: list[int] = []
+        self._zero: list[Any] = [0]
+        adds, mins, maxs = [0], [], []
+        self.own_fields: dict[str, list[tuple[int, str, str | None]]] = {}
+        for f in cq.fields:
+            base = len(self._zero)
+            self.slot_of.append(base)
+            self.own_fields.setdefault(f.alias, []).append((base, f.kind, f.attr))
+            if f.kind == "sum":
+                self._zero += [0, 0, 0]
+                adds += [base, base + 1]
+                maxs.append(base + 2)
+            elif f.kind == "min":
+                self._zero.append(INF)
+                mins.append(base)
+            elif f.kind == "max":
+                self._zero.append(NEG_INF)
+                maxs.append(base)
+            else:
+                self._zero.append(0)
+                adds.append(base)
+        self._adds, self._mins, self._maxs = tuple(adds), tuple(mins), tuple(maxs)
+        self.count_only = len(self._zero) == 1
+
     def zero(self) -> list[Any]:
-        """The empty aggregate: count 0, then one slot per propagated field."""
-        out: list[Any] = [0]
-        for kind in self.kinds:
-            out.append(INF if kind == "min" else NEG_INF if kind == "max" else 0)
-        return out
+        """The empty aggregate."""
+        return list(self._zero)
 
     def combine(self, acc: list[Any], other: list[Any]) -> None:
-        """acc := acc (+) other, field by field (GRETA Theorem 9.1)."""
-        acc[0] += other[0]
-        for i, kind in enumerate(self.kinds, 1):
-            if kind == "min":
-                if other[i] < acc[i]:
-                    acc[i] = other[i]
-            elif kind == "max":
-                if other[i] > acc[i]:
-                    acc[i] = other[i]
-            else:
-                acc[i] = acc[i] + other[i]
+        """acc := acc (+) other, slot by slot (GRETA Theorem 9.1)."""
+        for i in self._adds:
+            acc[i] += other[i]
+        for i in self._mins:
+            if other[i] < acc[i]:
+                acc[i] = other[i]
+        for i in self._maxs:
+            if other[i] > acc[i]:
+                acc[i] = other[i]
 
     def add_own(self, agg: list[Any], alias: str, attrs: dict[str, Any]) -> None:
         """Fold the vertex's own event into the trends that end at it."""
@@ -108,7 +130,11 @@ class Plan:
                 continue
             v = attrs[attr]  # type: ignore[index]
             if kind == "sum":
-                agg[i] = agg[i] + cnt * exact_value(v)
+                if isinstance(v, int):
+                    agg[i] += cnt * v
+                else:
+                    agg[i + 1] += cnt * scaled(v)
+                    agg[i + 2] = 1
             elif kind == "min":
                 if v < agg[i]:
                     agg[i] = v
