@@ -252,6 +252,10 @@ def _count(value: int) -> str:
     return f"{value:,}" if value < 10**15 else f"{value:.3e}"
 
 
+def _ratio(value: float) -> str:
+    return f"{value:.1f}x" if value < 10 else f"{value:,.0f}x"
+
+
 # ------------------------------------------------------------ table 1: engine
 
 
@@ -337,9 +341,10 @@ def same_rows(expected: list[dict], got: list[dict]) -> str | None:
 
 
 def _same_value(expected: Any, got: Any) -> bool:
-    if isinstance(expected, float) or isinstance(got, float):
-        both_numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (expected, got))
-        return both_numbers and math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
+    """As in tests/engine/test_differential.py: floats (AVG, float SUM) close, all else exact and same type."""
+    if isinstance(expected, float):
+        is_number = isinstance(got, (int, float)) and not isinstance(got, bool)
+        return is_number and math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
     return type(expected) is type(got) and expected == got
 
 
@@ -354,7 +359,7 @@ def compare_cells(key: str, size: int, greta: Outcome, base: Outcome, check: str
     ok = greta.status == "ok"
     rows = f"{greta.data['rows']:,}" if ok else "-"
     max_count = _count(greta.data["max_count"]) if ok else "-"
-    speedup = f"{base.data['wall_s'] / greta.data['wall_s']:,.0f}x" if ok and base.status == "ok" else "-"
+    speedup = _ratio(base.data["wall_s"] / greta.data["wall_s"]) if ok and base.status == "ok" else "-"
     return [WORKLOADS[key].label, f"{size:,}", rows, max_count, time_of(greta), time_of(base), speedup, check]
 
 

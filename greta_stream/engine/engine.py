@@ -53,7 +53,8 @@ class Engine:
         self.plan: Plan | None = None
         self.partitions: dict[tuple[Any, ...], Partition] = {}
         self.buffer: list[Event] = []
-        self.watermark: Any = -math.inf
+        self.watermark: Any = -math.inf  # events before it were processed (or are late)
+        self.late_before: Any = -math.inf  # declared by `expect`; events before it are late
         self.position = 0
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         cq = self.cq
@@ -69,8 +70,9 @@ class Engine:
         if isinstance(result, DeadLetter):
             self.reject(result)
             return
-        if result.time < self.watermark:
-            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {self.watermark}"))
+        late_before = max(self.watermark, self.late_before)
+        if result.time < late_before:
+            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
             return
         if self.plan is None:
             w = self.cq.window
@@ -127,6 +129,30 @@ class Engine:
         self.metrics["partitions"] = len(self.partitions)
         return self._rows()
 
+    def expect(self, watermark: Any) -> None:
+        """Declare events before `watermark` late from now on, without processing.
+
+        A streaming source calls this with its watermark before adding the
+        records of a micro-batch, so lateness does not depend on when this
+        engine last ran. Processing happens in `advance`.
+        """
+        self.late_before = max(self.late_before, watermark)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing buffered and no partition state: safe to drop entirely."""
+        return not self.buffer and not self.partitions
+
+    def next_window_end(self) -> Any:
+        """End of the first window not yet reported (after the watermark), or None."""
+        if self.plan is None or self.idle or self.watermark == math.inf:
+            return None
+        tb = self.plan.tb
+        if self.watermark == -math.inf:
+            first = min(e.time for e in self.buffer) if self.buffer else None
+            return None if first is None else tb.end(tb.first_window(first))
+        return tb.end(tb.first_window(self.watermark))
+
     def finish(self) -> list[dict[str, Any]]:
         """End of input: process everything and report every window."""
         return self.advance(math.inf)
@@ -179,6 +205,7 @@ class Engine:
             "query": _fingerprint(self.cq),
             "time_kind": self.validator.time_kind,
             "watermark": self.watermark,
+            "late_before": self.late_before,
             "position": self.position,
             "buffer": self.buffer,
             "partitions": self.partitions,
@@ -200,6 +227,7 @@ class Engine:
             raise SnapshotError("engine state belongs to a different query")
         engine.validator.time_kind = state["time_kind"]
         engine.watermark = state["watermark"]
+        engine.late_before = state["late_before"]
         engine.position = state["position"]
         engine.buffer = state["buffer"]
         engine.partitions = state["partitions"]

@@ -53,11 +53,7 @@ def _same_value(expected: Any, got: Any) -> bool:
     if isinstance(expected, int):
         return type(got) is int and got == expected
     if isinstance(expected, float):
-        if not isinstance(got, (int, float)):
-            return False
-        if isinstance(got, int) and not float(got).is_integer():
-            return False
-        return math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
+        return type(got) is float and math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
     return type(got) is type(expected) and got == expected
 
 
@@ -103,8 +99,7 @@ def compiles(text: str) -> bool:
 class _Ctx:
     """Alias allocation and the generated pattern's facts."""
 
-    budget: int = 4  # positive event patterns still allowed
-    neg_budget: int = 3  # negative event patterns still allowed
+    neg_budget: int = 4  # negative event patterns still allowed (a soft limit)
     counter: int = 0
     used: set[str] = field(default_factory=set)
     positive: list[tuple[str, str]] = field(default_factory=list)  # (alias, type)
@@ -113,8 +108,6 @@ class _Ctx:
     def alias(self, draw, etype: str, negative: bool) -> tuple:
         if negative:
             self.neg_budget -= 1
-        else:
-            self.budget -= 1
         if etype not in self.used and draw(st.booleans()):
             alias = etype
         else:
@@ -130,11 +123,10 @@ def _ev(draw, ctx: _Ctx, negative: bool) -> tuple:
     return ctx.alias(draw, draw(st.sampled_from(pool)), negative)
 
 
-def _positive(draw, ctx: _Ctx, depth: int) -> tuple:
-    kinds = ["ev", "plus", "plus"]
-    if ctx.budget >= 1:
-        kinds += ["plusplus"]
-    if depth < 2 and ctx.budget >= 2:
+def _positive(draw, ctx: _Ctx, depth: int, budget: int) -> tuple:
+    """A positive pattern with at most `budget` (>= 1) positive aliases."""
+    kinds = ["ev", "plus", "plus", "plusplus"]
+    if depth < 2 and budget >= 2:
         kinds += ["seq", "plusseq", "plusseq"]
     kind = draw(st.sampled_from(kinds))
     if kind == "ev":
@@ -143,7 +135,7 @@ def _positive(draw, ctx: _Ctx, depth: int) -> tuple:
         return ("plus", _ev(draw, ctx, False))
     if kind == "plusplus":
         return ("plus", ("plus", _ev(draw, ctx, False)))  # (A+)+
-    seq = _seq(draw, ctx, depth + 1, outermost=False, negative=False)
+    seq = _seq(draw, ctx, depth + 1, outermost=False, negative=False, budget=budget)
     return ("plus", seq) if kind == "plusseq" else seq
 
 
@@ -156,22 +148,30 @@ def _negative_inner(draw, ctx: _Ctx, depth: int) -> tuple:
         return _ev(draw, ctx, True)
     if kind == "plus":
         return ("plus", _ev(draw, ctx, True))
-    return _seq(draw, ctx, depth + 1, outermost=False, negative=True)
+    return _seq(draw, ctx, depth + 1, outermost=False, negative=True, budget=min(3, ctx.neg_budget))
 
 
-def _seq(draw, ctx: _Ctx, depth: int, outermost: bool, negative: bool) -> tuple:
+def _split(draw, total: int, n: int) -> list[int]:
+    """n positive integers summing to at most total (n <= total)."""
+    shares = [1] * n
+    for _ in range(draw(st.integers(0, total - n))):
+        shares[draw(st.integers(0, n - 1))] += 1
+    return shares
+
+
+def _seq(draw, ctx: _Ctx, depth: int, outermost: bool, negative: bool, budget: int) -> tuple:
     """A SEQ; middle NOTs anywhere, leading/trailing NOT only when outermost."""
-    lead = outermost and ctx.neg_budget > 0 and draw(st.integers(0, 3)) == 0
-    trail = outermost and ctx.neg_budget > 0 and draw(st.integers(0, 3)) == 0
+    lead = outermost and draw(st.integers(0, 3)) == 0
+    trail = outermost and draw(st.integers(0, 3)) == 0
     low = 1 if (lead or trail) else 2
-    n = draw(st.integers(low, max(low, min(3, ctx.neg_budget if negative else ctx.budget))))
+    n = draw(st.integers(low, max(low, min(3, budget))))
     parts: list[tuple] = []
     if lead:
         parts.append(("not", _negative_inner(draw, ctx, depth)))
-    for i in range(n):
+    for i, share in enumerate(_split(draw, max(budget, n), n)):
         if negative:
             # a negative SEQ: event parts, rarely a nested middle NOT
-            if i > 0 and ctx.neg_budget >= 2 and draw(st.integers(0, 3)) == 0:
+            if i > 0 and ctx.neg_budget >= 1 and draw(st.integers(0, 2)) == 0:
                 parts.append(("not", _negative_inner(draw, ctx, depth)))
             kind = draw(st.sampled_from(["ev", "ev", "plus"]))
             ev = _ev(draw, ctx, True)
@@ -179,7 +179,7 @@ def _seq(draw, ctx: _Ctx, depth: int, outermost: bool, negative: bool) -> tuple:
             continue
         if i > 0 and ctx.neg_budget >= 1 and draw(st.integers(0, 2)) == 0:
             parts.append(("not", _negative_inner(draw, ctx, depth)))  # middle NOT
-        parts.append(_positive(draw, ctx, depth) if ctx.budget > 0 else _ev(draw, ctx, False))
+        parts.append(_positive(draw, ctx, depth, share))
     if trail:
         parts.append(("not", _negative_inner(draw, ctx, depth)))
     return ("seq", parts)
@@ -261,10 +261,10 @@ class Pattern:
 
 @st.composite
 def patterns(draw, budget: int = 4) -> Pattern:
-    ctx = _Ctx(budget=budget)
+    ctx = _Ctx()
     shape_kind = draw(st.sampled_from(["single", "seq", "seq", "seq", "seq", "two_aliases"]))
     if shape_kind == "single":
-        tree = _positive(draw, ctx, 0)
+        tree = _positive(draw, ctx, 0, budget)
     elif shape_kind == "two_aliases":
         # the same type under two aliases, e.g. SEQ(A x+, A y+)
         t = draw(st.sampled_from(TYPES[:3]))
@@ -278,7 +278,7 @@ def patterns(draw, budget: int = 4) -> Pattern:
         if draw(st.integers(0, 3)) == 0:
             tree = ("plus", tree)
     else:
-        tree = _seq(draw, ctx, 0, outermost=True, negative=False)
+        tree = _seq(draw, ctx, 0, outermost=True, negative=False, budget=budget)
     return Pattern(render(tree), tree, ctx.positive, ctx.negative, adjacent_pairs(tree))
 
 
@@ -379,21 +379,51 @@ def returns(draw, pat: Pattern, group_by: list[str]) -> list[str]:
 
 # ---------------------------------------------------------- windows, events
 
+@dataclass(frozen=True)
+class Window:
+    """A WITHIN/SLIDE clause and the event times drawn for it: k * step, lo <= k <= hi."""
+
+    text: str
+    lo: int
+    hi: int
+    step: float = 1  # time grid
+    slide: float = 0  # seconds, for witness placement
+    within: float = 0
+
+    def time(self, k: int) -> int | float:
+        return k * self.step if self.step == 1 else round(k * self.step, 6)
+
+    @property
+    def times(self) -> st.SearchStrategy:
+        return st.integers(self.lo, self.hi).map(self.time)
+
+    def witness_times(self, draw, n: int) -> list:
+        """n distinct sorted times, usually all inside one window."""
+        if n == 0:
+            return []
+        if draw(st.integers(0, 3)) == 0 or not self.slide:
+            return sorted(draw(st.lists(self.times, min_size=n, max_size=n, unique=True)))
+        per_slide = round(self.slide / self.step)
+        span = min(round(self.within / self.step), self.hi - self.lo + 1)
+        k = draw(st.integers(self.lo // per_slide, max(self.lo // per_slide, (self.hi - span) // per_slide + 1)))
+        offsets = draw(st.lists(st.integers(0, span - 1), min_size=min(n, span), max_size=min(n, span), unique=True))
+        return [self.time(k * per_slide + o) for o in sorted(offsets)]
+
+
 WINDOWS = {
-    # name: (WITHIN/SLIDE text, strategy of event times)
-    "tumbling": ("WITHIN 100 s", st.integers(0, 6)),
-    "tumbling_neg": ("WITHIN 100 s", st.integers(-4, 4)),
-    "small_tumbling": ("WITHIN 3 s", st.integers(-2, 7)),
-    "slide_4_2": ("WITHIN 4 s SLIDE 2 s", st.integers(0, 8)),
-    "slide_6_4": ("WITHIN 6 s SLIDE 4 s", st.integers(0, 10)),
-    "slide_5_1": ("WITHIN 5 s SLIDE 1 s", st.integers(0, 7)),
-    "slide_neg": ("WITHIN 4 s SLIDE 2 s", st.integers(-6, 2)),
-    "slide_5_1_neg": ("WITHIN 5 s SLIDE 1 s", st.integers(-5, 2)),
-    "frac_ms": ("WITHIN 1500 ms SLIDE 500 ms", st.integers(-4, 12).map(lambda k: k * 0.25)),
-    "frac_tenths": ("WITHIN 1500 ms SLIDE 500 ms", st.integers(-5, 25).map(lambda k: round(k * 0.1, 1))),
-    "frac_decimal_s": ("WITHIN 1.5 s SLIDE 0.5 s", st.integers(-2, 14).map(lambda k: k * 0.25)),
-    "frac_300ms": ("WITHIN 300 ms", st.integers(0, 12).map(lambda k: round(k * 0.1, 1))),
-    "minutes": ("WITHIN 1 min SLIDE 30 s", st.integers(-3, 8).map(lambda k: k * 15)),
+    "tumbling": Window("WITHIN 100 s", 0, 6),
+    "tumbling_neg": Window("WITHIN 100 s", -4, 4),
+    "small_tumbling": Window("WITHIN 3 s", -2, 7, 1, 3, 3),
+    "slide_4_2": Window("WITHIN 4 s SLIDE 2 s", 0, 8, 1, 2, 4),
+    "slide_6_4": Window("WITHIN 6 s SLIDE 4 s", 0, 10, 1, 4, 6),
+    "slide_5_1": Window("WITHIN 5 s SLIDE 1 s", 0, 7, 1, 1, 5),
+    "slide_neg": Window("WITHIN 4 s SLIDE 2 s", -6, 2, 1, 2, 4),
+    "slide_5_1_neg": Window("WITHIN 5 s SLIDE 1 s", -5, 2, 1, 1, 5),
+    "frac_ms": Window("WITHIN 1500 ms SLIDE 500 ms", -4, 12, 0.25, 0.5, 1.5),
+    "frac_tenths": Window("WITHIN 1500 ms SLIDE 500 ms", -5, 25, 0.1, 0.5, 1.5),
+    "frac_decimal_s": Window("WITHIN 1.5 s SLIDE 0.5 s", -2, 14, 0.25, 0.5, 1.5),
+    "frac_300ms": Window("WITHIN 300 ms", 0, 12, 0.1, 0.3, 0.3),
+    "minutes": Window("WITHIN 1 min SLIDE 30 s", -3, 8, 15, 30, 60),
 }
 
 INT_V = st.integers(-2, 5)
@@ -417,7 +447,7 @@ def _word(draw, node: tuple, room: list[int]) -> list[str]:
 
 
 @st.composite
-def streams(draw, pat: Pattern, times: st.SearchStrategy, values: st.SearchStrategy) -> list[dict]:
+def streams(draw, pat: Pattern, window: Window, values: st.SearchStrategy, dirty: bool = False) -> list[dict]:
     """Up to 9 events: often a witness trend of the pattern (or of a NOT body), plus noise."""
     alias_type = dict(pat.positive + pat.negative)
     planned: list[str] = []  # event types
@@ -431,20 +461,38 @@ def streams(draw, pat: Pattern, times: st.SearchStrategy, values: st.SearchStrat
     pos_types = sorted({t for _, t in pat.positive})
     pool = pos_types * 2 + sorted({t for _, t in pat.negative}) + [UNUSED_TYPE]
     noise = draw(st.lists(st.sampled_from(pool), max_size=MAX_EVENTS - len(planned)))
-    planned_times = sorted(draw(st.lists(times, min_size=len(planned), max_size=len(planned), unique=True)))
-    typed = list(zip(planned, planned_times)) + [(t, draw(times)) for t in noise]
+    typed = [(t, time, True) for t, time in zip(planned, window.witness_times(draw, len(planned)))]
+    typed += [(t, draw(window.times), False) for t in noise]
     typed = draw(st.permutations(typed))
-    return [
+    # witness events often share g and s, so that equivalence predicates keep them together
+    same_g, same_s = draw(st.booleans()), draw(st.booleans())
+    events = [
         {
             "type": etype,
             "time": time,
             "v": draw(values),
-            "s": draw(st.sampled_from(["p", "q"])),
-            "g": draw(st.integers(0, 1)),
+            "s": "p" if same_s and witness else draw(st.sampled_from(["p", "q"])),
+            "g": 0 if same_g and witness else draw(st.integers(0, 1)),
             "id": i,
         }
-        for i, (etype, time) in enumerate(typed)
+        for i, (etype, time, witness) in enumerate(typed)
     ]
+    if dirty:
+        for event in events:
+            if draw(st.integers(0, 3)) == 0:
+                attr, value = draw(st.sampled_from(BAD_ATTRS))
+                if value is DROP:
+                    del event[attr]
+                else:
+                    event[attr] = value
+    return events
+
+
+DROP = object()
+BAD_ATTRS = [
+    ("v", DROP), ("s", DROP), ("g", DROP), ("v", None), ("g", None),
+    ("v", "x"), ("v", True), ("s", 3), ("g", "p"), ("g", 1.0),
+]
 
 
 # ---------------------------------------------------------------- queries
@@ -470,6 +518,7 @@ def cases(
     windows: tuple[str, ...] = tuple(WINDOWS),
     values: tuple[str, ...] = tuple(VALUES),
     pattern_filter=None,
+    dirty: bool = False,
 ) -> tuple[str, list[dict]]:
     pat = draw(patterns(budget))
     if pattern_filter is not None:
@@ -477,14 +526,14 @@ def cases(
     where = draw(where_clauses(pat, where_kinds)) if where_kinds else []
     group_by = draw(st.sampled_from([[], [], ["g"], ["s"], ["g", "s"], ["s", "g"]])) if grouping else []
     ret = draw(returns(pat, group_by))
-    window_text, times = WINDOWS[draw(st.sampled_from(windows))]
-    text = build(ret, pat, where, group_by, window_text)
+    window = WINDOWS[draw(st.sampled_from(windows))]
+    text = build(ret, pat, where, group_by, window.text)
     note(text)
     ok = compiles(text)
     assert ok or not _should_compile(pat), f"valid query rejected:\n{text}"
     assume(ok)
     vals = VALUES[draw(st.sampled_from(values))]
-    events = draw(streams(pat, times, vals))
+    events = draw(streams(pat, window, vals, dirty))
     return text, events
 
 
@@ -528,6 +577,13 @@ def test_random_negation(case: tuple[str, list[dict]]) -> None:
 @given(cases(where_kinds=("equiv", "local"), pattern_filter=lambda p: bool(p.negative)))
 def test_random_negation_with_partial_equivalence(case: tuple[str, list[dict]]) -> None:
     """Alias-specific equivalence: negative aliases carrying some attributes only."""
+    check(*case)
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(cases(dirty=True))
+def test_random_bad_events(case: tuple[str, list[dict]]) -> None:
+    """Missing, null and wrongly typed attributes: bad events skipped, predicate errors false."""
     check(*case)
 
 

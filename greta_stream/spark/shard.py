@@ -1,0 +1,126 @@
+"""One micro-batch of one shard, as a plain function (no JVM needed).
+
+Spark calls the stateful operator once per shard per micro-batch; a shard
+holds every partition whose GROUP-BY values hash to it (SPARK_NOTES: per-group
+calls cost 2-4 ms each, so many small partitions share one call and one state
+blob). All partitions of a group live in one shard, so the rollup to
+GROUP-BY groups happens here and every emitted row is final.
+
+Call order inside `step`:
+  1. restore the engine from the state bytes (or start a new one);
+  2. declare the watermark, so records behind it are dead-lettered as late;
+  3. add the micro-batch's records (bad ones are dead-lettered);
+  4. advance to the watermark: rows of every window that ended;
+  5. return outputs, the new state bytes (None when idle: no state kept)
+     and the event-time timeout that wakes the shard for its next window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from greta_stream.compiler.compiled import CompiledQuery, compile_query
+from greta_stream.connectors.jsonl import dumps
+from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.engine.timebase import TIMESTAMP
+
+STATE_VERSION = 1
+
+OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
+
+
+@dataclass(frozen=True)
+class ShardConfig:
+    """Everything a worker needs to run a shard; small and picklable."""
+
+    query: str
+    fields: FieldNames = FieldNames()
+
+
+@lru_cache(maxsize=32)
+def _compiled(query: str) -> CompiledQuery:
+    return compile_query(query)
+
+
+def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
+    """Spark's watermark (ms since the epoch) in engine time units.
+
+    Spark reports 0 before the first watermark exists; that means "none".
+    """
+    if watermark_ms <= 0:
+        return -math.inf
+    if kind == TIMESTAMP:
+        return watermark_ms * 1000
+    return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
+
+
+def timeout_ms(engine: Engine, watermark_ms: int) -> int | None:
+    """When Spark should call this shard again without data (None: never)."""
+    end = engine.next_window_end()
+    if end is None:
+        return None
+    ms = end // 1000 if engine.validator.time_kind == TIMESTAMP else math.ceil(end * 1000)
+    return max(int(ms), watermark_ms, 1)
+
+
+def step(
+    cfg: ShardConfig, state: bytes | None, records: Iterable[Any], watermark_ms: int
+) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
+    """Run one micro-batch of one shard; see the module docstring."""
+    cq = _compiled(cfg.query)
+    dead: list[DeadLetter] = []
+    engine = Engine.restore(cq, state, fields=cfg.fields, dead_letter=dead.append) if state else Engine(
+        cq, fields=cfg.fields, dead_letter=dead.append
+    )
+    kind = engine.validator.time_kind
+    engine.expect(engine_watermark(kind, watermark_ms))
+    for rec in records:
+        engine.add(rec)
+        if engine.validator.time_kind != kind:  # the first valid event fixed the unit
+            kind = engine.validator.time_kind
+            engine.expect(engine_watermark(kind, watermark_ms))
+    rows = engine.advance(engine_watermark(kind, watermark_ms))
+    out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
+    if engine.idle:
+        return out, None, None
+    return out, engine.snapshot(), timeout_ms(engine, watermark_ms)
+
+
+def _row_output(cq: CompiledQuery, row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kind": "row",
+        "window_start": _seconds(row["window_start"]),
+        "window_end": _seconds(row["window_end"]),
+        "grp": dumps([row[c] for c in cq.group_columns]),
+        "payload": dumps(row),
+    }
+
+
+def _dead_output(d: DeadLetter) -> dict[str, Any]:
+    return {"kind": "dead", "window_start": None, "window_end": None, "grp": d.reason, "payload": dumps(d.to_dict())}
+
+
+def _seconds(x: Any) -> float:
+    """A window bound as float seconds since the epoch (for sorting and filters)."""
+    if hasattr(x, "timestamp"):
+        return float(x.timestamp())
+    return float(x)
+
+
+def parse_json_records(values: Iterable[str | None]) -> Iterable[Any]:
+    """Records from JSON text; unparseable text becomes a `malformed` dead letter."""
+    from greta_stream.connectors.jsonl import loads
+
+    for v in values:
+        if v is None:
+            yield None
+            continue
+        try:
+            yield loads(v)
+        except ValueError:
+            yield v  # not an object: the validator dead-letters it as malformed
+
