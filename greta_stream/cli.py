@@ -91,6 +91,56 @@ def evaluate(
         )
 
 
+@app.command()
+def run(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
+    query: Annotated[Optional[list[str]], typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
+    input: Annotated[Optional[str], typer.Option("--input", "-i", help="folder of JSON lines event files")] = None,
+    output: Annotated[Optional[str], typer.Option("--output", "-o", help="folder for result rows (JSON lines)")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
+    watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
+    once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
+    dead_letter: Annotated[Optional[str], typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
+    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default local[2])")] = None,
+    shards: Annotated[Optional[int], typer.Option(help="state shards (default 2 x cores)")] = None,
+    max_files_per_trigger: Annotated[Optional[int], typer.Option(help="files per micro-batch")] = None,
+    trigger_interval: Annotated[Optional[float], typer.Option(help="seconds between micro-batches")] = None,
+) -> None:
+    """Run queries continuously on Spark Structured Streaming (the main job)."""
+    import logging
+
+    from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+    from greta_stream.spark.pipeline import run as run_pipeline
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    if config is not None:
+        cfg = PipelineConfig.from_file(config)
+        if once:
+            cfg.once = True
+        if master:
+            cfg.master = master
+    else:
+        if not (query and input and output and checkpoint):
+            typer.echo("error: give --config, or --query, --input, --output and --checkpoint", err=True)
+            raise typer.Exit(2)
+        queries = []
+        for i, q in enumerate(query):
+            cq = _load_query(q)
+            name = Path(q).stem if Path(q).is_file() else f"query{i + 1}"
+            out = output if len(query) == 1 else str(Path(output) / name)
+            dl = dead_letter or str(Path(out) / "dead_letters")
+            queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl)))
+        cfg = PipelineConfig(
+            source=SourceConfig("jsonl", input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
+            watermark_delay_s=watermark, once=once, trigger_interval_s=trigger_interval, master=master, shards=shards,
+        )
+    started = time.monotonic()
+    counts = run_pipeline(cfg, echo=lambda line: typer.echo(line, err=True))
+    for name, c in counts.items():
+        typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
+                   err=True)
+
+
 def main() -> None:
     app()
 

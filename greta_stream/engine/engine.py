@@ -70,6 +70,9 @@ class Engine:
         if isinstance(result, DeadLetter):
             self.reject(result)
             return
+        if result.type not in self.cq.by_type:
+            self.metrics.inc("events_other_type")  # ignored whatever its time: nothing is lost
+            return
         late_before = max(self.watermark, self.late_before)
         if result.time < late_before:
             self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
@@ -78,10 +81,7 @@ class Engine:
             w = self.cq.window
             tb = Timebase.create(self.validator.time_kind or "seconds", w.within, w.slide)
             self.plan = Plan(self.cq, tb, self.metrics)
-        if result.type in self.cq.by_type:
-            self.buffer.append(result)
-        else:
-            self.metrics.inc("events_other_type")
+        self.buffer.append(result)
 
     def add_many(self, records: Iterable[Any]) -> None:
         for r in records:

@@ -50,6 +50,11 @@ STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("e
 
 _TS = "__greta_ts"
 _SHARD = "__greta_shard"
+# The watermark column is event time shifted by a horizon (see trend_aggregates),
+# clamped so that it stays inside pandas' nanosecond range (1677-2262) when
+# Spark hands it to Python, and never overflows Spark's own timestamp math.
+_HORIZON_S = 100 * 365 * 86_400  # rows later than this are dropped by Spark itself
+_CLAMP_S = (-5_000_000_000, 5_900_000_000)  # about 1811 to 2156
 
 
 def default_shards(spark_cores: int | None = None) -> int:
@@ -75,13 +80,21 @@ def trend_aggregates(
             return F.get_json_object(F.col("value"), f"$.{name}")
         return F.col(f"`{name}`")
 
-    ts = _event_time(events, column(fields.time), json_input, fields.time)
+    seconds = _event_seconds(events, column(fields.time), json_input, fields.time)
     if cq.group_by:
         parts = [_normalized(column(g)) for g in cq.group_by]
         shard = F.pmod(F.xxhash64(*parts), F.lit(n)).cast("int")
     else:
         shard = F.lit(0)
-    keyed = events.withColumn(_TS, ts).withWatermark(_TS, f"{int(watermark_delay_s * 1000)} milliseconds")
+    # Spark drops rows at or behind the watermark before the operator sees them
+    # (event-time timeout only), which would lose late events silently. Shifting
+    # the watermark column and its delay by the same horizon leaves the watermark
+    # unchanged (max(ts) - delay) but lets every row through: the engine then
+    # dead-letters late events itself, with reason "late".
+    clamped = F.least(F.greatest(seconds, F.lit(_CLAMP_S[0])), F.lit(_CLAMP_S[1]))  # both skip nulls
+    shifted = F.when(seconds.isNotNull(), F.timestamp_seconds(clamped + _HORIZON_S))
+    delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
+    keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
     keyed = keyed.withColumn(_SHARD, shard)
     cfg = ShardConfig(cq.text, fields)
     fn = _shard_function(cfg, json_input)
@@ -90,16 +103,19 @@ def trend_aggregates(
     )
 
 
-def _event_time(events: DataFrame, col: Column, json_input: bool, time_field: str) -> Column:
-    """A timestamp column for Spark's watermark: seconds or ISO-8601 text."""
+def _event_seconds(events: DataFrame, col: Column, json_input: bool, time_field: str) -> Column:
+    """Event time as double seconds since the epoch: numbers or ISO-8601 text; null when neither."""
+    def from_text(c: Column) -> Column:
+        return F.coalesce(c.try_cast("double"), F.unix_micros(F.try_to_timestamp(c)) / 1e6)
+
     if json_input:
-        return F.coalesce(F.timestamp_seconds(col.try_cast("double")), F.try_to_timestamp(col))
+        return from_text(col)
     dtype = events.schema[time_field].dataType
     if isinstance(dtype, TimestampType):
-        return col
+        return F.unix_micros(col) / 1e6
     if isinstance(dtype, NumericType):
-        return F.timestamp_seconds(col.cast("double"))
-    return F.coalesce(F.timestamp_seconds(col.try_cast("double")), F.try_to_timestamp(col.cast("string")))
+        return col.cast("double")
+    return from_text(col.cast("string"))
 
 
 def _normalized(col: Column) -> Column:
