@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run test test-all lint bench clean
+.PHONY: install run evaluate test test-all lint bench clean
 
 install: $(BIN)/greta-stream  ## create .venv and install the project with its dev tools
 
@@ -13,9 +13,15 @@ $(BIN)/greta-stream: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-run: install  ## run the main job on the bundled sample stream; rows land in out/q1_stock.jsonl
+run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/
+	rm -rf out/q1_stock out/checkpoints/q1_stock
+	$(BIN)/greta-stream run --query configs/q1_stock.greta --input samples/stock --output out/q1_stock \
+		--checkpoint out/checkpoints/q1_stock --watermark 10 --once
+	@echo "results: out/q1_stock/part-*.jsonl ($$(cat out/q1_stock/part-*.jsonl | wc -l) rows)"
+
+evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_stock.jsonl
 	mkdir -p out
-	$(BIN)/greta-stream evaluate --query configs/q1_stock.greta --events configs/sample_stock.jsonl \
+	$(BIN)/greta-stream evaluate --query configs/q1_stock.greta --events samples/stock/events.jsonl \
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
@@ -27,6 +33,9 @@ lint: install  ## ruff over the package and tests
 
 bench: install  ## engine benchmarks: events/s and peak memory for Q1-Q3
 	$(BIN)/python benchmarks/bench_engine.py
+
+bench-spark: install  ## Spark pipeline vs Spark's own windowed count, Q1-Q3 on local[2]
+	$(BIN)/python benchmarks/bench_spark.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis

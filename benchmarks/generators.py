@@ -36,7 +36,7 @@ Command line (JSON lines to ``--out``, or to stdout)::
 
     python benchmarks/generators.py stock 10000 --seed 1 --out stock.jsonl
     python benchmarks/generators.py stock 2000 --seed 7 \\
-        --param companies=20 --param sectors=4 --out configs/sample_stock.jsonl
+        --param companies=20 --param sectors=4 --out samples/stock/events.jsonl
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 
 
 def test_evaluate_prints_rows_equal_to_the_library(tmp_path: Path) -> None:
-    events = [json.loads(line) for line in (ROOT / "configs/sample_stock.jsonl").read_text().splitlines()][:400]
+    events = [json.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()][:400]
     src = tmp_path / "events.jsonl"
     src.write_text("".join(json.dumps(e) + "\n" for e in events) + "{not json\n")
     dead = tmp_path / "dead.jsonl"

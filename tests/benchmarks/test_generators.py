@@ -168,7 +168,7 @@ def test_cli_writes_jsonl_that_reads_back(tmp_path):
 
 
 def test_bundled_sample_matches_its_generator():
-    path = ROOT / "configs" / "sample_stock.jsonl"
+    path = ROOT / "samples" / "stock" / "events.jsonl"
     with path.open(encoding="utf-8") as lines:
         sample = [json.loads(line) for line in lines]
     assert sample == gen.stock(2000, seed=7, companies=20, sectors=4)

@@ -1,0 +1,157 @@
+"""Sustained events/s of the Spark pipeline for Q1-Q3, next to Spark's own windowed count.
+
+For each query and each micro-batch size, the same seeded stream (from
+``generators.py``) is written as JSON-lines files of ``rows`` events each and
+read back with ``maxFilesPerTrigger=1``, so every micro-batch holds one file.
+Two streaming queries run over it on ``local[2]``, one after the other:
+
+- **greta**: ``trend_aggregates`` (the sharded ``applyInPandasWithState``
+  operator) over the query of ``configs/``;
+- **spark-native**: parse the same JSON, ``withWatermark`` and
+  ``groupBy(window(time, WITHIN, SLIDE), <GROUP-BY>).count()`` in append
+  mode: the cheapest stateful windowed aggregation Spark offers on the same
+  input and windows (it counts events, not trends).
+
+Both write to Spark's ``noop`` sink. Throughput is events over the summed
+trigger time of the batches that carried data (the first batch, which pays
+for planning and Python worker start, is reported apart), so it measures the
+sustained rate. The ratio greta / native is the figure we track. State is
+read from the last progress report: bytes Spark reports for the operator's
+state store, per shard (greta) or per window-group row (native), and per
+engine partition (greta: state bytes / distinct partition keys in the data).
+
+    .venv/bin/python benchmarks/bench_spark.py                       # defaults
+    .venv/bin/python benchmarks/bench_spark.py --queries q2 --rows 10000,50000 --batches 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import generators  # noqa: E402
+
+WORKLOADS = {
+    # name: (config file, generator, generator parameters, partition key columns)
+    "q1": ("q1_stock.greta", "stock", {"companies": 100, "sectors": 10, "rate": 10.0}, ["company", "sector"]),
+    "q2": ("q2_cluster.greta", "cluster", {"mappers": 10, "jobs": 10, "rate": 10.0}, ["mapper", "job"]),
+    "q3": ("q3_traffic.greta", "traffic", {}, ["vehicle", "segment"]),
+}
+
+
+def write_input(folder: Path, events: list[dict[str, Any]], rows: int) -> int:
+    """JSON-lines files of `rows` events, modification times in file order."""
+    folder.mkdir(parents=True)
+    base = time.time() - 86_400
+    n_files = 0
+    for i in range(0, len(events), rows):
+        path = folder / f"part-{n_files:05d}.jsonl"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events[i:i + rows]))
+        os.utime(path, (base + n_files, base + n_files))
+        n_files += 1
+    return n_files
+
+
+def run_stream(df: Any, name: str) -> list[dict[str, Any]]:
+    q = df.writeStream.format("noop").queryName(name).trigger(availableNow=True).start()
+    q.awaitTermination()
+    if q.exception() is not None:
+        raise RuntimeError(str(q.exception()))
+    return [json.loads(json.dumps(p, default=str)) for p in q.recentProgress]
+
+
+def summarize(progress: list[dict[str, Any]]) -> dict[str, Any]:
+    data = [p for p in progress if p.get("numInputRows", 0) > 0]
+    first, rest = (data[0], data[1:]) if data else (None, [])
+    ms = sum(p["durationMs"].get("triggerExecution", 0) for p in rest)
+    rows = sum(p["numInputRows"] for p in rest)
+    state = (progress[-1].get("stateOperators") or [{}])[0] if progress else {}
+    return {
+        "batches": len(data),
+        "first_batch_ms": first["durationMs"].get("triggerExecution", 0) if first else None,
+        "batch_ms_median": sorted(p["durationMs"]["triggerExecution"] for p in rest)[len(rest) // 2] if rest else None,
+        "events_per_s": rows / (ms / 1000) if ms else None,
+        "state_rows": state.get("numRowsTotal", 0),
+        "state_bytes": state.get("memoryUsedBytes", 0),
+    }
+
+
+def native_count(spark: Any, events_df: Any, text: str, delay_s: float) -> Any:
+    from pyspark.sql import functions as F
+
+    from greta_stream.compiler.compiled import compile_query
+
+    cq = compile_query(text)
+    within, slide = float(cq.window.within), float(cq.window.slide)
+    cols = [F.get_json_object("value", f"$.{g}").alias(g) for g in cq.group_by]
+    ts = F.timestamp_seconds(F.get_json_object("value", "$.time").cast("double")).alias("ts")
+    parsed = events_df.select(ts, *cols).withWatermark("ts", f"{int(delay_s * 1000)} milliseconds")
+    return parsed.groupBy(F.window("ts", f"{int(within * 1000)} milliseconds", f"{int(slide * 1000)} milliseconds"),
+                          *cq.group_by).count()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--queries", default="q1,q2,q3")
+    ap.add_argument("--rows", default="5000,20000", help="events per micro-batch (comma list)")
+    ap.add_argument("--batches", type=int, default=4, help="micro-batches per run")
+    ap.add_argument("--watermark", type=float, default=5.0, help="watermark delay in seconds")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", help="also write the results to this file")
+    args = ap.parse_args(argv)
+
+    from greta_stream.spark.operator import trend_aggregates
+    from greta_stream.spark.session import get_session
+
+    spark = get_session("local[2]", app_name="greta-bench")
+    results = []
+    print(f"{'query':5} {'rows/batch':>10} {'greta ev/s':>11} {'native ev/s':>11} {'ratio':>6} "
+          f"{'greta ms/batch':>14} {'native ms/batch':>15} {'state B/shard':>13} {'state B/partition':>17}")
+    for qname in args.queries.split(","):
+        config, gen, params, keys = WORKLOADS[qname]
+        text = (ROOT / "configs" / config).read_text()
+        for rows in [int(r) for r in args.rows.split(",")]:
+            n = rows * args.batches
+            events = getattr(generators, gen)(n, seed=args.seed, **params)
+            partitions = len({tuple(e.get(k) for k in keys) for e in events})
+            tmp = Path(tempfile.mkdtemp(prefix="greta-bench-spark-"))
+            try:
+                write_input(tmp / "in", events, rows)
+                src = spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(tmp / "in"))
+                t0 = time.monotonic()
+                greta = summarize(run_stream(trend_aggregates(src, text, watermark_delay_s=args.watermark),
+                                             f"greta_{qname}_{rows}"))
+                greta["wall_s"] = time.monotonic() - t0
+                t0 = time.monotonic()
+                native = summarize(run_stream(native_count(spark, src, text, args.watermark), f"native_{qname}_{rows}"))
+                native["wall_s"] = time.monotonic() - t0
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            g, nat = greta["events_per_s"], native["events_per_s"]
+            ratio = g / nat if g and nat else None
+            per_shard = greta["state_bytes"] / greta["state_rows"] if greta["state_rows"] else 0
+            per_part = greta["state_bytes"] / partitions if partitions else 0
+            results.append({"query": qname, "rows_per_batch": rows, "events": n, "partitions": partitions,
+                            "greta": greta, "native": native, "ratio": ratio})
+            print(f"{qname:5} {rows:>10,} {g or 0:>11,.0f} {nat or 0:>11,.0f} {ratio or 0:>6.2f} "
+                  f"{greta['batch_ms_median'] or 0:>14,} {native['batch_ms_median'] or 0:>15,} "
+                  f"{per_shard:>13,.0f} {per_part:>17,.0f}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"argv": sys.argv, "cpus": os.cpu_count(), "results": results}, indent=1))
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
