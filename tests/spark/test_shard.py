@@ -1,0 +1,113 @@
+"""The shard step without a JVM: what Spark calls per shard and micro-batch.
+
+A driver loop plays Spark's part: records hashed to shards, split into
+micro-batches, the watermark of each batch is the max event time of the
+batches before it minus the delay (0 before the first), shards with state
+are called when their timeout passed. The rows must be those of `evaluate`.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from greta_stream import evaluate
+from greta_stream.connectors.jsonl import loads
+from greta_stream.spark.shard import STATE_VERSION, ShardConfig, engine_watermark, parse_json_records, step
+
+from test_streaming import QUERIES, make_events, normalized
+
+
+def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int, seed: int) -> tuple[list, list]:
+    rnd = random.Random(seed)
+    ordered = sorted(events, key=lambda e: e["time"] if isinstance(e, dict) and "time" in e else 0)
+    cuts = sorted(rnd.sample(range(1, len(ordered)), n_batches - 1)) if n_batches > 1 else []
+    batches = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)])]
+    for b in batches:
+        rnd.shuffle(b)
+    batches.append([])  # a last no-data batch after the watermark moved
+    cfg = ShardConfig(query)
+    states: dict[int, bytes] = {}
+    timeouts: dict[int, int] = {}
+    rows: list = []
+    dead: list = []
+    watermark, max_ms = 0, 0
+    for batch in batches:
+        by_shard: dict[int, list] = {}
+        for e in batch:
+            key = repr(e.get("g", e.get("sector", e.get("segment")))) if isinstance(e, dict) else ""
+            by_shard.setdefault(hash(key) % n_shards, []).append(e)
+        due = {k for k, t in timeouts.items() if watermark > t}
+        for k in sorted(set(by_shard) | due):
+            out, state, timeout = step(cfg, states.get(k), by_shard.get(k, []), watermark)
+            rows += [loads(o["payload"]) for o in out if o["kind"] == "row"]
+            dead += [loads(o["payload"]) for o in out if o["kind"] == "dead"]
+            states.pop(k, None), timeouts.pop(k, None)
+            if state is not None:
+                states[k] = state
+                if timeout is not None:
+                    assert timeout >= max(watermark, 1)
+                    timeouts[k] = timeout
+        times = [int(e["time"] * 1000) for e in batch if isinstance(e, dict) and "time" in e]
+        max_ms = max([max_ms, *times])
+        watermark = max(watermark, max_ms - delay_ms)
+    # Nothing may be left behind once the watermark passed everything.
+    assert not states, "state kept after every window ended"
+    return rows, dead
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_sharded_micro_batches_equal_evaluate(name: str) -> None:
+    events = make_events(seed=3) + [{"type": "Flush", "time": 10_000}]
+    rows, dead = drive(QUERIES[name], events, n_batches=5, n_shards=3, delay_ms=60_000, seed=1)
+    assert normalized(rows) == normalized(evaluate(QUERIES[name], events))
+    assert dead == []
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 2**16))
+def test_any_split_any_shards(n_batches: int, n_shards: int, seed: int) -> None:
+    events = make_events(seed=seed)[:120] + [{"type": "Flush", "time": 20_000}]
+    q = QUERIES["negation"]
+    # The delay covers the spread of every batch: nothing is late, so rows equal evaluate.
+    rows, dead = drive(q, events, n_batches=n_batches, n_shards=n_shards, delay_ms=10_000_000, seed=seed)
+    assert normalized(rows) == normalized(evaluate(q, events))
+    assert dead == []
+
+
+def test_late_and_bad_records_are_dead_lettered_not_raised() -> None:
+    q = QUERIES["negation"]
+    out, state, timeout = step(ShardConfig(q), None, [{"type": "A", "time": 50, "v": 1, "g": 0}], 0)
+    assert out == [] and state is not None and timeout is not None
+    records = list(parse_json_records(['{"type": "A", "time": 1, "v": 1, "g": 0}', "{oops", None, "[1]"]))
+    out, state, _ = step(ShardConfig(q), state, records, 40_000)
+    reasons = sorted(json.loads(o["payload"])["reason"] for o in out if o["kind"] == "dead")
+    assert reasons == ["late", "malformed", "malformed", "malformed"]
+    assert all(o["grp"] == json.loads(o["payload"])["reason"] for o in out)
+
+
+def test_idle_shard_keeps_no_state_and_irrelevant_types_are_ignored() -> None:
+    q = QUERIES["stock"]
+    out, state, timeout = step(ShardConfig(q), None, [{"type": "Other", "time": 5}], 0)
+    assert (out, state, timeout) == ([], None, None)
+
+
+def test_state_is_compressed_versioned_bytes() -> None:
+    q = QUERIES["stock"]
+    events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:200]
+    _, state, timeout = step(ShardConfig(q), None, events, 0)
+    assert isinstance(state, bytes) and len(zlib.decompress(state)) > len(state)
+    assert STATE_VERSION == 2
+    # The timeout is the end of the first window that holds an event, in ms.
+    assert timeout == 20_000
+
+
+def test_engine_watermark_units() -> None:
+    assert engine_watermark("seconds", 0) == float("-inf")  # Spark's "no watermark yet"
+    assert engine_watermark("seconds", 39_500) == 39.5
+    assert engine_watermark("seconds", 40_000) == 40
