@@ -198,6 +198,7 @@ def _attach_predicates(query: ast.Query, templates: list[Template], aliases: dic
         for tr in tpl.transitions:
             exprs = edge.get((tr.src, tr.dst), [])
             tr.edge = compile_edge(exprs)
+            tr.edge_exprs = tuple(exprs)
             tr.edge_text = " AND ".join(format_expr(e) for e in exprs)
 
 

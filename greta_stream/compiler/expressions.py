@@ -69,6 +69,56 @@ def compile_edge(exprs: list[ast.Expr]) -> Callable[[Any, Any], bool] | None:
     return lambda x, y: all(bool(f(x, y)) for f in fns)
 
 
+INDEXABLE_OPS = ("<", "<=", ">", ">=", "=")
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+
+
+def edge_comparison(e: ast.Expr) -> tuple[str, Getter, Getter] | None:
+    """`(op, x_side, y_side)` when `e` compares an expression of the plain
+    alias with one of the NEXT alias (`X.a * 1.05 < NEXT(Y).b`), so that
+    `e(x, y) == x_side(x, None) op y_side(None, y)`; else None.
+
+    The engine indexes such a predicate (x_side as key, y_side as probe).
+    Either side may be any arithmetic of one alias and constants; the sides
+    are swapped (and the operator flipped) when NEXT stands on the left.
+    """
+    if not isinstance(e, ast.Binary) or e.op not in INDEXABLE_OPS:
+        return None
+    left, right = _side(e.left), _side(e.right)
+    if left == "x" and right == "y":
+        return e.op, compile_expr(e.left), compile_expr(e.right)
+    if left == "y" and right == "x":
+        return _FLIP[e.op], compile_expr(e.right), compile_expr(e.left)
+    return None
+
+
+def _side(e: ast.Expr) -> str | None:
+    """"x" if e reads only plain refs, "y" if only NEXT refs, else None."""
+    refs = ast.expr_refs(e)
+    if not refs or any(not _arith(n) for n in _nodes(e)):
+        return None
+    kinds = {r.next for r in refs}
+    if len(kinds) != 1:
+        return None
+    return "y" if kinds.pop() else "x"
+
+
+def _arith(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Binary):
+        return e.op in ("+", "-", "*", "/", "%")
+    if isinstance(e, ast.Unary):
+        return e.op == "-"
+    return True
+
+
+def _nodes(e: ast.Expr) -> list[ast.Expr]:
+    if isinstance(e, ast.Binary):
+        return [e, *_nodes(e.left), *_nodes(e.right)]
+    if isinstance(e, ast.Unary):
+        return [e, *_nodes(e.operand)]
+    return [e]
+
+
 def format_expr(e: ast.Expr) -> str:
     """Query-language text of an expression, fully parenthesized where needed."""
     if isinstance(e, ast.Literal):

@@ -31,6 +31,7 @@ class Transition:
     negation: int | None = None
     edge: object = None  # Callable[[dict, dict], bool] | None, set by the compiler
     edge_text: str = ""
+    edge_exprs: tuple = ()  # the edge predicates (ast.Expr) AND-ed in `edge`, in WHERE order
 
 
 @dataclass

@@ -30,7 +30,7 @@ from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import avg_result, sum_result
 from greta_stream.errors import SnapshotError
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: packed vertex aggregates (lanes.py)
 
 DeadLetterSink = Callable[[DeadLetter], None]
 
@@ -248,6 +248,15 @@ def _row_order(cq: CompiledQuery) -> Callable[[dict[str, Any]], tuple[Any, ...]]
     cols = cq.group_columns
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        return (row["window_start"], tuple((type(row[c]).__name__, row[c]) for c in cols))
+        return (row["window_start"], tuple(_group_order(row[c]) for c in cols))
 
     return key
+
+
+def _group_order(value: Any) -> tuple[int, Any]:
+    """Numbers sort together (0 before 1.0), then strings, then anything else."""
+    if isinstance(value, (int, float)):
+        return (0, value)
+    if isinstance(value, str):
+        return (1, value)
+    return (2, repr(value))

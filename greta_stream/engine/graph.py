@@ -19,27 +19,34 @@ stamp are computed together from the graph before that time, then inserted
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from typing import Any
 
+from greta_stream.engine.index import BucketIndex, aligned
+from greta_stream.engine.index import build as build_index
 from greta_stream.engine.ingest import Event
-from greta_stream.engine.plan import NEG_INF, Plan
+from greta_stream.engine.lanes import Layout
+from greta_stream.engine.plan import NEG_INF, UNSAFE, Plan
 
 
 class Vertex:
-    """A positive vertex: per-window aggregates for windows kmin.. ."""
+    """A positive vertex: its aggregates for windows kmin .. kmin + n - 1.
 
-    __slots__ = ("time", "attrs", "id", "kmin", "aggs")
+    `agg` packs the additive slots of every window (lanes.py, lane j =
+    window kmin + j, in the run's layout); `mm` holds the MIN/MAX slots per
+    window when the query has any, else None.
+    """
 
-    def __init__(self, time: Any, attrs: dict[str, Any], id: Any, kmin: int, aggs: list[list[Any]]) -> None:
-        self.time, self.attrs, self.id, self.kmin, self.aggs = time, attrs, id, kmin, aggs
+    __slots__ = ("time", "attrs", "id", "kmin", "n", "agg", "mm")
+
+    def __init__(self, time: Any, attrs: dict[str, Any], id: Any, kmin: int, n: int, agg: int, mm: Any) -> None:
+        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = time, attrs, id, kmin, n, agg, mm
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return (self.time, self.attrs, self.id, self.kmin, self.aggs)
+        return (self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm)
 
     def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.time, self.attrs, self.id, self.kmin, self.aggs = s
+        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = s
 
 
 class NegVertex:
@@ -86,21 +93,38 @@ def scan(panes: list[Pane], lo: Any, hi: Any) -> list[Any]:
     return out
 
 
+
 class Run:
-    """All state of one run: panes per state, running totals, M_N steps."""
+    """All state of one run: panes per state, packed totals, M_N steps.
+
+    `totals[s]` is the packed sum of every vertex of positive state s, lane 0
+    = window `base`: the running totals a plain transition combines, the
+    END states' window results, and the bound that keeps every packed sum of
+    s's vertices below the layout's guard (lanes.py). `fscale` is the S of
+    float cells (units of 2**-S). Indexes (index.py) are derived and rebuilt
+    after a restore.
+    """
 
     def __init__(self, key: tuple[Any, ...]) -> None:
         self.key = key
         self.panes: dict[str, list[Pane]] = {}
-        self.totals: dict[str, dict[int, list[Any]]] = {}  # positive state -> window -> aggregate
+        self.totals: dict[str, int] = {}
+        self.mm_totals: dict[str, dict[int, list[Any]]] = {}  # MIN/MAX per window
+        self.base: int | None = None
+        self.layout: Layout | None = None
+        self.fscale = 0
+        self.ibits = self.fbits = 0  # bit length bounds of summed |int| and scaled |float| values
         self.maxes: dict[str, Any] = {}  # negative state -> latest match start so far
         self.steps: dict[int, tuple[list[Any], list[Any]]] = {}  # template -> (end times, M_N)
+        self.indexes: dict[int, Any] = {}
+        self.upcoming: list[Event] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        return self.__dict__
+        return {k: v for k, v in self.__dict__.items() if k not in ("indexes", "upcoming")}
 
     def __setstate__(self, s: dict[str, Any]) -> None:
         self.__dict__.update(s)
+        self.indexes, self.upcoming = {}, []
 
     @property
     def empty(self) -> bool:
@@ -118,6 +142,13 @@ class Run:
     # --------------------------------------------------------- processing
     def process(self, plan: Plan, t: Any, bound: list[tuple[Event, str]], next_k: int) -> None:
         """Add the events of time stamp t (each with one alias it binds to)."""
+        if self.layout is None:
+            self.layout = Layout(plan.base_cells, 30, 0, plan.guard_bits)
+        if self.base is None:
+            self.base = next_k
+        for ev, alias in bound:
+            if alias in plan.own_sums:
+                self._fit_values(plan, alias, ev.attrs)
         made: list[tuple[str, Any]] = []
         for ev, alias in bound:
             tp = plan.templates[plan.template_of[alias]]
@@ -125,46 +156,198 @@ class Run:
             if v is not None:
                 made.append((alias, v))
         for alias, v in made:
-            self._insert(plan, alias, v)
+            self._place(plan, alias, v)
+        for alias, v in made:
+            if isinstance(v, Vertex):
+                self._account(plan, alias, v)
 
+    # ------------------------------------------------------ packed values
+    def _fit_values(self, plan: Plan, alias: str, attrs: dict[str, Any]) -> None:
+        """Promote the layout so the event's summed values fit (before any use)."""
+        lay = self.layout
+        assert lay is not None
+        cells, shift = set(lay.cells), 0
+        for i, attr in plan.own_sums[alias]:
+            v = attrs[attr]
+            if isinstance(v, float):
+                num, den = v.as_integer_ratio()
+                e = den.bit_length() - 1
+                if e > self.fscale + shift:
+                    self.fbits += e - self.fscale - shift  # the floats summed so far scale up
+                    shift = e - self.fscale
+                self.fbits = max(self.fbits, abs(num).bit_length() + self.fscale + shift - e)
+                cells.add(f"fc{i}")
+                if num:
+                    cells.add(f"fp{i}" if num > 0 else f"fn{i}")
+            else:
+                self.ibits = max(self.ibits, abs(v).bit_length())
+                if v:
+                    cells.add(f"ip{i}" if v > 0 else f"in{i}")
+        a = max(self.ibits, self.fbits)
+        if cells != set(lay.cells) or a > lay.a or shift:
+            order = tuple(c for c in (*lay.cells, *sorted(cells - set(lay.cells))))
+            self._relayout(Layout(order, lay.hc, -(-a // 32) * 32 if a > lay.a else lay.a, lay.b), shift)
+
+    def _relayout(self, new: Layout, fshift: int = 0) -> None:
+        """Repack every packed value of the run in a new layout."""
+        old = self.layout
+        assert old is not None
+        for panes in self.panes.values():
+            for pane in panes:
+                for v in pane.verts:
+                    if isinstance(v, Vertex):
+                        v.agg = old.repack(v.agg, new, fshift)
+        for s in self.totals:
+            self.totals[s] = old.repack(self.totals[s], new, fshift)
+        self.layout = new
+        self.fscale += fshift
+        self.indexes = {}
+
+    def _account(self, plan: Plan, alias: str, v: Vertex) -> None:
+        """Add a new vertex to its state's total and indexes; widen cells if needed."""
+        lay = self.layout
+        assert lay is not None and self.base is not None
+        tot = self.totals.get(alias, 0) + aligned(v.agg, v.kmin, self.base, lay.lw)
+        self.totals[alias] = tot
+        if v.mm is not None:
+            mt = self.mm_totals.setdefault(alias, {})
+            for j, row in enumerate(v.mm):
+                k = v.kmin + j
+                if k in mt:
+                    plan.mm_combine(mt[k], row)
+                else:
+                    mt[k] = list(row)
+        for tr in plan.dst_of_src.get(alias, ()):
+            idx = self.indexes.get(tr.ident)
+            if idx is not None and not idx.insert(v):
+                del self.indexes[tr.ident]  # key outside the domain: rebuild on next use
+        while not lay.ok(self.totals[alias]):
+            lay = Layout(lay.cells, lay.hc * 2, lay.a, lay.b)
+            self._relayout(lay)
+
+    # ----------------------------------------------------------- vertices
     def _positive(self, plan: Plan, tp: Any, alias: str, ev: Event, next_k: int) -> Vertex | None:
         tb, t = plan.tb, ev.time
         kmin, kmax = max(tb.first_window(t), next_k), tb.last_window(t)
         if kmax < kmin:
             return None
-        aggs = [plan.zero() for _ in range(kmax - kmin + 1)]
+        lay = self.layout
+        assert lay is not None and self.base is not None
+        lw, n = lay.lw, kmax - kmin + 1
+        acc = 0
+        mm = [plan.mm_zero() for _ in range(n)] if plan.has_mm else None
         if alias in tp.start:
             lo = kmin
             if tp.leading is not None:
                 m = self.threshold(tp.leading, t)
                 if m != NEG_INF:
                     lo = max(lo, tb.last_window(m) + 1)
-            for k in range(lo, kmax + 1):
-                aggs[k - kmin][0] += 1
+            if lo <= kmax:
+                acc = lay.ones(kmax - lo + 1) << ((lo - kmin) * lw)
         for tr in tp.incoming[alias]:
             if tr.plain:
                 tot = self.totals.get(tr.src)
                 if tot:
-                    for k in range(kmin, kmax + 1):
-                        if k in tot:
-                            plan.combine(aggs[k - kmin], tot[k])
+                    acc += tot >> ((kmin - self.base) * lw)
+                if mm is not None:
+                    mt = self.mm_totals.get(tr.src)
+                    if mt:
+                        for k in range(kmin, kmax + 1):
+                            if k in mt:
+                                plan.mm_combine(mm[k - kmin], mt[k])
                 continue
             lo_t = tb.start(kmin)
             if tr.negation is not None:
                 m = self.threshold(tr.negation, t)
                 if m > lo_t:
                     lo_t = m
+            if tr.index is not None:
+                got = self._indexed(plan, tr, ev, kmin, lo_t)
+                if got is not None:
+                    acc += got
+                    continue
             for u in scan(self.panes.get(tr.src, []), lo_t, t):
                 if tr.edge is not None and not plan.edge_ok(tr.edge, u.attrs, ev.attrs):
                     continue
-                ukmin, uaggs = u.kmin, u.aggs
-                for k in range(max(kmin, ukmin), min(kmax, ukmin + len(uaggs) - 1) + 1):
-                    plan.combine(aggs[k - kmin], uaggs[k - ukmin])
-        if not any(a[0] for a in aggs):
+                acc += u.agg >> ((kmin - u.kmin) * lw)
+                if mm is not None:
+                    for k in range(max(kmin, u.kmin), min(kmax, u.kmin + u.n - 1) + 1):
+                        plan.mm_combine(mm[k - kmin], u.mm[k - u.kmin])
+        cnt = lay.count_part(acc, n)
+        if not cnt:
             return None
-        for a in aggs:
-            plan.add_own(a, alias, ev.attrs)
-        return Vertex(t, ev.attrs, ev.id, kmin, aggs)
+        off = lay.off
+        for c in plan.own_counts.get(alias, ()):
+            acc += cnt << off[c]
+        for i, attr in plan.own_sums.get(alias, ()):
+            v = ev.attrs[attr]
+            if isinstance(v, float):
+                num, den = v.as_integer_ratio()
+                acc += cnt << off[f"fc{i}"]
+                if num:
+                    mag = abs(num) << (self.fscale - den.bit_length() + 1)
+                    acc += (cnt * mag) << off[f"fp{i}" if num > 0 else f"fn{i}"]
+            elif v:
+                acc += (cnt * abs(v)) << off[f"ip{i}" if v > 0 else f"in{i}"]
+        if mm is not None:
+            self._own_mm(plan, alias, ev.attrs, mm, lay.nonzero_lanes(cnt, n), lw)
+        return Vertex(t, ev.attrs, ev.id, kmin, n, acc, mm)
+
+    @staticmethod
+    def _own_mm(plan: Plan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:
+        """Fold the event's value into MIN/MAX of the windows with a trend ending here."""
+        own = plan.own_mm.get(alias)
+        if not own:
+            return
+        for j, row in enumerate(mm):
+            if (live >> (j * lw)) & 1:
+                for m, kind, attr in own:
+                    v = attrs[attr]
+                    if (v < row[m]) if kind == "min" else (v > row[m]):
+                        row[m] = v
+
+    def _indexed(self, plan: Plan, tr: Any, ev: Event, kmin: int, lo_t: Any) -> int | None:
+        """The combined aggregate of the admitted predecessors, from an index;
+        None when the new event's probe is not safe (the caller scans)."""
+        spec = tr.index
+        probe = spec.probe(ev.attrs)
+        if probe is UNSAFE:
+            return None
+        lw = self.layout.lw  # type: ignore[union-attr]
+        idx = self.indexes.get(tr.ident)
+        if idx is None:
+            panes = self.panes.get(tr.src, ())
+            if len(panes) * 8 < plan.index_min_vertices and sum(len(p.verts) for p in panes) < plan.index_min_vertices:
+                return None  # few predecessors: the scan is cheaper
+        if idx is None or kmin - idx.base > 2 * plan.windows_per_event + 8:
+            idx = self._build_index(plan, tr, lo_t)
+        if tr.negation is not None and lo_t != idx.threshold:
+            idx.evict_before(lo_t)
+        acc = 0
+        if probe is not None:
+            if isinstance(idx, BucketIndex):
+                for u in idx.candidates(probe):
+                    if u.time >= lo_t and plan.edge_ok(spec.residual, u.attrs, ev.attrs):
+                        acc += u.agg >> ((kmin - u.kmin) * lw)
+            else:
+                got = idx.query(probe)
+                if got:
+                    acc = aligned(got, idx.base, kmin, lw)
+        for u in idx.side:
+            if u.time >= lo_t and plan.edge_ok(tr.edge, u.attrs, ev.attrs):
+                acc += u.agg >> ((kmin - u.kmin) * lw)
+        return acc
+
+    def _build_index(self, plan: Plan, tr: Any, lo_t: Any) -> Any:
+        verts = [u for pane in self.panes.get(tr.src, []) for u in pane.verts]
+        if tr.negation is not None:
+            verts = [u for u in verts if u.time >= lo_t]
+        src_type = plan.cq.aliases[tr.src].type
+        extra = [tr.index.key(e.attrs) for e in self.upcoming if e.type == src_type]
+        idx = build_index(tr.index, self.base, self.layout.lw, verts, extra)  # type: ignore[arg-type, union-attr]
+        idx.threshold = lo_t if tr.negation is not None else None
+        self.indexes[tr.ident] = idx
+        return idx
 
     def _negative(self, plan: Plan, tp: Any, alias: str, ev: Event) -> NegVertex | None:
         t = ev.time
@@ -181,47 +364,57 @@ class Run:
                     best = u.start
         return None if best == NEG_INF else NegVertex(t, ev.attrs, best)
 
-    def _insert(self, plan: Plan, alias: str, v: Any) -> None:
+    def _place(self, plan: Plan, alias: str, v: Any) -> None:
         pidx = plan.tb.pane_index(v.time)
         panes = self.panes.setdefault(alias, [])
         if not panes or panes[-1].index != pidx:
             panes.append(Pane(pidx))
         panes[-1].times.append(v.time)
         panes[-1].verts.append(v)
-        if alias in plan.totals_states:
-            if isinstance(v, NegVertex):
-                if v.start > self.maxes.get(alias, NEG_INF):
-                    self.maxes[alias] = v.start
-            else:
-                tot = self.totals.setdefault(alias, {})
-                for i, agg in enumerate(v.aggs):
-                    k = v.kmin + i
-                    if k in tot:
-                        plan.combine(tot[k], agg)
-                    else:
-                        tot[k] = list(agg)
-        tp = plan.templates[plan.template_of[alias]]
-        if tp.negative and alias in tp.end:
-            times, values = self.steps.setdefault(tp.id, ([], []))
-            if not values or v.start > values[-1]:
-                times.append(v.time)
-                values.append(v.start)
+        if isinstance(v, NegVertex):
+            if alias in plan.totals_states and v.start > self.maxes.get(alias, NEG_INF):
+                self.maxes[alias] = v.start
+            tp = plan.templates[plan.template_of[alias]]
+            if alias in tp.end:
+                times, values = self.steps.setdefault(tp.id, ([], []))
+                if not values or v.start > values[-1]:
+                    times.append(v.time)
+                    values.append(v.start)
 
     # ------------------------------------------------------------- windows
     def window_result(self, plan: Plan, k: int, acc: list[Any]) -> None:
         """Fold the trends of window k that end in this run into acc."""
-        tb = plan.tb
+        tb, lay = plan.tb, self.layout
+        if lay is None:
+            return
         root = plan.templates[0]
-        lo, hi = tb.start(k), tb.end(k)
-        if root.trailing is not None:
+        cells: dict[str, int] = {}
+        mm = plan.mm_zero() if plan.has_mm else None
+        if root.trailing is None:
+            for alias in root.end:
+                tot = self.totals.get(alias)
+                if tot and self.base is not None and k >= self.base:
+                    for c, x in lay.lane(tot, k - self.base).items():
+                        cells[c] = cells.get(c, 0) + x
+                if mm is not None:
+                    row = self.mm_totals.get(alias, {}).get(k)
+                    if row is not None:
+                        plan.mm_combine(mm, row)
+        else:
+            lo, hi = tb.start(k), tb.end(k)
             m = self.threshold(root.trailing, hi)
             if m > lo:
                 lo = m
-        for alias in root.end:
-            for u in scan(self.panes.get(alias, []), lo, hi):
-                i = k - u.kmin
-                if 0 <= i < len(u.aggs):
-                    plan.combine(acc, u.aggs[i])
+            for alias in root.end:
+                for u in scan(self.panes.get(alias, []), lo, hi):
+                    j = k - u.kmin
+                    if 0 <= j < u.n:
+                        for c, x in lay.lane(u.agg, j).items():
+                            cells[c] = cells.get(c, 0) + x
+                        if mm is not None:
+                            plan.mm_combine(mm, u.mm[j])
+        if cells.get("n"):
+            plan.combine(acc, plan.row_from_cells(cells, self.fscale, mm))
 
     def end_window_range(self, plan: Plan) -> tuple[int, int] | None:
         """Lowest and highest window any END vertex of this run falls in."""
@@ -231,16 +424,21 @@ class Run:
             if not panes:
                 continue
             first, last = panes[0].verts[0], panes[-1].verts[-1]
-            a, b = first.kmin, last.kmin + len(last.aggs) - 1
+            a, b = first.kmin, last.kmin + last.n - 1
             lo = a if lo is None else min(lo, a)
             hi = b if hi is None else max(hi, b)
         return None if lo is None else (lo, hi)
 
     def closed(self, plan: Plan, target: int) -> None:
-        """Every window before `target` was reported: drop their running totals."""
-        for tot in self.totals.values():
-            for k in [k for k in tot if k < target]:
-                del tot[k]
+        """Every window before `target` was reported: shift their lanes out."""
+        if self.base is not None and target > self.base and self.layout is not None:
+            shift = (target - self.base) * self.layout.lw
+            for s in self.totals:
+                self.totals[s] >>= shift
+            self.base = target
+        for mt in self.mm_totals.values():
+            for k in [k for k in mt if k < target]:
+                del mt[k]
 
     def expire(self, plan: Plan, horizon: Any) -> None:
         """Drop whole panes before `horizon` (the start of the oldest open window)."""
@@ -255,7 +453,10 @@ class Run:
             if not panes:
                 del self.panes[alias]
                 self.totals.pop(alias, None)
+                self.mm_totals.pop(alias, None)
                 self.maxes.pop(alias, None)
+                for tr in plan.dst_of_src.get(alias, ()):
+                    self.indexes.pop(tr.ident, None)
         for tid in list(self.steps):
             times, values = self.steps[tid]
             cut = bisect_left(values, horizon)

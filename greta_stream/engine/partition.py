@@ -43,6 +43,9 @@ class Partition:
 
     def process(self, plan: Plan, events: list[Event], group: tuple[Any, ...], emit: Emit) -> None:
         """Add time-ordered events; report windows that end before them."""
+        self._batch = events
+        for run in self.runs.values():
+            run.upcoming = events  # lets indexes size their key domains once per batch
         for t, same_time in itertools.groupby(events, key=lambda e: e.time):
             self.close_until(plan, plan.tb.first_window(t), group, emit)
             bound = [(ev, a) for ev in same_time for a in plan.cq.by_type.get(ev.type, ()) if plan.local_ok(a, ev.attrs)]
@@ -54,7 +57,11 @@ class Partition:
                 run = self.runs.get(())
                 if run is None:
                     run = self.runs[()] = Run(())
+                    run.upcoming = events
                 run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
+        self._batch = []
+        for run in self.runs.values():
+            run.upcoming = []
 
     # ---------------------------------------------------------------- runs
     def _process_runs(self, plan: Plan, t: Any, bound: Bound) -> None:
@@ -73,6 +80,7 @@ class Partition:
         keys = set(itertools.product(*self.values))
         for key in sorted(keys - set(self.runs), key=repr):
             run = self.runs[key] = Run(key)
+            run.upcoming = [ev for _t, b in self.retained for ev, _a in b] + list(getattr(self, "_batch", ()))
             for past_t, past in self.retained:
                 sub = _compatible(plan, key, past)
                 if sub:

@@ -14,8 +14,52 @@ from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.compiler.expressions import compile_edge, edge_comparison
 from greta_stream.engine.timebase import Timebase
-from greta_stream.engine.values import INF, NEG_INF, scaled
+from greta_stream.engine.values import FLOAT_BITS, INF, NEG_INF, scaled
+
+SAFE_ORDER = (int, float, bool)  # compare with each other exactly and never raise
+SAFE_EQUAL = (int, float, bool, str)  # `==` between these never raises either
+UNSAFE = object()  # a side value that must go through the full predicate
+
+
+@dataclass
+class IndexSpec:
+    """How an edge predicate is answered from an index (see `index.py`).
+
+    The edge's predicates are AND-ed in WHERE order; predicate j (`op`) is
+    indexed: `xs[j]` of a predecessor is its key, `ys[j]` of the new event the
+    probe. Predicates before j are simple comparisons too, and a vertex or an
+    event whose side values of predicates 0..j are not all of safe types goes
+    through the full predicate instead, so errors are counted exactly as the
+    scan counts them. `residual` (the other predicates, in order) is checked
+    on every candidate the index returns.
+    """
+
+    op: str
+    ops: tuple[str, ...]
+    xs: tuple[Callable[[Any, Any], Any], ...]
+    ys: tuple[Callable[[Any, Any], Any], ...]
+    residual: Callable[[Any, Any], bool] | None
+
+    def key(self, attrs: dict[str, Any]) -> Any:
+        """The key of a predecessor, None if it never matches, UNSAFE if unsure."""
+        return _side_value(self.ops, self.xs, attrs, None)
+
+    def probe(self, attrs: dict[str, Any]) -> Any:
+        return _side_value(self.ops, self.ys, None, attrs)
+
+
+def _side_value(ops: tuple[str, ...], fns: tuple[Any, ...], x: Any, y: Any) -> Any:
+    try:
+        values = [f(x, y) for f in fns]
+    except Exception:  # noqa: BLE001 - the full predicate will count the error
+        return UNSAFE
+    for op, v in zip(ops, values, strict=True):
+        if type(v) not in (SAFE_EQUAL if op == "=" else SAFE_ORDER):
+            return UNSAFE
+    v = values[-1]
+    return None if v != v else v  # NaN compares false with everything
 
 
 @dataclass
@@ -23,6 +67,8 @@ class TransitionPlan:
     src: str
     negation: int | None
     edge: Callable[[Any, Any], bool] | None
+    ident: int = 0
+    index: IndexSpec | None = None
 
     @property
     def plain(self) -> bool:
@@ -52,23 +98,34 @@ class Metrics(dict):  # type: ignore[type-arg]
 class Plan:
     """Templates, field operations and predicate wrappers of one query."""
 
+    indexing = True  # answer order/equality edge predicates from indexes (False: always scan)
+    index_min_vertices = 48  # below this many predecessors a scan is cheaper than building an index
+
     def __init__(self, cq: CompiledQuery, timebase: Timebase, metrics: Metrics) -> None:
         self.cq = cq
         self.tb = timebase
         self.metrics = metrics
+        self._layout(cq)
         self.templates = [self._template(t) for t in cq.templates]
+        self.dst_of_src: dict[str, list[TransitionPlan]] = {}  # indexed transitions by source state
+        for i, tr in enumerate(tr for tp in self.templates for trs in tp.incoming.values() for tr in trs):
+            tr.ident = i
+            if tr.index is not None:
+                self.dst_of_src.setdefault(tr.src, []).append(tr)
         self.template_of = {a: s.template for a, s in cq.aliases.items()}
         self.totals_states = {
             tr.src for tp in self.templates for trs in tp.incoming.values() for tr in trs if tr.plain
         }
-        self._layout(cq)
         self.has_runs = bool(cq.run_components)
+        most_in = max((len(trs) for tp in self.templates for trs in tp.incoming.values()), default=0)
+        self.guard_bits = (most_in + 2).bit_length()
+        self.windows_per_event = cq.window.windows_per_event
 
-    @staticmethod
-    def _template(t: Any) -> TemplatePlan:
+    def _template(self, t: Any) -> TemplatePlan:
         incoming: dict[str, list[TransitionPlan]] = {s: [] for s in t.states}
         for tr in t.transitions:
-            incoming[tr.dst].append(TransitionPlan(tr.src, tr.negation, tr.edge))
+            spec = None if t.negative or self.has_mm else _index_spec(tr)
+            incoming[tr.dst].append(TransitionPlan(tr.src, tr.negation, tr.edge, index=spec))
         return TemplatePlan(
             t.id, t.negative, list(t.states), frozenset(t.start), frozenset(t.end), incoming, t.leading, t.trailing
         )
@@ -103,6 +160,50 @@ class Plan:
                 adds.append(base)
         self._adds, self._mins, self._maxs = tuple(adds), tuple(mins), tuple(maxs)
         self.count_only = len(self._zero) == 1
+        # Packed cells (lanes.py) for the additive fields, plain per-window
+        # lists for MIN/MAX (they do not add).
+        self.base_cells = ("n", *(f"c{i}" for i, f in enumerate(cq.fields) if f.kind == "count"))
+        self.own_counts: dict[str, list[str]] = {}
+        self.own_sums: dict[str, list[tuple[int, str]]] = {}
+        self.own_mm: dict[str, list[tuple[int, str, str]]] = {}
+        self.mm_kinds: list[str] = []
+        self.mm_slots: list[int] = []
+        for i, f in enumerate(cq.fields):
+            if f.kind == "count":
+                self.own_counts.setdefault(f.alias, []).append(f"c{i}")
+            elif f.kind == "sum":
+                self.own_sums.setdefault(f.alias, []).append((i, f.attr))  # type: ignore[arg-type]
+            else:
+                self.own_mm.setdefault(f.alias, []).append((len(self.mm_kinds), f.kind, f.attr))  # type: ignore[arg-type]
+                self.mm_kinds.append(f.kind)
+                self.mm_slots.append(self.slot_of[i])
+        self.has_mm = bool(self.mm_kinds)
+        self.mm_zero_row = tuple(INF if k == "min" else NEG_INF for k in self.mm_kinds)
+
+    def mm_zero(self) -> list[Any]:
+        return list(self.mm_zero_row)
+
+    def mm_combine(self, acc: list[Any], other: list[Any]) -> None:
+        for m, kind in enumerate(self.mm_kinds):
+            if (other[m] < acc[m]) if kind == "min" else (other[m] > acc[m]):
+                acc[m] = other[m]
+
+    def row_from_cells(self, cells: dict[str, int], fscale: int, mm: list[Any] | None) -> list[Any]:
+        """A result aggregate (the `zero()` slot format) from summed cells."""
+        acc = self.zero()
+        acc[0] = cells.get("n", 0)
+        for i, f in enumerate(self.cq.fields):
+            b = self.slot_of[i]
+            if f.kind == "count":
+                acc[b] = cells.get(f"c{i}", 0)
+            elif f.kind == "sum":
+                acc[b] = cells.get(f"ip{i}", 0) - cells.get(f"in{i}", 0)
+                acc[b + 1] = (cells.get(f"fp{i}", 0) - cells.get(f"fn{i}", 0)) << (FLOAT_BITS - fscale)
+                acc[b + 2] = 1 if cells.get(f"fc{i}", 0) else 0
+        if mm is not None:
+            for m, slot in enumerate(self.mm_slots):
+                acc[slot] = mm[m]
+        return acc
 
     def zero(self) -> list[Any]:
         """The empty aggregate."""
@@ -160,4 +261,26 @@ class Plan:
             return False
 
 
-__all__ = ["Plan", "Metrics", "TemplatePlan", "TransitionPlan", "NEG_INF"]
+def _index_spec(tr: Any) -> IndexSpec | None:
+    """Index the first equality (else the first order comparison) among the
+    leading simple comparisons of the edge; None when there is none."""
+    if not Plan.indexing or tr.edge is None:
+        return None
+    shapes = []
+    for e in tr.edge_exprs:
+        shape = edge_comparison(e)
+        if shape is None:
+            break
+        shapes.append(shape)
+    if not shapes:
+        return None
+    j = next((i for i, s in enumerate(shapes) if s[0] == "="), 0)
+    rest = [e for i, e in enumerate(tr.edge_exprs) if i != j]
+    head = shapes[: j + 1]
+    return IndexSpec(
+        shapes[j][0], tuple(s[0] for s in head), tuple(s[1] for s in head), tuple(s[2] for s in head),
+        compile_edge(rest),
+    )
+
+
+__all__ = ["Plan", "Metrics", "TemplatePlan", "TransitionPlan", "IndexSpec", "UNSAFE", "NEG_INF"]

@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from greta_stream.compiler.compiled import fraction_gcd
 
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 US_PER_S = 1_000_000
 _NUMERIC = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
 
@@ -51,7 +51,7 @@ def parse_time(value: Any) -> tuple[str, int | float]:
             raise TimeError(f"time {value!r} is neither a number nor an ISO-8601 timestamp") from None
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
+            value = value.replace(tzinfo=UTC)
         return TIMESTAMP, (value - EPOCH) // timedelta(microseconds=1)
     raise TimeError(f"time must be a number or an ISO-8601 timestamp, got {type(value).__name__}")
 
@@ -90,16 +90,23 @@ class Timebase:  # noqa: D101
         """The largest k whose window contains t."""
         if isinstance(t, int) and self.slide.denominator == 1:
             return t // self.slide.numerator
-        return math.floor(exact(t) / self.slide)
+        num, den = _ratio(t)
+        s = self.slide
+        return (num * s.denominator) // (den * s.numerator)
 
     def first_window(self, t: int | float | Fraction) -> int:
         """The smallest k whose window contains t."""
         if isinstance(t, int) and self.slide.denominator == 1 and self.within.denominator == 1:
             return (t - self.within.numerator) // self.slide.numerator + 1
-        return math.floor((exact(t) - self.within) / self.slide) + 1
+        num, den = _ratio(t)
+        w, s = self.within, self.slide
+        # floor((num/den - w) / s) + 1, in integers
+        return ((num * w.denominator - w.numerator * den) * s.denominator) // (den * w.denominator * s.numerator) + 1
 
     def pane_index(self, t: int | float) -> int:
-        return math.floor(exact(t) / self.pane)
+        num, den = _ratio(t)
+        p = self.pane
+        return (num * p.denominator) // (den * p.numerator)
 
     def start(self, k: int) -> int | float:
         """Start of window k as an event-time value (int when whole, else float)."""
@@ -113,6 +120,25 @@ class Timebase:  # noqa: D101
         if self.kind == TIMESTAMP:
             return EPOCH + timedelta(microseconds=x)
         return x
+
+
+@lru_cache(maxsize=4096)
+def _decimal(t: float) -> tuple[int, int]:
+    """`exact(t)` of a float as (numerator, positive denominator), fast."""
+    text = repr(t)
+    if "e" in text or "n" in text:  # exponent form (or inf/nan): the slow exact path
+        f = Fraction(text)
+        return f.numerator, f.denominator
+    whole, _, frac = text.partition(".")
+    return int(whole + frac), 10 ** len(frac)
+
+
+def _ratio(t: int | float | Fraction) -> tuple[int, int]:
+    if isinstance(t, float):
+        return _decimal(t)
+    if isinstance(t, int):
+        return t, 1
+    return t.numerator, t.denominator
 
 
 def _as_time(x: Fraction) -> int | float:
