@@ -6,8 +6,9 @@ Layers, imports flowing one way:
 """
 
 from greta_stream.api import ResultRows, compile_query, evaluate
+from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.errors import QueryError
 
 __version__ = "0.1.0"
 
-__all__ = ["QueryError", "ResultRows", "compile_query", "evaluate", "__version__"]
+__all__ = ["CetConfig", "QueryError", "ResultRows", "TrendExtractor", "compile_query", "evaluate", "__version__"]

@@ -1,7 +1,8 @@
 """The library entry points: `compile_query` and `evaluate`.
 
 `evaluate` runs a query over a finite collection of events with the pure
-Python engine and returns the result rows of SEMANTICS.md section 4.
+Python engine and returns the result rows of SEMANTICS.md section 4, or, in
+CET mode, one record per trend (section 5, `greta_stream.cet`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
+
+CET_COLUMNS = ["trend", "total", "truncated"]
 
 
 class ResultRows(list):  # type: ignore[type-arg]
@@ -34,19 +38,43 @@ def evaluate(
     type_field: str = "type",
     time_field: str = "time",
     id_field: str = "id",
+    mode: str | None = None,
+    trends: str = "complete",
+    max_trends: int | None = None,
+    with_events: bool = False,
 ) -> ResultRows:
-    """Aggregate the trends of `query` over `events` (dicts or a DataFrame).
+    """Aggregate the trends of `query` over `events` (dicts or a DataFrame), or list them.
 
+    `mode` is "aggregate" (result rows) or "cet" (one record per trend:
+    `window_start`, `window_end`, the GROUP-BY columns, `trend` = the event
+    ids in time order, `total` and `truncated` of its window and group, and
+    with `with_events` also `aliases` and `events`); by default "cet" when
+    the query says `RETURN TRENDS`. In CET mode `trends` is "complete"
+    (maximal trends) or "all", and `max_trends` caps the records of each
+    (window, group). Trend numbers grow exponentially: set a cap.
     Bad events are skipped and listed in `.dead_letters`; they never raise.
     """
     cq = compile_query(query)
+    mode = mode or ("cet" if cq.query.trends else "aggregate")
+    if mode not in ("aggregate", "cet"):
+        raise ValueError(f"mode must be 'aggregate' or 'cet', got {mode!r}")
+    if mode == "aggregate" and cq.query.trends:
+        raise ValueError("RETURN TRENDS lists trends: use mode='cet'")
     dead: list[DeadLetter] = []
-    engine = Engine(cq, fields=FieldNames(type_field, time_field, id_field), dead_letter=dead.append)
-    engine.add_many(_records(events))
-    rows = ResultRows(engine.finish())
-    rows.columns = cq.columns
+    fields = FieldNames(type_field, time_field, id_field)
+    if mode == "cet":
+        cfg = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
+        runner: Engine | TrendExtractor = TrendExtractor(cq, config=cfg, fields=fields, dead_letter=dead.append)
+        columns = ["window_start", "window_end", *cq.group_columns, *CET_COLUMNS]
+        columns += ["aliases", "events"] if with_events else []
+    else:
+        runner = Engine(cq, fields=fields, dead_letter=dead.append)
+        columns = cq.columns
+    runner.add_many(_records(events))
+    rows = ResultRows(runner.finish())
+    rows.columns = columns
     rows.dead_letters = dead
-    rows.metrics = dict(engine.metrics)
+    rows.metrics = dict(runner.metrics)
     return rows
 
 

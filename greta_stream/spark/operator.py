@@ -69,9 +69,17 @@ def trend_aggregates(
     watermark_delay_s: float,
     shards: int | None = None,
     fields: FieldNames = FieldNames(),
+    mode: str | None = None,
+    trends: str = "complete",
+    max_trends: int | None = None,
 ) -> DataFrame:
-    """Streaming outputs (rows and dead letters) of `query` over `events`."""
+    """Streaming outputs (rows and dead letters) of `query` over `events`.
+
+    `mode` "cet" (the default for `RETURN TRENDS`) outputs one row per trend
+    (`greta_stream.cet`), with `trends` and `max_trends` as in `evaluate`.
+    """
     cq = compile_query(query)
+    mode = mode or ("cet" if cq.query.trends else "aggregate")
     json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
     n = shards or default_shards()
 
@@ -96,7 +104,7 @@ def trend_aggregates(
     delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
     keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
     keyed = keyed.withColumn(_SHARD, shard)
-    cfg = ShardConfig(cq.text, fields)
+    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends)
     fn = _shard_function(cfg, json_input)
     return keyed.groupBy(_SHARD).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import DeadLetter, Engine, FieldNames
@@ -38,10 +39,17 @@ OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
 
 @dataclass(frozen=True)
 class ShardConfig:
-    """Everything a worker needs to run a shard; small and picklable."""
+    """Everything a worker needs to run a shard; small and picklable.
+
+    `mode` "cet" runs `greta_stream.cet.TrendExtractor` (one output row per
+    trend, `trends` and `max_trends` as in `evaluate`) instead of the engine.
+    """
 
     query: str
     fields: FieldNames = FieldNames()
+    mode: str = "aggregate"
+    trends: str = "complete"
+    max_trends: int | None = None
 
 
 @lru_cache(maxsize=32)
@@ -61,7 +69,7 @@ def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def timeout_ms(engine: Engine, watermark_ms: int) -> int | None:
+def timeout_ms(engine: Engine | TrendExtractor, watermark_ms: int) -> int | None:
     """When Spark should call this shard again without data (None: never)."""
     end = engine.next_window_end()
     if end is None:
@@ -76,10 +84,15 @@ def step(
     """Run one micro-batch of one shard; see the module docstring."""
     cq = _compiled(cfg.query)
     dead: list[DeadLetter] = []
+    runner: Any = Engine
+    options: dict[str, Any] = {"fields": cfg.fields, "dead_letter": dead.append}
+    if cfg.mode == "cet":
+        runner = TrendExtractor
+        options["config"] = CetConfig(trends=cfg.trends, max_trends=cfg.max_trends)
     if state:
-        engine = Engine.restore(cq, zlib.decompress(state), fields=cfg.fields, dead_letter=dead.append)
+        engine = runner.restore(cq, zlib.decompress(state), **options)
     else:
-        engine = Engine(cq, fields=cfg.fields, dead_letter=dead.append)
+        engine = runner(cq, **options)
     kind = engine.validator.time_kind
     engine.expect(engine_watermark(kind, watermark_ms))
     for rec in records:

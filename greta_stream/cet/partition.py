@@ -1,0 +1,144 @@
+"""One partition of CET mode: its runs (one `TrendGraph` each) and open windows.
+
+Partitions and runs are those of aggregation mode (docs/DESIGN.md,
+"Partitions and runs"): the attributes that apply to every alias select the
+partition; attributes that apply to some aliases only split it into runs,
+one per combination of their values seen on positive events. A run created
+late replays the partition's retained events, so it holds what it would have
+held from the start. Windows close in order: before events of time t are
+added, every window ending at or before t is reported, then whole panes
+before the oldest open window expire.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from greta_stream.cet.graph import TrendGraph
+from greta_stream.cet.plan import CetPlan
+from greta_stream.engine.ingest import Event
+
+Bound = list[tuple[Event, str, int]]  # (event, alias, event key)
+Close = Callable[[int, "CetPartition", tuple[Any, ...], TrendGraph], None]
+
+
+class CetPartition:
+    """Runs of one partition, the next window to report and replay history."""
+
+    def __init__(self, key: tuple[Any, ...], reduced: bool) -> None:
+        self.key = key
+        self.reduced = reduced
+        self.runs: dict[tuple[Any, ...], TrendGraph] = {}
+        self.next_k: int | None = None
+        self.retained: list[tuple[Any, Bound]] = []  # (time, bindings), only with runs
+        self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
+
+    @property
+    def empty(self) -> bool:
+        return not self.runs and not self.retained
+
+    def process(self, plan: CetPlan, t: Any, bound: Bound, close: Close) -> int:
+        """Add the bindings of time t (windows ending by t close first); return units released."""
+        released = self.close_until(plan, plan.tb.first_window(t), close)
+        if not bound:
+            return released
+        if not plan.has_runs:
+            run = self.runs.get(())
+            if run is None:
+                run = self.runs[()] = TrendGraph(self.reduced)
+            run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
+            return released
+        if not self.values:
+            self.values = [{} for _ in plan.cq.run_components]
+        if _add_values(plan, bound, self.values):
+            self._create_runs(plan)
+        for key, run in self.runs.items():
+            sub = _compatible(plan, key, bound)
+            if sub:
+                run.process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+        self.retained.append((t, bound))
+        return released
+
+    def _create_runs(self, plan: CetPlan) -> None:
+        for key in sorted(set(itertools.product(*self.values)) - set(self.runs), key=repr):
+            run = self.runs[key] = TrendGraph(self.reduced)
+            for past_t, past in self.retained:
+                sub = _compatible(plan, key, past)
+                if sub:
+                    run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
+
+    def close_until(self, plan: CetPlan, target: int | None, close: Close) -> int:
+        """Report every window k < target (all when None); return cache units released."""
+        tb = plan.tb
+        ranges = [(tb.first_window(r.times[0]), tb.last_window(r.times[-1])) for r in self.runs.values() if r.times]
+        if target is None:
+            target = max((hi for _, hi in ranges), default=self.next_k or 0) + 1
+        if self.next_k is None:
+            self.next_k = target
+            return 0
+        if target <= self.next_k:
+            return 0
+        if ranges:
+            lo = max(self.next_k, min(lo for lo, _ in ranges))
+            hi = min(target - 1, max(hi for _, hi in ranges))
+            keys = sorted(self.runs, key=canonical)
+            for k in range(lo, hi + 1):
+                for key in keys:
+                    close(k, self, key, self.runs[key])
+        self.next_k = target
+        return self._expire(plan, tb.start(target))
+
+    def _expire(self, plan: CetPlan, horizon: Any) -> int:
+        released = 0
+        if self.retained and self.retained[0][0] < horizon:
+            self.retained = [(t, b) for t, b in self.retained if t >= horizon]
+            self.values = [{} for _ in plan.cq.run_components]
+            for _t, b in self.retained:
+                _add_values(plan, b, self.values)
+        for key in list(self.runs):
+            run = self.runs[key]
+            released += run.expire(horizon)
+            live = all(v in seen for v, seen in zip(key, self.values, strict=True))
+            if run.empty and not (plan.has_runs and live):
+                released += sum(g.units for gls in run.graphlets.values() for g in gls)
+                del self.runs[key]
+        return released
+
+
+def canonical(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A sort key for partition and run keys that tolerates mixed value types."""
+    out = []
+    for v in key:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            out.append((0, v, ""))
+        elif isinstance(v, str):
+            out.append((1, 0, v))
+        else:
+            out.append((2, 0, repr(v)))
+    return tuple(out)
+
+
+def _add_values(plan: CetPlan, bound: Bound, seen: list[dict[Any, None]]) -> bool:
+    """Record the run-component values of positive bindings; True if any is new."""
+    comps = plan.cq.run_components
+    new = False
+    for ev, alias, _ in bound:
+        spec = plan.cq.aliases[alias]
+        if spec.positive:
+            for j in spec.run_components:
+                v = ev.attrs[comps[j].attr]
+                if v not in seen[j]:
+                    seen[j][v] = None
+                    new = True
+    return new
+
+
+def _compatible(plan: CetPlan, key: tuple[Any, ...], bound: Bound) -> Bound:
+    """The bindings whose run-component values agree with the run key."""
+    comps = plan.cq.run_components
+    return [
+        (ev, alias, ek) for ev, alias, ek in bound
+        if all(ev.attrs[comps[j].attr] == key[j] for j in plan.cq.aliases[alias].run_components)
+    ]

@@ -1,0 +1,92 @@
+"""What trend extraction needs of a compiled query, in fast form.
+
+Built once per extractor from a `CompiledQuery` and a `Timebase`, never
+pickled (it holds the compiled predicate closures). Predicate calls go through
+`local_ok` / `edge_ok`, which turn evaluation errors into "false" and count
+them (SEMANTICS.md section 2), exactly as aggregation mode does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.timebase import Timebase
+
+
+class Metrics(dict):  # type: ignore[type-arg]
+    """Named counters; a plain dict so it pickles and serializes as is."""
+
+    def inc(self, name: str, by: int = 1) -> None:
+        self[name] = self.get(name, 0) + by
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A transition into a state: from `src`, across negative template `negation`."""
+
+    src: str
+    negation: int | None
+    edge: Callable[[Any, Any], bool] | None
+
+
+@dataclass(frozen=True)
+class TemplateInfo:
+    id: int
+    negative: bool
+    start: frozenset[str]
+    end: frozenset[str]
+    incoming: dict[str, tuple[Incoming, ...]]
+    leading: int | None
+    trailing: int | None
+
+
+class CetPlan:
+    """Templates, alias roles and predicate wrappers of one query."""
+
+    def __init__(self, cq: CompiledQuery, tb: Timebase, metrics: Metrics) -> None:
+        self.cq, self.tb, self.metrics = cq, tb, metrics
+        self.templates = [self._template(t) for t in cq.templates]
+        self.template_of = {a: s.template for a, s in cq.aliases.items()}
+        self.root = self.templates[0]
+        self.has_runs = bool(cq.run_components)
+        positive_by_type: dict[str, int] = {}
+        for spec in cq.aliases.values():
+            if spec.template == 0:
+                positive_by_type[spec.type] = positive_by_type.get(spec.type, 0) + 1
+        # An event may bind to two positive aliases: a superset trend may then
+        # bind the same events differently, so local maximality checks are not
+        # enough and candidates get the exact check (see windows.py).
+        self.rebinding = any(n > 1 for n in positive_by_type.values())
+
+    @staticmethod
+    def _template(t: Any) -> TemplateInfo:
+        incoming: dict[str, list[Incoming]] = {s: [] for s in t.states}
+        for tr in t.transitions:
+            incoming[tr.dst].append(Incoming(tr.src, tr.negation, tr.edge))
+        return TemplateInfo(
+            t.id, t.negative, frozenset(t.start), frozenset(t.end),
+            {s: tuple(v) for s, v in incoming.items()}, t.leading, t.trailing,
+        )
+
+    def positive(self, alias: str) -> bool:
+        return self.template_of[alias] == 0
+
+    def local_ok(self, alias: str, attrs: dict[str, Any]) -> bool:
+        fn = self.cq.aliases[alias].local
+        if fn is None:
+            return True
+        try:
+            return bool(fn(attrs))
+        except Exception:  # noqa: BLE001 - any evaluation error makes the predicate false
+            self.metrics.inc("predicate_errors")
+            return False
+
+    def edge_ok(self, fn: Callable[[Any, Any], bool], x: dict[str, Any], y: dict[str, Any]) -> bool:
+        try:
+            return bool(fn(x, y))
+        except Exception:  # noqa: BLE001
+            self.metrics.inc("predicate_errors")
+            return False
