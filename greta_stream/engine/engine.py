@@ -30,7 +30,7 @@ from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import avg_result, sum_result
 from greta_stream.errors import SnapshotError
 
-SNAPSHOT_FORMAT = 2  # 2: packed vertex aggregates (lanes.py)
+SNAPSHOT_FORMAT = 3  # 2: packed vertex aggregates (lanes.py); 3: cells of whole bytes
 
 DeadLetterSink = Callable[[DeadLetter], None]
 

@@ -27,6 +27,7 @@ from greta_stream.engine.index import build as build_index
 from greta_stream.engine.ingest import Event
 from greta_stream.engine.lanes import Layout
 from greta_stream.engine.plan import NEG_INF, UNSAFE, Plan
+from greta_stream.engine.values import FLOAT_BITS
 
 
 class Vertex:
@@ -120,7 +121,7 @@ class Run:
         self.upcoming: list[Event] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("indexes", "upcoming")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("indexes", "upcoming", "_keys_of")}
 
     def __setstate__(self, s: dict[str, Any]) -> None:
         self.__dict__.update(s)
@@ -166,15 +167,19 @@ class Run:
         """Promote the layout so the event's summed values fit (before any use)."""
         lay = self.layout
         assert lay is not None
-        cells, shift = set(lay.cells), 0
+        have = lay.off
+        cells, shift = set(), 0
         for i, attr in plan.own_sums[alias]:
             v = attrs[attr]
             if isinstance(v, float):
                 num, den = v.as_integer_ratio()
                 e = den.bit_length() - 1
                 if e > self.fscale + shift:
-                    self.fbits += e - self.fscale - shift  # the floats summed so far scale up
-                    shift = e - self.fscale
+                    # Scale in steps of 32 bits (any S >= e is exact), so a
+                    # stream of floats of varying exponents repacks rarely.
+                    new_shift = min(-(-e // 32) * 32, FLOAT_BITS) - self.fscale
+                    self.fbits += new_shift - shift  # the floats summed so far scale up
+                    shift = new_shift
                 self.fbits = max(self.fbits, abs(num).bit_length() + self.fscale + shift - e)
                 cells.add(f"fc{i}")
                 if num:
@@ -184,7 +189,8 @@ class Run:
                 if v:
                     cells.add(f"ip{i}" if v > 0 else f"in{i}")
         a = max(self.ibits, self.fbits)
-        if cells != set(lay.cells) or a > lay.a or shift:
+        if a > lay.a or shift or not all(c in have for c in cells):
+            cells.update(lay.cells)
             order = tuple(c for c in (*lay.cells, *sorted(cells - set(lay.cells))))
             self._relayout(Layout(order, lay.hc, -(-a // 32) * 32 if a > lay.a else lay.a, lay.b), shift)
 
@@ -342,12 +348,23 @@ class Run:
         verts = [u for pane in self.panes.get(tr.src, []) for u in pane.verts]
         if tr.negation is not None:
             verts = [u for u in verts if u.time >= lo_t]
-        src_type = plan.cq.aliases[tr.src].type
-        extra = [tr.index.key(e.attrs) for e in self.upcoming if e.type == src_type]
+        extra = self._upcoming_keys(plan, tr)
         idx = build_index(tr.index, self.base, self.layout.lw, verts, extra)  # type: ignore[arg-type, union-attr]
         idx.threshold = lo_t if tr.negation is not None else None
         self.indexes[tr.ident] = idx
         return idx
+
+    def _upcoming_keys(self, plan: Plan, tr: Any) -> list[Any]:
+        """Index keys of the batch's events of tr's source type, once per batch
+        (an index rebuilt within a batch reuses them)."""
+        cache = self.__dict__.get("_keys_of")
+        if cache is None or cache[0] is not self.upcoming:
+            cache = self.__dict__["_keys_of"] = (self.upcoming, {})
+        keys = cache[1].get(tr.ident)
+        if keys is None:
+            src_type = plan.cq.aliases[tr.src].type
+            keys = cache[1][tr.ident] = [tr.index.key(e.attrs) for e in self.upcoming if e.type == src_type]
+        return keys
 
     def _negative(self, plan: Plan, tp: Any, alias: str, ev: Event) -> NegVertex | None:
         t = ev.time
@@ -391,11 +408,15 @@ class Run:
         cells: dict[str, int] = {}
         mm = plan.mm_zero() if plan.has_mm else None
         if root.trailing is None:
+            one = len(root.end) == 1
             for alias in root.end:
                 tot = self.totals.get(alias)
                 if tot and self.base is not None and k >= self.base:
-                    for c, x in lay.lane(tot, k - self.base).items():
-                        cells[c] = cells.get(c, 0) + x
+                    if one:
+                        cells = lay.lane(tot, k - self.base)
+                    else:
+                        for c, x in lay.lane(tot, k - self.base).items():
+                            cells[c] = cells.get(c, 0) + x
                 if mm is not None:
                     row = self.mm_totals.get(alias, {}).get(k)
                     if row is not None:
@@ -440,13 +461,13 @@ class Run:
             for k in [k for k in mt if k < target]:
                 del mt[k]
 
-    def expire(self, plan: Plan, horizon: Any) -> None:
-        """Drop whole panes before `horizon` (the start of the oldest open window)."""
-        pane = plan.tb.pane
+    def expire(self, plan: Plan, horizon: Any, target: int) -> None:
+        """Drop whole panes before `horizon` = start of the oldest open window `target`."""
+        first = plan.tb.window_start_pane(target)  # panes before it end by the horizon
         for alias in list(self.panes):
             panes = self.panes[alias]
             drop = 0
-            while drop < len(panes) and (panes[drop].index + 1) * pane <= horizon:
+            while drop < len(panes) and panes[drop].index < first:
                 drop += 1
             if drop:
                 del panes[:drop]

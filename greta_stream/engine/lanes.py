@@ -42,7 +42,10 @@ class Layout:
     bounds the bit length of every summed |value| (in cell units). A vertex's
     aggregate adds at most 2**B - 1 guarded values and its own start, so its
     count cells stay below 2**(hc+B); times a value that is below
-    2**(hc+B+a). Widths hc+B+2 and hs+B+2 hold that and one more guarded sum.
+    2**(hc+B+a). Widths hc+B+2 and hs+B+2 hold that and one more guarded sum;
+    they are rounded up to whole bytes, so widening a layout (a promotion)
+    moves every cell as a column of bytes (`_repack_bytes`) instead of
+    unpacking lane by lane.
     """
 
     def __init__(self, cells: tuple[str, ...], hc: int, a: int, b: int) -> None:
@@ -53,6 +56,7 @@ class Layout:
         guard = pos = 0
         for c in cells:
             w, h = (hs + b + 2, hs) if _is_sum(c) else (hc + b + 2, hc)
+            w = -(-w // 8) * 8  # whole bytes: `repack` moves cells as byte columns
             self.off[c], self.width[c] = pos, w
             guard |= (((1 << w) - 1) ^ ((1 << h) - 1)) << pos
             pos += w
@@ -60,6 +64,8 @@ class Layout:
         self.guard_lane = guard
         self.n_mask_lane = (1 << self.width["n"]) - 1  # "n" is always first, at offset 0
         self._ones: dict[int, int] = {}
+        self._guards: dict[int, int] = {}  # masks by number of lanes
+        self._counts: dict[int, int] = {}
 
     def __reduce__(self) -> Any:
         return (Layout, (self.cells, self.hc, self.a, self.b))
@@ -76,11 +82,18 @@ class Layout:
 
     def ok(self, x: int) -> bool:
         """Every cell of x is below its guard height."""
-        return not (x & (self.ones(self.lanes(x)) * self.guard_lane))
+        m = x.bit_length() // self.lw + 1
+        mask = self._guards.get(m)
+        if mask is None:
+            mask = self._guards[m] = self.ones(m) * self.guard_lane
+        return not (x & mask)
 
     def count_part(self, x: int, m: int) -> int:
         """The trend-count cells of x (m lanes), other cells cleared."""
-        return x & (self.ones(m) * self.n_mask_lane)
+        mask = self._counts.get(m)
+        if mask is None:
+            mask = self._counts[m] = self.ones(m) * self.n_mask_lane
+        return x & mask
 
     def nonzero_lanes(self, cnt: int, m: int) -> int:
         """1 (at the n cell) in each lane whose count cell is non-zero.
@@ -114,6 +127,8 @@ class Layout:
         """x in `new`'s layout; float sum cells multiplied by 2**fshift."""
         if not x:
             return 0
+        if not fshift and all(new.width[c] >= self.width[c] for c in self.cells):
+            return self._repack_bytes(x, new)
         lanes = self.unpack(x)
         if fshift:
             for cells in lanes:
@@ -121,3 +136,18 @@ class Layout:
                     if c.startswith(("fp", "fn")):
                         cells[c] <<= fshift
         return new.pack(lanes)
+
+    def _repack_bytes(self, x: int, new: Layout) -> int:
+        """`repack` without rescaling, as byte-column copies (cells are whole
+        bytes and non-negative, so widening one is zero-extending it)."""
+        import numpy as np
+
+        m = self.lanes(x)
+        lb, nb = self.lw // 8, new.lw // 8
+        old = np.frombuffer(x.to_bytes(m * lb, "little"), dtype=np.uint8).reshape(m, lb)
+        out = np.zeros((m, nb), dtype=np.uint8)
+        for c in self.cells:
+            a, w = self.off[c] // 8, self.width[c] // 8
+            b = new.off[c] // 8
+            out[:, b : b + w] = old[:, a : a + w]
+        return int.from_bytes(out.tobytes(), "little")

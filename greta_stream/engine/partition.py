@@ -36,6 +36,14 @@ class Partition:
         self.next_k: int | None = None
         self.retained: list[tuple[Any, Bound]] = []  # (time, bound events), only with runs
         self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
+        self._by_key: _Replay | None = None  # derived from `retained`, not pickled
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_by_key", "_batch")}
+
+    def __setstate__(self, s: dict[str, Any]) -> None:
+        self.__dict__.update(s)
+        self._by_key, self._batch = None, []
 
     @property
     def empty(self) -> bool:
@@ -62,6 +70,7 @@ class Partition:
         self._batch = []
         for run in self.runs.values():
             run.upcoming = []
+            run.__dict__.pop("_keys_of", None)
 
     # ---------------------------------------------------------------- runs
     def _process_runs(self, plan: Plan, t: Any, bound: Bound) -> None:
@@ -69,22 +78,32 @@ class Partition:
             self.values = [{} for _ in plan.cq.run_components]
         if self._add_values(plan, bound, self.values):
             self._create_runs(plan)
-        for key, run in self.runs.items():
-            sub = _compatible(plan, key, bound)
-            if sub:
-                run.process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+        runs = self.runs
+        for key, sub in _route(plan, runs, bound).items():
+            runs[key].process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+        if self._by_key is not None:
+            self._by_key.add(plan, len(self.retained), bound)
         self.retained.append((t, bound))
 
     def _create_runs(self, plan: Plan) -> None:
         """Create the runs of new value combinations, replaying the retained events."""
         keys = set(itertools.product(*self.values))
-        for key in sorted(keys - set(self.runs), key=repr):
+        new = {key: key for key in sorted(keys - set(self.runs), key=repr)}
+        if not new:
+            return
+        upcoming = [ev for _t, b in self.retained for ev, _a in b] + list(getattr(self, "_batch", ()))
+        for key in new:
             run = self.runs[key] = Run(key)
-            run.upcoming = [ev for _t, b in self.retained for ev, _a in b] + list(getattr(self, "_batch", ()))
-            for past_t, past in self.retained:
-                sub = _compatible(plan, key, past)
-                if sub:
-                    run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
+            run.upcoming = upcoming
+        if self._by_key is None:
+            self._by_key = _Replay()
+            for i, (_t, past) in enumerate(self.retained):
+                self._by_key.add(plan, i, past)
+        retained = self.retained
+        for key in new:
+            run = self.runs[key]
+            for i, sub in self._by_key.replay(plan, key):
+                run.process(plan, retained[i][0], sub, self.next_k)  # type: ignore[arg-type]
 
     @staticmethod
     def _add_values(plan: Plan, bound: Bound, seen: list[dict[Any, None]]) -> bool:
@@ -105,6 +124,8 @@ class Partition:
     def close_until(self, plan: Plan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
         """Report every window k < target (all of them when target is None)."""
         tb = plan.tb
+        if target is not None and self.next_k is not None and target <= self.next_k:
+            return  # the common case, once per time stamp: nothing to close
         ranges = [r for r in (run.end_window_range(plan) for run in self.runs.values()) if r]
         if target is None:
             target = max((hi for _, hi in ranges), default=self.next_k or 0) + 1
@@ -126,13 +147,14 @@ class Partition:
         horizon = tb.start(target)
         if self.retained and self.retained[0][0] < horizon:
             self.retained = [(t, b) for t, b in self.retained if t >= horizon]
+            self._by_key = None
             self.values = [{} for _ in plan.cq.run_components]
             for _t, b in self.retained:
                 self._add_values(plan, b, self.values)
         for key in list(self.runs):
             run = self.runs[key]
             run.closed(plan, target)
-            run.expire(plan, horizon)
+            run.expire(plan, horizon, target)
             # A run stays while its key's values are live: new events of that
             # key bring no new value, so nothing would recreate it.
             live = all(v in seen for v, seen in zip(key, self.values))
@@ -148,4 +170,65 @@ def _compatible(plan: Plan, key: tuple[Any, ...], bound: Bound) -> Bound:
         spec = plan.cq.aliases[alias]
         if all(ev.attrs[comps[j].attr] == key[j] for j in spec.run_components):
             out.append((ev, alias))
+    return out
+
+
+class _Replay:
+    """The retained bindings by run key, so a new run replays only its own
+    events and the ones that lack a run component (checked against its key),
+    in their original order: (retained index, position in that time stamp)."""
+
+    def __init__(self) -> None:
+        self.full: dict[tuple[Any, ...], list[tuple[int, int, Event, str]]] = {}
+        self.partial: list[tuple[int, int, Event, str]] = []
+
+    def add(self, plan: Plan, i: int, bound: Bound) -> None:
+        comps = plan.cq.run_components
+        aliases = plan.cq.aliases
+        for pos, (ev, alias) in enumerate(bound):
+            if len(aliases[alias].run_components) == len(comps):
+                key = tuple(ev.attrs[c.attr] for c in comps)
+                self.full.setdefault(key, []).append((i, pos, ev, alias))
+            else:
+                self.partial.append((i, pos, ev, alias))
+
+    def replay(self, plan: Plan, key: tuple[Any, ...]) -> list[tuple[int, Bound]]:
+        """(retained index, bindings of that time stamp compatible with key), in order."""
+        comps = plan.cq.run_components
+        aliases = plan.cq.aliases
+        items = list(self.full.get(key, ()))
+        for item in self.partial:
+            attrs = item[2].attrs
+            if all(attrs[comps[j].attr] == key[j] for j in aliases[item[3]].run_components):
+                items.append(item)
+        items.sort(key=lambda it: (it[0], it[1]))
+        out: list[tuple[int, Bound]] = []
+        for it in items:
+            if not out or out[-1][0] != it[0]:
+                out.append((it[0], []))
+            out[-1][1].append((it[2], it[3]))
+        return out
+
+
+def _route(plan: Plan, keys: dict[tuple[Any, ...], Any], bound: Bound) -> dict[tuple[Any, ...], Bound]:
+    """`_compatible` for every run key at once, in O(bindings): a binding
+    that carries every run component goes to the one key equal to its values
+    (dict lookup: `==` and hash agree, so 1 and 1.0 are one key); one that
+    lacks some (an `Accident` without a vehicle) is checked against each key.
+    Each key's bindings keep their order in `bound`."""
+    comps = plan.cq.run_components
+    aliases = plan.cq.aliases
+    full = len(comps)
+    out: dict[tuple[Any, ...], Bound] = {}
+    for ev, alias in bound:
+        js = aliases[alias].run_components
+        attrs = ev.attrs
+        if len(js) == full:  # js lists component indexes in order: all of them
+            key = tuple(attrs[c.attr] for c in comps)
+            if key in keys:
+                out.setdefault(key, []).append((ev, alias))
+            continue
+        for key in keys:
+            if all(attrs[comps[j].attr] == key[j] for j in js):
+                out.setdefault(key, []).append((ev, alias))
     return out

@@ -51,6 +51,14 @@ class IndexSpec:
 
 
 def _side_value(ops: tuple[str, ...], fns: tuple[Any, ...], x: Any, y: Any) -> Any:
+    if len(fns) == 1:  # the common case, one comparison: same steps, no lists
+        try:
+            v = fns[0](x, y)
+        except Exception:  # noqa: BLE001 - the full predicate will count the error
+            return UNSAFE
+        if type(v) not in (SAFE_EQUAL if ops[0] == "=" else SAFE_ORDER):
+            return UNSAFE
+        return None if v != v else v
     try:
         values = [f(x, y) for f in fns]
     except Exception:  # noqa: BLE001 - the full predicate will count the error
@@ -178,6 +186,10 @@ class Plan:
                 self.mm_kinds.append(f.kind)
                 self.mm_slots.append(self.slot_of[i])
         self.has_mm = bool(self.mm_kinds)
+        self._row_cells = [  # cell names per field, for row_from_cells
+            (f.kind, self.slot_of[i], f"c{i}", f"ip{i}", f"in{i}", f"fp{i}", f"fn{i}", f"fc{i}")
+            for i, f in enumerate(cq.fields)
+        ]
         self.mm_zero_row = tuple(INF if k == "min" else NEG_INF for k in self.mm_kinds)
 
     def mm_zero(self) -> list[Any]:
@@ -190,16 +202,16 @@ class Plan:
 
     def row_from_cells(self, cells: dict[str, int], fscale: int, mm: list[Any] | None) -> list[Any]:
         """A result aggregate (the `zero()` slot format) from summed cells."""
-        acc = self.zero()
+        acc = list(self._zero)
         acc[0] = cells.get("n", 0)
-        for i, f in enumerate(self.cq.fields):
-            b = self.slot_of[i]
-            if f.kind == "count":
-                acc[b] = cells.get(f"c{i}", 0)
-            elif f.kind == "sum":
-                acc[b] = cells.get(f"ip{i}", 0) - cells.get(f"in{i}", 0)
-                acc[b + 1] = (cells.get(f"fp{i}", 0) - cells.get(f"fn{i}", 0)) << (FLOAT_BITS - fscale)
-                acc[b + 2] = 1 if cells.get(f"fc{i}", 0) else 0
+        get = cells.get
+        for kind, b, c, ip, in_, fp, fn, fc in self._row_cells:
+            if kind == "count":
+                acc[b] = get(c, 0)
+            elif kind == "sum":
+                acc[b] = get(ip, 0) - get(in_, 0)
+                acc[b + 1] = (get(fp, 0) - get(fn, 0)) << (FLOAT_BITS - fscale)
+                acc[b + 2] = 1 if get(fc, 0) else 0
         if mm is not None:
             for m, slot in enumerate(self.mm_slots):
                 acc[slot] = mm[m]

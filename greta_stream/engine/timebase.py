@@ -86,16 +86,73 @@ class Timebase:  # noqa: D101
         """gcd(within, slide): every window bound is a pane bound."""
         return fraction_gcd(self.within, self.slide)
 
+    @cached_property
+    def _memo(self) -> tuple[dict[Any, int], dict[Any, int], dict[Any, int], dict[int, Any], dict[int, Any]]:
+        """Memos of first_window, last_window, pane_index (by time; equal
+        times such as 1 and 1.0 have one exact value, so one entry) and of
+        start, end (by k): events of one time stamp ask several times."""
+        return {}, {}, {}, {}, {}
+
+    def first_window(self, t: int | float | Fraction) -> int:
+        """The smallest k whose window contains t."""
+        memo = self._memo[0]
+        k = memo.get(t)
+        if k is None:
+            if len(memo) > 65536:
+                memo.clear()
+            k = memo[t] = self._first_window(t)
+        return k
+
     def last_window(self, t: int | float | Fraction) -> int:
         """The largest k whose window contains t."""
+        memo = self._memo[1]
+        k = memo.get(t)
+        if k is None:
+            if len(memo) > 65536:
+                memo.clear()
+            k = memo[t] = self._last_window(t)
+        return k
+
+    def pane_index(self, t: int | float) -> int:
+        memo = self._memo[2]
+        k = memo.get(t)
+        if k is None:
+            if len(memo) > 65536:
+                memo.clear()
+            k = memo[t] = self._pane_index(t)
+        return k
+
+    def start(self, k: int) -> int | float:
+        """Start of window k as an event-time value (int when whole, else float)."""
+        memo = self._memo[3]
+        x = memo.get(k)
+        if x is None:
+            if len(memo) > 65536:
+                memo.clear()
+            x = memo[k] = _as_time(k * self.slide)
+        return x
+
+    def end(self, k: int) -> int | float:
+        memo = self._memo[4]
+        x = memo.get(k)
+        if x is None:
+            if len(memo) > 65536:
+                memo.clear()
+            x = memo[k] = _as_time(k * self.slide + self.within)
+        return x
+
+    def window_start_pane(self, k: int) -> int:
+        """The index of the pane that starts where window k starts (exact)."""
+        return k * int(self.slide / self.pane)
+
+    def _last_window(self, t: int | float | Fraction) -> int:
         if isinstance(t, int) and self.slide.denominator == 1:
             return t // self.slide.numerator
         num, den = _ratio(t)
         s = self.slide
         return (num * s.denominator) // (den * s.numerator)
 
-    def first_window(self, t: int | float | Fraction) -> int:
-        """The smallest k whose window contains t."""
+    def _first_window(self, t: int | float | Fraction) -> int:
         if isinstance(t, int) and self.slide.denominator == 1 and self.within.denominator == 1:
             return (t - self.within.numerator) // self.slide.numerator + 1
         num, den = _ratio(t)
@@ -103,17 +160,10 @@ class Timebase:  # noqa: D101
         # floor((num/den - w) / s) + 1, in integers
         return ((num * w.denominator - w.numerator * den) * s.denominator) // (den * w.denominator * s.numerator) + 1
 
-    def pane_index(self, t: int | float) -> int:
+    def _pane_index(self, t: int | float) -> int:
         num, den = _ratio(t)
         p = self.pane
         return (num * p.denominator) // (den * p.numerator)
-
-    def start(self, k: int) -> int | float:
-        """Start of window k as an event-time value (int when whole, else float)."""
-        return _as_time(k * self.slide)
-
-    def end(self, k: int) -> int | float:
-        return _as_time(k * self.slide + self.within)
 
     def export(self, x: int | float) -> int | float | datetime:
         """A window bound in the input's unit: seconds, or a UTC datetime."""
