@@ -3,9 +3,15 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install run evaluate test test-all lint bench clean
+.PHONY: install setup-jvm setup-system run evaluate test test-kafka test-all lint bench demo clean
 
-install: $(BIN)/greta-stream  ## create .venv and install the project with its dev tools
+install: $(BIN)/greta-stream setup-jvm setup-system  ## create .venv, install the project with its dev tools, fetch the Kafka jars
+
+setup-system:  ## headless Chromium for the results-page test (apt; skipped when present)
+	bash scripts/setup_system.sh || echo "setup-system failed: the browser test will be skipped"
+
+setup-jvm:  ## Spark's Kafka connector and Apache Kafka from Maven Central into .cache/jvm (skipped when there)
+	bash scripts/setup_jvm.sh
 
 $(BIN)/greta-stream: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -27,6 +33,12 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 
 test: install  ## the default test suite (what CI runs)
 	$(BIN)/python -m pytest -q
+
+test-kafka: install  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
+	$(BIN)/python -m pytest -q -m kafka
+
+demo: install  ## Kafka, the event producer and the pipeline as local processes (docker-compose.yml without Docker)
+	$(BIN)/greta-stream demo
 
 lint: install  ## ruff over the package and tests
 	$(BIN)/ruff check greta_stream tests benchmarks

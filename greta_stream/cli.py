@@ -14,6 +14,7 @@ from typing import Annotated, Optional
 import typer
 
 from greta_stream.api import compile_query
+from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
 from greta_stream.engine import DeadLetter, Engine, FieldNames
@@ -50,9 +51,24 @@ def evaluate(
     time_field: Annotated[str, typer.Option(help="name of the event time field")] = "time",
     id_field: Annotated[str, typer.Option(help="name of the event id field")] = "id",
     progress: Annotated[bool, typer.Option(help="report progress on stderr")] = True,
+    mode: Annotated[Optional[str], typer.Option(
+        help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
+    trends: Annotated[str, typer.Option(help="CET mode: complete (maximal trends) or all")] = "complete",
+    max_trends: Annotated[Optional[int], typer.Option(
+        help="CET mode: at most this many trends per window and group")] = None,
+    with_events: Annotated[bool, typer.Option(help="CET mode: also print each trend's aliases and events")] = False,
 ) -> None:
-    """Aggregate trends over a file of events; print one JSON object per result row."""
+    """Aggregate trends over a file of events, or list them (--mode cet); print one JSON object per row."""
     cq = _load_query(query)
+    mode = mode or ("cet" if cq.query.trends else "aggregate")
+    if mode not in ("aggregate", "cet") or (mode == "aggregate" and cq.query.trends):
+        typer.echo(f"error: --mode must be aggregate or cet (cet for RETURN TRENDS), got {mode!r}", err=True)
+        raise typer.Exit(2)
+    try:
+        cet_config = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     dl_out = open(dead_letter, "w", encoding="utf-8") if dead_letter else None  # noqa: SIM115
     dead = 0
@@ -63,7 +79,12 @@ def evaluate(
         if dl_out:
             dl_out.write(dumps(dl.to_dict()) + "\n")
 
-    engine = Engine(cq, fields=FieldNames(type_field, time_field, id_field), dead_letter=on_dead)
+    fields = FieldNames(type_field, time_field, id_field)
+    engine: Engine | TrendExtractor
+    if mode == "cet":
+        engine = TrendExtractor(cq, config=cet_config, fields=fields, dead_letter=on_dead)
+    else:
+        engine = Engine(cq, fields=fields, dead_letter=on_dead)
     started = last = time.monotonic()
     source = sys.stdin if str(events) == "-" else events
     for n, rec in enumerate(read_events(source), 1):
@@ -113,6 +134,7 @@ def run(
     from greta_stream.spark.pipeline import run as run_pipeline
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
     if config is not None:
         cfg = PipelineConfig.from_file(config)
         if once:
@@ -139,6 +161,57 @@ def run(
     for name, c in counts.items():
         typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
                    err=True)
+
+
+@app.command()
+def serve(
+    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="service config (TOML or YAML)")] = None,
+    host: Annotated[Optional[str], typer.Option(help="address to bind (default 127.0.0.1)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="port (default 8000)")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(help="state folder (default greta-data)")] = None,
+    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default local[2])")] = None,
+    log_level: Annotated[Optional[str], typer.Option(help="uvicorn log level (default info)")] = None,
+) -> None:
+    """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
+    import logging
+
+    import uvicorn
+
+    from greta_stream.errors import ConfigError
+    from greta_stream.service import Settings, create_app
+
+    try:
+        settings = Settings.load(config, host=host, port=port, data_dir=data_dir, spark_master=master,
+                                 log_level=log_level)
+        application = create_app(settings)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    # A bounded graceful shutdown: open result streams (SSE) would otherwise hold it forever.
+    uvicorn.run(application, host=settings.host, port=settings.port, log_level=settings.log_level,
+                timeout_graceful_shutdown=5)
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option(help="folder for the broker's data, the checkpoint and the logs")] = Path(
+        "out/demo"),
+    rate: Annotated[float, typer.Option(help="events per second that the producer replays")] = 200.0,
+    seconds: Annotated[Optional[float], typer.Option(help="stop after this many seconds (default: Ctrl-C)")] = None,
+    rows: Annotated[Optional[int], typer.Option(help="stop after this many result rows")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="pipeline config (default configs/demo/pipeline.yaml)")] = None,
+) -> None:
+    """Kafka (KRaft), the event producer and the pipeline as local processes: docker-compose.yml without Docker."""
+    from greta_stream.demo import DEFAULT_CONFIG, run_demo
+    from greta_stream.jvm import SETUP_HINT, jars
+
+    if not jars("kafka") or not jars("spark-kafka"):
+        typer.echo(f"error: the Kafka jars are missing: {SETUP_HINT}", err=True)
+        raise typer.Exit(2)
+    code = run_demo(workdir, config or DEFAULT_CONFIG, rate=rate, seconds=seconds, rows=rows, echo=typer.echo)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -6,13 +6,18 @@ with its own checkpoint folder under `checkpoint/<name>`; all read the same
 source. Outputs leave through `foreachBatch`: result rows to the query's
 sinks, dead letters to its dead-letter sink, each micro-batch to files named
 by batch id and written atomically, so a batch that Spark replays after a
-crash overwrites its own files: output is exactly once.
+crash overwrites its own files: output is exactly once. Kafka sinks
+(`greta_stream.connectors.kafka`) cannot overwrite; they key every message by
+(query, group, window) and keep a sink log in the query's checkpoint, so a
+replayed batch sends only what is missing (see that module for what remains).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -23,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from greta_stream.compiler.compiled import compile_query
+from greta_stream.connectors.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
@@ -33,16 +39,26 @@ log = logging.getLogger("greta_stream.pipeline")
 
 @dataclass
 class SourceConfig:
-    format: str = "jsonl"  # jsonl | parquet
+    format: str = "jsonl"  # jsonl | parquet | kafka
     path: str = ""
     max_files_per_trigger: int | None = None
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)  # reader options (kafka: maxOffsetsPerTrigger, kafka.*)
+    # kafka: JSON events in `topic`; servers default to $KAFKA_BOOTSTRAP_SERVERS;
+    # where a new query starts (a restarted one resumes from its checkpoint)
+    bootstrap_servers: str | None = None
+    topic: str | None = None
+    starting_offsets: str = "earliest"
 
 
 @dataclass
 class SinkConfig:
-    format: str = "jsonl"  # jsonl | parquet | console
+    format: str = "jsonl"  # jsonl | parquet | console | kafka
     path: str | None = None
+    # kafka: rows as JSON to `topic`; servers default to $KAFKA_BOOTSTRAP_SERVERS;
+    # options go to Spark's Kafka writer (kafka.* producer settings)
+    bootstrap_servers: str | None = None
+    topic: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,6 +67,10 @@ class QueryConfig:
     text: str
     sinks: list[SinkConfig]
     dead_letter: SinkConfig | None = None
+    mode: str | None = None  # "aggregate" or "cet" (one row per complete trend); None: cet for RETURN TRENDS
+    source: SourceConfig | None = None  # this query's own source (e.g. its Kafka topic); None: the pipeline's
+    trends: str = "complete"  # cet mode: "complete" (maximal trends) or "all"
+    max_trends: int | None = None  # cet mode: cap per (window, group); the record keeps the exact total
 
 
 @dataclass
@@ -67,7 +87,11 @@ class PipelineConfig:
 
     @classmethod
     def from_file(cls, path: str | Path) -> PipelineConfig:
-        """Read a YAML (.yaml/.yml) or TOML (.toml) pipeline config."""
+        """Read a YAML (.yaml/.yml) or TOML (.toml) pipeline config.
+
+        Relative paths in it (query files, source, sinks, checkpoint) are
+        relative to the config file's folder.
+        """
         p = Path(path)
         text = p.read_text()
         if p.suffix == ".toml":
@@ -82,10 +106,11 @@ class PipelineConfig:
     def from_dict(cls, raw: dict[str, Any], base: Path = Path(".")) -> PipelineConfig:
         try:
             src = SourceConfig(**raw["source"])
+            src.path = _resolve(src.path, base)
             queries = [_query_config(q, base) for q in raw["queries"]]
             f = raw.get("fields", {})
             return cls(
-                source=src, queries=queries, checkpoint=raw["checkpoint"],
+                source=src, queries=queries, checkpoint=_resolve(raw["checkpoint"], base),
                 watermark_delay_s=float(raw.get("watermark_delay_s", 0)), once=bool(raw.get("once", False)),
                 trigger_interval_s=raw.get("trigger_interval_s"), master=raw.get("master"), shards=raw.get("shards"),
                 fields=FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id")),
@@ -99,11 +124,28 @@ def _query_config(q: dict[str, Any], base: Path) -> QueryConfig:
     compile_query(text)  # fail before starting anything
     sinks = [SinkConfig(**s) for s in q.get("sinks", [])]
     dl = q.get("dead_letter")
-    return QueryConfig(q["name"], text, sinks, SinkConfig(**dl) if dl else None)
+    dead = SinkConfig(**dl) if dl else None
+    for sink in [*sinks, dead]:
+        if sink is not None and sink.path and sink.format in ("jsonl", "parquet"):
+            sink.path = _resolve(sink.path, base)
+    source = SourceConfig(**q["source"]) if q.get("source") else None
+    if source is not None:
+        source.path = _resolve(source.path, base)
+    return QueryConfig(q["name"], text, sinks, dead, q.get("mode"), source, q.get("trends", "complete"),
+                       q.get("max_trends"))
+
+
+def _resolve(path: str, base: Path) -> str:
+    """Relative file paths in a config file are relative to the file's folder."""
+    if not path or "://" in path or Path(path).is_absolute():
+        return path
+    return str(base / path)
 
 
 def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     """A streaming DataFrame of events: JSON text in `value`, or typed columns."""
+    if src.format == "kafka":
+        return read_kafka(spark, src.bootstrap_servers, src.topic, src.starting_offsets, src.options)
     reader = spark.readStream
     if src.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", src.max_files_per_trigger)
@@ -114,25 +156,45 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     if src.format == "parquet":
         schema = spark.read.parquet(src.path).schema
         return reader.schema(schema).parquet(src.path)
-    raise ConfigError(f"unknown source format {src.format!r}; use jsonl or parquet")
+    raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet or kafka")
 
 
 class BatchWriter:
     """foreachBatch target: route one micro-batch's outputs to the sinks."""
 
-    def __init__(self, query: QueryConfig) -> None:
+    def __init__(self, query: QueryConfig, checkpoint: str | Path | None = None) -> None:
+        """`checkpoint`: the query's checkpoint folder, where Kafka sinks keep their sink logs.
+
+        Without it (or with a checkpoint URI that is not a local path) a Kafka
+        sink is at-least-once: a replayed batch is sent again.
+        """
         self.name = query.name
-        self.sinks: list[Sink] = [make_sink(s.format, s.path) for s in query.sinks]
-        self.dead: Sink | None = make_sink(query.dead_letter.format, query.dead_letter.path) if query.dead_letter else None
+        # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
+        self.per_trend = (query.mode or ("cet" if compile_query(query.text).query.trends else "aggregate")) == "cet"
+        local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
+        sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
+        self.sinks: list[Sink | KafkaSink] = [
+            _make_sink(query.name, "row", s, sink_log and sink_log / f"sink-{i}") for i, s in enumerate(query.sinks)
+        ]
+        self.dead: Sink | KafkaSink | None = (
+            _make_sink(query.name, "dead", query.dead_letter, sink_log and sink_log / "dead-letter")
+            if query.dead_letter else None
+        )
         self.counts = {"rows": 0, "dead_letters": 0}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        outputs = batch.select("kind", "window_start", "grp", "payload").collect()
+        outputs = batch.select("kind", "window_start", "window_end", "grp", "payload").collect()
         rows = sorted((o for o in outputs if o.kind == "row"), key=lambda o: (o.window_start, o.grp))
-        dead = [o.payload for o in outputs if o.kind == "dead"]
+        dead = sorted(o.payload for o in outputs if o.kind == "dead")  # sorted: a replay gives the same order
         for sink in self.sinks:
-            sink.write(batch_id, [o.payload for o in rows])
-        if self.dead is not None:
+            if isinstance(sink, KafkaSink):
+                sink.write(batch.sparkSession, batch_id, self._keyed(rows))
+            else:
+                sink.write(batch_id, [o.payload for o in rows])
+        if isinstance(self.dead, KafkaSink):
+            self.dead.write(batch.sparkSession, batch_id,
+                            [Message(dead_key(self.name, batch_id, n), p) for n, p in enumerate(dead)])
+        elif self.dead is not None:
             self.dead.write(batch_id, dead)
         self.counts["rows"] += len(rows)
         self.counts["dead_letters"] += len(dead)
@@ -143,15 +205,33 @@ class BatchWriter:
                     reasons[o.grp] = reasons.get(o.grp, 0) + 1
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
 
+    def _keyed(self, rows: list[Any]) -> list[Message]:
+        """Kafka messages of result rows, keyed by (query, group, window[, n-th trend of it])."""
+        if not self.per_trend:
+            return [Message(row_key(self.name, o.grp, o.window_start, o.window_end), o.payload) for o in rows]
+        seen: dict[tuple[Any, ...], int] = {}
+        out = []
+        for o in sorted(rows, key=lambda o: (o.window_start, o.grp, o.payload)):  # the same order on a replay
+            n = seen[(o.window_start, o.grp)] = seen.get((o.window_start, o.grp), -1) + 1
+            out.append(Message(row_key(self.name, o.grp, o.window_start, o.window_end, n), o.payload))
+        return out
+
+
+def _make_sink(query: str, kind: str, s: SinkConfig, sink_log: Path | None) -> Sink | KafkaSink:
+    if s.format == "kafka":
+        return KafkaSink(query, kind, s.topic, s.bootstrap_servers, s.options, sink_log)
+    return make_sink(s.format, s.path)
+
 
 def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery, BatchWriter]]:
     """Start every query of the pipeline; return them with their writers."""
-    events = read_source(spark, cfg.source)
+    shared = read_source(spark, cfg.source)
     started = []
     for q in cfg.queries:
+        events = read_source(spark, q.source) if q.source is not None else shared
         out = trend_aggregates(events, q.text, watermark_delay_s=cfg.watermark_delay_s, shards=cfg.shards,
-                               fields=cfg.fields)
-        writer = BatchWriter(q)
+                               fields=cfg.fields, mode=q.mode, trends=q.trends, max_trends=q.max_trends)
+        writer = BatchWriter(q, checkpoint=Path(cfg.checkpoint) / q.name)
         ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(Path(cfg.checkpoint) / q.name))
         ws = ws.queryName(q.name)
         if cfg.once:
@@ -181,19 +261,41 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
     spark = spark or get_session(cfg.master)
     queries = start(spark, cfg)
     seen: dict[str, int] = {}
-    try:
-        while any(q.isActive for q, _ in queries):
+    stop = _StopSignal()  # Ctrl-C or SIGTERM: a flag, so a signal inside a py4j call is not lost
+    with stop:
+        while any(q.isActive for q, _ in queries) and not stop.requested:
             time.sleep(0.5)
             _report(queries, seen, echo)
             for q, _ in queries:
                 if q.exception() is not None:
                     raise q.exception()  # type: ignore[misc]
-    except KeyboardInterrupt:
-        echo("stopping ...")
+    if stop.requested:
+        echo(f"stopping ({stop.requested}) ...")
         for q, _ in queries:
             q.stop()
     _report(queries, seen, echo)
     return {w.name: dict(w.counts) for _, w in queries}
+
+
+class _StopSignal:
+    """Within `with`, SIGINT and SIGTERM set `requested` instead of raising (main thread only)."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._old: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.requested = signal.Signals(signum).name
+
+    def __enter__(self) -> _StopSignal:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
 
 
 def _report(queries: list[tuple[StreamingQuery, BatchWriter]], seen: dict[str, int], echo: Any) -> None:

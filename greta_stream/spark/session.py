@@ -12,6 +12,8 @@ import sys
 
 from pyspark.sql import SparkSession
 
+from greta_stream.jvm import spark_kafka_jars
+
 
 def get_session(
     master: str | None = None, *, app_name: str = "greta-stream", shuffle_partitions: int | None = None,
@@ -20,10 +22,12 @@ def get_session(
     """A SparkSession on `master` (default local[2]) tuned for the stateful operator."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ and not master  # under spark-submit: its --master wins
     master = master or os.environ.get("GRETA_SPARK_MASTER", "local[2]")
     cores = _cores(master)
+    builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
+        builder
         .appName(app_name)
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
         .config("spark.sql.session.timeZone", "UTC")
@@ -32,6 +36,9 @@ def get_session(
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
     )
+    kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once scripts/setup_jvm.sh fetched it
+    if kafka_jars:  # local paths: nothing is downloaded at run time (no spark.jars.packages)
+        builder = builder.config("spark.jars", ",".join(str(j) for j in kafka_jars))
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

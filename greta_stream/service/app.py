@@ -1,0 +1,162 @@
+"""The app factory: `create_app(settings)` wires settings, store, registry and routers.
+
+The lifespan owns the SparkSession and the running streams:
+
+  1. open the store (registry + results) under `data_dir`;
+  2. in a background thread: start Spark, then resume every query whose
+     desired state is running (from its checkpoint); `/readyz` turns 200
+     when that is done, `/healthz` answers from the first moment;
+  3. a monitor thread fails queries whose stream died or that went over a
+     limit;
+  4. on shutdown: stop the streams (their desired state is kept, so the
+     next start resumes them), stop Spark, close the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from greta_stream.service.registry import Registry, ServiceError
+from greta_stream.service.routes import health, page, queries, results
+from greta_stream.service.runner import short_error
+from greta_stream.service.settings import Settings
+from greta_stream.service.store import open_store
+
+log = logging.getLogger("greta_stream.service")
+
+DESCRIPTION = """Register GRETA event trend aggregation queries, run them on Spark Structured
+Streaming, and read their results while the streams run.
+
+Mutating endpoints need the `X-API-Key` header when the service has an API key
+(always, when it binds beyond loopback). Errors are `{detail, errors: [{msg, line, column}]}`;
+query errors carry the 1-based line and column in the query text."""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = (settings or Settings.load()).check()
+    app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan)
+    app.state.settings = settings
+    app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)  # type: ignore[arg-type]
+    app.add_exception_handler(ServiceError, _service_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
+    for module in (queries, results, health, page):
+        app.include_router(module.router)
+    return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    settings.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    store = open_store(settings.resolved_store_url)
+    registry = Registry(settings, store)
+    app.state.registry = registry
+    stopping = threading.Event()
+    boot = threading.Thread(target=_boot, args=(registry,), name="greta-boot", daemon=True)
+    monitor = threading.Thread(target=_monitor, args=(registry, stopping), name="greta-monitor", daemon=True)
+    boot.start()
+    monitor.start()
+    try:
+        yield
+    finally:
+        stopping.set()
+        boot.join()
+        monitor.join()
+        try:
+            registry.shutdown()
+            if registry.spark is not None:
+                registry.spark.stop()
+        except Exception as exc:  # the JVM may already be gone (killed with us)
+            log.warning("shutdown: %s", short_error(exc))
+        store.close()
+        log.info("service stopped")
+
+
+def _boot(registry: Registry) -> None:
+    try:
+        from greta_stream.spark.session import get_session
+
+        s = registry.settings
+        registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
+                                     shuffle_partitions=s.spark_shuffle_partitions)
+        registry.resume_all()
+        registry.ready.set()
+        log.info("service ready: Spark %s", registry.spark.version)
+    except Exception as exc:
+        registry.startup_error = short_error(exc)
+        log.error("service failed to start: %s", registry.startup_error)
+
+
+def _monitor(registry: Registry, stopping: threading.Event) -> None:
+    while not stopping.wait(registry.settings.monitor_interval_s):
+        if not registry.ready.is_set():
+            continue
+        try:
+            registry.monitor_once()
+        except Exception as exc:  # never let the monitor die
+            log.warning("monitor: %s", short_error(exc))
+
+
+async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+    return JSONResponse({"detail": exc.detail, "errors": exc.errors}, status_code=exc.status)
+
+
+async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors: list[dict[str, Any]] = []
+    for e in exc.errors():
+        loc = [x if isinstance(x, (str, int)) else str(x) for x in e.get("loc", ())]
+        errors.append({"msg": str(e.get("msg", "invalid")), "line": None, "column": None, "loc": loc})
+    return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+
+
+class BodyLimit:
+    """Answers 413 to a request body over `max_bytes` (declared or streamed) before any route runs."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
+            await self._reject(scope, receive, send)
+            return
+        body, more = bytearray(), True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # disconnect: let the app see it
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._reject(scope, receive, send)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        msg = f"request body over the limit of {self.max_bytes:,} bytes (max_request_bytes)"
+        response = JSONResponse({"detail": msg, "errors": [{"msg": msg, "line": None, "column": None}]},
+                                status_code=413)
+        await response(scope, receive, send)

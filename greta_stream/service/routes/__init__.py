@@ -1,0 +1,1 @@
+"""One router per resource: queries, results, health (and metrics), the results page."""

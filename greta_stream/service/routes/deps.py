@@ -1,0 +1,45 @@
+"""Shared dependencies: the registry, the settings, the API key check, documented error responses."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated, Any
+
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader
+
+from greta_stream.service.registry import Registry, ServiceError
+from greta_stream.service.schemas import ErrorResponse
+from greta_stream.service.settings import Settings
+
+API_KEY_HEADER = "X-API-Key"
+_api_key = APIKeyHeader(name=API_KEY_HEADER, auto_error=False,
+                        description="the service's API key; required on mutating endpoints when one is set")
+
+
+def get_registry(request: Request) -> Registry:
+    return request.app.state.registry  # type: ignore[no-any-return]
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+def require_api_key(request: Request, key: Annotated[str | None, Security(_api_key)] = None) -> None:
+    expected = get_settings(request).api_key
+    if expected and not (key and hmac.compare_digest(key.encode(), expected.encode())):
+        raise ServiceError(401, f"missing or wrong API key (header {API_KEY_HEADER})")
+
+
+RegistryDep = Annotated[Registry, Depends(get_registry)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+Mutating = [Depends(require_api_key)]
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the error statuses a route answers with."""
+    text = {400: "malformed request body (not JSON)", 401: "missing or wrong API key", 404: "no such query",
+            409: "conflict with the query's state",
+            413: "request body too large", 422: "invalid request or query (with line and column)",
+            429: "too many queries", 503: "the service is starting"}
+    return {c: {"model": ErrorResponse, "description": text[c]} for c in codes}

@@ -1,0 +1,93 @@
+"""`/queries`: register, validate, list, inspect, stop, start and delete queries.
+
+Thin: every decision is the registry's. Handlers are plain functions, so
+FastAPI runs them in its thread pool (Spark and SQLite calls block).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from fastapi import APIRouter, Response, status
+
+from greta_stream.compiler.compiled import compile_query
+from greta_stream.service.registry import Registry
+from greta_stream.service.routes.deps import Mutating, RegistryDep, errors
+from greta_stream.service.runner import result_columns
+from greta_stream.service.schemas import (
+    Progress,
+    QueryCreate,
+    QueryCreated,
+    QueryInfo,
+    QueryList,
+    QueryValidate,
+    ValidateResponse,
+)
+from greta_stream.service.store import QueryRecord
+
+router = APIRouter(prefix="/queries", tags=["queries"])
+
+
+@lru_cache(maxsize=256)
+def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
+    """(result columns, GROUP-BY columns) of a registered (so valid) query text."""
+    cq = compile_query(text)
+    return result_columns(cq, mode), list(cq.group_columns)
+
+
+def query_info(registry: Registry, rec: QueryRecord) -> QueryInfo:
+    return QueryInfo(
+        id=rec.id, name=rec.name, text=rec.text, mode=rec.mode, status=rec.status, error=rec.error,  # type: ignore[arg-type]
+        source=rec.source, sinks=rec.sinks, dead_letter=rec.dead_letter, options=rec.options,
+        columns=query_columns(rec.text, rec.mode)[0], group_columns=query_columns(rec.text, rec.mode)[1],
+        created_at=rec.created_at,
+        progress=Progress(**registry.progress(rec)),
+    )
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, dependencies=Mutating,
+             responses=errors(400, 401, 409, 413, 422, 429, 503))
+def create_query(body: QueryCreate, registry: RegistryDep) -> QueryCreated:
+    """Register a query and start its stream. A rejected query leaves nothing behind."""
+    rec, cq = registry.create(body)
+    return QueryCreated(id=rec.id, name=rec.name, mode=rec.mode, status="running",  # type: ignore[arg-type]
+                        explain=cq.explain(), columns=result_columns(cq, rec.mode))
+
+
+@router.post("/validate", responses=errors(400, 413, 422))
+def validate_query(body: QueryValidate, registry: RegistryDep) -> ValidateResponse:
+    """Compile a query text without registering it: the explain, or every error with its position."""
+    cq, mode = registry.compile(body.text, body.mode)
+    return ValidateResponse(valid=True, mode=mode, explain=cq.explain(), columns=result_columns(cq, mode))  # type: ignore[arg-type]
+
+
+@router.get("")
+def list_queries(registry: RegistryDep) -> QueryList:
+    """Every registered query with its status and progress."""
+    return QueryList(queries=[query_info(registry, r) for r in registry.store.list_queries()])
+
+
+@router.get("/{query_id}", responses=errors(404))
+def get_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+    """Status (running, stopped, failed with the error) and progress of one query."""
+    return query_info(registry, registry.get(query_id))
+
+
+@router.post("/{query_id}/stop", dependencies=Mutating, responses=errors(401, 404))
+def stop_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+    """Stop the stream; its checkpoint and results stay, `start` resumes it."""
+    return query_info(registry, registry.stop(query_id))
+
+
+@router.post("/{query_id}/start", dependencies=Mutating, responses=errors(401, 404, 409, 503))
+def start_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+    """Start (or resume) the stream from its checkpoint."""
+    return query_info(registry, registry.start(query_id))
+
+
+@router.delete("/{query_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=Mutating,
+               responses=errors(401, 404))
+def delete_query(query_id: str, registry: RegistryDep) -> Response:
+    """Stop the stream and forget the query, its checkpoint and its stored results (sink files stay)."""
+    registry.delete(query_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

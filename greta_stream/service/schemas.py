@@ -1,0 +1,154 @@
+"""Request and response bodies of the API, one family per resource.
+
+Sources and sinks are open objects (`format` plus that format's fields) so
+that formats added to `greta_stream.spark.pipeline` (Kafka) need no change
+here; the registry maps them onto `SourceConfig` / `SinkConfig` and reports
+unknown fields as 422.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["running", "stopped", "failed"]
+Mode = Literal["aggregate", "cet"]
+
+
+class ErrorItem(BaseModel):
+    msg: str
+    line: int | None = Field(None, description="1-based line in the query text (query errors)")
+    column: int | None = Field(None, description="1-based column in the query text (query errors)")
+    loc: list[str | int] | None = Field(None, description="where in the request (request errors)")
+
+
+class ErrorResponse(BaseModel):
+    detail: str
+    errors: list[ErrorItem] = []
+
+
+class SourceSpec(BaseModel):
+    """Where events come from: `format` (jsonl, parquet, and what the pipeline adds) and its fields."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
+
+    format: str = Field("jsonl", min_length=1, max_length=32)
+
+
+class SinkSpec(BaseModel):
+    """Where result rows (or dead letters) go besides the results store."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
+
+    format: str = Field("jsonl", min_length=1, max_length=32)
+
+
+class FieldNamesSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field("type", min_length=1, max_length=128)
+    time: str = Field("time", min_length=1, max_length=128)
+    id: str = Field("id", min_length=1, max_length=128)
+
+
+class QueryOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    watermark_delay_s: float = Field(0.0, ge=0, le=10 * 365 * 86_400, description="allowed lateness")
+    shards: int | None = Field(None, ge=1, description="state shards; at most the service's max_shards")
+    trigger_interval_s: float | None = Field(None, ge=0, le=86_400, description="seconds between micro-batches")
+    fields: FieldNamesSpec = FieldNamesSpec()
+    trends: Literal["complete", "all"] | None = Field(None, description="CET mode: which trends to report")
+    max_trends: int | None = Field(None, ge=1, description="CET mode: cap per (window, group); default and "
+                                   "upper limit: the service's max_cet_trends")
+
+
+class QueryCreate(BaseModel):
+    """A query to register and start."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    text: str = Field(..., min_length=1, description="the query (SEMANTICS.md); never executed as code")
+    mode: Mode | None = Field(None, description="default: cet when the query says RETURN TRENDS, else aggregate")
+    source: SourceSpec
+    sinks: list[SinkSpec] = Field([], max_length=8)
+    dead_letter: SinkSpec | None = None
+    options: QueryOptions = QueryOptions()
+
+
+class QueryValidate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(..., min_length=1)
+    mode: Mode | None = None
+
+
+class ValidateResponse(BaseModel):
+    valid: bool
+    mode: Mode
+    explain: str
+    columns: list[str]
+
+
+class QueryCreated(BaseModel):
+    id: str
+    name: str
+    mode: Mode
+    status: Status
+    explain: str
+    columns: list[str]
+
+
+class Progress(BaseModel):
+    batches: int = Field(0, description="micro-batches written to the results store")
+    last_batch_id: int | None = None
+    input_rows_per_s: float | None = None
+    processed_rows_per_s: float | None = None
+    input_rows: int = Field(0, description="events read since this service started the stream")
+    batch_durations_ms: list[int] = Field([], description="recent micro-batches, oldest first")
+    watermark_s: float | None = Field(None, description="event-time watermark, seconds since the epoch")
+    state_rows: int | None = None
+    state_bytes: int | None = None
+    result_rows: int = 0
+    dead_letters: int = 0
+    late: int = 0
+    dead_letters_by_reason: dict[str, int] = {}
+
+
+class QueryInfo(BaseModel):
+    id: str
+    name: str
+    text: str
+    mode: Mode
+    status: Status
+    error: str | None = None
+    source: dict[str, Any]
+    sinks: list[dict[str, Any]]
+    dead_letter: dict[str, Any] | None = None
+    options: dict[str, Any]
+    columns: list[str]
+    group_columns: list[str]
+    created_at: float
+    progress: Progress
+
+
+class QueryList(BaseModel):
+    queries: list[QueryInfo]
+
+
+class ResultsPage(BaseModel):
+    query_id: str
+    columns: list[str]
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None
+    last_seq: int = Field(description="store position when read: GET .../results/stream?after=last_seq continues")
+    rows: list[dict[str, Any]]
+
+
+class Health(BaseModel):
+    status: str
+    detail: str | None = None

@@ -1,0 +1,131 @@
+"""Service settings: one frozen object, read from defaults < config file < environment < flags.
+
+The config file is TOML (`.toml`) or YAML (anything else) with the field names
+below at its top level (or under a `[service]` table). Environment variables
+are the field names upper-cased with a `GRETA_` prefix (`GRETA_API_KEY`,
+`GRETA_DATA_DIR`, `GRETA_PORT`, ...); `GRETA_SERVICE_CONFIG` names a config
+file. Imports nothing from Spark.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from greta_stream.errors import ConfigError
+
+ENV_PREFIX = "GRETA_"
+CONFIG_ENV = "GRETA_SERVICE_CONFIG"
+
+
+class Settings(BaseModel):
+    """Everything the service reads at start; see the module docstring for sources."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    api_key: str | None = Field(None, description="required on mutating endpoints; mandatory beyond loopback")
+    data_dir: Path = Field(Path("greta-data"), description="registry, results store and checkpoints live here")
+    store_url: str | None = Field(None, description="results store; default sqlite:///<data_dir>/greta.sqlite")
+    spark_master: str | None = None
+    spark_shuffle_partitions: int | None = Field(None, ge=1)
+    log_level: str = "info"
+    # Request and query limits (issue 5, point 4).
+    max_request_bytes: int = Field(1 << 20, ge=1024)
+    max_query_chars: int = Field(20_000, ge=10)
+    max_queries: int = Field(50, ge=1)
+    max_shards: int = Field(64, ge=1, description="per query: state shards (Spark partitions of the operator)")
+    max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
+    max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
+    max_page_rows: int = Field(1000, ge=1)
+    # Relative source and sink paths resolve against data_dir; every resolved path
+    # must lie under one of path_roots. Unset: anywhere on loopback, only under
+    # data_dir when the service binds beyond loopback (see allowed_roots).
+    path_roots: tuple[Path, ...] = ()
+    # Runtime cadence.
+    trigger_interval_s: float = Field(1.0, ge=0)
+    monitor_interval_s: float = Field(1.0, gt=0)
+    sse_poll_s: float = Field(0.5, gt=0)
+    sse_keepalive_s: float = Field(15.0, gt=0)
+
+    @property
+    def loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+    @property
+    def allowed_roots(self) -> tuple[Path, ...]:
+        """Folders that source and sink paths must lie under (empty: anywhere)."""
+        if self.path_roots:
+            return self.path_roots
+        return () if self.loopback else (self.data_dir,)
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.data_dir / "checkpoints"
+
+    @property
+    def resolved_store_url(self) -> str:
+        return self.store_url or f"sqlite:///{self.data_dir / 'greta.sqlite'}"
+
+    def check(self) -> Settings:
+        """Refuse settings that would be unsafe to serve with."""
+        if not self.loopback and not self.api_key:
+            raise ConfigError(
+                f"binding {self.host} exposes the service beyond loopback: set an API key "
+                f"({ENV_PREFIX}API_KEY or api_key in the config file)"
+            )
+        return self
+
+    @classmethod
+    def load(
+        cls, config_file: str | Path | None = None, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> Settings:
+        """Defaults, then the config file, then `GRETA_*` variables, then `overrides` (None = not given)."""
+        environ = os.environ if environ is None else environ
+        raw: dict[str, Any] = {}
+        config_file = config_file or environ.get(CONFIG_ENV)
+        if config_file:
+            raw.update(_read_file(Path(config_file)))
+        for name in cls.model_fields:
+            value = environ.get(ENV_PREFIX + name.upper())
+            if value is not None:
+                raw[name] = _env_value(name, value)
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**raw)
+        except ValidationError as exc:
+            raise ConfigError(f"bad service settings: {exc}") from exc
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"cannot read service config {path}: {exc}") from exc
+    if path.suffix == ".toml":
+        data = tomllib.loads(text)
+    else:
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"service config {path} must be a mapping")
+    return dict(data.get("service", data))
+
+
+def _env_value(name: str, value: str) -> Any:
+    if name == "path_roots":
+        return tuple(p for p in value.split(os.pathsep) if p)
+    return value

@@ -1,0 +1,266 @@
+"""The service's persistent state: the query registry and the results store.
+
+Two interfaces, `RegistryStore` and `ResultStore`, so that a server database
+can replace the embedded one; `SQLiteStore` implements both in one file (WAL
+mode: the API reads while Spark's foreachBatch thread writes).
+
+Exactly once: `ResultStore.write_batch` replaces every row that an earlier
+attempt of the same (query, batch id) wrote, in one transaction. Spark
+replays an uncommitted micro-batch after a crash with the same id and the
+same outputs, so the store holds each result row once.
+
+Imports nothing from Spark or the engine.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from greta_stream.errors import ConfigError
+
+STATUSES = ("running", "stopped", "failed")
+
+
+@dataclass
+class QueryRecord:
+    """One registered query as the registry persists it."""
+
+    id: str
+    name: str
+    text: str
+    mode: str = "aggregate"
+    source: dict[str, Any] = field(default_factory=dict)
+    sinks: list[dict[str, Any]] = field(default_factory=list)
+    dead_letter: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    desired: str = "running"  # what a restarted service does: running -> resume
+    status: str = "running"
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One result row of a micro-batch; `payload` is the row as JSON text (big ints exact)."""
+
+    window_start: float
+    window_end: float
+    grp: str
+    payload: str
+
+
+@dataclass
+class ResultCounts:
+    rows: int = 0
+    batches: int = 0
+    last_batch_id: int | None = None
+    dead_by_reason: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dead_letters(self) -> int:
+        return sum(self.dead_by_reason.values())
+
+
+class RegistryStore(ABC):
+    @abstractmethod
+    def save_query(self, rec: QueryRecord) -> None: ...
+
+    @abstractmethod
+    def get_query(self, query_id: str) -> QueryRecord | None: ...
+
+    @abstractmethod
+    def list_queries(self) -> list[QueryRecord]: ...
+
+    @abstractmethod
+    def delete_query(self, query_id: str) -> None:
+        """Forget the query and every result it wrote."""
+
+
+class ResultStore(ABC):
+    @abstractmethod
+    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int]) -> None:
+        """Replace whatever (query_id, batch_id) held with these rows and dead-letter counts."""
+
+    @abstractmethod
+    def page(
+        self, query_id: str, *, start_min: float | None = None, start_max: float | None = None,
+        grp: str | None = None, limit: int = 100, offset: int = 0,
+    ) -> tuple[int, list[str]]:
+        """(total matching, payloads of one page) ordered by window, group."""
+
+    @abstractmethod
+    def after(self, query_id: str, seq: int, limit: int = 500) -> list[tuple[int, str]]:
+        """(seq, payload) of rows stored after `seq`, in store order."""
+
+    @abstractmethod
+    def last_seq(self, query_id: str) -> int: ...
+
+    @abstractmethod
+    def counts(self, query_id: str) -> ResultCounts: ...
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        pass
+
+
+class Store(RegistryStore, ResultStore, ABC):
+    """Both interfaces; what `open_store` returns."""
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS queries (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS results (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, query_id TEXT NOT NULL, batch_id INTEGER NOT NULL,
+    window_start REAL NOT NULL, window_end REAL NOT NULL, grp TEXT NOT NULL, payload TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_window ON results (query_id, window_start, grp);
+CREATE INDEX IF NOT EXISTS results_batch ON results (query_id, batch_id);
+CREATE TABLE IF NOT EXISTS batches (
+    query_id TEXT NOT NULL, batch_id INTEGER NOT NULL, rows INTEGER NOT NULL, dead TEXT NOT NULL,
+    written_at REAL NOT NULL, PRIMARY KEY (query_id, batch_id)
+);
+"""
+
+
+class SQLiteStore(Store):
+    """Registry and results in one SQLite file; one connection per thread."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._conn().executescript(_SCHEMA)  # idempotent; executescript manages its own transaction
+
+    def _conn(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL survives a process crash
+            self._local.db = db
+            with self._lock:
+                self._all.append(db)
+        return db
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = self._conn()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    # -- registry --------------------------------------------------------
+
+    def save_query(self, rec: QueryRecord) -> None:
+        rec.updated_at = time.time()
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO queries (id, name, record) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET name = excluded.name, record = excluded.record",
+                (rec.id, rec.name, json.dumps(asdict(rec))),
+            )
+
+    def get_query(self, query_id: str) -> QueryRecord | None:
+        row = self._conn().execute("SELECT record FROM queries WHERE id = ?", (query_id,)).fetchone()
+        return QueryRecord(**json.loads(row[0])) if row else None
+
+    def list_queries(self) -> list[QueryRecord]:
+        rows = self._conn().execute("SELECT record FROM queries").fetchall()
+        return sorted((QueryRecord(**json.loads(r[0])) for r in rows), key=lambda r: (r.created_at, r.id))
+
+    def delete_query(self, query_id: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
+            db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
+            db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
+
+    # -- results ---------------------------------------------------------
+
+    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int]) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM results WHERE query_id = ? AND batch_id = ?", (query_id, batch_id))
+            db.executemany(
+                "INSERT INTO results (query_id, batch_id, window_start, window_end, grp, payload) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(query_id, batch_id, r.window_start, r.window_end, r.grp, r.payload) for r in rows],
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO batches (query_id, batch_id, rows, dead, written_at) VALUES (?, ?, ?, ?, ?)",
+                (query_id, batch_id, len(rows), json.dumps(dead), time.time()),
+            )
+
+    def page(
+        self, query_id: str, *, start_min: float | None = None, start_max: float | None = None,
+        grp: str | None = None, limit: int = 100, offset: int = 0,
+    ) -> tuple[int, list[str]]:
+        where, args = ["query_id = ?"], [query_id]
+        if start_min is not None:
+            where.append("window_start >= ?")
+            args.append(start_min)  # type: ignore[arg-type]
+        if start_max is not None:
+            where.append("window_start <= ?")
+            args.append(start_max)  # type: ignore[arg-type]
+        if grp is not None:
+            where.append("grp = ?")
+            args.append(grp)
+        cond = " AND ".join(where)
+        db = self._conn()
+        total = db.execute(f"SELECT COUNT(*) FROM results WHERE {cond}", args).fetchone()[0]
+        rows = db.execute(
+            f"SELECT payload FROM results WHERE {cond} ORDER BY window_start, grp, seq LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+        return total, [r[0] for r in rows]
+
+    def after(self, query_id: str, seq: int, limit: int = 500) -> list[tuple[int, str]]:
+        return self._conn().execute(
+            "SELECT seq, payload FROM results WHERE query_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (query_id, seq, limit),
+        ).fetchall()
+
+    def last_seq(self, query_id: str) -> int:
+        row = self._conn().execute("SELECT MAX(seq) FROM results WHERE query_id = ?", (query_id,)).fetchone()
+        return row[0] or 0
+
+    def counts(self, query_id: str) -> ResultCounts:
+        out = ResultCounts()
+        for batch_id, rows, dead in self._conn().execute(
+            "SELECT batch_id, rows, dead FROM batches WHERE query_id = ?", (query_id,)
+        ):
+            out.rows += rows
+            out.batches += 1
+            out.last_batch_id = batch_id if out.last_batch_id is None else max(out.last_batch_id, batch_id)
+            for reason, n in json.loads(dead).items():
+                out.dead_by_reason[reason] = out.dead_by_reason.get(reason, 0) + n
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            for db in self._all:
+                db.close()
+            self._all.clear()
+        self._local = threading.local()
+
+
+def open_store(url: str) -> Store:
+    """A store from a URL; `sqlite:///path/to/file.sqlite` is the embedded default."""
+    if url.startswith("sqlite:///"):
+        return SQLiteStore(url[len("sqlite:///"):])
+    raise ConfigError(f"unsupported store URL {url!r}; use sqlite:///<path>")

@@ -1,0 +1,238 @@
+"""The HTTP API against a real server: register, read results equal to `evaluate`, errors, auth, limits.
+
+Assert the status first, then the body (STYLE.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from service_helpers import (
+    FLUSH,
+    Q1,
+    Service,
+    all_results,
+    normalized,
+    sample_events,
+    settled,
+    wait_for,
+    write_file,
+)
+
+from greta_stream import evaluate
+from greta_stream.compiler.compiled import compile_query
+from greta_stream.connectors.jsonl import dumps, loads
+from greta_stream.connectors.sinks import read_jsonl_dir
+from greta_stream.errors import QueryError
+
+pytestmark = pytest.mark.service
+
+BAD_QUERY = "RETURN COUNT(*)\nPATTERN (NOT A)+\nWHERE A.x > NEXT(B).y\nWITHIN 1 s"
+
+
+def body(service: Service, name: str, **over: object) -> dict:
+    src = service.root / f"in-{name}"
+    src.mkdir(exist_ok=True)
+    spec = {"name": name, "text": Q1, "source": {"format": "jsonl", "path": str(src)},
+            "sinks": [{"format": "jsonl", "path": str(service.root / f"out-{name}")}],
+            "dead_letter": {"format": "jsonl", "path": str(service.root / f"dead-{name}")},
+            "options": {"shards": 2}}
+    return {**spec, **over}
+
+
+@pytest.fixture(scope="module")
+def q1(service: Service) -> Iterator[dict]:
+    """Q1 registered over the bundled stock events, run until every window closed."""
+    events = sample_events()
+    expected = evaluate(Q1, events)
+    with service.client() as api:
+        spec = body(service, "q1-api")
+        write_file(service.root / "in-q1-api", "events.jsonl", [*events, "{not json"])
+        r = api.post("/queries", json=spec)
+        assert r.status_code == 201, r.text
+        created = r.json()
+        write_file(service.root / "in-q1-api", "flush.jsonl", [FLUSH], stamp=None)
+        info = wait_for(settled(api, created["id"], len(expected)), "Q1 results", service)
+    yield {"created": created, "expected": expected, "info": info, "spec": spec}
+    with service.client() as api:  # a stopped query costs the other modules nothing
+        assert api.post(f"/queries/{created['id']}/stop").status_code == 200
+
+
+def test_register_answers_201_with_id_and_explain(q1: dict) -> None:
+    created = q1["created"]
+    assert created["status"] == "running"
+    assert created["explain"] == compile_query(Q1).explain()
+    assert created["columns"] == ["window_start", "window_end", "sector", "count", "avg_S_price"]
+
+
+def test_results_equal_evaluate_in_store_and_sinks(api: httpx.Client, q1: dict, service: Service) -> None:
+    query_id, expected = q1["created"]["id"], q1["expected"]
+    got = all_results(api, query_id)
+    assert normalized(got) == normalized(expected)
+    assert len(got) == len(expected)  # no duplicates
+    assert got == sorted(got, key=lambda r: (r["window_start"], dumps([r["sector"]])))
+    assert normalized(list(read_jsonl_dir(service.root / "out-q1-api"))) == normalized(expected)
+    info = api.get(f"/queries/{query_id}").json()
+    assert info["progress"]["result_rows"] == len(expected)
+    assert info["progress"]["dead_letters_by_reason"] == {"malformed": 1}
+    assert info["progress"]["watermark_s"] == FLUSH["time"]
+
+
+def test_results_filter_by_window_and_group_and_page(api: httpx.Client, q1: dict) -> None:
+    query_id, expected = q1["created"]["id"], q1["expected"]
+    want = [r for r in expected if r["sector"] == 2 and -100 <= r["window_start"] <= 50]
+    for group in ("2", "[2]"):
+        got = all_results(api, query_id, group=group, **{"from": -100, "to": 50})
+        assert normalized(got) == normalized(want)
+    r = api.get(f"/queries/{query_id}/results", params={"limit": 7, "offset": 3})
+    assert r.status_code == 200
+    page = r.json()
+    assert (page["total"], page["offset"], page["limit"], page["next_offset"]) == (len(expected), 3, 7, 10)
+    assert len(page["rows"]) == 7
+    r = api.get(f"/queries/{query_id}/results", params={"from": "yesterday"})
+    assert r.status_code == 422
+    assert "from" in r.json()["detail"]
+
+
+def test_results_stream_pushes_rows_as_server_sent_events(api: httpx.Client, q1: dict) -> None:
+    query_id = q1["created"]["id"]
+    stored = api.get(f"/queries/{query_id}/results", params={"limit": 1})
+    last = stored.json()["last_seq"]
+    events = []
+    with api.stream("GET", f"/queries/{query_id}/results/stream", params={"after": last - 3}) as r:
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        for line in r.iter_lines():
+            if line.startswith("data: "):
+                events.append(loads(line[len("data: "):]))
+                if len(events) == 3:
+                    break
+    assert all(e in q1["expected"] for e in events)
+
+
+def test_bad_query_answers_422_with_positions_and_registers_nothing(api: httpx.Client, service: Service) -> None:
+    before = api.get("/queries").json()["queries"]
+    checkpoints = set((service.data / "checkpoints").iterdir())
+    r = api.post("/queries", json=body(service, "bad", text=BAD_QUERY))
+    assert r.status_code == 422
+    with pytest.raises(QueryError) as exc:
+        compile_query(BAD_QUERY)
+    want = [{"msg": p.msg, "line": p.line, "column": p.column} for p in exc.value.problems]
+    assert len(want) >= 2
+    assert [{k: e[k] for k in ("msg", "line", "column")} for e in r.json()["errors"]] == want
+    assert [q["id"] for q in api.get("/queries").json()["queries"]] == [q["id"] for q in before]
+    assert set((service.data / "checkpoints").iterdir()) == checkpoints
+    r = api.post("/queries/validate", json={"text": BAD_QUERY})
+    assert r.status_code == 422
+    assert [e["line"] for e in r.json()["errors"]] == [w["line"] for w in want]
+    r = api.post("/queries/validate", json={"text": Q1})
+    assert r.status_code == 200
+    assert r.json()["explain"] == compile_query(Q1).explain()
+
+
+def test_mutating_endpoints_need_the_api_key(service: Service, q1: dict) -> None:
+    query_id = q1["created"]["id"]
+    for key in (None, "wrong-key"):
+        with service.client(key=key) as anon:
+            for method, path in [("POST", "/queries"), ("POST", f"/queries/{query_id}/stop"),
+                                 ("POST", f"/queries/{query_id}/start"), ("DELETE", f"/queries/{query_id}")]:
+                r = anon.request(method, path, json=body(service, "anon") if path == "/queries" else None)
+                assert r.status_code == 401, (method, path, r.text)
+                assert "API key" in r.json()["detail"]
+            assert anon.get(f"/queries/{query_id}").status_code == 200
+            assert anon.get("/metrics").status_code == 200
+    with service.client() as api:
+        assert api.get(f"/queries/{query_id}").json()["status"] == "running"
+
+
+def test_serve_refuses_to_bind_beyond_loopback_without_a_key(tmp_path) -> None:  # noqa: ANN001
+    env = {k: v for k, v in __import__("os").environ.items() if k != "GRETA_API_KEY"}
+    r = subprocess.run([sys.executable, "-m", "greta_stream", "serve", "--host", "0.0.0.0", "--data-dir",
+                        str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 2
+    assert "API key" in r.stderr
+
+
+def test_limits_answer_clear_errors(api: httpx.Client, service: Service) -> None:
+    cases = [
+        (body(service, "long", text=Q1 + "-- " + "x" * 5000), 422, "max_query_chars"),
+        (body(service, "shards", options={"shards": 9}), 422, "max_shards"),
+        (body(service, "outside", source={"format": "jsonl", "path": "/etc"}), 422, "path_roots"),
+        (body(service, "missing", source={"format": "jsonl", "path": str(service.root / "nope")}), 422,
+         "does not exist"),
+        (body(service, "field", source={"format": "jsonl", "path": str(service.root), "colour": "red"}), 422,
+         "unknown source field"),
+        (body(service, "sinkfmt", sinks=[{"format": "xml", "path": str(service.root / "x")}]), 422, "xml"),
+        ({**body(service, "big"), "padding": "x" * 20000}, 413, "max_request_bytes"),
+    ]
+    for spec, status, words in cases:
+        r = api.post("/queries", json=spec)
+        assert r.status_code == status, (spec["name"], r.text)
+        assert words in r.text, (spec["name"], r.text)
+    names = {q["name"] for q in api.get("/queries").json()["queries"]}
+    assert not names & {"long", "shards", "outside", "missing", "field", "sinkfmt", "big"}
+
+
+def test_cet_mode_is_passed_through_with_a_capped_trend_count(api: httpx.Client, service: Service) -> None:
+    trends_query = "RETURN TRENDS PATTERN Stock S+ WHERE [company] AND S.price > NEXT(S).price WITHIN 1 min"
+    r = api.post("/queries", json=body(service, "cet-big", mode="cet", options={"max_trends": 10**6}))
+    assert r.status_code == 422
+    assert "max_cet_trends" in r.json()["detail"]
+    r = api.post("/queries", json=body(service, "cet-agg", text=trends_query, mode="aggregate"))
+    assert r.status_code == 422
+    assert "use mode cet" in r.json()["detail"]
+    r = api.post("/queries/validate", json={"text": trends_query})
+    assert r.status_code == 200
+    assert (r.json()["mode"], r.json()["columns"]) == ("cet", ["window_start", "window_end", "trend", "total",
+                                                              "truncated"])
+    r = api.post("/queries", json=body(service, "cet", text=trends_query, sinks=[], options={"trends": "all"}))
+    assert r.status_code == 201, r.text
+    query_id = r.json()["id"]
+    info = api.get(f"/queries/{query_id}").json()
+    assert info["mode"] == "cet"
+    assert info["options"]["max_trends"] == 10_000  # the service's max_cet_trends, as the default cap
+    assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
+def test_duplicate_name_conflicts(api: httpx.Client, service: Service, q1: dict) -> None:
+    r = api.post("/queries", json=q1["spec"])
+    assert r.status_code == 409
+    assert "already registered" in r.json()["detail"]
+
+
+def test_stop_start_delete(api: httpx.Client, service: Service) -> None:
+    spec = body(service, "lifecycle")
+    write_file(service.root / "in-lifecycle", "events.jsonl", sample_events()[:200])
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    query_id = r.json()["id"]
+    r = api.post(f"/queries/{query_id}/stop")
+    assert r.status_code == 200
+    assert r.json()["status"] == "stopped"
+    r = api.post(f"/queries/{query_id}/start")
+    assert r.status_code == 200
+    assert r.json()["status"] == "running"
+    assert (service.data / "checkpoints" / query_id).exists()
+    r = api.delete(f"/queries/{query_id}")
+    assert r.status_code == 204
+    assert api.get(f"/queries/{query_id}").status_code == 404
+    assert api.get(f"/queries/{query_id}/results").status_code == 404
+    assert api.post(f"/queries/{query_id}/start").status_code == 404
+    assert not (service.data / "checkpoints" / query_id).exists()
+
+
+def test_health_ready_and_metrics(api: httpx.Client, q1: dict) -> None:
+    assert api.get("/healthz").json() == {"status": "ok", "detail": None}
+    r = api.get("/readyz")
+    assert r.status_code == 200
+    r = api.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    labels = f'id="{q1["created"]["id"]}",query="q1-api"'
+    assert f"greta_query_result_rows_total{{{labels}}} {len(q1['expected'])}\n" in r.text
+    assert f'greta_query_dead_letters_total{{{labels},reason="malformed"}} 1\n' in r.text
+    assert "greta_ready 1\n" in r.text

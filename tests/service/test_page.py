@@ -1,0 +1,71 @@
+"""The results page in headless Chromium (Debian's /usr/bin/chromium driven by playwright).
+
+The page lists the queries with their status and plots each query's
+aggregate per window, one line per group; rows stored while the page is open
+arrive over server-sent events and the plot grows without a reload. The
+screenshot is kept in the test's tmp folder (path printed) for a person to look at.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_helpers import FLUSH, Q1, Service, sample_events, settled, wait_for, write_file
+
+from greta_stream import evaluate
+
+pytestmark = [pytest.mark.service, pytest.mark.browser]
+
+CHROMIUM = Path("/usr/bin/chromium")
+DEADLINE_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip("headless Chromium is missing: run scripts/setup_system.sh (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is missing: pip install -e '.[dev]'")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_path: Path) -> None:
+    events = sorted(sample_events(), key=lambda e: e["time"])
+    expected = evaluate(Q1, events)
+    src = service.root / "in-page"
+    base = time.time() - 3600
+    write_file(src, "first.jsonl", events[:1000], stamp=base)
+    with service.client() as api:
+        r = api.post("/queries", json={"name": "q1-page", "text": Q1, "source": {"format": "jsonl", "path": str(src)},
+                                       "options": {"shards": 2}})
+        assert r.status_code == 201, r.text
+        query_id = r.json()["id"]
+        first = wait_for(settled(api, query_id, 1), "first rows", service)["progress"]["result_rows"]
+
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(service.url + "/")
+        plot = 'details[data-query="q1-page"] svg'
+        page.wait_for_function(f"document.querySelector('{plot}')?.dataset.rows >= {first}", timeout=DEADLINE_MS)
+        assert page.locator('tr[data-query="q1-page"]').get_attribute("data-status") == "running"
+
+        write_file(src, "second.jsonl", [*events[1000:], FLUSH], stamp=base + 1)  # pushed to the open page
+        wait_for(settled(api, query_id, len(expected)), "every window", service)
+        page.wait_for_function(f"document.querySelector('{plot}').dataset.rows == {len(expected)}",
+                               timeout=DEADLINE_MS)
+        assert api.post(f"/queries/{query_id}/stop").status_code == 200
+    groups = {r["sector"] for r in expected}
+    assert page.locator(plot).get_attribute("data-series") == str(len(groups))
+    assert page.locator(f"{plot} polyline.series").count() == len(groups)
+    assert page.locator('details[data-query="q1-page"] .legend span').all_inner_texts() == \
+        [f"sector={g}" for g in sorted(groups)]
+    shot = tmp_path / "results-page.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print(f"screenshot: {shot}")
+    page.close()

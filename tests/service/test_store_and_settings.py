@@ -1,0 +1,73 @@
+"""The pieces under the service that need no server: the SQLite store's exactly-once batches, settings sources.
+
+No Spark, no uvicorn: these run in milliseconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from greta_stream.errors import ConfigError
+from greta_stream.service.settings import Settings
+from greta_stream.service.store import QueryRecord, ResultRow, SQLiteStore
+
+
+def row(ws: float, grp: str, n: int) -> ResultRow:
+    return ResultRow(ws, ws + 10, grp, f'{{"window_start": {ws}, "g": {grp}, "count": {n}}}')
+
+
+def test_a_replayed_batch_replaces_its_rows(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    store.write_batch("q", 0, [row(0, "[1]", 1), row(0, "[2]", 2)], {})
+    store.write_batch("q", 1, [row(10, "[1]", 3)], {"late": 1})
+    store.write_batch("q", 1, [row(10, "[1]", 3)], {"late": 1})  # Spark replays batch 1 after a crash
+    store.write_batch("other", 1, [row(10, "[1]", 9)], {})
+    total, payloads = store.page("q")
+    assert total == 3
+    assert [p.split('"count": ')[1] for p in payloads] == ["1}", "2}", "3}"]
+    counts = store.counts("q")
+    assert (counts.rows, counts.batches, counts.last_batch_id, counts.dead_by_reason) == (3, 2, 1, {"late": 1})
+    assert store.page("q", grp="[1]", start_min=5)[0] == 1
+    assert store.page("q", start_max=5, limit=1, offset=1)[1] == [row(0, "[2]", 2).payload]
+    assert [p for _, p in store.after("q", store.last_seq("q") - 1)] == [row(10, "[1]", 3).payload]
+    store.close()
+
+
+def test_the_registry_survives_reopening_and_delete_forgets_results(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    store.save_query(QueryRecord(id="a1", name="q", text="RETURN COUNT(*) PATTERN A WITHIN 1 s", desired="stopped"))
+    store.write_batch("a1", 0, [row(0, "[]", 1)], {})
+    store.close()
+    again = SQLiteStore(tmp_path / "s.sqlite")
+    rec = again.get_query("a1")
+    assert rec is not None
+    assert (rec.name, rec.desired) == ("q", "stopped")
+    again.delete_query("a1")
+    assert again.get_query("a1") is None
+    assert again.page("a1") == (0, [])
+    assert again.counts("a1").batches == 0
+
+
+def test_settings_come_from_file_then_environment_then_flags(tmp_path: Path) -> None:
+    cfg = tmp_path / "service.toml"
+    cfg.write_text('[service]\nport = 9000\nmax_shards = 4\ndata_dir = "from-file"\n')
+    env = {"GRETA_PORT": "9100", "GRETA_API_KEY": "k", "GRETA_PATH_ROOTS": "/a:/b"}
+    s = Settings.load(cfg, environ=env, data_dir=Path("from-flag"), host=None)
+    assert (s.port, s.max_shards, s.api_key, s.data_dir, s.host) == (9000 + 100, 4, "k", Path("from-flag"), "127.0.0.1")
+    assert s.path_roots == (Path("/a"), Path("/b"))
+    yaml = tmp_path / "service.yaml"
+    yaml.write_text("max_queries: 3\n")
+    assert Settings.load(yaml, environ={}).max_queries == 3
+    with pytest.raises(ConfigError, match="max_shards"):
+        Settings.load(None, environ={"GRETA_MAX_SHARDS": "0"})
+
+
+def test_binding_beyond_loopback_needs_an_api_key() -> None:
+    assert Settings(host="127.0.0.1").check().loopback
+    assert Settings(host="::1").check().loopback
+    assert Settings(host="0.0.0.0", api_key="k").check().allowed_roots == (Path("greta-data"),)
+    assert Settings(host="127.0.0.1").allowed_roots == ()
+    with pytest.raises(ConfigError, match="API key"):
+        Settings(host="0.0.0.0").check()

@@ -1,0 +1,47 @@
+"""Pipeline configs: the samples in configs/ load, paths resolve, mistakes are clear."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from greta_stream.errors import ConfigError, QueryError
+from greta_stream.spark.pipeline import PipelineConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("name", ["pipeline.yaml", "pipeline.toml"])
+def test_sample_configs_load_with_paths_relative_to_the_file(name: str) -> None:
+    cfg = PipelineConfig.from_file(ROOT / "configs" / name)
+    assert Path(cfg.source.path).resolve().parent == ROOT / "samples"
+    assert Path(cfg.checkpoint).resolve().parent == ROOT / "out" / "checkpoints"
+    assert cfg.queries and all(q.text.strip() for q in cfg.queries)
+    for q in cfg.queries:
+        for s in q.sinks:
+            if s.path:
+                assert Path(s.path).resolve().is_relative_to(ROOT / "out")
+
+
+def test_yaml_sample_has_everything() -> None:
+    cfg = PipelineConfig.from_file(ROOT / "configs" / "pipeline.yaml")
+    assert [q.name for q in cfg.queries] == ["stock_downtrends", "stock_peaks"]
+    assert cfg.watermark_delay_s == 30 and cfg.trigger_interval_s == 5 and cfg.shards == 4 and not cfg.once
+    assert [s.format for s in cfg.queries[0].sinks] == ["jsonl", "console"]
+    assert cfg.queries[1].dead_letter is None
+
+
+def test_missing_key_is_a_config_error(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("source: {format: jsonl, path: x}\nqueries: []\n")
+    with pytest.raises(ConfigError, match="checkpoint"):
+        PipelineConfig.from_file(p)
+
+
+def test_bad_query_fails_before_anything_starts(tmp_path: Path) -> None:
+    p = tmp_path / "bad.toml"
+    p.write_text('checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN"\n')
+    with pytest.raises(QueryError) as err:
+        PipelineConfig.from_file(p)
+    assert err.value.problems[0].line == 1
