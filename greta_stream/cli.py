@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -45,16 +45,16 @@ def explain(query: QueryOpt) -> None:
 def evaluate(
     query: QueryOpt,
     events: Annotated[Path, typer.Option("--events", "-e", help="JSON lines file of events ('-' for stdin)")],
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="write rows here instead of stdout")] = None,
-    dead_letter: Annotated[Optional[Path], typer.Option(help="write skipped events with reasons here")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="write rows here instead of stdout")] = None,
+    dead_letter: Annotated[Path | None, typer.Option(help="write skipped events with reasons here")] = None,
     type_field: Annotated[str, typer.Option(help="name of the event type field")] = "type",
     time_field: Annotated[str, typer.Option(help="name of the event time field")] = "time",
     id_field: Annotated[str, typer.Option(help="name of the event id field")] = "id",
     progress: Annotated[bool, typer.Option(help="report progress on stderr")] = True,
-    mode: Annotated[Optional[str], typer.Option(
+    mode: Annotated[str | None, typer.Option(
         help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
     trends: Annotated[str, typer.Option(help="CET mode: complete (maximal trends) or all")] = "complete",
-    max_trends: Annotated[Optional[int], typer.Option(
+    max_trends: Annotated[int | None, typer.Option(
         help="CET mode: at most this many trends per window and group")] = None,
     with_events: Annotated[bool, typer.Option(help="CET mode: also print each trend's aliases and events")] = False,
 ) -> None:
@@ -114,18 +114,18 @@ def evaluate(
 
 @app.command()
 def run(
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
-    query: Annotated[Optional[list[str]], typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
-    input: Annotated[Optional[str], typer.Option("--input", "-i", help="folder of JSON lines event files")] = None,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="folder for result rows (JSON lines)")] = None,
-    checkpoint: Annotated[Optional[str], typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
+    query: Annotated[list[str] | None, typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
+    input: Annotated[str | None, typer.Option("--input", "-i", help="folder of JSON lines event files")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows (JSON lines)")] = None,
+    checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
     watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
     once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
-    dead_letter: Annotated[Optional[str], typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
-    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default local[2])")] = None,
-    shards: Annotated[Optional[int], typer.Option(help="state shards (default 2 x cores)")] = None,
-    max_files_per_trigger: Annotated[Optional[int], typer.Option(help="files per micro-batch")] = None,
-    trigger_interval: Annotated[Optional[float], typer.Option(help="seconds between micro-batches")] = None,
+    dead_letter: Annotated[str | None, typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
+    shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
+    max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
+    trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
 ) -> None:
     """Run queries continuously on Spark Structured Streaming (the main job)."""
     import logging
@@ -165,12 +165,12 @@ def run(
 
 @app.command()
 def serve(
-    config: Annotated[Optional[Path], typer.Option("--config", "-c", help="service config (TOML or YAML)")] = None,
-    host: Annotated[Optional[str], typer.Option(help="address to bind (default 127.0.0.1)")] = None,
-    port: Annotated[Optional[int], typer.Option(help="port (default 8000)")] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(help="state folder (default greta-data)")] = None,
-    master: Annotated[Optional[str], typer.Option(help="Spark master URL (default local[2])")] = None,
-    log_level: Annotated[Optional[str], typer.Option(help="uvicorn log level (default info)")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="service config (TOML or YAML)")] = None,
+    host: Annotated[str | None, typer.Option(help="address to bind (default 127.0.0.1)")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default 8000)")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="state folder (default greta-data)")] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
+    log_level: Annotated[str | None, typer.Option(help="uvicorn log level (default info)")] = None,
 ) -> None:
     """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
     import logging
@@ -199,9 +199,9 @@ def demo(
     workdir: Annotated[Path, typer.Option(help="folder for the broker's data, the checkpoint and the logs")] = Path(
         "out/demo"),
     rate: Annotated[float, typer.Option(help="events per second that the producer replays")] = 200.0,
-    seconds: Annotated[Optional[float], typer.Option(help="stop after this many seconds (default: Ctrl-C)")] = None,
-    rows: Annotated[Optional[int], typer.Option(help="stop after this many result rows")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="pipeline config (default configs/demo/pipeline.yaml)")] = None,
+    seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: Ctrl-C)")] = None,
+    rows: Annotated[int | None, typer.Option(help="stop after this many result rows")] = None,
+    config: Annotated[Path | None, typer.Option(help="pipeline config (default configs/demo/pipeline.yaml)")] = None,
 ) -> None:
     """Kafka (KRaft), the event producer and the pipeline as local processes: docker-compose.yml without Docker."""
     from greta_stream.demo import DEFAULT_CONFIG, run_demo

@@ -371,10 +371,9 @@ class _WindowSearch:
         self, neg: Not, eq: dict, lo: Fraction, hi: Fraction, lo_inclusive: bool = False
     ) -> bool:
         """Some match of `neg` in this window/partition starts after lo, ends before hi."""
-        for first, last in self._spans(neg, eq):
-            if (lo <= first if lo_inclusive else lo < first) and last < hi:
-                return True
-        return False
+        return any(
+            (lo <= first if lo_inclusive else lo < first) and last < hi for first, last in self._spans(neg, eq)
+        )
 
     def _spans(self, neg: Not, eq: dict) -> set[tuple[Fraction, Fraction]]:
         """(first time, last time) of every match of `neg.inner` in partition `eq`."""

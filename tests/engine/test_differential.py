@@ -28,7 +28,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
@@ -224,13 +223,13 @@ def shape(node: tuple) -> tuple[list[str], list[str], set[tuple[str, str]]]:
     for part in node[1]:
         if part[0] == "not":
             continue
-        f, l, ln = shape(part)
+        f, last, ln = shape(part)
         links |= ln
         if prev_last is None:
             first = f
         else:
             links |= {(a, b) for a in prev_last for b in f}
-        prev_last = l
+        prev_last = last
     return first, prev_last or [], links
 
 
@@ -383,7 +382,7 @@ def returns(draw, pat: Pattern, group_by: list[str]) -> list[str]:
             add(f"COUNT({x})", f"count_{x}")
         else:
             add(f"{func}({x}.v)", f"{func.lower()}_{x}_v")
-    if not any(not i.split(" AS ")[0] in group_by for i in items):
+    if not any(i.split(" AS ")[0] not in group_by for i in items):
         add("COUNT(*)", "count")
     return items
 

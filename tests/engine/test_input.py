@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
@@ -60,7 +60,7 @@ def test_iso_timestamps_give_datetime_windows() -> None:
     events = [{"type": "A", "time": "2026-01-01T00:00:01Z"}, {"type": "A", "time": "2026-01-01T00:00:59.5+00:00"},
               {"type": "A", "time": "2026-01-01T00:01:00"}]
     rows = evaluate("RETURN COUNT(*) PATTERN A+ WITHIN 1 minute", events)
-    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
     assert rows == [
         {"window_start": t0, "window_end": t0.replace(minute=1), "count": 3},
         {"window_start": t0.replace(minute=1), "window_end": t0.replace(minute=2), "count": 1},

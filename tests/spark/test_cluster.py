@@ -13,13 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_streaming import QUERIES, make_events, normalized
 
 from greta_stream import evaluate
 from greta_stream.connectors.sinks import read_jsonl_dir
 from greta_stream.testing.cluster import StandaloneCluster
 from greta_stream.testing.files import write_batches
-
-from test_streaming import QUERIES, make_events, normalized
 
 pytestmark = pytest.mark.spark
 

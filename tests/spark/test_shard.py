@@ -15,12 +15,11 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_streaming import QUERIES, make_events, normalized
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads
 from greta_stream.spark.shard import STATE_VERSION, ShardConfig, engine_watermark, parse_json_records, step
-
-from test_streaming import QUERIES, make_events, normalized
 
 
 def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int, seed: int) -> tuple[list, list]:
