@@ -24,6 +24,7 @@ class ResultRows(list):  # type: ignore[type-arg]
     columns: list[str]
     dead_letters: list[DeadLetter]
     metrics: dict[str, int]
+    engine: str  # "columnar", "general" or "cet": what produced the rows
 
     def to_pandas(self) -> Any:
         import pandas as pd
@@ -42,6 +43,7 @@ def evaluate(
     trends: str = "complete",
     max_trends: int | None = None,
     with_events: bool = False,
+    engine: str = "auto",
 ) -> ResultRows:
     """Aggregate the trends of `query` over `events` (dicts or a DataFrame), or list them.
 
@@ -53,6 +55,11 @@ def evaluate(
     (maximal trends) or "all", and `max_trends` caps the records of each
     (window, group). Trend numbers grow exponentially: set a cap.
     Bad events are skipped and listed in `.dead_letters`; they never raise.
+
+    `engine` picks the aggregation engine: "columnar" (numba kernels over
+    arrays; single Kleene patterns, see `greta_stream.engine.columnar`),
+    "general" (every query), or "auto" (columnar where it applies, else
+    general; the results are the same). `.engine` says which one ran.
     """
     cq = compile_query(query)
     mode = mode or ("cet" if cq.query.trends else "aggregate")
@@ -68,6 +75,12 @@ def evaluate(
         columns = ["window_start", "window_end", *cq.group_columns, *CET_COLUMNS]
         columns += ["aliases", "events"] if with_events else []
     else:
+        if engine not in ("auto", "general", "columnar"):
+            raise ValueError(f"engine must be 'auto', 'general' or 'columnar', got {engine!r}")
+        if engine != "general":
+            events, fast = _columnar(cq, events, fields, forced=engine == "columnar")
+            if fast is not None:
+                return fast
         runner = Engine(cq, fields=fields, dead_letter=dead.append)
         columns = cq.columns
     runner.add_many(_records(events))
@@ -75,7 +88,33 @@ def evaluate(
     rows.columns = columns
     rows.dead_letters = dead
     rows.metrics = dict(runner.metrics)
+    rows.engine = "cet" if mode == "cet" else "general"
     return rows
+
+
+def _columnar(cq: CompiledQuery, events: Any, fields: FieldNames, *, forced: bool) -> tuple[Any, ResultRows | None]:
+    """(events for the general engine, rows of the columnar engine or None when it does not apply)."""
+    from greta_stream.engine.columnar import Input, Unsupported, columnar_plan, evaluate_columnar
+
+    try:
+        plan = columnar_plan(cq)
+    except Unsupported as exc:
+        if forced:
+            raise ValueError(f"the columnar engine does not cover this query: {exc}") from None
+        return events, None
+    inp = Input(events)
+    try:
+        res = evaluate_columnar(plan, inp, fields)
+    except Unsupported as exc:
+        if forced:
+            raise ValueError(f"the columnar engine cannot take this input: {exc}") from None
+        return inp.materialized(), None
+    rows = ResultRows(res.rows)
+    rows.columns = cq.columns
+    rows.dead_letters = res.dead
+    rows.metrics = res.metrics
+    rows.engine = "columnar"
+    return inp.materialized(), rows
 
 
 def _records(events: Any) -> Iterator[dict[str, Any]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -57,6 +57,8 @@ def evaluate(
     max_trends: Annotated[int | None, typer.Option(
         help="CET mode: at most this many trends per window and group")] = None,
     with_events: Annotated[bool, typer.Option(help="CET mode: also print each trend's aliases and events")] = False,
+    engine_name: Annotated[str, typer.Option("--engine", help=(
+        "aggregate mode: auto (columnar where the query allows, else general), columnar or general"))] = "auto",
 ) -> None:
     """Aggregate trends over a file of events, or list them (--mode cet); print one JSON object per row."""
     cq = _load_query(query)
@@ -80,6 +82,16 @@ def evaluate(
             dl_out.write(dumps(dl.to_dict()) + "\n")
 
     fields = FieldNames(type_field, time_field, id_field)
+    if engine_name not in ("auto", "columnar", "general"):
+        typer.echo(f"error: --engine must be auto, columnar or general, got {engine_name!r}", err=True)
+        raise typer.Exit(2)
+    if mode == "aggregate" and engine_name != "general" and _columnar_ok(cq, engine_name):
+        _evaluate_columnar(cq, events, fields, out, on_dead, progress, forced=engine_name == "columnar")
+        if output:
+            out.close()
+        if dl_out:
+            dl_out.close()
+        return
     engine: Engine | TrendExtractor
     if mode == "cet":
         engine = TrendExtractor(cq, config=cet_config, fields=fields, dead_letter=on_dead)
@@ -107,6 +119,57 @@ def evaluate(
         m = engine.metrics
         typer.echo(
             f"done: {m.get('events_in', 0):,} events, {len(rows):,} rows, {dead:,} dead-lettered, "
+            f"{time.monotonic() - started:.2f} s",
+            err=True,
+        )
+
+
+def _columnar_ok(cq: Any, engine_name: str) -> bool:
+    from greta_stream.engine.columnar import Unsupported, columnar_plan
+
+    try:
+        columnar_plan(cq)
+    except Unsupported as exc:
+        if engine_name == "columnar":
+            typer.echo(f"error: the columnar engine does not cover this query: {exc}", err=True)
+            raise typer.Exit(2) from None
+        return False
+    return True
+
+
+def _evaluate_columnar(cq: Any, events: Path, fields: Any, out: Any, on_dead: Any, progress: bool, *, forced: bool) -> None:
+    """Read every record, then evaluate them at once (columnar engine; the general one if the input needs it)."""
+    from greta_stream.api import evaluate as evaluate_rows
+
+    started = last = time.monotonic()
+    records: list[Any] = []
+    source = sys.stdin if str(events) == "-" else events
+    read_dead = 0
+    for n, rec in enumerate(read_events(source), 1):
+        if isinstance(rec, DeadLetter):
+            read_dead += 1
+            on_dead(rec)
+        else:
+            records.append(rec)
+        if progress and time.monotonic() - last > 2:
+            last = time.monotonic()
+            typer.echo(f"read {n:,} events ({n / (last - started):,.0f}/s)", err=True)
+    if progress:
+        typer.echo(f"read {len(records) + read_dead:,} events; evaluating", err=True)
+    try:
+        rows = evaluate_rows(cq, records, type_field=fields.type, time_field=fields.time, id_field=fields.id,
+                             engine="columnar" if forced else "auto")
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for dl in rows.dead_letters:
+        on_dead(dl)
+    for row in rows:
+        out.write(dumps(row) + "\n")
+    if progress:
+        typer.echo(
+            f"done: {len(records) + read_dead:,} events, {len(rows):,} rows, "
+            f"{read_dead + len(rows.dead_letters):,} dead-lettered, {rows.engine} engine, "
             f"{time.monotonic() - started:.2f} s",
             err=True,
         )

@@ -82,13 +82,22 @@ def edge_comparison(e: ast.Expr) -> tuple[str, Getter, Getter] | None:
     Either side may be any arithmetic of one alias and constants; the sides
     are swapped (and the operator flipped) when NEXT stands on the left.
     """
+    sides = edge_sides(e)
+    if sides is None:
+        return None
+    op, x_side, y_side = sides
+    return op, compile_expr(x_side), compile_expr(y_side)
+
+
+def edge_sides(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
+    """`(op, x_side, y_side)` as expressions: the shape `edge_comparison` compiles."""
     if not isinstance(e, ast.Binary) or e.op not in INDEXABLE_OPS:
         return None
     left, right = _side(e.left), _side(e.right)
     if left == "x" and right == "y":
-        return e.op, compile_expr(e.left), compile_expr(e.right)
+        return e.op, e.left, e.right
     if left == "y" and right == "x":
-        return _FLIP[e.op], compile_expr(e.right), compile_expr(e.left)
+        return _FLIP[e.op], e.right, e.left
     return None
 
 

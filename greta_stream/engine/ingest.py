@@ -3,7 +3,8 @@
 SEMANTICS.md sections 1 and 6: an event needs a type and a time; an event of
 a pattern type must carry every attribute that a predicate, partition or
 aggregate of an alias of its type needs, and aggregated attributes must be
-numbers. Anything else is skipped, counted and dead-lettered; nothing raises.
+numbers (finite: a SUM over inf or NaN has no exact value). Anything else is
+skipped, counted and dead-lettered; nothing raises.
 """
 
 from __future__ import annotations
@@ -96,6 +97,8 @@ class Validator:
             v = record[attr]
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 return "wrong_type", f"attribute {attr!r} must be a number, got {type(v).__name__}"
+            if isinstance(v, float) and not math.isfinite(v):
+                return "wrong_type", f"attribute {attr!r} must be a finite number, got {v!r}"
         for attr in sorted(self.partition_attrs[etype]):
             v = record[attr]
             if isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)):

@@ -1,0 +1,483 @@
+"""The columnar engine: batch evaluation of Kleene queries on arrays (issue 7).
+
+For the queries it covers, `greta_stream.evaluate` runs this instead of the
+general engine and returns the same rows: a single Kleene pattern `X+`
+(nested `+` included), partitions by any GROUP-BY and equivalence
+attributes, at most one edge predicate and that one a comparison
+`f(X) op g(NEXT(X))` with op in `< <= > >= =` over numbers, no local
+predicate, windows and slides of whole seconds on numeric times, and any
+aggregate. The flow:
+
+    records / DataFrame --columns.py--> typed columns, bad rows -> dead letters
+      --numpy--> windows per event, partitions, key ranks, sorted by (partition, time)
+      --kernel.py (numba)--> partial rows per (partition, window)
+      --numpy--> summed per (group, window) --> result rows
+
+What it cannot take exactly (a local predicate, times as timestamps, a
+SUM over a mix of ints and floats, numbers past 2**53 in a predicate,
+...) raises `Unsupported` before any work, and the caller runs the general
+engine. Results are identical to the general engine's: counts and sums are
+exact integers (a float value v enters as the integer v * 2**S for the
+smallest S that makes every value whole, in 31-bit digits), and a float SUM
+or AVG is that exact value rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.compiler.expressions import edge_sides
+from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Input, Unsupported, numeric
+from greta_stream.engine.columnar.vector import attrs_of
+from greta_stream.engine.columnar.vector import evaluate as vector_eval
+from greta_stream.engine.engine import _group_order
+from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.timebase import NUMERIC, Timebase
+from greta_stream.engine.values import divide
+from greta_stream.query import ast
+
+MAX_THREADS = 8
+PARALLEL_EVENTS = 20_000  # below this, one thread
+START_LIMBS = 2  # 64-bit counts first; half as many again whenever a partition needs more
+MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
+INT_SUM_LIMIT = 2**31  # |value| of an integer SUM attribute (one limb product)
+
+
+@dataclass(frozen=True)
+class ColumnarPlan:
+    """What the columnar engine needs of a query it covers."""
+
+    cq: CompiledQuery
+    alias: str
+    type: str
+    edge: tuple[str, ast.Expr, ast.Expr] | None  # (op, predecessor side, new event side)
+    within: int
+    slide: int
+
+
+def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
+    """The plan, or `Unsupported` saying why the query needs the general engine."""
+    q = cq.query
+    if q.trends:
+        raise Unsupported("RETURN TRENDS")
+    pattern = q.pattern
+    if not isinstance(pattern, ast.Kleene):
+        raise Unsupported("the pattern is not a single Kleene plus")
+    while isinstance(pattern, ast.Kleene):
+        pattern = pattern.inner
+    if not isinstance(pattern, ast.EventPattern):
+        raise Unsupported("the Kleene plus is not over one event type")
+    alias = pattern.alias
+    if cq.aliases[alias].local is not None:
+        raise Unsupported("local predicates")
+    if cq.run_components:
+        raise Unsupported("equivalence attributes of some aliases only")
+    edges = [p.expr for p in q.where if isinstance(p, ast.Condition)]
+    if len(edges) > 1:
+        raise Unsupported("more than one edge predicate")
+    edge = None
+    if edges:
+        edge = edge_sides(edges[0])
+        if edge is None:
+            raise Unsupported("the edge predicate is not a comparison of X with NEXT(X)")
+    within, slide = cq.window.within, cq.window.slide
+    if within.denominator != 1 or slide.denominator != 1:
+        raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
+    return ColumnarPlan(cq, alias, pattern.type, edge, int(within), int(slide))
+
+
+class _Result:
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.dead: list[DeadLetter] = []
+        self.metrics: dict[str, int] = {}
+
+
+def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> _Result:
+    """Result rows, dead letters and metrics, as the general engine gives them;
+    raise `Unsupported` (before any result) when the input is not for us."""
+    cq, out = plan.cq, _Result()
+    n = events.n
+    metrics: dict[str, int] = {"events_in": n}
+    validator = Validator(cq, fields)
+    validator.time_kind = NUMERIC
+
+    # ---------------------------------------------- type, time, bad rows
+    is_dict = events.is_dict()
+    types = events.raw(fields.type)
+    types = np.asarray(types, dtype=object) if not isinstance(types, np.ndarray) else types.astype(object)
+    valid_type = np.fromiter((type(v) is str and v != "" for v in types), bool, n) & is_dict
+    time = events.column(fields.time)
+    if time.kind == OTHER:
+        if any(v is not None and type(v) not in (int, float, bool) for v in time.values.tolist()):
+            raise Unsupported("times are not numbers (timestamps, strings, ...)")
+        time = _renumber(time)  # numbers, missing values and bools (bad times)
+    bad = ~valid_type | time.null | ~time.number
+    finite = np.zeros(n, bool)
+    finite[~bad] = np.isfinite(time.values[~bad])
+    bad |= ~finite
+    if (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
+        raise Unsupported("times beyond 2**50 seconds")
+    is_t = np.zeros(n, bool)
+    is_t[valid_type] = types[valid_type] == plan.type
+
+    # ---------------------------------------------- attributes of the pattern type
+    rows_t = np.flatnonzero(is_t & ~bad)
+    needed = cq.needed_by_type[plan.type]
+    numeric_attrs = cq.numeric_by_type[plan.type]
+    key_attrs = list(cq.common)
+    edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
+    cols: dict[str, Any] = {}
+    row_bad = np.zeros(len(rows_t), bool)
+    for attr in sorted(needed):
+        col = events.column(attr, rows_t)
+        row_bad |= col.null
+        if attr in key_attrs:
+            if col.kind in (FLOAT, MIXED):
+                row_bad |= np.isnan(col.values)
+            elif col.kind == OTHER:
+                row_bad |= np.fromiter(
+                    (isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)) for v in col.values),
+                    bool, len(col.values),
+                )
+        if attr in numeric_attrs:
+            row_bad |= ~col.number & ~col.null
+            if col.kind in (FLOAT, MIXED):
+                row_bad |= ~np.isfinite(col.values) & ~col.null
+            elif col.kind == OTHER:
+                row_bad |= np.fromiter(
+                    (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values))
+        cols[attr] = col
+    good = rows_t[~row_bad]
+    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad]]))
+    for i in bad_rows.tolist():
+        dl = validator.validate(events.record(i), i)
+        if not isinstance(dl, DeadLetter):
+            raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
+        out.dead.append(dl)
+    keep = ~row_bad
+    for attr, col in list(cols.items()):
+        cols[attr] = _subset(col, keep)
+    for attr in numeric_attrs | edge_attrs:
+        col = cols[attr]
+        if col.kind == OTHER:
+            col = cols[attr] = numeric(col, np.ones(len(col.values), bool))
+            if col.kind == OTHER:
+                raise Unsupported(f"attribute {attr!r} is not a number everywhere")
+        if col.kind != INT and np.isnan(col.values).any():
+            raise Unsupported(f"attribute {attr!r} holds NaN")
+        if attr in edge_attrs and len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
+            raise Unsupported(f"attribute {attr!r} beyond 2**53")
+    others = int((valid_type & ~bad & ~is_t).sum())
+    if others:
+        metrics["events_other_type"] = others
+    dead = len(out.dead)
+    if dead:
+        metrics["events_dead_lettered"] = dead
+        for dl in out.dead:
+            key = f"dead_letter_{dl.reason}"
+            metrics[key] = metrics.get(key, 0) + 1
+
+    # ---------------------------------------------- windows, partitions, order
+    t = time.values[good]
+    kmin, kmax = _windows(t, plan.within, plan.slide, time.kind == INT)
+    inside = kmin <= kmax
+    metrics["events_processed"] = len(good)
+    t, kmin, kmax = t[inside], kmin[inside], kmax[inside]
+    cols = {a: _subset(c, inside) for a, c in cols.items()}
+    pid, group_of_part, group_values = _partitions(cq, cols, len(t))
+    if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
+        firsts = good[inside][[g[1] for g in group_values]]
+        raw = {a: events.raw(a, firsts) for a in cq.group_by}
+        group_values = [tuple(_plain(raw[a][j]) for a in cq.group_by) for j in range(len(firsts))]
+    else:
+        group_values = [g[0] for g in group_values]
+    order = np.lexsort((t, pid))
+    t, kmin, kmax, pid = t[order], kmin[order], kmax[order], pid[order]
+    cols = {a: _subset(c, order) for a, c in cols.items()}
+    m = len(t)
+    newt = np.ones(m, bool)
+    if m > 1:
+        newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
+    offsets = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]] if m else np.zeros(0, bool))
+    offsets = np.append(offsets, m).astype(np.int64)
+    gr, gq, point = _ranks(plan, cols, m)
+
+    # ---------------------------------------------- aggregate cells
+    cells, sums, mms = _cells(cq, cols, m)
+    width = max((c[1].shape[1] for c in cells), default=1)
+    mult = np.zeros((m, len(cells), width), np.uint64)
+    for j, (_, digits) in enumerate(cells):
+        mult[:, j, : digits.shape[1]] = digits
+    fval = np.zeros((m, 0), np.float64)  # the kernel can sum floats too; exact digit cells serve instead
+    mmval = np.stack([x[1] for x in mms], axis=1) if mms else np.zeros((m, 0), np.float64)
+    mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
+    ncell = 1 + len(cells)
+
+    parts_k, parts_p, parts_c, parts_f, parts_m = _run(
+        offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell
+    )
+    out.rows = _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_f, parts_m, cells, sums, mms, group_values)
+    metrics["partitions"] = 0
+    metrics["rows_emitted"] = len(out.rows)
+    out.metrics = metrics
+    return out
+
+
+# ------------------------------------------------------------------ helpers
+def _subset(col: Any, sel: np.ndarray) -> Any:
+    return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
+
+
+def _renumber(col: Any) -> Any:
+    """Times of an OTHER column with numbers (and None/bools) only: the numbers as float64."""
+    vals = np.zeros(len(col.values), np.float64)
+    nums = col.number
+    vals[nums] = np.asarray(col.values[nums].tolist(), dtype=np.float64)
+    ints = [v for v in col.values[nums].tolist() if type(v) is int]
+    if any(abs(v) > EXACT_FLOAT for v in ints):
+        raise Unsupported("integer times beyond 2**53")
+    return type(col)(FLOAT, vals, col.null, nums)
+
+
+def _windows(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[np.ndarray, np.ndarray]:
+    """First and last window of each time: [k*slide, k*slide + within) holds t."""
+    if ints:
+        t = t.astype(np.int64)
+        return (t - within) // slide + 1, t // slide
+    hi = np.floor(t / slide)
+    hi = np.where(hi * slide > t, hi - 1, hi)
+    hi = np.where((hi + 1) * slide <= t, hi + 1, hi)
+    lo = np.floor((t - within) / slide) + 1
+    lo = np.where((lo - 1) * slide + within > t, lo - 1, lo)
+    lo = np.where(lo * slide + within <= t, lo + 1, lo)
+    return lo.astype(np.int64), hi.astype(np.int64)
+
+
+def _partitions(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Partition id per event, group id per partition, (group values, first event) per group id."""
+    def ids(attrs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        code = np.zeros(m, np.int64)
+        for a in attrs:
+            c, uniques = pd.factorize(cols[a].values if cols[a].kind != OTHER else cols[a].values, sort=False)
+            code = code * (len(uniques) + 1) + c
+            code, _ = pd.factorize(code, sort=False)
+            code = code.astype(np.int64)
+        first = np.unique(code, return_index=True)[1] if m else np.zeros(0, np.int64)
+        return code, first
+
+    pid, _ = ids(cq.common)
+    gid, gfirst = ids(cq.group_by)
+    n_parts = int(pid.max()) + 1 if m else 0
+    group_of_part = np.zeros(n_parts, np.int64)
+    group_of_part[pid] = gid
+    group_values = [(tuple(_plain(cols[a].values[i]) for a in cq.group_by), i) for i in gfirst.tolist()]
+    return pid, group_of_part, group_values
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
+
+
+def _ranks(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Global key rank of each event as a predecessor (gr) and what its probe
+    admits: a prefix length of ranks (order ops) or one rank (point, -1: none)."""
+    if plan.edge is None or m == 0:
+        return np.zeros(m, np.int64), np.zeros(m, np.int64), True
+    op, x_side, y_side = plan.edge
+    values = {a: c.values.astype(np.float64) for a, c in cols.items() if c.kind != OTHER}
+    key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
+    probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
+    if op in (">", ">="):  # admitted keys are the large ones: reverse the order
+        key, probe, op = -key, -probe, "<" if op == ">" else "<="
+    keys = np.unique(key)
+    gr = np.searchsorted(keys, key).astype(np.int64)
+    if op == "=":
+        idx = np.searchsorted(keys, probe)
+        hit = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == probe)
+        return gr, np.where(hit, idx, -1).astype(np.int64), True
+    gq = np.searchsorted(keys, probe, side="left" if op == "<" else "right").astype(np.int64)
+    return gr, gq, False
+
+
+DIGIT_BITS = 32  # a SUM value enters as a multiplier in digits of one limb each
+MAX_DIGITS = 40
+
+
+def _cells(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[list, dict, list]:
+    """Exact cells with their own multipliers per event, in 32-bit digits
+    (n, digits): COUNT(X) (multiplier 1) and, per SUM/AVG value, |value| *
+    2**scale for the positive and for the negative values
+    (`sums[field] = (scale, digits, signs, kind)`); MIN/MAX with their values."""
+    cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
+    sums: dict[int, tuple[int, int, tuple[str, ...], str]] = {}
+    mms: list[tuple[str, np.ndarray, int, str]] = []
+    for i, f in enumerate(cq.fields):
+        if f.kind == "count":
+            cells.append(((i, "n"), np.ones((m, 1), np.uint64)))
+            continue
+        col = cols[f.attr]
+        if f.kind == "sum":
+            if col.kind == MIXED:
+                raise Unsupported(f"SUM over a mix of ints and floats ({f.attr!r})")
+            scale, mag, shift, negative = _magnitudes(col)
+            top = int((shift + 53).max()) if col.kind == FLOAT and m else 64
+            digits = max(1, -(-top // DIGIT_BITS))
+            if digits > MAX_DIGITS:
+                raise Unsupported(f"SUM values of {f.attr!r} span too many bits")
+            signs = tuple(sg for sg, sel in (("+", ~negative), ("-", negative)) if (sel & (mag != 0)).any())
+            for sg in signs:
+                sel = negative if sg == "-" else ~negative
+                cells.append(((i, sg), np.stack([np.where(sel, _digit(mag, shift, d), 0).astype(np.uint64)
+                                                 for d in range(digits)], axis=1)))
+            sums[i] = (scale, digits, signs, col.kind)
+        else:
+            if col.kind != FLOAT and col.kind != INT:
+                raise Unsupported(f"MIN/MAX over a mix of ints and floats ({f.attr!r})")
+            if col.kind == INT and len(col.values) and np.abs(col.values).max() > 1 << 53:
+                raise Unsupported(f"MIN/MAX over integers beyond 2**53 ({f.attr!r})")
+            mms.append((f.kind, col.values.astype(np.float64), i, col.kind))
+    return cells, sums, mms
+
+
+def _magnitudes(col: Any) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """(scale S, |mantissa| as uint64, shift, negative) with |v| * 2**S == mantissa << shift exactly."""
+    v = col.values
+    if col.kind == INT:
+        mag = np.abs(v.astype(np.int64)).astype(np.uint64)  # |-2**63| wraps to 2**63 as uint64: still right
+        return 0, mag, np.zeros(len(v), np.int64), v < 0
+    mant, exp = np.frexp(v)  # v = mant * 2**exp, 0.5 <= |mant| < 1
+    mag = np.abs(np.ldexp(mant, 53)).astype(np.uint64)  # exact 53-bit integer mantissa
+    exp = exp.astype(np.int64) - 53  # v = +-mag * 2**exp
+    nz = mag != 0
+    scale = int(max(0, -exp[nz].min())) if nz.any() else 0
+    return scale, mag, np.where(nz, exp + scale, 0), v < 0
+
+
+def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
+    """Bits [32d, 32d + 32) of mag << shift (shift >= 0), vectorized."""
+    mask = np.uint64((1 << DIGIT_BITS) - 1)
+    lo = DIGIT_BITS * d - shift  # bit of mag that lands at the digit's bit 0
+    right = np.where((lo >= 0) & (lo < 64), lo, 0).astype(np.uint64)
+    left = np.where((lo < 0) & (lo > -DIGIT_BITS), -lo, 0).astype(np.uint64)
+    out = np.where(lo >= 0, np.right_shift(mag, right), np.left_shift(mag, left)) & mask
+    return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
+
+
+def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell):  # noqa: ANN001, ANN202
+    """The kernel over every partition, restarting with more limbs on overflow."""
+    from greta_stream.engine.columnar import kernel
+
+    m = len(kmin)
+    if m == 0:
+        return (np.zeros(0, np.int64),) * 2 + (np.zeros((0, ncell, 1), np.uint64), np.zeros((0, fval.shape[1])),
+                                               np.zeros((0, mmval.shape[1])))
+    kwidth = int((kmax - kmin).max()) + 1
+    span = max(kwidth + (kwidth + 1) // 2, 8)  # epochs of half a window: memory ~ 1.5 windows x 1.5 K lanes
+    eps, _ = kernel.capacity(offsets, kmin, kmax, span)
+    ep_part = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(eps[:, 0], offsets)))
+    # ranges of whole partitions, about equal in events, one per thread
+    workers = min(os.cpu_count() or 1, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
+    part_first = np.searchsorted(eps[:, 0], offsets[:-1])  # first epoch of each partition
+    cuts = np.minimum(np.searchsorted(offsets[:-1], np.linspace(0, m, workers + 1)[1:-1]), len(part_first) - 1)
+    bounds = sorted({0, *part_first[cuts].tolist(), len(eps)})
+
+    def chunk(lo: int, hi: int) -> list[tuple[np.ndarray, ...]]:
+        limbs, first, pieces = START_LIMBS, lo, []
+        while True:
+            status, nxt, rows, ok, op, oc, of, om = kernel.run(
+                eps, ep_part, first, hi, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell, limbs,
+                kwidth, int(rows_of[first:hi].sum()),
+            )
+            pieces.append((ok[:rows], op[:rows], oc[:rows], of[:rows], om[:rows]))
+            if status == kernel.OK:
+                return pieces
+            first, limbs = nxt, limbs + limbs // 2 + 1
+
+    rows_of = kmax[eps[:, 1] - 1] - kmin[eps[:, 0]] + 1
+    ranges = list(zip(bounds[:-1], bounds[1:]))
+    if len(ranges) == 1:
+        pieces = chunk(*ranges[0])
+    else:
+        with ThreadPoolExecutor(len(ranges)) as pool:
+            pieces = [p for got in pool.map(lambda r: chunk(*r), ranges) for p in got]
+    width = max(p[2].shape[2] for p in pieces)
+    cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
+    return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,
+            np.concatenate([p[3] for p in pieces]), np.concatenate([p[4] for p in pieces]))
+
+
+def _rows(plan, ks, gids, cells, fs, mm, cell_spec, sums, mm_spec, group_values):  # noqa: ANN001, ANN202
+    """Sum partial rows per (group, window) and build the result rows."""
+    from greta_stream.engine.columnar import kernel
+
+    cq = plan.cq
+    if len(ks) == 0:
+        return []
+    order = np.lexsort((ks, gids))
+    ks, gids, cells, fs, mm = ks[order], gids[order], cells[order], fs[order], mm[order]
+    start = np.flatnonzero(np.r_[True, (ks[1:] != ks[:-1]) | (gids[1:] != gids[:-1])])
+    extra = int(math.ceil(math.log2(len(ks) + 1) / kernel.LIMB_BITS)) + 1
+    cells = np.add.reduceat(np.pad(cells, ((0, 0), (0, 0), (0, extra))), start, axis=0)
+    kernel.normalize_rows(cells)
+    fs = np.add.reduceat(fs, start, axis=0) if fs.shape[1] else fs[start]
+    mins = np.minimum.reduceat(mm, start, axis=0) if mm.shape[1] else mm[start]
+    maxs = np.maximum.reduceat(mm, start, axis=0) if mm.shape[1] else mm[start]
+    ks, gids = ks[start], gids[start]
+    # the general engine's row order: window, then group values (numbers before strings)
+    rank = np.empty(len(group_values), np.int64)
+    rank[sorted(range(len(group_values)), key=lambda g: tuple(_group_order(v) for v in group_values[g]))] = np.arange(
+        len(group_values))
+    order = np.lexsort((rank[gids], ks))
+    ks, gids, cells, fs, mins, maxs = ks[order], gids[order], cells[order], fs[order], mins[order], maxs[order]
+    as_bytes = cells.astype("<u4")
+    tb = Timebase.create(NUMERIC, cq.window.within, cq.window.slide)
+    slot_cell = {spec: j + 1 for j, (spec, _) in enumerate(cell_spec)}
+    slot_mm = {i: (j, kind, vkind) for j, (kind, _, i, vkind) in enumerate(mm_spec)}
+    rows = []
+    for r in range(len(ks)):
+        def big(c: int, r: int = r) -> int:
+            return int.from_bytes(as_bytes[r, c].tobytes(), "little")
+
+        count = big(0)
+        if not count:
+            continue
+        k = int(ks[r])
+        row: dict[str, Any] = {"window_start": tb.export(tb.start(k)), "window_end": tb.export(tb.end(k))}
+        row.update(zip(cq.group_columns, group_values[gids[r]]))
+        for o in cq.outputs:
+            if o.count_field is None:
+                row[o.column] = count
+                continue
+            n_x = big(slot_cell[(o.count_field, "n")])
+            if o.func == "COUNT":
+                row[o.column] = n_x
+                continue
+            v = o.value_field
+            if o.func in ("SUM", "AVG"):
+                scale, digits, signs, vkind = sums[v]
+                total = 0
+                for sg in signs:
+                    part = big(slot_cell[(v, sg)])
+                    total += -part if sg == "-" else part
+                if vkind == INT:
+                    row[o.column] = total if o.func == "SUM" else divide(total, n_x)
+                else:  # float values: the exact sum, rounded once, as the general engine does
+                    row[o.column] = divide(total, 1 << scale) if o.func == "SUM" else divide(total, n_x << scale)
+            else:
+                j, kind, vkind = slot_mm[v]
+                x = float(mins[r, j] if kind == "min" else maxs[r, j])
+                row[o.column] = int(x) if vkind == INT else x
+        rows.append(row)
+    return rows
+
+
+__all__ = ["ColumnarPlan", "Input", "Unsupported", "columnar_plan", "evaluate_columnar"]

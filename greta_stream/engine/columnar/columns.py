@@ -1,0 +1,127 @@
+"""Input records as columns: typing, nulls and the rows that must be checked.
+
+`Input` wraps a list of dicts or a pandas DataFrame and hands out one field
+at a time over a subset of rows, typed as the engine needs it: int64 or
+float64 arrays for numbers, object arrays otherwise, with a mask of missing
+values. A DataFrame's NaN means "missing", as in `greta_stream.evaluate`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+INT, FLOAT, MIXED, OTHER = "int", "float", "mixed", "other"
+EXACT_FLOAT = 2.0**53  # ints up to this magnitude are exact as float64
+
+
+class Unsupported(Exception):
+    """The columnar engine cannot take this input or query; use the general one."""
+
+
+@dataclass
+class Column:
+    """One field over some rows: `kind` INT/FLOAT/MIXED (numbers in `values`,
+    int64 or float64) or OTHER (`values` is an object array); `null` marks
+    missing values, `number` the rows holding a number (not a bool)."""
+
+    kind: str
+    values: np.ndarray
+    null: np.ndarray
+    number: np.ndarray
+
+
+class Input:
+    """Events as columns, and each record as the general engine would see it."""
+
+    def __init__(self, events: Any) -> None:
+        self.frame = events if hasattr(events, "columns") and hasattr(events, "to_dict") else None
+        if self.frame is not None:
+            self.records: list[Any] = []
+            self.n = len(self.frame)
+        else:
+            self.records = events if isinstance(events, list) else list(events)
+            self.n = len(self.records)
+
+    def is_dict(self) -> np.ndarray:
+        if self.frame is not None:
+            return np.ones(self.n, bool)
+        return np.fromiter((type(r) is dict for r in self.records), bool, self.n)
+
+    def raw(self, name: str, rows: np.ndarray | None = None) -> np.ndarray | list[Any]:
+        """The field's values (None where absent) over `rows` (all if None)."""
+        if self.frame is not None:
+            if name not in self.frame.columns:
+                return [None] * (self.n if rows is None else len(rows))
+            col = self.frame[name].to_numpy()
+            return col if rows is None else col[rows]
+        recs = self.records if rows is None else [self.records[i] for i in rows]
+        return [r.get(name) if type(r) is dict else None for r in recs]
+
+    def column(self, name: str, rows: np.ndarray | None = None) -> Column:
+        return typed(self.raw(name, rows), nan_is_null=self.frame is not None)
+
+    def record(self, i: int) -> Any:
+        """Record i as `evaluate` hands it to the general engine."""
+        if self.frame is None:
+            return self.records[i]
+        rec = self.frame.iloc[i].to_dict()
+        return {k: v for k, v in rec.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None}
+
+    def materialized(self) -> Any:
+        """The events for the general engine (a list is not consumed twice)."""
+        return self.frame if self.frame is not None else self.records
+
+
+def typed(values: np.ndarray | list[Any], *, nan_is_null: bool) -> Column:
+    """Type a column: numbers as int64/float64 when every non-missing value
+    is one, else an object array."""
+    if isinstance(values, np.ndarray) and values.dtype.kind not in "iufO":  # datetimes, bools, strings, ...
+        return _other(pd.Series(values).astype(object).tolist(), nan_is_null)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+        if values.dtype.kind == "f":
+            arr = values.astype(np.float64, copy=False)
+            null = np.isnan(arr) if nan_is_null else np.zeros(len(arr), bool)
+            return Column(FLOAT, arr, null, ~null)
+        if values.dtype.kind == "u" and len(values) and values.max() > np.iinfo(np.int64).max:
+            return _other(list(values.tolist()), nan_is_null)
+        arr = values.astype(np.int64, copy=False)
+        return Column(INT, arr, np.zeros(len(arr), bool), np.ones(len(arr), bool))
+    seq = values.tolist() if isinstance(values, np.ndarray) else values
+    kinds = set(map(type, seq))
+    if kinds <= {int, float, type(None)}:
+        null = np.fromiter((v is None for v in seq), bool, len(seq)) if type(None) in kinds else np.zeros(len(seq), bool)
+        filled = [0 if v is None else v for v in seq] if null.any() else seq
+        if float in kinds:
+            if nan_is_null:
+                arr = np.asarray(filled, dtype=np.float64)
+                null = null | np.isnan(arr)
+            if int in kinds:
+                if any(type(v) is int and abs(v) > EXACT_FLOAT for v in filled):
+                    return _other(seq, nan_is_null)
+                return Column(MIXED, np.asarray(filled, dtype=np.float64), null, ~null)
+            return Column(FLOAT, np.asarray(filled, dtype=np.float64), null, ~null)
+        try:
+            return Column(INT, np.asarray(filled, dtype=np.int64), null, ~null)
+        except OverflowError:
+            return _other(seq, nan_is_null)
+    return _other(seq, nan_is_null)
+
+
+def _other(seq: list[Any], nan_is_null: bool) -> Column:
+    arr = np.empty(len(seq), dtype=object)
+    arr[:] = seq
+    null = np.fromiter(
+        (v is None or (nan_is_null and isinstance(v, float) and math.isnan(v)) for v in seq), bool, len(seq)
+    )
+    number = np.fromiter((type(v) in (int, float) for v in seq), bool, len(seq)) & ~null
+    return Column(OTHER, arr, null, number)
+
+
+def numeric(col: Column, rows: np.ndarray) -> Column:
+    """The number rows of an OTHER column, typed again (rows: a bool mask)."""
+    return typed(col.values[rows].tolist(), nan_is_null=False)

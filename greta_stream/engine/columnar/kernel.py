@@ -1,0 +1,375 @@
+"""Numba kernels of the columnar engine: Kleene propagation over arrays.
+
+One call processes every partition of a single-Kleene pattern (`X+`): the
+events arrive sorted by (partition, time) as plain arrays and nothing on the
+path is a Python object. Per event, its intermediate aggregates for every
+window it falls in (GRETA sections 4 and 6) are one lane each, and:
+
+- **counts are exact** multi-limb integers: `L` limbs of 32 bits held in
+  uint64, so sums of up to 2**31 values never carry out of a limb; a value is
+  normalized (carries propagated) once per event. When a normalized count
+  needs more than `L` limbs the kernel stops and reports the partition; the
+  caller doubles `L` and goes on from there (exact big counts, fixed-width
+  speed while they are small);
+- **predecessors are combined by index** (issue 7): a Fenwick tree over the
+  ranks of the edge predicate's key answers "sum of the admitted
+  predecessors' aggregates" for an order comparison in O(log n) per lane
+  block; an equality keeps one bucket per key; no predicate, one bucket;
+- **time is cut into epochs** of `span` windows: at an epoch start the
+  tree is rebuilt over the live vertices (those whose last window is still
+  open) and the epoch's events only, with ranks local to them, so memory and
+  work follow the events per window, never the stream length.
+
+Per (partition, window) the kernel returns partial result rows (windows at
+an epoch boundary get two partials); the caller sums them per group.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+LIMB_BITS = 32
+EXTRA_LIMBS = 2  # partial rows carry this many more limbs than vertices
+
+OK, OVERFLOW = 0, 1
+
+_MASK = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+_LIMB = 4294967296.0
+
+
+@njit(cache=True)
+def _epochs(kmin: np.ndarray, kmax: np.ndarray, lo: int, hi: int, span: int, out: np.ndarray, at: int) -> int:
+    """Cut events lo..hi-1 into epochs of fewer than `span` windows; append
+    (a, b) to out from row `at`; return the next free row. Events of one
+    time have the same windows, so an epoch never splits them."""
+    a = lo
+    while a < hi:
+        first = kmin[a]
+        b = a + 1
+        while b < hi and kmax[b] - first < span:
+            b += 1
+        out[at, 0] = a
+        out[at, 1] = b
+        at += 1
+        a = b
+    return at
+
+
+@njit(cache=True)
+def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, nl: int, carry: np.ndarray) -> bool:
+    """Propagate carries in cells c0..c1-1 over lanes 0..nl-1; True if a
+    value needs more than `limbs` limbs."""
+    over = False
+    for c in range(c0, c1):
+        for j in range(nl):
+            carry[j] = 0
+        for lb in range(limbs):
+            for j in range(nl):
+                x = acc[c, lb, j] + carry[j]
+                acc[c, lb, j] = x & _MASK
+                carry[j] = x >> _SHIFT
+        for j in range(nl):
+            if carry[j] != 0:
+                over = True
+    return over
+
+
+@njit(cache=True)
+def _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+    """nodes[i] lanes off+j += vertex lanes j, for j0 <= j < nl, limbs 0..limbs-1."""
+    for c in range(ncell):
+        for lb in range(limbs):
+            for j in range(j0, nl):
+                nodes[i, c, lb, off + j] += vc[c, lb, j]
+    for f in range(nf):
+        for j in range(j0, nl):
+            fnodes[i, f, off + j] += vf[f, j]
+
+
+@njit(cache=True)
+def _take_node(acc, facc, nodes, fnodes, i, off, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+    """acc lanes j += nodes[i] lanes off+j."""
+    for c in range(ncell):
+        for lb in range(limbs):
+            for j in range(nl):
+                acc[c, lb, j] += nodes[i, c, lb, off + j]
+    for f in range(nf):
+        for j in range(nl):
+            facc[f, j] += fnodes[i, f, off + j]
+
+
+@njit(cache=True)
+def _insert(nodes, fnodes, used, r, m, point, vc, vf, off, j0, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+    """Add a vertex with `limbs` significant limbs at local rank r (0-based)
+    to the tree (or its bucket); `used` bounds each node's significant limbs."""
+    i = r + 1
+    if point:
+        _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf)
+        if limbs > used[i]:
+            used[i] = limbs
+        return
+    while i <= m:
+        _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf)
+        if limbs > used[i]:
+            used[i] = limbs
+        i += i & (-i)
+
+
+@njit(cache=True)
+def _significant_cell(acc, c, limbs, nl):  # noqa: ANN001, ANN202
+    """Limbs of cell c up to its highest nonzero one over the lanes."""
+    for lb in range(limbs - 1, -1, -1):
+        for j in range(nl):
+            if acc[c, lb, j] != 0:
+                return lb + 1
+    return 1
+
+
+@njit(cache=True)
+def _significant(vc, ncell, limbs, nl):  # noqa: ANN001, ANN202
+    """Limbs up to the highest nonzero one over every cell and lane."""
+    for lb in range(limbs - 1, -1, -1):
+        for c in range(ncell):
+            for j in range(nl):
+                if vc[c, lb, j] != 0:
+                    return lb + 1
+    return 1
+
+
+@njit(cache=True)
+def capacity(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, span: int) -> tuple[np.ndarray, int]:
+    """Epochs of every partition (rows of (a, b)) and the partial rows they need."""
+    n = kmin.shape[0]
+    eps = np.empty((max(n, 1), 2), np.int64)
+    at = 0
+    for p in range(offsets.shape[0] - 1):
+        at = _epochs(kmin, kmax, offsets[p], offsets[p + 1], span, eps, at)
+    rows = 0
+    for x in range(at):
+        rows += kmax[eps[x, 1] - 1] - kmin[eps[x, 0]] + 1
+    return eps[:at], rows
+
+
+@njit(cache=True, nogil=True)
+def run(
+    eps: np.ndarray,  # (epochs, 2): event ranges, partition by partition
+    ep_part: np.ndarray,  # partition of each epoch
+    first_ep: int,  # start here (a partition's first epoch)
+    end_ep: int,  # stop before this epoch (a partition's first epoch, or the end)
+    kmin: np.ndarray,
+    kmax: np.ndarray,
+    newt: np.ndarray,  # event starts a new time stamp within its partition
+    gr: np.ndarray,  # global rank of the event's key (as a predecessor)
+    gq: np.ndarray,  # prefix length (order) or bucket rank (point, -1 = none) of its probe
+    point: bool,
+    mult: np.ndarray,  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
+    fval: np.ndarray,  # (n, nf) float64: values of float sums
+    mmval: np.ndarray,  # (n, nm) float64: values of MIN/MAX
+    mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
+    ncell: int,
+    limbs: int,
+    kwidth: int,  # most windows of one event
+    rows_cap: int,
+) -> tuple:
+    """Process epochs first_ep..end_ep-1 in order (releases the GIL, so
+    disjoint ranges of partitions run in parallel threads). Returns (status, next epoch,
+    rows, out_k, out_part, out_c, out_f, out_m); on OVERFLOW `next epoch`
+    is the first epoch of the partition that overflowed, whose rows are not
+    in the output: rerun from there with more limbs."""
+    nf = fval.shape[1]
+    nm = mmval.shape[1]
+    lo_limbs = limbs + EXTRA_LIMBS
+    out_k = np.empty(rows_cap, np.int64)
+    out_part = np.empty(rows_cap, np.int64)
+    out_c = np.zeros((rows_cap, ncell, lo_limbs), np.uint64)
+    out_f = np.zeros((rows_cap, nf), np.float64)
+    out_m = np.empty((rows_cap, nm), np.float64)
+    rows = 0
+    acc = np.zeros((ncell, limbs, kwidth), np.uint64)
+    facc = np.zeros((nf, kwidth), np.float64)
+    carry = np.zeros(kwidth + 1, np.uint64)
+    vcap = 64
+    vc = np.zeros((vcap, ncell, limbs, kwidth), np.uint64)
+    vf = np.zeros((vcap, nf, kwidth), np.float64)
+    base = 0  # event index of vc[0]
+    i0 = 0  # first live event
+    part_rows = 0  # rows of the current partition's first epoch
+    cur_part = -1
+    part_first_ep = first_ep
+    for x in range(first_ep, end_ep):
+        a, b = eps[x, 0], eps[x, 1]
+        if ep_part[x] != cur_part:
+            cur_part = ep_part[x]
+            part_first_ep = x
+            part_rows = rows
+            i0 = a
+            base = a
+        lo = kmin[a]
+        width = kmax[b - 1] - lo + 1
+        while kmax[i0] < lo:
+            i0 += 1
+        # keep the live vertices [i0, a) at the front of the vertex buffer
+        need = b - i0
+        if need > vcap:
+            ncap = 2 * need
+            nvc = np.zeros((ncap, ncell, limbs, kwidth), np.uint64)
+            nvf = np.zeros((ncap, nf, kwidth), np.float64)
+            for u in range(i0, a):
+                nvc[u - i0] = vc[u - base]
+                nvf[u - i0] = vf[u - base]
+            vc, vf, vcap = nvc, nvf, ncap
+        elif i0 > base:
+            for u in range(i0, a):
+                vc[u - i0] = vc[u - base]
+                vf[u - i0] = vf[u - base]
+        base = i0
+        keys = np.unique(gr[i0:b])
+        m = keys.shape[0]
+        nodes = np.zeros((m + 1, ncell, limbs, width), np.uint64)
+        fnodes = np.zeros((m + 1, nf, width), np.float64)
+        res = np.zeros((ncell, limbs, width), np.uint64)
+        fres = np.zeros((nf, width), np.float64)
+        mres = np.empty((nm, width), np.float64)
+        for q in range(nm):
+            mres[q, :] = -np.inf if mmax[q] else np.inf
+        has = np.zeros(width, np.bool_)
+        used = np.zeros(m + 1, np.int64)
+        # rebuild from the live vertices, clipped to this epoch's windows, in
+        # O(m) lane blocks: each into its own node, then every node into its
+        # Fenwick parent once
+        for u in range(i0, a):
+            off = kmin[u] - lo
+            nl = kmax[u] - kmin[u] + 1
+            j0 = -off if off < 0 else 0
+            i = np.searchsorted(keys, gr[u]) + 1
+            sig = _significant(vc[u - base], ncell, limbs, nl)
+            _add_node(nodes, fnodes, i, vc[u - base], vf[u - base], off, j0, nl, ncell, sig, nf)
+            if sig > used[i]:
+                used[i] = sig
+        if not point and a > i0:
+            for i in range(1, m + 1):
+                p = i + (i & (-i))
+                if p <= m and used[i] > 0:
+                    for c in range(ncell):
+                        for lb in range(used[i]):
+                            for j in range(width):
+                                nodes[p, c, lb, j] += nodes[i, c, lb, j]
+                    for f in range(nf):
+                        for j in range(width):
+                            fnodes[p, f, j] += fnodes[i, f, j]
+                    if used[i] > used[p]:
+                        used[p] = used[i]
+        e = a
+        while e < b:
+            g1 = e + 1
+            while g1 < b and not newt[g1]:
+                g1 += 1
+            # every event of this time stamp reads the graph before it ...
+            for v in range(e, g1):
+                off = kmin[v] - lo
+                nl = kmax[v] - kmin[v] + 1
+                for c in range(ncell):
+                    for lb in range(limbs):
+                        for j in range(nl):
+                            acc[c, lb, j] = 0
+                for f in range(nf):
+                    for j in range(nl):
+                        facc[f, j] = 0.0
+                if point:
+                    if gq[v] >= 0:
+                        idx = np.searchsorted(keys, gq[v])
+                        if idx < m and keys[idx] == gq[v]:
+                            _take_node(acc, facc, nodes, fnodes, idx + 1, off, nl, ncell, used[idx + 1], nf)
+                else:
+                    i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
+                    while i > 0:
+                        _take_node(acc, facc, nodes, fnodes, i, off, nl, ncell, used[i], nf)
+                        i -= i & (-i)
+                for j in range(nl):
+                    acc[0, 0, j] += 1  # the event starts a trend in each of its windows
+                over = _normalize(acc, 0, ncell, limbs, nl, carry)
+                if ncell > 1:
+                    sig0 = _significant_cell(acc, 0, limbs, nl)
+                    for c in range(1, ncell):
+                        for d in range(mult.shape[2]):
+                            k = mult[v, c - 1, d]
+                            if k == 0:
+                                continue
+                            if sig0 + d > limbs:
+                                over = True
+                                break
+                            # count * digit d of the value, at limb offset d: < 2**64 with the limb
+                            for lb in range(sig0):
+                                for j in range(nl):
+                                    acc[c, lb + d, j] += acc[0, lb, j] * k
+                            over = _normalize(acc, c, c + 1, limbs, nl, carry) or over
+                if over:
+                    return OVERFLOW, part_first_ep, part_rows, out_k, out_part, out_c, out_f, out_m
+                if nf > 0:
+                    for j in range(nl):
+                        cnt = 0.0
+                        for lb in range(limbs - 1, -1, -1):
+                            cnt = cnt * _LIMB + float(acc[0, lb, j])
+                        for f in range(nf):
+                            facc[f, j] += cnt * fval[v, f]
+                slot = v - base
+                for c in range(ncell):
+                    for lb in range(limbs):
+                        for j in range(nl):
+                            vc[slot, c, lb, j] = acc[c, lb, j]
+                            res[c, lb, off + j] += acc[c, lb, j]
+                for f in range(nf):
+                    for j in range(nl):
+                        vf[slot, f, j] = facc[f, j]
+                        fres[f, off + j] += facc[f, j]
+                for q in range(nm):
+                    val = mmval[v, q]
+                    for j in range(nl):
+                        if (val > mres[q, off + j]) if mmax[q] else (val < mres[q, off + j]):
+                            mres[q, off + j] = val
+                for j in range(nl):
+                    has[off + j] = True
+            # ... then they join it
+            for v in range(e, g1):
+                off = kmin[v] - lo
+                nl = kmax[v] - kmin[v] + 1
+                r = np.searchsorted(keys, gr[v])
+                sig = _significant(vc[v - base], ncell, limbs, nl)
+                _insert(nodes, fnodes, used, r, m, point, vc[v - base], vf[v - base], off, 0, nl, ncell, sig, nf)
+            e = g1
+        for w in range(width):
+            if not has[w]:
+                continue
+            out_k[rows] = lo + w
+            out_part[rows] = cur_part
+            for c in range(ncell):
+                cy = np.uint64(0)
+                for lb in range(lo_limbs):
+                    x = (res[c, lb, w] if lb < limbs else np.uint64(0)) + cy
+                    out_c[rows, c, lb] = x & _MASK
+                    cy = x >> _SHIFT
+            for f in range(nf):
+                out_f[rows, f] = fres[f, w]
+            for q in range(nm):
+                out_m[rows, q] = mres[q, w]
+            rows += 1
+    return OK, end_ep, rows, out_k, out_part, out_c, out_f, out_m
+
+
+@njit(cache=True)
+def normalize_rows(cells: np.ndarray) -> bool:
+    """Carries of summed partial rows (rows, cells, limbs), in place; True if
+    the top limb overflowed (the caller adds limbs first, so it never does)."""
+    over = False
+    for r in range(cells.shape[0]):
+        for c in range(cells.shape[1]):
+            cy = np.uint64(0)
+            for lb in range(cells.shape[2]):
+                x = cells[r, c, lb] + cy
+                cells[r, c, lb] = x & _MASK
+                cy = x >> _SHIFT
+            if cy != 0:
+                over = True
+    return over
