@@ -16,6 +16,7 @@ from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 
 CET_COLUMNS = ["trend", "total", "truncated"]
+COLUMNAR_MIN_EVENTS = 2000  # engine="auto" runs the columnar engine from this many events
 
 
 class ResultRows(list):  # type: ignore[type-arg]
@@ -58,8 +59,9 @@ def evaluate(
 
     `engine` picks the aggregation engine: "columnar" (numba kernels over
     arrays; single Kleene patterns, see `greta_stream.engine.columnar`),
-    "general" (every query), or "auto" (columnar where it applies, else
-    general; the results are the same). `.engine` says which one ran.
+    "general" (every query), or "auto" (columnar where it applies and there
+    are at least 2,000 events, else general; the results are the same).
+    `.engine` says which one ran.
     """
     cq = compile_query(query)
     mode = mode or ("cet" if cq.query.trends else "aggregate")
@@ -103,6 +105,8 @@ def _columnar(cq: CompiledQuery, events: Any, fields: FieldNames, *, forced: boo
             raise ValueError(f"the columnar engine does not cover this query: {exc}") from None
         return events, None
     inp = Input(events)
+    if not forced and inp.n < COLUMNAR_MIN_EVENTS:
+        return inp.materialized(), None  # loading the compiled kernels costs more than the general engine takes
     try:
         res = evaluate_columnar(plan, inp, fields)
     except Unsupported as exc:
