@@ -4,8 +4,9 @@ For the queries it covers, `greta_stream.evaluate` runs this instead of the
 general engine and returns the same rows: a single Kleene pattern `X+`
 (nested `+` included), partitions by any GROUP-BY and equivalence
 attributes, at most one edge predicate and that one a comparison
-`f(X) op g(NEXT(X))` with op in `< <= > >= =` over numbers, no local
-predicate, windows and slides of whole seconds on numeric times, and any
+`f(X) op g(NEXT(X))` with op in `< <= > >= =` over numbers, local
+predicates of comparisons (numbers, or an attribute and a string) joined by
+AND, OR and NOT, windows and slides of whole seconds on numeric times, and any
 aggregate. The flow:
 
     records / DataFrame --columns.py--> typed columns, bad rows -> dead letters
@@ -13,7 +14,7 @@ aggregate. The flow:
       --kernel.py (numba)--> partial rows per (partition, window)
       --numpy--> summed per (group, window) --> result rows
 
-What it cannot take exactly (a local predicate, times as timestamps, a
+What it cannot take exactly (a boolean attribute in a predicate, times as timestamps, a
 SUM over a mix of ints and floats, numbers past 2**53 in a predicate,
 ...) raises `Unsupported` before any work, and the caller runs the general
 engine. Results are identical to the general engine's: counts and sums are
@@ -38,6 +39,7 @@ from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Input, Unsupported, numeric
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
+from greta_stream.engine.columnar.vector import predicate as vector_predicate
 from greta_stream.engine.engine import _group_order
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.timebase import NUMERIC, Timebase
@@ -61,6 +63,7 @@ class ColumnarPlan:
     edge: tuple[str, ast.Expr, ast.Expr] | None  # (op, predecessor side, new event side)
     within: int
     slide: int
+    local: tuple[ast.Expr, ...] = ()  # local predicates of X, AND-ed
 
 
 def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
@@ -76,11 +79,11 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
     if not isinstance(pattern, ast.EventPattern):
         raise Unsupported("the Kleene plus is not over one event type")
     alias = pattern.alias
-    if cq.aliases[alias].local is not None:
-        raise Unsupported("local predicates")
     if cq.run_components:
         raise Unsupported("equivalence attributes of some aliases only")
-    edges = [p.expr for p in q.where if isinstance(p, ast.Condition)]
+    conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
+    local = tuple(e for e in conditions if not any(r.next for r in ast.expr_refs(e)))
+    edges = [e for e in conditions if any(r.next for r in ast.expr_refs(e))]
     if len(edges) > 1:
         raise Unsupported("more than one edge predicate")
     edge = None
@@ -91,7 +94,7 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return ColumnarPlan(cq, alias, pattern.type, edge, int(within), int(slide))
+    return ColumnarPlan(cq, alias, pattern.type, edge, int(within), int(slide), local)
 
 
 class _Result:
@@ -176,6 +179,11 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
             raise Unsupported(f"attribute {attr!r} holds NaN")
         if attr in edge_attrs and len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
             raise Unsupported(f"attribute {attr!r} beyond 2**53")
+    processed = len(good)
+    if plan.local:  # events failing X's local predicates are in no trend: drop them
+        mask = _local_mask(plan, cols, len(good))
+        good = good[mask]
+        cols = {a: _subset(c, mask) for a, c in cols.items()}
     others = int((valid_type & ~bad & ~is_t).sum())
     if others:
         metrics["events_other_type"] = others
@@ -190,7 +198,7 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     t = time.values[good]
     kmin, kmax = _windows(t, plan.within, plan.slide, time.kind == INT)
     inside = kmin <= kmax
-    metrics["events_processed"] = len(good)
+    metrics["events_processed"] = processed
     t, kmin, kmax = t[inside], kmin[inside], kmax[inside]
     cols = {a: _subset(c, inside) for a, c in cols.items()}
     pid, group_of_part, group_values = _partitions(cq, cols, len(t))
@@ -235,6 +243,34 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
 # ------------------------------------------------------------------ helpers
 def _subset(col: Any, sel: np.ndarray) -> Any:
     return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
+
+
+def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> np.ndarray:
+    """Rows that pass every local predicate of X."""
+    cache: dict[str, np.ndarray] = {}
+
+    class Numbers(dict):  # type: ignore[type-arg]
+        def __missing__(self, attr: str) -> np.ndarray:
+            col = cols[attr]
+            if col.kind == OTHER:
+                col = numeric(col, np.ones(len(col.values), bool))
+                if col.kind == OTHER:
+                    raise Unsupported(f"attribute {attr!r} compared as a number is not one everywhere")
+            if col.kind != INT and np.isnan(col.values).any():
+                raise Unsupported(f"attribute {attr!r} holds NaN")
+            if len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
+                raise Unsupported(f"attribute {attr!r} beyond 2**53")
+            cache[attr] = self[attr] = col.values.astype(np.float64)
+            return self[attr]
+
+    def raw(attr: str) -> list[Any]:
+        col = cols[attr]
+        return col.values.tolist()
+
+    mask = np.ones(m, bool)
+    for e in plan.local:
+        mask &= vector_predicate(e, Numbers(), raw, m)
+    return mask
 
 
 def _renumber(col: Any) -> Any:

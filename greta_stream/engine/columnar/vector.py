@@ -10,7 +10,9 @@ Anything else raises `Unsupported` and the general engine runs instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -50,3 +52,50 @@ def _eval(e: ast.Expr, cols: Mapping[str, np.ndarray]) -> np.ndarray | float:
             raise Unsupported("edge predicate values beyond 2**53")
         return r
     raise Unsupported("edge predicate operator")
+
+
+_SCALAR = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+_COMPARE = {
+    "=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+}
+
+
+def predicate(e: ast.Expr, numbers: Mapping[str, np.ndarray], raw: Callable[[str], Any], m: int) -> np.ndarray:
+    """A local predicate as a boolean mask over m rows: comparisons of
+    arithmetic (exact as in `evaluate`), comparisons of an attribute with a
+    string literal (element by element, Python's `==`/`<`), AND, OR, NOT.
+    `numbers[attr]` gives an attribute as float64 (or raises `Unsupported`),
+    `raw(attr)` its values as given. Anything else raises `Unsupported`."""
+    if isinstance(e, ast.Unary) and e.op == "NOT":
+        return ~predicate(e.operand, numbers, raw, m)
+    if isinstance(e, ast.Binary) and e.op in ("AND", "OR"):
+        a, b = predicate(e.left, numbers, raw, m), predicate(e.right, numbers, raw, m)
+        return a & b if e.op == "AND" else a | b
+    if isinstance(e, ast.Binary) and e.op in _COMPARE:
+        text = _string_side(e)
+        if text is not None:
+            ref, lit, flipped = text
+            values = raw(ref.attr)
+            if e.op not in ("=", "!=") and not all(type(v) is str for v in values):
+                raise Unsupported("an order comparison of a string with a value that is not a string")
+            op = _SCALAR[e.op]
+            out = np.fromiter((bool(op(lit, v) if flipped else op(v, lit)) for v in values), bool, len(values))
+            return out
+        left, right = evaluate(e.left, numbers), evaluate(e.right, numbers)
+        return np.broadcast_to(_COMPARE[e.op](left, right), (m,)).copy()
+    raise Unsupported("local predicate shape")
+
+
+def _string_side(e: ast.Binary) -> tuple[ast.AttrRef, str, bool] | None:
+    """(attribute, string literal, literal on the left) for `X.a op 'text'`."""
+    if isinstance(e.right, ast.Literal) and isinstance(e.right.value, str):
+        if isinstance(e.left, ast.AttrRef):
+            return e.left, e.right.value, False
+        raise Unsupported("a string compared with an expression")
+    if isinstance(e.left, ast.Literal) and isinstance(e.left.value, str):
+        if isinstance(e.right, ast.AttrRef):
+            return e.right, e.left.value, True
+        raise Unsupported("a string compared with an expression")
+    return None
