@@ -36,13 +36,10 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import json
-import math
 import os
 import platform
 import re
-import resource
 import shlex
 import subprocess
 import sys
@@ -51,6 +48,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import benchlib  # noqa: E402 - benchmarks/ is sys.path[0] when run as a script
+
+# shared with the other benchmark scripts (benchlib.py)
+_load_generators = benchlib.load_generators
+_peak_rss_bytes = benchlib.peak_rss_bytes
+_current_rss_bytes = benchlib.current_rss_bytes
+_count_column = benchlib.count_column
+_cpu_model = benchlib.cpu_model
+_memory_gib = benchlib.memory_gib
+_seconds = benchlib.seconds
+_stop = benchlib.stop
+_same_value = benchlib.same_value
+Table = benchlib.Table
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -91,40 +102,6 @@ WORKLOADS: dict[str, Workload] = {
 
 
 # ------------------------------------------------------------ child process
-
-
-def _load_generators() -> Any:
-    """``benchmarks/generators.py`` loaded from its path (it is not a package)."""
-    spec = importlib.util.spec_from_file_location("greta_bench_generators", HERE / "generators.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _peak_rss_bytes() -> int:
-    """High-water mark of this process's RSS (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak if sys.platform == "darwin" else peak * 1024
-
-
-def _current_rss_bytes() -> int:
-    """Current RSS from /proc (Linux); elsewhere the high-water mark so far."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except OSError:
-        return _peak_rss_bytes()
-
-
-def _count_column(text: str) -> str:
-    """The result column of the query's ``COUNT(*)``."""
-    from greta_stream.query import parse
-    from greta_stream.query.ast import Aggregate
-
-    for item in parse(text).returns:
-        if isinstance(item, Aggregate) and item.alias is None and item.func.upper() == "COUNT":
-            return item.column
-    raise ValueError("the query has no COUNT(*)")
 
 
 def _runner(mode: str, text: str) -> Any:
@@ -209,43 +186,11 @@ def measure(mode: str, key: str, size: int, seed: int, budget_s: float) -> Outco
         return Outcome("ok", json.loads(result_file.read_text(encoding="utf-8")))
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """Kill the child if it still runs, reap it and close its pipe."""
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    proc.stdout.close()
-
-
 # ------------------------------------------------------------ formatting
-
-
-class Table:
-    """A fixed-width text table printed row by row, as results arrive."""
-
-    def __init__(self, columns: list[tuple[str, int]]) -> None:
-        self.columns = columns
-
-    def header(self) -> None:
-        self._line([name for name, _ in self.columns])
-        print("  ".join("-" * width for _, width in self.columns), flush=True)
-
-    def row(self, cells: list[str]) -> None:
-        self._line(cells)
-
-    def _line(self, cells: list[str]) -> None:
-        widths = [width for _, width in self.columns]
-        parts = [cells[0].ljust(widths[0])]
-        parts += [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True)]
-        print("  ".join(parts).rstrip(), flush=True)
 
 
 def _mb(n_bytes: int) -> str:
     return f"{n_bytes / 2**20:,.0f}"
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3f}" if value < 10 else f"{value:,.1f}"
 
 
 def _count(value: int) -> str:
@@ -340,14 +285,6 @@ def same_rows(expected: list[dict], got: list[dict]) -> str | None:
     return None
 
 
-def _same_value(expected: Any, got: Any) -> bool:
-    """As in tests/engine/test_differential.py: floats (AVG, float SUM) close, all else exact and same type."""
-    if isinstance(expected, float):
-        is_number = isinstance(got, (int, float)) and not isinstance(got, bool)
-        return is_number and math.isclose(got, expected, rel_tol=1e-9, abs_tol=1e-12)
-    return type(expected) is type(got) and expected == got
-
-
 def compare_cells(key: str, size: int, greta: Outcome, base: Outcome, check: str) -> list[str]:
     """One row of the comparison table."""
 
@@ -426,23 +363,6 @@ def machine_info() -> dict[str, Any]:
         "greta_stream": _package_version(),
         "git": _git_revision(),
     }
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _memory_gib() -> float | None:
-    try:
-        return round(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _package_version() -> str:
