@@ -39,16 +39,17 @@ from greta_stream.cet.config import CetConfig
 from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.partition import CetPartition, canonical
-from greta_stream.cet.plan import CetPlan, Metrics
+from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.windows import Trend, WindowView
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.engine.ingest import Event, Validator
+from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import Timebase
 from greta_stream.errors import SnapshotError
 from greta_stream.query import ast
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
 TOTAL_COLUMN = "greta_total"
 
 DeadLetterSink = Callable[[DeadLetter], None]
@@ -112,8 +113,7 @@ class TrendExtractor:
 
     def reject(self, dl: DeadLetter) -> None:
         """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.metrics.inc("events_dead_lettered")
-        self.metrics.inc(f"dead_letter_{dl.reason}")
+        self.metrics.dead_letter(dl.reason)
         if self.dead_letter is not None:
             self.dead_letter(dl)
 

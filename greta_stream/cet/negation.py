@@ -21,23 +21,8 @@ from bisect import bisect_left
 from typing import Any
 
 from greta_stream.cet.plan import CetPlan
-
-NEG_INF = float("-inf")
-
-
-class NegVertex:
-    """An event bound to a negative alias: the latest start of matches ending here."""
-
-    __slots__ = ("time", "attrs", "start")
-
-    def __init__(self, time: Any, attrs: dict[str, Any], start: Any) -> None:
-        self.time, self.attrs, self.start = time, attrs, start
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return (self.time, self.attrs, self.start)
-
-    def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.time, self.attrs, self.start = s
+from greta_stream.engine.graph import NegVertex
+from greta_stream.engine.values import NEG_INF
 
 
 class Negation:

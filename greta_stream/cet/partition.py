@@ -19,6 +19,7 @@ from typing import Any
 from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.plan import CetPlan
 from greta_stream.engine.ingest import Event
+from greta_stream.engine.partition import add_run_values, compatible
 
 Bound = list[tuple[Event, str, int]]  # (event, alias, event key)
 Close = Callable[[int, "CetPartition", tuple[Any, ...], TrendGraph], None]
@@ -52,10 +53,10 @@ class CetPartition:
             return released
         if not self.values:
             self.values = [{} for _ in plan.cq.run_components]
-        if _add_values(plan, bound, self.values):
+        if add_run_values(plan.cq, bound, self.values):
             self._create_runs(plan)
         for key, run in self.runs.items():
-            sub = _compatible(plan, key, bound)
+            sub = compatible(plan.cq, key, bound)
             if sub:
                 run.process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
         self.retained.append((t, bound))
@@ -65,7 +66,7 @@ class CetPartition:
         for key in sorted(set(itertools.product(*self.values)) - set(self.runs), key=repr):
             run = self.runs[key] = TrendGraph(self.reduced)
             for past_t, past in self.retained:
-                sub = _compatible(plan, key, past)
+                sub = compatible(plan.cq, key, past)
                 if sub:
                     run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
 
@@ -96,7 +97,7 @@ class CetPartition:
             self.retained = [(t, b) for t, b in self.retained if t >= horizon]
             self.values = [{} for _ in plan.cq.run_components]
             for _t, b in self.retained:
-                _add_values(plan, b, self.values)
+                add_run_values(plan.cq, b, self.values)
         for key in list(self.runs):
             run = self.runs[key]
             released += run.expire(horizon)
@@ -120,25 +121,3 @@ def canonical(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def _add_values(plan: CetPlan, bound: Bound, seen: list[dict[Any, None]]) -> bool:
-    """Record the run-component values of positive bindings; True if any is new."""
-    comps = plan.cq.run_components
-    new = False
-    for ev, alias, _ in bound:
-        spec = plan.cq.aliases[alias]
-        if spec.positive:
-            for j in spec.run_components:
-                v = ev.attrs[comps[j].attr]
-                if v not in seen[j]:
-                    seen[j][v] = None
-                    new = True
-    return new
-
-
-def _compatible(plan: CetPlan, key: tuple[Any, ...], bound: Bound) -> Bound:
-    """The bindings whose run-component values agree with the run key."""
-    comps = plan.cq.run_components
-    return [
-        (ev, alias, ek) for ev, alias, ek in bound
-        if all(ev.attrs[comps[j].attr] == key[j] for j in plan.cq.aliases[alias].run_components)
-    ]

@@ -13,14 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import Timebase
-
-
-class Metrics(dict):  # type: ignore[type-arg]
-    """Named counters; a plain dict so it pickles and serializes as is."""
-
-    def inc(self, name: str, by: int = 1) -> None:
-        self[name] = self.get(name, 0) + by
 
 
 @dataclass(frozen=True)

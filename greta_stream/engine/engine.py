@@ -89,8 +89,7 @@ class Engine:
 
     def reject(self, dl: DeadLetter) -> None:
         """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.metrics.inc("events_dead_lettered")
-        self.metrics.inc(f"dead_letter_{dl.reason}")
+        self.metrics.dead_letter(dl.reason)
         if self.dead_letter is not None:
             self.dead_letter(dl)
 

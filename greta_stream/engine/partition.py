@@ -16,15 +16,17 @@ open window expire.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.graph import Run
 from greta_stream.engine.ingest import Event
 from greta_stream.engine.plan import Plan
 
 Emit = Callable[[int, tuple[Any, ...], list[Any]], None]
 Bound = list[tuple[Event, str]]
+B = TypeVar("B", bound=tuple[Any, ...])  # a binding: (event, alias, ...)
 
 
 class Partition:
@@ -76,7 +78,7 @@ class Partition:
     def _process_runs(self, plan: Plan, t: Any, bound: Bound) -> None:
         if not self.values:
             self.values = [{} for _ in plan.cq.run_components]
-        if self._add_values(plan, bound, self.values):
+        if add_run_values(plan.cq, bound, self.values):
             self._create_runs(plan)
         runs = self.runs
         for key, sub in _route(plan, runs, bound).items():
@@ -104,21 +106,6 @@ class Partition:
             run = self.runs[key]
             for i, sub in self._by_key.replay(plan, key):
                 run.process(plan, retained[i][0], sub, self.next_k)  # type: ignore[arg-type]
-
-    @staticmethod
-    def _add_values(plan: Plan, bound: Bound, seen: list[dict[Any, None]]) -> bool:
-        """Record the run-component values of positive bindings; True if any is new."""
-        comps = plan.cq.run_components
-        new = False
-        for ev, alias in bound:
-            spec = plan.cq.aliases[alias]
-            if spec.positive:
-                for j in spec.run_components:
-                    v = ev.attrs[comps[j].attr]
-                    if v not in seen[j]:
-                        seen[j][v] = None
-                        new = True
-        return new
 
     # ------------------------------------------------------------- windows
     def close_until(self, plan: Plan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
@@ -150,7 +137,7 @@ class Partition:
             self._by_key = None
             self.values = [{} for _ in plan.cq.run_components]
             for _t, b in self.retained:
-                self._add_values(plan, b, self.values)
+                add_run_values(plan.cq, b, self.values)
         for key in list(self.runs):
             run = self.runs[key]
             run.closed(plan, target)
@@ -162,15 +149,26 @@ class Partition:
                 del self.runs[key]
 
 
-def _compatible(plan: Plan, key: tuple[Any, ...], bound: Bound) -> Bound:
-    """The bindings whose run-component values agree with the run key."""
-    comps = plan.cq.run_components
-    out: Bound = []
-    for ev, alias in bound:
-        spec = plan.cq.aliases[alias]
-        if all(ev.attrs[comps[j].attr] == key[j] for j in spec.run_components):
-            out.append((ev, alias))
-    return out
+def add_run_values(cq: CompiledQuery, bound: Sequence[tuple[Any, ...]], seen: list[dict[Any, None]]) -> bool:
+    """Record the run-component values of positive bindings (event, alias, ...);
+    True if any is new. Shared with CET mode, whose bindings carry more."""
+    comps = cq.run_components
+    new = False
+    for b in bound:
+        ev, spec = b[0], cq.aliases[b[1]]
+        if spec.positive:
+            for j in spec.run_components:
+                v = ev.attrs[comps[j].attr]
+                if v not in seen[j]:
+                    seen[j][v] = None
+                    new = True
+    return new
+
+
+def compatible(cq: CompiledQuery, key: tuple[Any, ...], bound: list[B]) -> list[B]:
+    """The bindings (event, alias, ...) whose run-component values agree with the run key."""
+    comps = cq.run_components
+    return [b for b in bound if all(b[0].attrs[comps[j].attr] == key[j] for j in cq.aliases[b[1]].run_components)]
 
 
 class _Replay:
@@ -211,7 +209,7 @@ class _Replay:
 
 
 def _route(plan: Plan, keys: dict[tuple[Any, ...], Any], bound: Bound) -> dict[tuple[Any, ...], Bound]:
-    """`_compatible` for every run key at once, in O(bindings): a binding
+    """`compatible` for every run key at once, in O(bindings): a binding
     that carries every run component goes to the one key equal to its values
     (dict lookup: `==` and hash agree, so 1 and 1.0 are one key); one that
     lacks some (an `Accident` without a vehicle) is checked against each key.

@@ -102,6 +102,11 @@ class Metrics(dict):  # type: ignore[type-arg]
     def inc(self, name: str, by: int = 1) -> None:
         self[name] = self.get(name, 0) + by
 
+    def dead_letter(self, reason: str) -> None:
+        """Count a record that was not processed, in total and by reason."""
+        self.inc("events_dead_lettered")
+        self.inc(f"dead_letter_{reason}")
+
 
 class Plan:
     """Templates, field operations and predicate wrappers of one query."""

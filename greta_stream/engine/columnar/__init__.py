@@ -42,6 +42,7 @@ from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.columnar.vector import predicate as vector_predicate
 from greta_stream.engine.engine import _group_order
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase
 from greta_stream.engine.values import divide
 from greta_stream.query import ast
@@ -109,7 +110,7 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     raise `Unsupported` (before any result) when the input is not for us."""
     cq, out = plan.cq, _Result()
     n = events.n
-    metrics: dict[str, int] = {"events_in": n}
+    metrics = Metrics(events_in=n)
     validator = Validator(cq, fields)
     validator.time_kind = NUMERIC
 
@@ -170,15 +171,7 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     for attr, col in list(cols.items()):
         cols[attr] = _subset(col, keep)
     for attr in numeric_attrs | edge_attrs:
-        col = cols[attr]
-        if col.kind == OTHER:
-            col = cols[attr] = numeric(col, np.ones(len(col.values), bool))
-            if col.kind == OTHER:
-                raise Unsupported(f"attribute {attr!r} is not a number everywhere")
-        if col.kind != INT and np.isnan(col.values).any():
-            raise Unsupported(f"attribute {attr!r} holds NaN")
-        if attr in edge_attrs and len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
-            raise Unsupported(f"attribute {attr!r} beyond 2**53")
+        cols[attr] = _numbers(attr, cols[attr], exact_float=attr in edge_attrs)
     processed = len(good)
     if plan.local:  # events failing X's local predicates are in no trend: drop them
         mask = _local_mask(plan, cols, len(good))
@@ -187,12 +180,8 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     others = int((valid_type & ~bad & ~is_t).sum())
     if others:
         metrics["events_other_type"] = others
-    dead = len(out.dead)
-    if dead:
-        metrics["events_dead_lettered"] = dead
-        for dl in out.dead:
-            key = f"dead_letter_{dl.reason}"
-            metrics[key] = metrics.get(key, 0) + 1
+    for dl in out.dead:
+        metrics.dead_letter(dl.reason)
 
     # ---------------------------------------------- windows, partitions, order
     t = time.values[good]
@@ -225,18 +214,15 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     mult = np.zeros((m, len(cells), width), np.uint64)
     for j, (_, digits) in enumerate(cells):
         mult[:, j, : digits.shape[1]] = digits
-    fval = np.zeros((m, 0), np.float64)  # the kernel can sum floats too; exact digit cells serve instead
     mmval = np.stack([x[1] for x in mms], axis=1) if mms else np.zeros((m, 0), np.float64)
     mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
     ncell = 1 + len(cells)
 
-    parts_k, parts_p, parts_c, parts_f, parts_m = _run(
-        offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell
-    )
-    out.rows = _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_f, parts_m, cells, sums, mms, group_values)
+    parts_k, parts_p, parts_c, parts_m = _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell)
+    out.rows = _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
     metrics["partitions"] = 0
     metrics["rows_emitted"] = len(out.rows)
-    out.metrics = metrics
+    out.metrics = dict(metrics)
     return out
 
 
@@ -247,20 +233,10 @@ def _subset(col: Any, sel: np.ndarray) -> Any:
 
 def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> np.ndarray:
     """Rows that pass every local predicate of X."""
-    cache: dict[str, np.ndarray] = {}
 
     class Numbers(dict):  # type: ignore[type-arg]
         def __missing__(self, attr: str) -> np.ndarray:
-            col = cols[attr]
-            if col.kind == OTHER:
-                col = numeric(col, np.ones(len(col.values), bool))
-                if col.kind == OTHER:
-                    raise Unsupported(f"attribute {attr!r} compared as a number is not one everywhere")
-            if col.kind != INT and np.isnan(col.values).any():
-                raise Unsupported(f"attribute {attr!r} holds NaN")
-            if len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
-                raise Unsupported(f"attribute {attr!r} beyond 2**53")
-            cache[attr] = self[attr] = col.values.astype(np.float64)
+            self[attr] = _numbers(attr, cols[attr], exact_float=True).values.astype(np.float64)
             return self[attr]
 
     def raw(attr: str) -> list[Any]:
@@ -271,6 +247,20 @@ def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> np.ndarray:
     for e in plan.local:
         mask &= vector_predicate(e, Numbers(), raw, m)
     return mask
+
+
+def _numbers(attr: str, col: Any, *, exact_float: bool) -> Any:
+    """`col` as an INT/FLOAT/MIXED column, or `Unsupported`: it holds something
+    other than numbers, or NaN, or (exact_float) a number float64 rounds."""
+    if col.kind == OTHER:
+        col = numeric(col)
+        if col.kind == OTHER:
+            raise Unsupported(f"attribute {attr!r} is not a number everywhere")
+    if col.kind != INT and np.isnan(col.values).any():
+        raise Unsupported(f"attribute {attr!r} holds NaN")
+    if exact_float and len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
+        raise Unsupported(f"attribute {attr!r} beyond 2**53")
+    return col
 
 
 def _renumber(col: Any) -> Any:
@@ -303,7 +293,7 @@ def _partitions(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[np.nda
     def ids(attrs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         code = np.zeros(m, np.int64)
         for a in attrs:
-            c, uniques = pd.factorize(cols[a].values if cols[a].kind != OTHER else cols[a].values, sort=False)
+            c, uniques = pd.factorize(cols[a].values, sort=False)
             code = code * (len(uniques) + 1) + c
             code, _ = pd.factorize(code, sort=False)
             code = code.astype(np.int64)
@@ -408,17 +398,16 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
     return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
 
 
-def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell):  # noqa: ANN001, ANN202
+def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
     """The kernel over every partition, restarting with more limbs on overflow."""
     from greta_stream.engine.columnar import kernel
 
     m = len(kmin)
     if m == 0:
-        return (np.zeros(0, np.int64),) * 2 + (np.zeros((0, ncell, 1), np.uint64), np.zeros((0, fval.shape[1])),
-                                               np.zeros((0, mmval.shape[1])))
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
     span = max(kwidth + (kwidth + 1) // 2, 8)  # epochs of half a window: memory ~ 1.5 windows x 1.5 K lanes
-    eps, _ = kernel.capacity(offsets, kmin, kmax, span)
+    eps = kernel.epochs(offsets, kmin, kmax, span)
     ep_part = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(eps[:, 0], offsets)))
     # ranges of whole partitions, about equal in events, one per thread
     workers = min(os.cpu_count() or 1, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
@@ -429,11 +418,11 @@ def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncel
     def chunk(lo: int, hi: int) -> list[tuple[np.ndarray, ...]]:
         limbs, first, pieces = START_LIMBS, lo, []
         while True:
-            status, nxt, rows, ok, op, oc, of, om = kernel.run(
-                eps, ep_part, first, hi, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncell, limbs,
+            status, nxt, rows, ok, op, oc, om = kernel.run(
+                eps, ep_part, first, hi, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell, limbs,
                 kwidth, int(rows_of[first:hi].sum()),
             )
-            pieces.append((ok[:rows], op[:rows], oc[:rows], of[:rows], om[:rows]))
+            pieces.append((ok[:rows], op[:rows], oc[:rows], om[:rows]))
             if status == kernel.OK:
                 return pieces
             first, limbs = nxt, limbs + limbs // 2 + 1
@@ -448,10 +437,10 @@ def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, fval, mmval, mmax, ncel
     width = max(p[2].shape[2] for p in pieces)
     cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
     return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,
-            np.concatenate([p[3] for p in pieces]), np.concatenate([p[4] for p in pieces]))
+            np.concatenate([p[3] for p in pieces]))
 
 
-def _rows(plan, ks, gids, cells, fs, mm, cell_spec, sums, mm_spec, group_values):  # noqa: ANN001, ANN202
+def _rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values):  # noqa: ANN001, ANN202
     """Sum partial rows per (group, window) and build the result rows."""
     from greta_stream.engine.columnar import kernel
 
@@ -459,12 +448,11 @@ def _rows(plan, ks, gids, cells, fs, mm, cell_spec, sums, mm_spec, group_values)
     if len(ks) == 0:
         return []
     order = np.lexsort((ks, gids))
-    ks, gids, cells, fs, mm = ks[order], gids[order], cells[order], fs[order], mm[order]
+    ks, gids, cells, mm = ks[order], gids[order], cells[order], mm[order]
     start = np.flatnonzero(np.r_[True, (ks[1:] != ks[:-1]) | (gids[1:] != gids[:-1])])
     extra = int(math.ceil(math.log2(len(ks) + 1) / kernel.LIMB_BITS)) + 1
     cells = np.add.reduceat(np.pad(cells, ((0, 0), (0, 0), (0, extra))), start, axis=0)
     kernel.normalize_rows(cells)
-    fs = np.add.reduceat(fs, start, axis=0) if fs.shape[1] else fs[start]
     mins = np.minimum.reduceat(mm, start, axis=0) if mm.shape[1] else mm[start]
     maxs = np.maximum.reduceat(mm, start, axis=0) if mm.shape[1] else mm[start]
     ks, gids = ks[start], gids[start]
@@ -473,7 +461,7 @@ def _rows(plan, ks, gids, cells, fs, mm, cell_spec, sums, mm_spec, group_values)
     rank[sorted(range(len(group_values)), key=lambda g: tuple(_group_order(v) for v in group_values[g]))] = np.arange(
         len(group_values))
     order = np.lexsort((rank[gids], ks))
-    ks, gids, cells, fs, mins, maxs = ks[order], gids[order], cells[order], fs[order], mins[order], maxs[order]
+    ks, gids, cells, mins, maxs = ks[order], gids[order], cells[order], mins[order], maxs[order]
     as_bytes = cells.astype("<u4")
     tb = Timebase.create(NUMERIC, cq.window.within, cq.window.slide)
     slot_cell = {spec: j + 1 for j, (spec, _) in enumerate(cell_spec)}

@@ -122,6 +122,6 @@ def _other(seq: list[Any], nan_is_null: bool) -> Column:
     return Column(OTHER, arr, null, number)
 
 
-def numeric(col: Column, rows: np.ndarray) -> Column:
-    """The number rows of an OTHER column, typed again (rows: a bool mask)."""
-    return typed(col.values[rows].tolist(), nan_is_null=False)
+def numeric(col: Column) -> Column:
+    """An OTHER column typed again (numbers if every value is one)."""
+    return typed(col.values.tolist(), nan_is_null=False)

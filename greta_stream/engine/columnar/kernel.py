@@ -36,7 +36,6 @@ OK, OVERFLOW = 0, 1
 
 _MASK = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
-_LIMB = 4294967296.0
 
 
 @njit(cache=True)
@@ -77,41 +76,35 @@ def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, nl: int, carry: np
 
 
 @njit(cache=True)
-def _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+def _add_node(nodes, i, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
     """nodes[i] lanes off+j += vertex lanes j, for j0 <= j < nl, limbs 0..limbs-1."""
     for c in range(ncell):
         for lb in range(limbs):
             for j in range(j0, nl):
                 nodes[i, c, lb, off + j] += vc[c, lb, j]
-    for f in range(nf):
-        for j in range(j0, nl):
-            fnodes[i, f, off + j] += vf[f, j]
 
 
 @njit(cache=True)
-def _take_node(acc, facc, nodes, fnodes, i, off, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+def _take_node(acc, nodes, i, off, nl, ncell, limbs):  # noqa: ANN001, ANN202
     """acc lanes j += nodes[i] lanes off+j."""
     for c in range(ncell):
         for lb in range(limbs):
             for j in range(nl):
                 acc[c, lb, j] += nodes[i, c, lb, off + j]
-    for f in range(nf):
-        for j in range(nl):
-            facc[f, j] += fnodes[i, f, off + j]
 
 
 @njit(cache=True)
-def _insert(nodes, fnodes, used, r, m, point, vc, vf, off, j0, nl, ncell, limbs, nf):  # noqa: ANN001, ANN202
+def _insert(nodes, used, r, m, point, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
     """Add a vertex with `limbs` significant limbs at local rank r (0-based)
     to the tree (or its bucket); `used` bounds each node's significant limbs."""
     i = r + 1
     if point:
-        _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf)
+        _add_node(nodes, i, vc, off, j0, nl, ncell, limbs)
         if limbs > used[i]:
             used[i] = limbs
         return
     while i <= m:
-        _add_node(nodes, fnodes, i, vc, vf, off, j0, nl, ncell, limbs, nf)
+        _add_node(nodes, i, vc, off, j0, nl, ncell, limbs)
         if limbs > used[i]:
             used[i] = limbs
         i += i & (-i)
@@ -139,17 +132,14 @@ def _significant(vc, ncell, limbs, nl):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def capacity(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, span: int) -> tuple[np.ndarray, int]:
-    """Epochs of every partition (rows of (a, b)) and the partial rows they need."""
+def epochs(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, span: int) -> np.ndarray:
+    """Epochs of every partition, as rows of (a, b): events a..b-1."""
     n = kmin.shape[0]
     eps = np.empty((max(n, 1), 2), np.int64)
     at = 0
     for p in range(offsets.shape[0] - 1):
         at = _epochs(kmin, kmax, offsets[p], offsets[p + 1], span, eps, at)
-    rows = 0
-    for x in range(at):
-        rows += kmax[eps[x, 1] - 1] - kmin[eps[x, 0]] + 1
-    return eps[:at], rows
+    return eps[:at]
 
 
 @njit(cache=True, nogil=True)
@@ -165,7 +155,6 @@ def run(
     gq: np.ndarray,  # prefix length (order) or bucket rank (point, -1 = none) of its probe
     point: bool,
     mult: np.ndarray,  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
-    fval: np.ndarray,  # (n, nf) float64: values of float sums
     mmval: np.ndarray,  # (n, nm) float64: values of MIN/MAX
     mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
     ncell: int,
@@ -175,24 +164,20 @@ def run(
 ) -> tuple:
     """Process epochs first_ep..end_ep-1 in order (releases the GIL, so
     disjoint ranges of partitions run in parallel threads). Returns (status, next epoch,
-    rows, out_k, out_part, out_c, out_f, out_m); on OVERFLOW `next epoch`
+    rows, out_k, out_part, out_c, out_m); on OVERFLOW `next epoch`
     is the first epoch of the partition that overflowed, whose rows are not
     in the output: rerun from there with more limbs."""
-    nf = fval.shape[1]
     nm = mmval.shape[1]
     lo_limbs = limbs + EXTRA_LIMBS
     out_k = np.empty(rows_cap, np.int64)
     out_part = np.empty(rows_cap, np.int64)
     out_c = np.zeros((rows_cap, ncell, lo_limbs), np.uint64)
-    out_f = np.zeros((rows_cap, nf), np.float64)
     out_m = np.empty((rows_cap, nm), np.float64)
     rows = 0
     acc = np.zeros((ncell, limbs, kwidth), np.uint64)
-    facc = np.zeros((nf, kwidth), np.float64)
     carry = np.zeros(kwidth + 1, np.uint64)
     vcap = 64
     vc = np.zeros((vcap, ncell, limbs, kwidth), np.uint64)
-    vf = np.zeros((vcap, nf, kwidth), np.float64)
     base = 0  # event index of vc[0]
     i0 = 0  # first live event
     part_rows = 0  # rows of the current partition's first epoch
@@ -215,22 +200,17 @@ def run(
         if need > vcap:
             ncap = 2 * need
             nvc = np.zeros((ncap, ncell, limbs, kwidth), np.uint64)
-            nvf = np.zeros((ncap, nf, kwidth), np.float64)
             for u in range(i0, a):
                 nvc[u - i0] = vc[u - base]
-                nvf[u - i0] = vf[u - base]
-            vc, vf, vcap = nvc, nvf, ncap
+            vc, vcap = nvc, ncap
         elif i0 > base:
             for u in range(i0, a):
                 vc[u - i0] = vc[u - base]
-                vf[u - i0] = vf[u - base]
         base = i0
         keys = np.unique(gr[i0:b])
         m = keys.shape[0]
         nodes = np.zeros((m + 1, ncell, limbs, width), np.uint64)
-        fnodes = np.zeros((m + 1, nf, width), np.float64)
         res = np.zeros((ncell, limbs, width), np.uint64)
-        fres = np.zeros((nf, width), np.float64)
         mres = np.empty((nm, width), np.float64)
         for q in range(nm):
             mres[q, :] = -np.inf if mmax[q] else np.inf
@@ -245,7 +225,7 @@ def run(
             j0 = -off if off < 0 else 0
             i = np.searchsorted(keys, gr[u]) + 1
             sig = _significant(vc[u - base], ncell, limbs, nl)
-            _add_node(nodes, fnodes, i, vc[u - base], vf[u - base], off, j0, nl, ncell, sig, nf)
+            _add_node(nodes, i, vc[u - base], off, j0, nl, ncell, sig)
             if sig > used[i]:
                 used[i] = sig
         if not point and a > i0:
@@ -256,9 +236,6 @@ def run(
                         for lb in range(used[i]):
                             for j in range(width):
                                 nodes[p, c, lb, j] += nodes[i, c, lb, j]
-                    for f in range(nf):
-                        for j in range(width):
-                            fnodes[p, f, j] += fnodes[i, f, j]
                     if used[i] > used[p]:
                         used[p] = used[i]
         e = a
@@ -274,18 +251,15 @@ def run(
                     for lb in range(limbs):
                         for j in range(nl):
                             acc[c, lb, j] = 0
-                for f in range(nf):
-                    for j in range(nl):
-                        facc[f, j] = 0.0
                 if point:
                     if gq[v] >= 0:
                         idx = np.searchsorted(keys, gq[v])
                         if idx < m and keys[idx] == gq[v]:
-                            _take_node(acc, facc, nodes, fnodes, idx + 1, off, nl, ncell, used[idx + 1], nf)
+                            _take_node(acc, nodes, idx + 1, off, nl, ncell, used[idx + 1])
                 else:
                     i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
                     while i > 0:
-                        _take_node(acc, facc, nodes, fnodes, i, off, nl, ncell, used[i], nf)
+                        _take_node(acc, nodes, i, off, nl, ncell, used[i])
                         i -= i & (-i)
                 for j in range(nl):
                     acc[0, 0, j] += 1  # the event starts a trend in each of its windows
@@ -306,24 +280,13 @@ def run(
                                     acc[c, lb + d, j] += acc[0, lb, j] * k
                             over = _normalize(acc, c, c + 1, limbs, nl, carry) or over
                 if over:
-                    return OVERFLOW, part_first_ep, part_rows, out_k, out_part, out_c, out_f, out_m
-                if nf > 0:
-                    for j in range(nl):
-                        cnt = 0.0
-                        for lb in range(limbs - 1, -1, -1):
-                            cnt = cnt * _LIMB + float(acc[0, lb, j])
-                        for f in range(nf):
-                            facc[f, j] += cnt * fval[v, f]
+                    return OVERFLOW, part_first_ep, part_rows, out_k, out_part, out_c, out_m
                 slot = v - base
                 for c in range(ncell):
                     for lb in range(limbs):
                         for j in range(nl):
                             vc[slot, c, lb, j] = acc[c, lb, j]
                             res[c, lb, off + j] += acc[c, lb, j]
-                for f in range(nf):
-                    for j in range(nl):
-                        vf[slot, f, j] = facc[f, j]
-                        fres[f, off + j] += facc[f, j]
                 for q in range(nm):
                     val = mmval[v, q]
                     for j in range(nl):
@@ -337,7 +300,7 @@ def run(
                 nl = kmax[v] - kmin[v] + 1
                 r = np.searchsorted(keys, gr[v])
                 sig = _significant(vc[v - base], ncell, limbs, nl)
-                _insert(nodes, fnodes, used, r, m, point, vc[v - base], vf[v - base], off, 0, nl, ncell, sig, nf)
+                _insert(nodes, used, r, m, point, vc[v - base], off, 0, nl, ncell, sig)
             e = g1
         for w in range(width):
             if not has[w]:
@@ -350,12 +313,10 @@ def run(
                     x = (res[c, lb, w] if lb < limbs else np.uint64(0)) + cy
                     out_c[rows, c, lb] = x & _MASK
                     cy = x >> _SHIFT
-            for f in range(nf):
-                out_f[rows, f] = fres[f, w]
             for q in range(nm):
                 out_m[rows, q] = mres[q, w]
             rows += 1
-    return OK, end_ep, rows, out_k, out_part, out_c, out_f, out_m
+    return OK, end_ep, rows, out_k, out_part, out_c, out_m
 
 
 @njit(cache=True)
