@@ -36,8 +36,14 @@ from pyspark.sql.types import (
 
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine import FieldNames
-from greta_stream.errors import SnapshotError
-from greta_stream.spark.shard import OUTPUT_COLUMNS, STATE_VERSION, ShardConfig, parse_json_records, step
+from greta_stream.spark.shard import (
+    OUTPUT_COLUMNS,
+    STATE_VERSION,
+    ShardConfig,
+    parse_json_records,
+    step,
+    upgrade_state,
+)
 
 OUTPUT_SCHEMA = StructType([
     StructField("kind", StringType()),
@@ -72,12 +78,17 @@ def trend_aggregates(
     mode: str | None = None,
     trends: str = "complete",
     max_trends: int | None = None,
+    engine: str = "auto",
 ) -> DataFrame:
     """Streaming outputs (rows and dead letters) of `query` over `events`.
 
     `mode` "cet" (the default for `RETURN TRENDS`) outputs one row per trend
     (`greta_stream.cet`), with `trends` and `max_trends` as in `evaluate`.
+    `engine` "auto" runs the columnar engine where it covers the query
+    (`greta_stream.engine.columnar.stream`), "general" always the general one.
     """
+    if engine not in ("auto", "general"):
+        raise ValueError(f"engine must be 'auto' or 'general', got {engine!r}")
     cq = compile_query(query)
     mode = mode or ("cet" if cq.query.trends else "aggregate")
     json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
@@ -104,7 +115,7 @@ def trend_aggregates(
     delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
     keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
     keyed = keyed.withColumn(_SHARD, shard)
-    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends)
+    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine)
     fn = _shard_function(cfg, json_input)
     return keyed.groupBy(_SHARD).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
@@ -147,8 +158,7 @@ def _shard_function(cfg: ShardConfig, json_input: bool) -> Any:
         blob = None
         if state.exists:
             version, blob = state.get
-            if version != STATE_VERSION:
-                raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
+            blob = upgrade_state(version, blob)
         out, new_blob, timeout = step(cfg, blob, records(pdfs), state.getCurrentWatermarkMs())
         if new_blob is None:
             if state.exists:

@@ -6,6 +6,12 @@ calls cost 2-4 ms each, so many small partitions share one call and one state
 blob). All partitions of a group live in one shard, so the rollup to
 GROUP-BY groups happens here and every emitted row is final.
 
+The engine of a shard: the columnar stream (`greta_stream.engine.columnar.stream`,
+compiled kernels over the events of the open windows) for the queries it
+covers, unless `ShardConfig.engine` is "general"; else the general engine;
+`TrendExtractor` in CET mode. A columnar shard hands over to the general
+engine by itself when its input needs it.
+
 Call order inside `step`:
   1. restore the engine from the state bytes (or start a new one);
   2. declare the watermark, so records behind it are dead-lettered as late;
@@ -28,11 +34,16 @@ from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
+from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.engine.timebase import TIMESTAMP
+from greta_stream.errors import SnapshotError
 
 # 2: the engine snapshot is zlib-compressed (level 1): scaled float sums and
 # per-window slots compress about 30x, for a few ms per shard and batch.
-STATE_VERSION = 2
+# 3: a tag byte says which engine the snapshot is of (`_RUNNERS`); a state of
+# version 2 is the general engine's (`upgrade_state`).
+STATE_VERSION = 3
 
 OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
 
@@ -50,11 +61,33 @@ class ShardConfig:
     mode: str = "aggregate"
     trends: str = "complete"
     max_trends: int | None = None
+    engine: str = "auto"  # "auto": columnar where it covers the query; "general"
+
+
+_RUNNERS: dict[bytes, Any] = {b"G": Engine, b"T": TrendExtractor, b"C": ColumnarStream}
+_TAGS = {runner: tag for tag, runner in _RUNNERS.items()}
+
+
+def upgrade_state(version: int, state: bytes) -> bytes:
+    """State bytes of an older STATE_VERSION in the current format."""
+    if version == 2:
+        return b"G" + state
+    if version != STATE_VERSION:
+        raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
+    return state
 
 
 @lru_cache(maxsize=32)
 def _compiled(query: str) -> CompiledQuery:
     return compile_query(query)
+
+
+@lru_cache(maxsize=32)
+def _columnar(query: str) -> ColumnarPlan | None:
+    try:
+        return columnar_plan(_compiled(query))
+    except Unsupported:
+        return None
 
 
 def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
@@ -69,7 +102,7 @@ def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def timeout_ms(engine: Engine | TrendExtractor, watermark_ms: int) -> int | None:
+def timeout_ms(engine: Engine | TrendExtractor | ColumnarStream, watermark_ms: int) -> int | None:
     """When Spark should call this shard again without data (None: never)."""
     end = engine.next_window_end()
     if end is None:
@@ -84,27 +117,40 @@ def step(
     """Run one micro-batch of one shard; see the module docstring."""
     cq = _compiled(cfg.query)
     dead: list[DeadLetter] = []
-    runner: Any = Engine
     options: dict[str, Any] = {"fields": cfg.fields, "dead_letter": dead.append}
+    plan = _columnar(cfg.query) if cfg.mode != "cet" and cfg.engine != "general" else None
     if cfg.mode == "cet":
-        runner = TrendExtractor
+        runner: Any = TrendExtractor
         options["config"] = CetConfig(trends=cfg.trends, max_trends=cfg.max_trends)
-    if state:
-        engine = runner.restore(cq, zlib.decompress(state), **options)
     else:
-        engine = runner(cq, **options)
+        runner = ColumnarStream if plan is not None else Engine
+    if state:
+        runner = _RUNNERS.get(bytes(state[:1]))  # Spark hands binary state over as a bytearray
+        if runner is None or (runner is TrendExtractor) != (cfg.mode == "cet"):
+            raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
+        engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[1:]), **options)
+    else:
+        engine = runner(_query(runner, plan, cq), **options)
     kind = engine.validator.time_kind
     engine.expect(engine_watermark(kind, watermark_ms))
-    for rec in records:
-        engine.add(rec)
-        if engine.validator.time_kind != kind:  # the first valid event fixed the unit
-            kind = engine.validator.time_kind
-            engine.expect(engine_watermark(kind, watermark_ms))
+    if isinstance(engine, ColumnarStream):
+        engine.add_many(records, lambda k: engine_watermark(k, watermark_ms))
+    else:
+        for rec in records:
+            engine.add(rec)
+            if engine.validator.time_kind != kind:  # the first valid event fixed the unit
+                kind = engine.validator.time_kind
+                engine.expect(engine_watermark(kind, watermark_ms))
+    kind = engine.validator.time_kind
     rows = engine.advance(engine_watermark(kind, watermark_ms))
     out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
     if engine.idle:
         return out, None, None
-    return out, zlib.compress(engine.snapshot(), 1), timeout_ms(engine, watermark_ms)
+    return out, _TAGS[type(engine)] + zlib.compress(engine.snapshot(), 1), timeout_ms(engine, watermark_ms)
+
+
+def _query(runner: Any, plan: ColumnarPlan | None, cq: CompiledQuery) -> Any:
+    return plan if runner is ColumnarStream and plan is not None else cq
 
 
 def _row_output(cq: CompiledQuery, row: dict[str, Any]) -> dict[str, Any]:

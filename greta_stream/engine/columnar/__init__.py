@@ -108,11 +108,50 @@ class _Result:
 def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> _Result:
     """Result rows, dead letters and metrics, as the general engine gives them;
     raise `Unsupported` (before any result) when the input is not for us."""
-    cq, out = plan.cq, _Result()
+    out = _Result()
+    prep = prepare(plan, events, fields)
+    out.dead = prep.dead
+    out.rows = compute(plan, prep, events)
+    prep.metrics["partitions"] = 0
+    prep.metrics["rows_emitted"] = len(out.rows)
+    out.metrics = dict(prep.metrics)
+    return out
+
+
+@dataclass
+class Prepared:
+    """The valid events of the pattern type that can be in a trend (`good`:
+    their rows in the input; time, windows and needed attributes aligned with
+    it), and the dead letters of the other rows, in input order."""
+
+    good: np.ndarray
+    t: np.ndarray
+    kmin: np.ndarray
+    kmax: np.ndarray
+    cols: dict[str, Any]
+    int_time: bool
+    dead: list[DeadLetter]
+    metrics: Metrics
+
+
+def prepare(
+    plan: ColumnarPlan,
+    events: Input,
+    fields: FieldNames,
+    *,
+    late_before: Any = -math.inf,
+    validator: Validator | None = None,
+) -> Prepared:
+    """Validate and type `events`; `Unsupported` when they are not for us.
+
+    Events of the pattern type before `late_before` are dead-lettered as
+    "late", as the general engine does in streaming; `validator` (the
+    stream's, when given) words their dead letters."""
+    cq = plan.cq
     n = events.n
     metrics = Metrics(events_in=n)
-    validator = Validator(cq, fields)
-    validator.time_kind = NUMERIC
+    validator = validator or Validator(cq, fields)
+    dead: list[DeadLetter] = []
 
     # ---------------------------------------------- type, time, bad rows
     is_dict = events.is_dict()
@@ -130,6 +169,8 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     bad |= ~finite
     if (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
         raise Unsupported("times beyond 2**50 seconds")
+    if validator.time_kind is None and not bad.all():
+        validator.time_kind = NUMERIC
     is_t = np.zeros(n, bool)
     is_t[valid_type] = types[valid_type] == plan.type
 
@@ -160,14 +201,21 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
                 row_bad |= np.fromiter(
                     (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values))
         cols[attr] = col
-    good = rows_t[~row_bad]
-    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad]]))
+    late = np.zeros(len(rows_t), bool)
+    if late_before != -math.inf:
+        late = ~row_bad & (time.values[rows_t] < late_before)
+    keep = ~row_bad & ~late
+    good = rows_t[keep]
+    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late]]))
+    is_late = np.zeros(n, bool)
+    is_late[rows_t[late]] = True
     for i in bad_rows.tolist():
         dl = validator.validate(events.record(i), i)
+        if is_late[i] and not isinstance(dl, DeadLetter):
+            dl = DeadLetter("late", dl.attrs, f"time {dl.time} is behind the watermark {late_before}")
         if not isinstance(dl, DeadLetter):
             raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
-        out.dead.append(dl)
-    keep = ~row_bad
+        dead.append(dl)
     for attr, col in list(cols.items()):
         cols[attr] = _subset(col, keep)
     for attr in numeric_attrs | edge_attrs:
@@ -180,23 +228,38 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     others = int((valid_type & ~bad & ~is_t).sum())
     if others:
         metrics["events_other_type"] = others
-    for dl in out.dead:
+    for dl in dead:
         metrics.dead_letter(dl.reason)
+    metrics["events_processed"] = processed
 
-    # ---------------------------------------------- windows, partitions, order
+    # ---------------------------------------------- windows
     t = time.values[good]
     kmin, kmax = _windows(t, plan.within, plan.slide, time.kind == INT)
+    return Prepared(good, t, kmin, kmax, cols, time.kind == INT, dead, metrics)
+
+
+def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
+            k_to: int | None = None) -> list[dict[str, Any]]:
+    """Result rows of the windows k_from <= k < k_to (all when None) over the
+    prepared events; a window's row needs only the events in it."""
+    cq = plan.cq
+    kmin, kmax = prep.kmin, prep.kmax
+    if k_from is not None:
+        kmin = np.maximum(kmin, k_from)
+    if k_to is not None:
+        kmax = np.minimum(kmax, k_to - 1)
     inside = kmin <= kmax
-    metrics["events_processed"] = processed
-    t, kmin, kmax = t[inside], kmin[inside], kmax[inside]
-    cols = {a: _subset(c, inside) for a, c in cols.items()}
+    t, kmin, kmax = prep.t[inside], kmin[inside], kmax[inside]
+    cols = {a: _subset(c, inside) for a, c in prep.cols.items()}
     pid, group_of_part, group_values = _partitions(cq, cols, len(t))
     if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
-        firsts = good[inside][[g[1] for g in group_values]]
+        firsts = prep.good[inside][[g[1] for g in group_values]]
         raw = {a: events.raw(a, firsts) for a in cq.group_by}
         group_values = [tuple(_plain(raw[a][j]) for a in cq.group_by) for j in range(len(firsts))]
     else:
         group_values = [g[0] for g in group_values]
+
+    # ---------------------------------------------- partitions, order
     order = np.lexsort((t, pid))
     t, kmin, kmax, pid = t[order], kmin[order], kmax[order], pid[order]
     cols = {a: _subset(c, order) for a, c in cols.items()}
@@ -219,11 +282,7 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
     ncell = 1 + len(cells)
 
     parts_k, parts_p, parts_c, parts_m = _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell)
-    out.rows = _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
-    metrics["partitions"] = 0
-    metrics["rows_emitted"] = len(out.rows)
-    out.metrics = dict(metrics)
-    return out
+    return _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
 
 
 # ------------------------------------------------------------------ helpers

@@ -1,0 +1,210 @@
+"""Streaming with the columnar engine: each window is computed when it closes.
+
+A window's row needs only the events inside it (GRETA keeps one aggregate
+per window and vertex, and no trend crosses a window's bounds), so a stream
+does not have to carry the event graph from one micro-batch to the next. It
+keeps the valid events whose windows are not all reported yet; when the
+watermark passes the end of some windows, it runs the batch kernels over the
+kept events for exactly those windows, then forgets the events whose last
+window is among them. Every (event, window) pair is computed once over the
+whole stream, as in a batch run, so the rows are the batch rows (SEMANTICS.md
+section 6) and the per-event work is the kernel's, not Python's.
+
+`ColumnarStream` has the interface of `greta_stream.engine.Engine` that a
+streaming driver uses (`expect`, `add_many`, `advance`, `finish`,
+`snapshot`/`restore`, `idle`, `next_window_end`). Lateness is the general
+engine's: an event of the pattern type before the declared watermark is
+dead-lettered as "late". When some input is not for the columnar engine
+(`Unsupported`: timestamps, a SUM over ints and floats, ...), the stream
+hands over to a general `Engine` for good: it replays the kept events into
+it, lets it pass the windows already reported (their rows are dropped: they
+were emitted before) and delegates from then on.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare
+from greta_stream.engine.engine import Engine, _fingerprint
+from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.plan import Metrics
+from greta_stream.engine.timebase import NUMERIC, Timebase
+from greta_stream.errors import SnapshotError
+
+SNAPSHOT_FORMAT = 1
+
+DeadLetterSink = Callable[[DeadLetter], None]
+WatermarkOf = Callable[[str | None], Any]
+
+
+class ColumnarStream:
+    """Aggregates of one columnar query over a stream of micro-batches."""
+
+    def __init__(
+        self,
+        plan: ColumnarPlan | CompiledQuery,
+        *,
+        fields: FieldNames = FieldNames(),
+        dead_letter: DeadLetterSink | None = None,
+    ) -> None:
+        self.plan = plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan)
+        self.cq = self.plan.cq
+        self.fields = fields
+        self.dead_letter = dead_letter
+        self._validator = Validator(self.cq, fields)
+        self._metrics = Metrics()
+        self.events: list[dict[str, Any]] = []  # valid events with a window not reported yet
+        self.watermark: Any = -math.inf  # windows ending by it are reported
+        self.late_before: Any = -math.inf  # declared by `expect`
+        self.next_k: int | None = None  # first window not reported (None: none reported yet)
+        self.general: Engine | None = None  # the general engine, once it took over
+        w = self.cq.window
+        self.tb = Timebase.create(NUMERIC, w.within, w.slide)
+
+    @property
+    def validator(self) -> Validator:
+        return self.general.validator if self.general is not None else self._validator
+
+    @property
+    def metrics(self) -> Metrics:
+        return self.general.metrics if self.general is not None else self._metrics
+
+    # -------------------------------------------------------------- input
+    def expect(self, watermark: Any) -> None:
+        """Events before `watermark` are late from now on (see `Engine.expect`)."""
+        if self.general is not None:
+            self.general.expect(watermark)
+        self.late_before = max(self.late_before, watermark)
+
+    def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
+        """Validate a micro-batch and keep its events; bad and late ones are dead-lettered.
+
+        `watermark_of(time_kind)` is the declared watermark in a time unit:
+        the general engine, once it takes over, declares it again when the
+        first valid event fixes the unit (timestamps).
+        """
+        records = records if isinstance(records, list) else list(records)
+        if self.general is None:
+            try:
+                prep = prepare(self.plan, Input(records), self.fields,
+                               late_before=max(self.watermark, self.late_before), validator=self._validator)
+            except Unsupported as exc:
+                self._hand_over(str(exc))
+            else:
+                for name, value in prep.metrics.items():
+                    self.metrics.inc(name, value)
+                for dl in prep.dead:
+                    self._reject(dl)
+                self.events.extend(records[i] for i in prep.good.tolist())
+                return
+        engine = self.general
+        assert engine is not None
+        kind = engine.validator.time_kind
+        for rec in records:
+            engine.add(rec)
+            if watermark_of is not None and engine.validator.time_kind != kind:
+                kind = engine.validator.time_kind
+                engine.expect(watermark_of(kind))
+
+    def _reject(self, dl: DeadLetter) -> None:
+        if self.dead_letter is not None:
+            self.dead_letter(dl)
+
+    # --------------------------------------------------------- processing
+    def advance(self, watermark: Any) -> list[dict[str, Any]]:
+        """Rows of every window that ends by `watermark` and was not reported."""
+        if self.general is not None:
+            return self.general.advance(watermark)
+        if watermark <= self.watermark:
+            return []
+        target = None if watermark == math.inf else self.tb.first_window(watermark)
+        if not self.events:
+            self.watermark, self.next_k = watermark, target
+            return []
+        inp = Input(self.events)
+        try:
+            prep = prepare(self.plan, inp, self.fields)
+            rows = compute(self.plan, prep, inp, self.next_k, target)
+        except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
+            self._hand_over(str(exc))
+            assert self.general is not None
+            return self.general.advance(watermark)
+        self.watermark, self.next_k = watermark, target
+        keep = np.zeros(0, np.int64) if target is None else prep.good[prep.kmax >= target]
+        self.events = [self.events[i] for i in keep.tolist()]
+        self.metrics.inc("rows_emitted", len(rows))
+        return rows
+
+    def finish(self) -> list[dict[str, Any]]:
+        """End of input: report every window."""
+        return self.advance(math.inf)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing kept: safe to drop entirely."""
+        return self.general.idle if self.general is not None else not self.events
+
+    def next_window_end(self) -> Any:
+        """End of the first window not yet reported (after the watermark), or None."""
+        if self.general is not None:
+            return self.general.next_window_end()
+        if not self.events or self.watermark == math.inf:
+            return None
+        t = self.watermark
+        if t == -math.inf:
+            t = min(r[self.fields.time] for r in self.events)
+        return self.tb.end(self.tb.first_window(t))
+
+    def _hand_over(self, why: str) -> None:
+        """Continue on the general engine, from the kept events."""
+        engine = Engine(self.cq, fields=self.fields, dead_letter=self.dead_letter)
+        engine.add_many(self.events)
+        if self.watermark != -math.inf:
+            engine.advance(self.watermark)  # these windows were reported already: drop their rows
+        engine.expect(self.late_before)
+        engine.metrics.clear()
+        engine.metrics.update(self._metrics)
+        engine.metrics.inc("columnar_hand_overs")
+        self.general, self.events = engine, []
+        self.handed_over_because = why
+
+    # ----------------------------------------------------------- snapshot
+    def snapshot(self) -> bytes:
+        """State as bytes (format-versioned, tied to the query text)."""
+        state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": _fingerprint(self.cq)}
+        if self.general is not None:
+            state["general"] = self.general.snapshot()
+        else:
+            state.update(events=self.events, watermark=self.watermark, late_before=self.late_before,
+                         next_k=self.next_k, time_kind=self.validator.time_kind, metrics=dict(self.metrics))
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, query: ColumnarPlan | CompiledQuery, data: bytes, **kwargs: Any) -> ColumnarStream:
+        """A stream that continues exactly where `snapshot()` left off."""
+        stream = cls(query, **kwargs)
+        try:
+            state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
+        except Exception as exc:  # noqa: BLE001
+            raise SnapshotError(f"cannot read columnar stream state: {exc}") from exc
+        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
+            raise SnapshotError("unsupported columnar stream state format")
+        if state["query"] != _fingerprint(stream.cq):
+            raise SnapshotError("columnar stream state belongs to a different query")
+        if "general" in state:
+            stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
+                                            dead_letter=stream.dead_letter)
+            return stream
+        stream.events = state["events"]
+        stream.watermark, stream.late_before = state["watermark"], state["late_before"]
+        stream.next_k = state["next_k"]
+        stream._validator.time_kind = state["time_kind"]
+        stream._metrics.update(state["metrics"])
+        return stream
