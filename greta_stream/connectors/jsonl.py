@@ -4,6 +4,11 @@ Python refuses to convert ints of more than 4,300 digits to or from text by
 default (a guard against untrusted input). Trend counts routinely pass that
 (a million events give counts of ~27,000 digits), so this module converts
 big ints by splitting them in halves: exact, no global switch flipped.
+
+`loads` parses with orjson (about 4x the json module on event records) and
+gives exactly what the json module gives: lines orjson would read
+differently (ints past 64 bits, which it turns into floats) or refuses
+(NaN, Infinity, lone surrogates, malformed text) go to the json module.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
+
+import orjson
 
 from greta_stream.engine.ingest import DeadLetter
 
@@ -66,9 +73,33 @@ def dumps(row: dict[str, Any]) -> str:
     return encode_value(row)
 
 
+_BIG = 2.0**63  # orjson reads an int outside [-2**63, 2**64) as a float of at least this size
+
+
 def loads(line: str) -> Any:
-    """Parse one JSON value, accepting ints of any length."""
+    """Parse one JSON value, accepting ints of any length (and NaN and Infinity, as json does)."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass  # NaN, Infinity, a lone surrogate, or malformed: the json module has the last word
+    else:
+        if not _maybe_long_int(value):
+            return value
     return json.loads(line, parse_int=text_to_int)
+
+
+def _maybe_long_int(value: Any) -> bool:
+    """A float as large as an int orjson turned into one (in lists and objects too)."""
+    t = type(value)
+    items = value.values() if t is dict else value if t is list else (value,)
+    for x in items:
+        t = type(x)
+        if t is float:
+            if not -_BIG < x < _BIG:
+                return True
+        elif (t is dict or t is list) and _maybe_long_int(x):
+            return True
+    return False
 
 
 def read_events(source: TextIO | Path | str) -> Iterator[dict[str, Any] | DeadLetter]:

@@ -97,3 +97,24 @@ def test_sum_is_int_only_for_int_values(values: list, expected: type) -> None:
     events = [{"type": "A", "time": i, "v": v} for i, v in enumerate(values)]
     (row,) = evaluate("RETURN SUM(A.v), MIN(A.v) PATTERN A+ WITHIN 1 min", events)
     assert type(row["sum_A_v"]) is expected and row["min_A_v"] == 1 and type(row["min_A_v"]) is int
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1}', '{"a": 1.0}', '{"a": -0.0}', '{"a": 1E5}', '{"a": 5e-324}', '{"a":1,"a":2}', '[1]', '"x"', ' 1.5 ',
+    '{"a": 1e400}', '{"a": NaN}', '{"a": -Infinity}', '{"a": "\\ud800"}', '{"a": "é"}',
+    '{"a": 9223372036854775807}', '{"a": -9223372036854775808}', '{"a": -9223372036854775809}',
+    '{"a": 18446744073709551615}', '{"a": 18446744073709551616}', '{"a": [1, {"b": 123456789012345678901234567890}]}',
+    '{"a": "' + "7" * 30 + '"}',
+])
+def test_loads_gives_what_the_json_module_gives(text: str) -> None:
+    import json
+
+    want = json.loads(text)
+    got = loads(text)
+    assert repr(got) == repr(want)
+
+
+@pytest.mark.parametrize("text", ["{oops", "", "[1,", '{"a": 01}', "nul"])
+def test_loads_refuses_what_the_json_module_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        loads(text)

@@ -36,10 +36,16 @@ class Column:
 
 
 class Input:
-    """Events as columns, and each record as the general engine would see it."""
+    """Events as columns, and each record as the general engine would see it.
+
+    `events` is a list (or iterable) of records, a pandas DataFrame, or
+    (`Input.of_columns`) valid records kept as one list of raw values per
+    field, None where absent.
+    """
 
     def __init__(self, events: Any) -> None:
         self.frame = events if hasattr(events, "columns") and hasattr(events, "to_dict") else None
+        self.fields: dict[str, list[Any]] | None = None
         if self.frame is not None:
             self.records: list[Any] = []
             self.n = len(self.frame)
@@ -47,8 +53,14 @@ class Input:
             self.records = events if isinstance(events, list) else list(events)
             self.n = len(self.records)
 
+    @classmethod
+    def of_columns(cls, fields: dict[str, list[Any]], n: int) -> Input:
+        inp = cls([])
+        inp.fields, inp.n = fields, n
+        return inp
+
     def is_dict(self) -> np.ndarray:
-        if self.frame is not None:
+        if self.frame is not None or self.fields is not None:
             return np.ones(self.n, bool)
         return np.fromiter((type(r) is dict for r in self.records), bool, self.n)
 
@@ -59,6 +71,11 @@ class Input:
                 return [None] * (self.n if rows is None else len(rows))
             col = self.frame[name].to_numpy()
             return col if rows is None else col[rows]
+        if self.fields is not None:
+            values = self.fields.get(name)
+            if values is None:
+                return [None] * (self.n if rows is None else len(rows))
+            return values if rows is None else [values[i] for i in rows.tolist()]
         recs = self.records if rows is None else [self.records[i] for i in rows]
         return [r.get(name) if type(r) is dict else None for r in recs]
 
@@ -67,6 +84,8 @@ class Input:
 
     def record(self, i: int) -> Any:
         """Record i as `evaluate` hands it to the general engine."""
+        if self.fields is not None:
+            return {k: col[i] for k, col in self.fields.items() if col[i] is not None}
         if self.frame is None:
             return self.records[i]
         rec = self.frame.iloc[i].to_dict()
@@ -74,6 +93,8 @@ class Input:
 
     def materialized(self) -> Any:
         """The events for the general engine (a list is not consumed twice)."""
+        if self.fields is not None:
+            return [self.record(i) for i in range(self.n)]
         return self.frame if self.frame is not None else self.records
 
 

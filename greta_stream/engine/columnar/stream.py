@@ -3,7 +3,8 @@
 A window's row needs only the events inside it (GRETA keeps one aggregate
 per window and vertex, and no trend crosses a window's bounds), so a stream
 does not have to carry the event graph from one micro-batch to the next. It
-keeps the valid events whose windows are not all reported yet; when the
+keeps the valid events whose windows are not all reported yet (as columns:
+one list of raw values per field the query reads); when the
 watermark passes the end of some windows, it runs the batch kernels over the
 kept events for exactly those windows, then forgets the events whose last
 window is among them. Every (event, window) pair is computed once over the
@@ -60,7 +61,11 @@ class ColumnarStream:
         self.dead_letter = dead_letter
         self._validator = Validator(self.cq, fields)
         self._metrics = Metrics()
-        self.events: list[dict[str, Any]] = []  # valid events with a window not reported yet
+        # valid events with a window not reported yet: one list of raw values per field
+        self.names = [fields.type, fields.time, *sorted(set(self.cq.needed_by_type[self.plan.type]) - {
+            fields.type, fields.time})]
+        self.kept: dict[str, list[Any]] = {f: [] for f in self.names}
+        self.n_kept = 0
         self.watermark: Any = -math.inf  # windows ending by it are reported
         self.late_before: Any = -math.inf  # declared by `expect`
         self.next_k: int | None = None  # first window not reported (None: none reported yet)
@@ -102,7 +107,10 @@ class ColumnarStream:
                     self.metrics.inc(name, value)
                 for dl in prep.dead:
                     self._reject(dl)
-                self.events.extend(records[i] for i in prep.good.tolist())
+                good = [records[i] for i in prep.good.tolist()]
+                for f in self.names:
+                    self.kept[f].extend([r.get(f) for r in good])
+                self.n_kept += len(good)
                 return
         engine = self.general
         assert engine is not None
@@ -125,10 +133,10 @@ class ColumnarStream:
         if watermark <= self.watermark:
             return []
         target = None if watermark == math.inf else self.tb.first_window(watermark)
-        if not self.events:
+        if not self.n_kept:
             self.watermark, self.next_k = watermark, target
             return []
-        inp = Input(self.events)
+        inp = Input.of_columns(self.kept, self.n_kept)
         try:
             prep = prepare(self.plan, inp, self.fields)
             rows = compute(self.plan, prep, inp, self.next_k, target)
@@ -137,8 +145,9 @@ class ColumnarStream:
             assert self.general is not None
             return self.general.advance(watermark)
         self.watermark, self.next_k = watermark, target
-        keep = np.zeros(0, np.int64) if target is None else prep.good[prep.kmax >= target]
-        self.events = [self.events[i] for i in keep.tolist()]
+        keep = (np.zeros(0, np.int64) if target is None else prep.good[prep.kmax >= target]).tolist()
+        self.kept = {f: [col[i] for i in keep] for f, col in self.kept.items()}
+        self.n_kept = len(keep)
         self.metrics.inc("rows_emitted", len(rows))
         return rows
 
@@ -149,30 +158,30 @@ class ColumnarStream:
     @property
     def idle(self) -> bool:
         """Nothing kept: safe to drop entirely."""
-        return self.general.idle if self.general is not None else not self.events
+        return self.general.idle if self.general is not None else not self.n_kept
 
     def next_window_end(self) -> Any:
         """End of the first window not yet reported (after the watermark), or None."""
         if self.general is not None:
             return self.general.next_window_end()
-        if not self.events or self.watermark == math.inf:
+        if not self.n_kept or self.watermark == math.inf:
             return None
         t = self.watermark
         if t == -math.inf:
-            t = min(r[self.fields.time] for r in self.events)
+            t = min(self.kept[self.fields.time])
         return self.tb.end(self.tb.first_window(t))
 
     def _hand_over(self, why: str) -> None:
         """Continue on the general engine, from the kept events."""
         engine = Engine(self.cq, fields=self.fields, dead_letter=self.dead_letter)
-        engine.add_many(self.events)
+        engine.add_many(Input.of_columns(self.kept, self.n_kept).materialized())
         if self.watermark != -math.inf:
             engine.advance(self.watermark)  # these windows were reported already: drop their rows
         engine.expect(self.late_before)
         engine.metrics.clear()
         engine.metrics.update(self._metrics)
         engine.metrics.inc("columnar_hand_overs")
-        self.general, self.events = engine, []
+        self.general, self.kept, self.n_kept = engine, {f: [] for f in self.names}, 0
         self.handed_over_because = why
 
     # ----------------------------------------------------------- snapshot
@@ -182,7 +191,7 @@ class ColumnarStream:
         if self.general is not None:
             state["general"] = self.general.snapshot()
         else:
-            state.update(events=self.events, watermark=self.watermark, late_before=self.late_before,
+            state.update(kept=self.kept, n_kept=self.n_kept, watermark=self.watermark, late_before=self.late_before,
                          next_k=self.next_k, time_kind=self.validator.time_kind, metrics=dict(self.metrics))
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -202,7 +211,7 @@ class ColumnarStream:
             stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
                                             dead_letter=stream.dead_letter)
             return stream
-        stream.events = state["events"]
+        stream.kept, stream.n_kept = state["kept"], state["n_kept"]
         stream.watermark, stream.late_before = state["watermark"], state["late_before"]
         stream.next_k = state["next_k"]
         stream._validator.time_kind = state["time_kind"]
