@@ -36,7 +36,17 @@ import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.compiler.expressions import edge_sides
-from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Input, Unsupported, numeric
+from greta_stream.engine.columnar.columns import (
+    EXACT_FLOAT,
+    FLOAT,
+    INT,
+    MIXED,
+    OTHER,
+    Column,
+    Input,
+    Unsupported,
+    numeric,
+)
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.columnar.vector import predicate as vector_predicate
@@ -55,16 +65,61 @@ INT_SUM_LIMIT = 2**31  # |value| of an integer SUM attribute (one limb product)
 
 
 @dataclass(frozen=True)
+class State:
+    """One position of the pattern: an event type under an alias, once or Kleene."""
+
+    alias: str
+    type: str
+    kleene: bool
+
+
+@dataclass(frozen=True)
 class ColumnarPlan:
     """What the columnar engine needs of a query it covers."""
 
     cq: CompiledQuery
-    alias: str
-    type: str
+    states: tuple[State, ...]  # SEQ order; one state for `X+`
     edge: tuple[str, ast.Expr, ast.Expr] | None  # (op, predecessor side, new event side)
+    edge_state: int  # the Kleene state the edge predicate links to itself (-1: none)
     within: int
     slide: int
-    local: tuple[ast.Expr, ...] = ()  # local predicates of X, AND-ed
+    local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(s.type for s in self.states)
+
+    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """The kernel's wiring: (start, final, store_src, reads, keyed store);
+        see `kernel.run`. A Kleene state reads its own vertices (by the
+        index when the edge predicate is its), every later state the running
+        total of the state before it."""
+        n = len(self.states)
+        src: list[int] = []
+        keyed = -1
+        total: dict[int, int] = {}  # state -> its running-total store
+        reads: list[tuple[int, int]] = []
+        for i, state in enumerate(self.states):
+            if state.kleene:
+                src.append(i)
+                if i == self.edge_state:
+                    keyed = len(src) - 1
+                else:
+                    total[i] = len(src) - 1
+                reads.append((i, len(src) - 1))
+        for i in range(1, n):
+            if i - 1 not in total:
+                src.append(i - 1)
+                total[i - 1] = len(src) - 1
+            reads.append((i, total[i - 1]))
+        start = np.zeros(n, np.bool_)
+        start[0] = True
+        final = np.zeros(n, np.bool_)
+        final[n - 1] = True
+        table = np.zeros((n, len(src)), np.bool_)
+        for i, j in reads:
+            table[i, j] = True
+        return start, final, np.array(src, np.int64), table, keyed
 
 
 def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
@@ -72,30 +127,50 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
-    pattern = q.pattern
-    if not isinstance(pattern, ast.Kleene):
-        raise Unsupported("the pattern is not a single Kleene plus")
-    while isinstance(pattern, ast.Kleene):
-        pattern = pattern.inner
-    if not isinstance(pattern, ast.EventPattern):
-        raise Unsupported("the Kleene plus is not over one event type")
-    alias = pattern.alias
+    parts = q.pattern.parts if isinstance(q.pattern, ast.Seq) else (q.pattern,)
+    states = []
+    for part in parts:
+        kleene = isinstance(part, ast.Kleene)
+        while isinstance(part, ast.Kleene):
+            part = part.inner
+        if isinstance(part, ast.Not):
+            raise Unsupported("negation")
+        if not isinstance(part, ast.EventPattern):
+            raise Unsupported("a Kleene plus or SEQ over more than one event type")
+        states.append(State(part.alias, part.type, kleene))
+    if len({s.type for s in states}) < len(states):
+        raise Unsupported("one event type at several positions of the pattern")
     if cq.run_components:
         raise Unsupported("equivalence attributes of some aliases only")
+    index = {s.alias: i for i, s in enumerate(states)}
+
+    def state_of(e: ast.Expr) -> int:
+        aliases = {r.alias for r in ast.expr_refs(e)}
+        if None in aliases and len(states) == 1:
+            aliases = (aliases - {None}) | {states[0].alias}
+        if len(aliases) != 1 or None in aliases:
+            raise Unsupported("a predicate over several aliases")
+        return index[aliases.pop()]
+
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
-    local = tuple(e for e in conditions if not any(r.next for r in ast.expr_refs(e)))
+    local = tuple((state_of(e), e) for e in conditions if not any(r.next for r in ast.expr_refs(e)))
     edges = [e for e in conditions if any(r.next for r in ast.expr_refs(e))]
     if len(edges) > 1:
         raise Unsupported("more than one edge predicate")
-    edge = None
+    edge, edge_state = None, -1
     if edges:
         edge = edge_sides(edges[0])
         if edge is None:
             raise Unsupported("the edge predicate is not a comparison of X with NEXT(X)")
+        edge_state = state_of(edges[0])
+        if not states[edge_state].kleene:
+            raise Unsupported("an edge predicate of an alias that is not Kleene")
+    if len(states) > 1 and any(f.kind in ("min", "max") for f in cq.fields):
+        raise Unsupported("MIN or MAX over a SEQ pattern")
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return ColumnarPlan(cq, alias, pattern.type, edge, int(within), int(slide), local)
+    return ColumnarPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local)
 
 
 class _Result:
@@ -120,11 +195,12 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
 
 @dataclass
 class Prepared:
-    """The valid events of the pattern type that can be in a trend (`good`:
-    their rows in the input; time, windows and needed attributes aligned with
-    it), and the dead letters of the other rows, in input order."""
+    """The valid events of the pattern's types that can be in a trend (`good`:
+    their rows in the input; state, time, windows and needed attributes
+    aligned with it), and the dead letters of the other rows, in input order."""
 
     good: np.ndarray
+    state: np.ndarray  # position of each event's type in the pattern
     t: np.ndarray
     kmin: np.ndarray
     kmax: np.ndarray
@@ -171,35 +247,47 @@ def prepare(
         raise Unsupported("times beyond 2**50 seconds")
     if validator.time_kind is None and not bad.all():
         validator.time_kind = NUMERIC
-    is_t = np.zeros(n, bool)
-    is_t[valid_type] = types[valid_type] == plan.type
+    state = np.full(n, -1, np.int64)
+    for i, typ in enumerate(plan.types):
+        state[valid_type & (types == typ)] = i
+    is_t = state >= 0
 
-    # ---------------------------------------------- attributes of the pattern type
+    # ---------------------------------------------- attributes of the pattern types
     rows_t = np.flatnonzero(is_t & ~bad)
-    needed = cq.needed_by_type[plan.type]
-    numeric_attrs = cq.numeric_by_type[plan.type]
+    st_t = state[rows_t]
+    needed = set().union(*(cq.needed_by_type[t] for t in plan.types))
+    numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
     key_attrs = list(cq.common)
     edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
     cols: dict[str, Any] = {}
     row_bad = np.zeros(len(rows_t), bool)
+
+    def of_types(attr: str, by_type: dict[str, Any]) -> np.ndarray:
+        """Rows of the types whose events need `attr` (as `by_type` says)."""
+        return np.isin(st_t, [i for i, t in enumerate(plan.types) if attr in by_type[t]])
+
     for attr in sorted(needed):
         col = events.column(attr, rows_t)
-        row_bad |= col.null
+        need = of_types(attr, cq.needed_by_type)
+        row_bad |= col.null & need
         if attr in key_attrs:
             if col.kind in (FLOAT, MIXED):
-                row_bad |= np.isnan(col.values)
+                row_bad |= np.isnan(col.values) & need
             elif col.kind == OTHER:
                 row_bad |= np.fromiter(
                     (isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)) for v in col.values),
                     bool, len(col.values),
-                )
+                ) & need
         if attr in numeric_attrs:
-            row_bad |= ~col.number & ~col.null
+            num = of_types(attr, cq.numeric_by_type)
+            row_bad |= ~col.number & ~col.null & num
             if col.kind in (FLOAT, MIXED):
-                row_bad |= ~np.isfinite(col.values) & ~col.null
+                row_bad |= ~np.isfinite(col.values) & ~col.null & num
             elif col.kind == OTHER:
                 row_bad |= np.fromiter(
-                    (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values))
+                    (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values)) & num
+        if col.kind in (FLOAT, MIXED) and col.null.any():  # absent where not needed: 0, never NaN
+            col = Column(col.kind, np.where(col.null, 0.0, col.values), col.null, col.number)
         cols[attr] = col
     late = np.zeros(len(rows_t), bool)
     if late_before != -math.inf:
@@ -220,10 +308,11 @@ def prepare(
         cols[attr] = _subset(col, keep)
     for attr in numeric_attrs | edge_attrs:
         cols[attr] = _numbers(attr, cols[attr], exact_float=attr in edge_attrs)
+    st_good = st_t[keep]
     processed = len(good)
-    if plan.local:  # events failing X's local predicates are in no trend: drop them
-        mask = _local_mask(plan, cols, len(good))
-        good = good[mask]
+    if plan.local:  # events failing their alias's local predicates are in no trend: drop them
+        mask = _local_mask(plan, cols, st_good)
+        good, st_good = good[mask], st_good[mask]
         cols = {a: _subset(c, mask) for a, c in cols.items()}
     others = int((valid_type & ~bad & ~is_t).sum())
     if others:
@@ -235,7 +324,7 @@ def prepare(
     # ---------------------------------------------- windows
     t = time.values[good]
     kmin, kmax = _windows(t, plan.within, plan.slide, time.kind == INT)
-    return Prepared(good, t, kmin, kmax, cols, time.kind == INT, dead, metrics)
+    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics)
 
 
 def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
@@ -249,7 +338,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     if k_to is not None:
         kmax = np.minimum(kmax, k_to - 1)
     inside = kmin <= kmax
-    t, kmin, kmax = prep.t[inside], kmin[inside], kmax[inside]
+    t, kmin, kmax, st = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside]
     cols = {a: _subset(c, inside) for a, c in prep.cols.items()}
     pid, group_of_part, group_values = _partitions(cq, cols, len(t))
     if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
@@ -261,7 +350,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
 
     # ---------------------------------------------- partitions, order
     order = np.lexsort((t, pid))
-    t, kmin, kmax, pid = t[order], kmin[order], kmax[order], pid[order]
+    t, kmin, kmax, pid, st = t[order], kmin[order], kmax[order], pid[order], st[order]
     cols = {a: _subset(c, order) for a, c in cols.items()}
     m = len(t)
     newt = np.ones(m, bool)
@@ -269,10 +358,10 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
         newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
     offsets = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]] if m else np.zeros(0, bool))
     offsets = np.append(offsets, m).astype(np.int64)
-    gr, gq, point = _ranks(plan, cols, m)
+    gr, gq, point = _ranks(plan, cols, st)
 
     # ---------------------------------------------- aggregate cells
-    cells, sums, mms = _cells(cq, cols, m)
+    cells, sums, mms = _cells(plan, cols, st)
     width = max((c[1].shape[1] for c in cells), default=1)
     mult = np.zeros((m, len(cells), width), np.uint64)
     for j, (_, digits) in enumerate(cells):
@@ -281,7 +370,8 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
     ncell = 1 + len(cells)
 
-    parts_k, parts_p, parts_c, parts_m = _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell)
+    parts_k, parts_p, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax,
+                                              ncell)
     return _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
 
 
@@ -290,8 +380,8 @@ def _subset(col: Any, sel: np.ndarray) -> Any:
     return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
 
 
-def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> np.ndarray:
-    """Rows that pass every local predicate of X."""
+def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> np.ndarray:
+    """Rows that pass every local predicate of their alias."""
 
     class Numbers(dict):  # type: ignore[type-arg]
         def __missing__(self, attr: str) -> np.ndarray:
@@ -302,9 +392,11 @@ def _local_mask(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> np.ndarray:
         col = cols[attr]
         return col.values.tolist()
 
+    m = len(st)
     mask = np.ones(m, bool)
-    for e in plan.local:
-        mask &= vector_predicate(e, Numbers(), raw, m)
+    with np.errstate(all="ignore"):  # rows of other aliases may divide by zero: they are not judged
+        for i, e in plan.local:
+            mask &= vector_predicate(e, Numbers(), raw, m) | (st != i)
     return mask
 
 
@@ -372,13 +464,16 @@ def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
-def _ranks(plan: ColumnarPlan, cols: dict[str, Any], m: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """Global key rank of each event as a predecessor (gr) and what its probe
-    admits: a prefix length of ranks (order ops) or one rank (point, -1: none)."""
+def _ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Global key rank of each event of the edge predicate's state as a
+    predecessor (gr) and what its probe admits: a prefix length of ranks
+    (order ops) or one rank (point, -1: none); 0 for events of other states."""
+    m = len(st)
     if plan.edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
     op, x_side, y_side = plan.edge
-    values = {a: c.values.astype(np.float64) for a, c in cols.items() if c.kind != OTHER}
+    mine = st == plan.edge_state
+    values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
     key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
     probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
     if op in (">", ">="):  # admitted keys are the large ones: reverse the order
@@ -397,32 +492,38 @@ DIGIT_BITS = 32  # a SUM value enters as a multiplier in digits of one limb each
 MAX_DIGITS = 40
 
 
-def _cells(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[list, dict, list]:
+def _cells(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[list, dict, list]:
     """Exact cells with their own multipliers per event, in 32-bit digits
     (n, digits): COUNT(X) (multiplier 1) and, per SUM/AVG value, |value| *
     2**scale for the positive and for the negative values
     (`sums[field] = (scale, digits, signs, kind)`); MIN/MAX with their values."""
+    cq, m = plan.cq, len(st)
+    state_of = {s.alias: i for i, s in enumerate(plan.states)}
     cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
     sums: dict[int, tuple[int, int, tuple[str, ...], str]] = {}
     mms: list[tuple[str, np.ndarray, int, str]] = []
     for i, f in enumerate(cq.fields):
+        mine = st == state_of[f.alias]  # the field's alias: other events add nothing
         if f.kind == "count":
-            cells.append(((i, "n"), np.ones((m, 1), np.uint64)))
+            cells.append(((i, "n"), mine.astype(np.uint64)[:, None]))
             continue
-        col = cols[f.attr]
+        col = _subset(cols[f.attr], mine) if len(plan.states) > 1 else cols[f.attr]
         if f.kind == "sum":
             if col.kind == MIXED:
                 raise Unsupported(f"SUM over a mix of ints and floats ({f.attr!r})")
             scale, mag, shift, negative = _magnitudes(col)
-            top = int((shift + 53).max()) if col.kind == FLOAT and m else 64
+            top = int((shift + 53).max()) if col.kind == FLOAT and len(col.values) else 64
             digits = max(1, -(-top // DIGIT_BITS))
             if digits > MAX_DIGITS:
                 raise Unsupported(f"SUM values of {f.attr!r} span too many bits")
             signs = tuple(sg for sg, sel in (("+", ~negative), ("-", negative)) if (sel & (mag != 0)).any())
             for sg in signs:
                 sel = negative if sg == "-" else ~negative
-                cells.append(((i, sg), np.stack([np.where(sel, _digit(mag, shift, d), 0).astype(np.uint64)
-                                                 for d in range(digits)], axis=1)))
+                own = np.stack([np.where(sel, _digit(mag, shift, d), 0).astype(np.uint64) for d in range(digits)],
+                               axis=1)
+                full = np.zeros((m, digits), np.uint64)
+                full[mine] = own
+                cells.append(((i, sg), full))
             sums[i] = (scale, digits, signs, col.kind)
         else:
             if col.kind != FLOAT and col.kind != INT:
@@ -457,7 +558,7 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
     return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
 
 
-def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
+def _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
     """The kernel over every partition, restarting with more limbs on overflow."""
     from greta_stream.engine.columnar import kernel
 
@@ -465,6 +566,7 @@ def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell):  #
     if m == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
+    start, final, store_src, reads, keyed = plan.stores()
     span = max(kwidth + (kwidth + 1) // 2, 8)  # epochs of half a window: memory ~ 1.5 windows x 1.5 K lanes
     eps = kernel.epochs(offsets, kmin, kmax, span)
     ep_part = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(eps[:, 0], offsets)))
@@ -478,7 +580,8 @@ def _run(offsets, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell):  #
         limbs, first, pieces = START_LIMBS, lo, []
         while True:
             status, nxt, rows, ok, op, oc, om = kernel.run(
-                eps, ep_part, first, hi, kmin, kmax, newt, gr, gq, point, mult, mmval, mmax, ncell, limbs,
+                eps, ep_part, first, hi, kmin, kmax, newt, st, start, final, store_src, reads, keyed, gr, gq, point,
+                mult, mmval, mmax, ncell, limbs,
                 kwidth, int(rows_of[first:hi].sum()),
             )
             pieces.append((ok[:rows], op[:rows], oc[:rows], om[:rows]))

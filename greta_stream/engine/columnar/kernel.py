@@ -1,8 +1,11 @@
 """Numba kernels of the columnar engine: Kleene propagation over arrays.
 
-One call processes every partition of a single-Kleene pattern (`X+`): the
-events arrive sorted by (partition, time) as plain arrays and nothing on the
-path is a Python object. Per event, its intermediate aggregates for every
+One call processes every partition of a pattern `X+` or a SEQ of event
+types, each once or Kleene (`SEQ(S, M+, E)`): the events arrive sorted by
+(partition, time) as plain arrays with their state in the SEQ, and nothing
+on the path is a Python object. A state reads running totals of the states
+before it (no predicate: every earlier vertex is a predecessor) and, when
+Kleene with the edge predicate, its own vertices through the index. Per event, its intermediate aggregates for every
 window it falls in (GRETA sections 4 and 6) are one lane each, and:
 
 - **counts are exact** multi-limb integers: `L` limbs of 32 bits held in
@@ -151,6 +154,12 @@ def run(
     kmin: np.ndarray,
     kmax: np.ndarray,
     newt: np.ndarray,  # event starts a new time stamp within its partition
+    st: np.ndarray,  # state of each event (its position in the SEQ)
+    start: np.ndarray,  # (states,) bool: a trend starts at this state
+    final: np.ndarray,  # (states,) bool: a trend ends at this state
+    store_src: np.ndarray,  # (stores,) state whose vertices a store sums
+    reads: np.ndarray,  # (states, stores) bool: the stores an event of a state reads
+    keyed: int,  # the store indexed by the edge predicate's key (-1: none)
     gr: np.ndarray,  # global rank of the event's key (as a predecessor)
     gq: np.ndarray,  # prefix length (order) or bucket rank (point, -1 = none) of its probe
     point: bool,
@@ -166,8 +175,14 @@ def run(
     disjoint ranges of partitions run in parallel threads). Returns (status, next epoch,
     rows, out_k, out_part, out_c, out_m); on OVERFLOW `next epoch`
     is the first epoch of the partition that overflowed, whose rows are not
-    in the output: rerun from there with more limbs."""
+    in the output: rerun from there with more limbs.
+
+    States and stores: an event of state s reads the stores of `reads[s]`
+    (the keyed one by its probe, the others whole: a running total), starts
+    a trend of its own if `start[s]`, and joins every store summing state s;
+    the vertices of final states add up to the windows' results."""
     nm = mmval.shape[1]
+    nstore = store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
     out_k = np.empty(rows_cap, np.int64)
     out_part = np.empty(rows_cap, np.int64)
@@ -183,6 +198,7 @@ def run(
     part_rows = 0  # rows of the current partition's first epoch
     cur_part = -1
     part_first_ep = first_ep
+    kstate = store_src[keyed] if keyed >= 0 else -1
     for x in range(first_ep, end_ep):
         a, b = eps[x, 0], eps[x, 1]
         if ep_part[x] != cur_part:
@@ -207,15 +223,20 @@ def run(
             for u in range(i0, a):
                 vc[u - i0] = vc[u - base]
         base = i0
-        keys = np.unique(gr[i0:b])
+        # nodes 1..m: the keyed store (a Fenwick tree or buckets over key
+        # ranks); node m + 1 + j: the running total of store j otherwise
+        if kstate >= 0:
+            keys = np.unique(gr[i0:b][st[i0:b] == kstate])
+        else:
+            keys = np.zeros(0, np.int64)
         m = keys.shape[0]
-        nodes = np.zeros((m + 1, ncell, limbs, width), np.uint64)
+        nodes = np.zeros((m + 1 + nstore, ncell, limbs, width), np.uint64)
         res = np.zeros((ncell, limbs, width), np.uint64)
         mres = np.empty((nm, width), np.float64)
         for q in range(nm):
             mres[q, :] = -np.inf if mmax[q] else np.inf
         has = np.zeros(width, np.bool_)
-        used = np.zeros(m + 1, np.int64)
+        used = np.zeros(m + 1 + nstore, np.int64)
         # rebuild from the live vertices, clipped to this epoch's windows, in
         # O(m) lane blocks: each into its own node, then every node into its
         # Fenwick parent once
@@ -223,11 +244,14 @@ def run(
             off = kmin[u] - lo
             nl = kmax[u] - kmin[u] + 1
             j0 = -off if off < 0 else 0
-            i = np.searchsorted(keys, gr[u]) + 1
             sig = _significant(vc[u - base], ncell, limbs, nl)
-            _add_node(nodes, i, vc[u - base], off, j0, nl, ncell, sig)
-            if sig > used[i]:
-                used[i] = sig
+            for js in range(nstore):
+                if store_src[js] != st[u]:
+                    continue
+                i = np.searchsorted(keys, gr[u]) + 1 if js == keyed else m + 1 + js
+                _add_node(nodes, i, vc[u - base], off, j0, nl, ncell, sig)
+                if sig > used[i]:
+                    used[i] = sig
         if not point and a > i0:
             for i in range(1, m + 1):
                 p = i + (i & (-i))
@@ -247,22 +271,30 @@ def run(
             for v in range(e, g1):
                 off = kmin[v] - lo
                 nl = kmax[v] - kmin[v] + 1
+                s = st[v]
                 for c in range(ncell):
                     for lb in range(limbs):
                         for j in range(nl):
                             acc[c, lb, j] = 0
-                if point:
-                    if gq[v] >= 0:
-                        idx = np.searchsorted(keys, gq[v])
-                        if idx < m and keys[idx] == gq[v]:
-                            _take_node(acc, nodes, idx + 1, off, nl, ncell, used[idx + 1])
-                else:
-                    i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
-                    while i > 0:
+                for js in range(nstore):
+                    if not reads[s, js]:
+                        continue
+                    if js != keyed:
+                        i = m + 1 + js
                         _take_node(acc, nodes, i, off, nl, ncell, used[i])
-                        i -= i & (-i)
-                for j in range(nl):
-                    acc[0, 0, j] += 1  # the event starts a trend in each of its windows
+                    elif point:
+                        if gq[v] >= 0:
+                            idx = np.searchsorted(keys, gq[v])
+                            if idx < m and keys[idx] == gq[v]:
+                                _take_node(acc, nodes, idx + 1, off, nl, ncell, used[idx + 1])
+                    else:
+                        i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
+                        while i > 0:
+                            _take_node(acc, nodes, i, off, nl, ncell, used[i])
+                            i -= i & (-i)
+                if start[s]:
+                    for j in range(nl):
+                        acc[0, 0, j] += 1  # the event starts a trend in each of its windows
                 over = _normalize(acc, 0, ncell, limbs, nl, carry)
                 if ncell > 1:
                     sig0 = _significant_cell(acc, 0, limbs, nl)
@@ -286,6 +318,11 @@ def run(
                     for lb in range(limbs):
                         for j in range(nl):
                             vc[slot, c, lb, j] = acc[c, lb, j]
+                if not final[s]:
+                    continue
+                for c in range(ncell):
+                    for lb in range(limbs):
+                        for j in range(nl):
                             res[c, lb, off + j] += acc[c, lb, j]
                 for q in range(nm):
                     val = mmval[v, q]
@@ -298,9 +335,18 @@ def run(
             for v in range(e, g1):
                 off = kmin[v] - lo
                 nl = kmax[v] - kmin[v] + 1
-                r = np.searchsorted(keys, gr[v])
                 sig = _significant(vc[v - base], ncell, limbs, nl)
-                _insert(nodes, used, r, m, point, vc[v - base], off, 0, nl, ncell, sig)
+                for js in range(nstore):
+                    if store_src[js] != st[v]:
+                        continue
+                    if js == keyed:
+                        r = np.searchsorted(keys, gr[v])
+                        _insert(nodes, used, r, m, point, vc[v - base], off, 0, nl, ncell, sig)
+                    else:
+                        i = m + 1 + js
+                        _add_node(nodes, i, vc[v - base], off, 0, nl, ncell, sig)
+                        if sig > used[i]:
+                            used[i] = sig
             e = g1
         for w in range(width):
             if not has[w]:

@@ -62,8 +62,8 @@ class ColumnarStream:
         self._validator = Validator(self.cq, fields)
         self._metrics = Metrics()
         # valid events with a window not reported yet: one list of raw values per field
-        self.names = [fields.type, fields.time, *sorted(set(self.cq.needed_by_type[self.plan.type]) - {
-            fields.type, fields.time})]
+        needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
+        self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
         self.kept: dict[str, list[Any]] = {f: [] for f in self.names}
         self.n_kept = 0
         self.watermark: Any = -math.inf  # windows ending by it are reported
