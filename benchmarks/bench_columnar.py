@@ -1,6 +1,6 @@
 """Columnar engine benchmark: ``greta_stream.evaluate(..., engine="columnar")``.
 
-Four tables, after a header naming the machine, the Python, the code version
+Five tables, after a header naming the machine, the Python, the code version
 and the exact command line, so that every number can be rebuilt:
 
 1. **Q1 throughput.** ``configs/q1_stock.greta`` (10-minute windows sliding
@@ -19,6 +19,10 @@ and the exact command line, so that every number can be rebuilt:
 4. **Events per window, one partition.** Q1 on one company in one sector at
    2k to 32k events per window (by rate), streams two windows long; time per
    event and the log-log slope of time vs events per window (least squares).
+5. **Q2 throughput (SEQ).** ``configs/q2_cluster.greta`` (``SEQ(Start S,
+   Measurement M+, End E)``, 1-minute windows sliding every 30 s) on
+   ``cluster`` data (10 mappers, 10 jobs) as table 1: 10k and 100k events
+   per window, columnar on a DataFrame and dicts, general on dicts.
 
 Every measurement runs in a fresh child process (this script with the hidden
 ``--one`` flag), one after another, so its peak RSS (``ru_maxrss``) is its
@@ -33,7 +37,7 @@ as ``> budget``; one whose RSS passes ``--mem-limit-mb`` (checked every
 are then ``skipped``.
 
 Where both engines ran on the same events (table 1: the general engine's
-size; table 3: both sizes) their rows are compared (same windows, groups and
+size; table 3: both sizes; table 5 as table 1) their rows are compared (same windows, groups and
 columns in the same order; integers exact, floats within a relative 1e-9);
 a mismatch is printed loudly and the exit status is 1.
 
@@ -107,9 +111,32 @@ def q1_text(predicate: str = Q1_PREDICATE) -> str:
     return variant
 
 
-def rate_for(per_window: int) -> float:
-    """Stock rate (events/s) giving ``per_window`` events per 10-minute window."""
-    return per_window / WINDOW_S
+def rate_for(per_window: int, window_s: float = WINDOW_S) -> float:
+    """Generator rate (events/s) giving ``per_window`` events per window of ``window_s``."""
+    return per_window / window_s
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A throughput table's query and data: generator name (``<name>`` and ``<name>_frame``), fixed parameters."""
+
+    number: str
+    title: str
+    text: str
+    generator: str
+    params: dict[str, Any]
+    window_s: float
+
+
+def q1_workload() -> Workload:
+    return Workload("1", "Q1 throughput: configs/q1_stock.greta (10 min windows, slide 10 s, GROUP-BY sector), "
+                    "stock(companies=100, sectors=10)", q1_text(), "stock", {}, WINDOW_S)
+
+
+def q2_workload() -> Workload:
+    text = (ROOT / "configs" / "q2_cluster.greta").read_text(encoding="utf-8")
+    return Workload("5", "Q2 throughput (SEQ): configs/q2_cluster.greta (1 min windows, slide 30 s, GROUP-BY mapper), "
+                    "cluster(mappers=10, jobs=10)", text, "cluster", {}, 60.0)
 
 
 # ------------------------------------------------------------ child process
@@ -120,7 +147,8 @@ def run_one(spec: dict[str, Any], result_file: Path) -> None:
     import greta_stream
 
     generators = _load_generators()
-    make = generators.stock_frame if spec["input"] == "frame" else generators.stock
+    name = spec.get("generator", "stock")
+    make = getattr(generators, f"{name}_frame" if spec["input"] == "frame" else name)
     text, engine, params = spec["query"], spec["engine"], spec["params"]
     warmup = make(WARMUP_EVENTS, seed=spec["seed"] + 1, **params)
     greta_stream.evaluate(text, warmup, engine=engine)
@@ -164,10 +192,12 @@ class Outcome:
 
 
 def spec_of(
-    query: str, engine: str, source: str, n: int, seed: int, keep_rows: bool = False, **params: Any
+    query: str, engine: str, source: str, n: int, seed: int, keep_rows: bool = False, generator: str = "stock",
+    **params: Any,
 ) -> dict[str, Any]:
-    """What a child measures: query text, engine, input kind, size, generator parameters."""
+    """What a child measures: query text, engine, input kind, size, generator and its parameters."""
     return {
+        "generator": generator,
         "query": query,
         "engine": engine,
         "input": source,
@@ -327,13 +357,9 @@ def _note(outcome: Outcome) -> None:
 # ------------------------------------------------------------ table 1: Q1 throughput
 
 
-def throughput_table(cfg: Config, report: Report) -> None:
-    text = q1_text()
-    print(
-        f"\n## 1. Q1 throughput: configs/q1_stock.greta (10 min windows, slide 10 s, GROUP-BY sector), "
-        f"stock(companies=100, sectors=10); budget {cfg.budget_s:g} s\n",
-        flush=True,
-    )
+def throughput_table(cfg: Config, report: Report, work: Workload) -> None:
+    text = work.text
+    print(f"\n## {work.number}. {work.title}; budget {cfg.budget_s:g} s\n", flush=True)
     table = Table([("engine", 8), ("input", 6), ("ev/window", 9), ("rate/s", 6), ("events", 9), *MEASURE_COLUMNS])
     table.header()
     kept: dict[tuple[int, int], Outcome] = {}
@@ -342,12 +368,14 @@ def throughput_table(cfg: Config, report: Report) -> None:
 
     def run(engine: str, source: str, per_window: int, n: int, skip: bool = False) -> Outcome:
         keep = engine == "general" or (n, per_window) == (general_n, general_w)
-        spec = spec_of(text, engine, source, n, cfg.seed, keep, rate=round(rate_for(per_window), 3))
+        spec = spec_of(text, engine, source, n, cfg.seed, keep, work.generator, **work.params,
+                       rate=round(rate_for(per_window, work.window_s), 3))
         outcome = Outcome("skipped") if skip else measure(spec, cfg.budget_s)
         lead = [engine, source, _k(per_window), f"{spec['params']['rate']:g}", f"{n:,}"]
         table.row(lead + measure_cells(n, outcome, cfg.budget_s))
         _note(outcome)
-        report.add(_record("throughput", outcome, engine=engine, input=source, per_window=per_window, events=n))
+        report.add(_record(f"throughput {work.generator}", outcome, engine=engine, input=source,
+                           per_window=per_window, events=n))
         return outcome
 
     for per_window in cfg.per_window:
@@ -361,7 +389,7 @@ def throughput_table(cfg: Config, report: Report) -> None:
     columnar = kept[(general_n, general_w)]
     verdict, difference = check(columnar, general)
     print(f"\ncolumnar vs general rows at {general_n:,} events, {_k(general_w)} per window: {verdict}", flush=True)
-    report.compare(f"table 1, {general_n:,} events, {_k(general_w)} per window", verdict, difference)
+    report.compare(f"table {work.number}, {general_n:,} events, {_k(general_w)} per window", verdict, difference)
     if columnar.status == "ok" and general.status == "ok":
         speedup = general.data["wall_s"] / columnar.data["wall_s"]
         print(f"speedup columnar (DataFrame) over general (dicts): {speedup:,.0f}x", flush=True)
@@ -609,10 +637,11 @@ def main(argv: list[str] | None = None) -> int:
     print_header(info, command, cfg, args.quick)
     report = Report()
     started = time.perf_counter()
-    throughput_table(cfg, report)
+    throughput_table(cfg, report, q1_workload())
     selectivity_table(cfg, report)
     groups_table(cfg, report)
     scaling_table(cfg, report)
+    throughput_table(cfg, report, q2_workload())
     print(f"\ntotal {time.perf_counter() - started:,.0f} s", flush=True)
     for mismatch in report.mismatches:
         banner = f"!!! MISMATCH: the columnar and general engines disagree on {mismatch}"
