@@ -602,6 +602,24 @@ def _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax, 
             np.concatenate([p[3] for p in pieces]))
 
 
+_WARM: list[bool] = []
+
+
+def warm_up() -> None:
+    """Load the compiled kernels (numba's on-disk cache) in this process now,
+    about a second, rather than in the middle of the first window that closes."""
+    if _WARM:
+        return
+    _WARM.append(True)
+    from greta_stream.engine.columnar import kernel
+
+    one = np.zeros(1, np.int64)
+    plan = ColumnarPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
+    _run(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
+         False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1)
+    kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
+
+
 def _rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values):  # noqa: ANN001, ANN202
     """Sum partial rows per (group, window) and build the result rows."""
     from greta_stream.engine.columnar import kernel

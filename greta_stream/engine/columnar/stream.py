@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare
+from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare, warm_up
 from greta_stream.engine.engine import Engine, _fingerprint
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
@@ -72,6 +72,7 @@ class ColumnarStream:
         self.general: Engine | None = None  # the general engine, once it took over
         w = self.cq.window
         self.tb = Timebase.create(NUMERIC, w.within, w.slide)
+        warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
 
     @property
     def validator(self) -> Validator:
