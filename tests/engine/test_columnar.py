@@ -643,7 +643,11 @@ def test_dataframe_nan_is_missing() -> None:
 
 
 UNCOVERED = [
-    "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT C c, B b) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, B b, NOT C c) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, D d), A a+) WITHIN 10 s",
+    "RETURN MAX(a.v) PATTERN SEQ(NOT C c, A a+) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WHERE [a.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, A b+) WITHIN 10 s",
     "RETURN MIN(b.v) PATTERN SEQ(A a, B b+) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v < NEXT(b).v WITHIN 10 s",

@@ -1,8 +1,9 @@
-"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)` and the like)
-against the general engine and the brute-force oracle.
+"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`
+and the like) against the general engine and the brute-force oracle.
 
-Random patterns of two or three positions of distinct event types, each
-once or Kleene, with at most one edge predicate (on a Kleene alias, linking
+Random patterns of two or three positions of distinct event types (or a
+leading `NOT D d` and one to three positions), each once or Kleene, an
+equivalence attribute of the positive alias only (Q3's `[P.vehicle]`), with at most one edge predicate (on a Kleene alias, linking
 it to its NEXT), local predicates on any alias, GROUP-BY and equivalence
 attributes, and COUNT/SUM/AVG over any alias; random streams of those types
 and one more, with ties and bad events. Streaming (micro-batches with
@@ -41,11 +42,17 @@ class SeqSpec:
 def seq_queries(draw) -> SeqSpec:
     n = draw(st.integers(2, 3))
     types = draw(st.permutations(["A", "B", "C"]))[:n]
+    neg = draw(st.booleans())
+    if neg:  # a leading NOT: an event type of its own, then one to three positive positions
+        n = draw(st.integers(1, 3))
+        types = types[:n]
     aliases = [t.lower() for t in types]
     kleene = [draw(st.booleans()) for _ in range(n)]
     if not any(kleene) and draw(st.booleans()):
         kleene[draw(st.integers(0, n - 1))] = True
     parts = [f"{t} {a}{'+' if k else ''}" for t, a, k in zip(types, aliases, kleene)]
+    if neg:
+        parts.insert(0, "NOT D d")
     where: list[str] = []
     ks = [a for a, k in zip(aliases, kleene) if k]
     if ks and draw(st.booleans()):
@@ -54,11 +61,11 @@ def seq_queries(draw) -> SeqSpec:
         x, y = draw(st.sampled_from([("v", "v"), ("f", "f"), ("v", "f")]))
         tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
         where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({a}).{y}")
-    for a in aliases:
+    for a in aliases + (["d"] if neg else []):
         if draw(st.integers(0, 3)) == 0:
             where.append(draw(st.sampled_from(["{a}.v > -2", "{a}.f < 8", "NOT ({a}.v = 1)"])).format(a=a))
     group_by = draw(st.sampled_from([[], ["g"], ["h"]]))
-    eq = draw(st.sampled_from([[], [], ["k"], ["k", "g"]]))
+    eq = draw(st.sampled_from([[], [], ["k"], ["k", "g"], [f"{aliases[0]}.k"] if len(aliases) == 1 else ["k"]]))
     if eq:
         where.append("[" + ", ".join(eq) + "]")
     where = draw(st.permutations(where))
@@ -85,13 +92,13 @@ def seq_queries(draw) -> SeqSpec:
     lines.append(window)
     text = "\n".join(lines)
     note(text)
-    return SeqSpec(text, types, numeric, aggregated)
+    return SeqSpec(text, [*types, *(["D"] if neg else [])], numeric, aggregated)
 
 
 @st.composite
 def seq_streams(draw, spec: SeqSpec, max_events: int = 40, dirty: bool | None = None) -> list:
     events = draw(streams(spec, max_events, dirty=dirty))  # types A (mostly) and B
-    pool = [*spec.types, *spec.types, "D"]
+    pool = [*spec.types, *spec.types, "D", "E"]
     for e in events:
         if isinstance(e, dict) and e.get("type") in ("A", "B"):
             e["type"] = draw(st.sampled_from(pool))

@@ -83,11 +83,19 @@ class ColumnarPlan:
     edge_state: int  # the Kleene state the edge predicate links to itself (-1: none)
     within: int
     slide: int
-    local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed
+    local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed; len(states): the NOT's
+    neg: State | None = None  # the leading `NOT N` of `SEQ(NOT N, ...)`, one event
+    part_attrs: tuple[str, ...] = ()  # partition attributes of the positive events (common ones first)
 
     @property
     def types(self) -> tuple[str, ...]:
-        return tuple(s.type for s in self.states)
+        """Types of the positive states, then the negated one."""
+        return tuple(s.type for s in self.states) + ((self.neg.type,) if self.neg else ())
+
+    @property
+    def neg_state(self) -> int:
+        """The state number the negated events get."""
+        return len(self.states)
 
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         """The kernel's wiring: (start, final, store_src, reads, keyed store);
@@ -128,6 +136,12 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
     if q.trends:
         raise Unsupported("RETURN TRENDS")
     parts = q.pattern.parts if isinstance(q.pattern, ast.Seq) else (q.pattern,)
+    neg = None
+    if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
+        if not isinstance(parts[0].inner, ast.EventPattern):
+            raise Unsupported("a leading NOT of more than one event")
+        neg = State(parts[0].inner.alias, parts[0].inner.type, False)
+        parts = parts[1:]
     states = []
     for part in parts:
         kleene = isinstance(part, ast.Kleene)
@@ -138,11 +152,16 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
         states.append(State(part.alias, part.type, kleene))
-    if len({s.type for s in states}) < len(states):
+    every = [*states, *([neg] if neg else [])]
+    if len({s.type for s in every}) < len(every):
         raise Unsupported("one event type at several positions of the pattern")
-    if cq.run_components:
-        raise Unsupported("equivalence attributes of some aliases only")
-    index = {s.alias: i for i, s in enumerate(states)}
+    positive = frozenset(s.alias for s in states)
+    run_attrs = []
+    for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
+        if not positive <= c.aliases or (neg is not None and neg.alias in c.aliases):
+            raise Unsupported("equivalence attributes of some positive aliases only")
+        run_attrs.append(c.attr)
+    index = {s.alias: i for i, s in enumerate(every)}
 
     def state_of(e: ast.Expr) -> int:
         aliases = {r.alias for r in ast.expr_refs(e)}
@@ -163,14 +182,15 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
         if edge is None:
             raise Unsupported("the edge predicate is not a comparison of X with NEXT(X)")
         edge_state = state_of(edges[0])
-        if not states[edge_state].kleene:
+        if edge_state >= len(states) or not states[edge_state].kleene:
             raise Unsupported("an edge predicate of an alias that is not Kleene")
-    if len(states) > 1 and any(f.kind in ("min", "max") for f in cq.fields):
-        raise Unsupported("MIN or MAX over a SEQ pattern")
+    if (len(states) > 1 or neg) and any(f.kind in ("min", "max") for f in cq.fields):
+        raise Unsupported("MIN or MAX over a SEQ pattern")  # the events in some trend: not every event
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return ColumnarPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local)
+    return ColumnarPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
+                        (*cq.common, *run_attrs))
 
 
 class _Result:
@@ -257,7 +277,7 @@ def prepare(
     st_t = state[rows_t]
     needed = set().union(*(cq.needed_by_type[t] for t in plan.types))
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
-    key_attrs = list(cq.common)
+    key_attrs = list(plan.part_attrs)
     edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
     cols: dict[str, Any] = {}
     row_bad = np.zeros(len(rows_t), bool)
@@ -333,14 +353,15 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     prepared events; a window's row needs only the events in it."""
     cq = plan.cq
     kmin, kmax = prep.kmin, prep.kmax
+    kneg = _negated_starts(plan, prep)
     if k_from is not None:
         kmin = np.maximum(kmin, k_from)
     if k_to is not None:
         kmax = np.minimum(kmax, k_to - 1)
-    inside = kmin <= kmax
-    t, kmin, kmax, st = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside]
+    inside = (kmin <= kmax) & (prep.state != plan.neg_state)
+    t, kmin, kmax, st, kneg = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside], kneg[inside]
     cols = {a: _subset(c, inside) for a, c in prep.cols.items()}
-    pid, group_of_part, group_values = _partitions(cq, cols, len(t))
+    pid, group_of_part, group_values = _partitions(cq, plan.part_attrs, cols, len(t))
     if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
         firsts = prep.good[inside][[g[1] for g in group_values]]
         raw = {a: events.raw(a, firsts) for a in cq.group_by}
@@ -350,7 +371,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
 
     # ---------------------------------------------- partitions, order
     order = np.lexsort((t, pid))
-    t, kmin, kmax, pid, st = t[order], kmin[order], kmax[order], pid[order], st[order]
+    t, kmin, kmax, pid, st, kneg = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order]
     cols = {a: _subset(c, order) for a, c in cols.items()}
     m = len(t)
     newt = np.ones(m, bool)
@@ -370,8 +391,8 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
     ncell = 1 + len(cells)
 
-    parts_k, parts_p, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax,
-                                              ncell)
+    parts_k, parts_p, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
+                                              mmval, mmax, ncell)
     return _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
 
 
@@ -439,7 +460,38 @@ def _windows(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[np.nda
     return lo.astype(np.int64), hi.astype(np.int64)
 
 
-def _partitions(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+NO_BOUND = -(2**62)  # no window bound from a negated event
+
+
+def _negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
+    """Per event, the first window in which it may start a trend: with a
+    leading `NOT N`, a window whose start is after the last N event before
+    it in its partition of the common attributes (SEMANTICS.md section 3:
+    excluded if `window.start <= n.time < first.time`)."""
+    kneg = np.full(len(prep.t), NO_BOUND, np.int64)
+    if plan.neg is None or not len(prep.t):
+        return kneg
+    code = np.zeros(len(prep.t), np.int64)
+    for a in plan.cq.common:  # one code per partition of the NOT's events
+        c, uniques = pd.factorize(prep.cols[a].values, sort=False)
+        code, _ = pd.factorize(code * (len(uniques) + 1) + c, sort=False)
+    is_neg = prep.state == plan.neg_state
+    _, last = _windows(prep.t[is_neg], plan.within, plan.slide, prep.int_time)
+    bound = last + 1  # windows after the last one whose start is at or before the N event
+    for k in np.unique(code[is_neg]).tolist():
+        mine = is_neg & (code == k)
+        order = np.argsort(prep.t[mine], kind="stable")
+        times, bounds = prep.t[mine][order], bound[code[is_neg] == k][order]
+        starters = np.flatnonzero(~is_neg & (code == k))
+        before = np.searchsorted(times, prep.t[starters], side="left")  # N events strictly before
+        has = before > 0
+        # the latest N event before has the largest bound (bounds grow with time)
+        kneg[starters[has]] = np.maximum.accumulate(bounds)[before[has] - 1]
+    return kneg
+
+
+def _partitions(cq: CompiledQuery, part_attrs: tuple[str, ...], cols: dict[str, Any],
+                m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """Partition id per event, group id per partition, (group values, first event) per group id."""
     def ids(attrs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         code = np.zeros(m, np.int64)
@@ -451,7 +503,7 @@ def _partitions(cq: CompiledQuery, cols: dict[str, Any], m: int) -> tuple[np.nda
         first = np.unique(code, return_index=True)[1] if m else np.zeros(0, np.int64)
         return code, first
 
-    pid, _ = ids(cq.common)
+    pid, _ = ids(part_attrs)
     gid, gfirst = ids(cq.group_by)
     n_parts = int(pid.max()) + 1 if m else 0
     group_of_part = np.zeros(n_parts, np.int64)
@@ -558,7 +610,7 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
     return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
 
 
-def _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
+def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
     """The kernel over every partition, restarting with more limbs on overflow."""
     from greta_stream.engine.columnar import kernel
 
@@ -580,7 +632,8 @@ def _run(plan, offsets, kmin, kmax, newt, st, gr, gq, point, mult, mmval, mmax, 
         limbs, first, pieces = START_LIMBS, lo, []
         while True:
             status, nxt, rows, ok, op, oc, om = kernel.run(
-                eps, ep_part, first, hi, kmin, kmax, newt, st, start, final, store_src, reads, keyed, gr, gq, point,
+                eps, ep_part, first, hi, kmin, kmax, newt, st, kneg, start, final, store_src, reads, keyed, gr, gq,
+                point,
                 mult, mmval, mmax, ncell, limbs,
                 kwidth, int(rows_of[first:hi].sum()),
             )
@@ -616,7 +669,7 @@ def warm_up() -> None:
     one = np.zeros(1, np.int64)
     plan = ColumnarPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
     _run(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
-         False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1)
+         one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1)
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
 
 

@@ -155,6 +155,7 @@ def run(
     kmax: np.ndarray,
     newt: np.ndarray,  # event starts a new time stamp within its partition
     st: np.ndarray,  # state of each event (its position in the SEQ)
+    kneg: np.ndarray,  # first window in which the event may start a trend (a leading NOT's bound)
     start: np.ndarray,  # (states,) bool: a trend starts at this state
     final: np.ndarray,  # (states,) bool: a trend ends at this state
     store_src: np.ndarray,  # (stores,) state whose vertices a store sums
@@ -294,7 +295,8 @@ def run(
                             i -= i & (-i)
                 if start[s]:
                     for j in range(nl):
-                        acc[0, 0, j] += 1  # the event starts a trend in each of its windows
+                        if kmin[v] + j >= kneg[v]:
+                            acc[0, 0, j] += 1  # the event starts a trend in each of its windows
                 over = _normalize(acc, 0, ncell, limbs, nl, carry)
                 if ncell > 1:
                     sig0 = _significant_cell(acc, 0, limbs, nl)
