@@ -1,6 +1,6 @@
 """Columnar engine benchmark: ``greta_stream.evaluate(..., engine="columnar")``.
 
-Five tables, after a header naming the machine, the Python, the code version
+Six tables, after a header naming the machine, the Python, the code version
 and the exact command line, so that every number can be rebuilt:
 
 1. **Q1 throughput.** ``configs/q1_stock.greta`` (10-minute windows sliding
@@ -23,6 +23,10 @@ and the exact command line, so that every number can be rebuilt:
    Measurement M+, End E)``, 1-minute windows sliding every 30 s) on
    ``cluster`` data (10 mappers, 10 jobs) as table 1: 10k and 100k events
    per window, columnar on a DataFrame and dicts, general on dicts.
+6. **Q3 throughput (leading NOT).** ``configs/q3_traffic.greta``
+   (``SEQ(NOT Accident A, Position P+)``, 5-minute windows sliding every
+   minute) on ``traffic`` data, the same way (vehicles set the events per
+   window).
 
 Every measurement runs in a fresh child process (this script with the hidden
 ``--one`` flag), one after another, so its peak RSS (``ru_maxrss``) is its
@@ -37,7 +41,7 @@ as ``> budget``; one whose RSS passes ``--mem-limit-mb`` (checked every
 are then ``skipped``.
 
 Where both engines ran on the same events (table 1: the general engine's
-size; table 3: both sizes; table 5 as table 1) their rows are compared (same windows, groups and
+size; table 3: both sizes; tables 5 and 6 as table 1) their rows are compared (same windows, groups and
 columns in the same order; integers exact, floats within a relative 1e-9);
 a mismatch is printed loudly and the exit status is 1.
 
@@ -126,6 +130,13 @@ class Workload:
     generator: str
     params: dict[str, Any]
     window_s: float
+    per_vehicle_window: int = 0  # traffic: events per window are set by the vehicles, not a rate
+
+    def sized(self, per_window: int) -> dict[str, Any]:
+        """Generator parameters for about ``per_window`` events per window."""
+        if self.per_vehicle_window:
+            return {**self.params, "vehicles": per_window // self.per_vehicle_window}
+        return {**self.params, "rate": round(rate_for(per_window, self.window_s), 3)}
 
 
 def q1_workload() -> Workload:
@@ -137,6 +148,13 @@ def q2_workload() -> Workload:
     text = (ROOT / "configs" / "q2_cluster.greta").read_text(encoding="utf-8")
     return Workload("5", "Q2 throughput (SEQ): configs/q2_cluster.greta (1 min windows, slide 30 s, GROUP-BY mapper), "
                     "cluster(mappers=10, jobs=10)", text, "cluster", {}, 60.0)
+
+
+def q3_workload() -> Workload:
+    text = (ROOT / "configs" / "q3_traffic.greta").read_text(encoding="utf-8")
+    return Workload("6", "Q3 throughput (leading NOT): configs/q3_traffic.greta (5 min windows, slide 1 min, "
+                    "GROUP-BY segment), traffic(segments=20, a report per vehicle every 30 s: vehicles = "
+                    "events per window / 10)", text, "traffic", {}, 300.0, per_vehicle_window=10)
 
 
 # ------------------------------------------------------------ child process
@@ -368,10 +386,9 @@ def throughput_table(cfg: Config, report: Report, work: Workload) -> None:
 
     def run(engine: str, source: str, per_window: int, n: int, skip: bool = False) -> Outcome:
         keep = engine == "general" or (n, per_window) == (general_n, general_w)
-        spec = spec_of(text, engine, source, n, cfg.seed, keep, work.generator, **work.params,
-                       rate=round(rate_for(per_window, work.window_s), 3))
+        spec = spec_of(text, engine, source, n, cfg.seed, keep, work.generator, **work.sized(per_window))
         outcome = Outcome("skipped") if skip else measure(spec, cfg.budget_s)
-        lead = [engine, source, _k(per_window), f"{spec['params']['rate']:g}", f"{n:,}"]
+        lead = [engine, source, _k(per_window), f"{rate_for(per_window, work.window_s):.5g}", f"{n:,}"]
         table.row(lead + measure_cells(n, outcome, cfg.budget_s))
         _note(outcome)
         report.add(_record(f"throughput {work.generator}", outcome, engine=engine, input=source,
@@ -642,6 +659,7 @@ def main(argv: list[str] | None = None) -> int:
     groups_table(cfg, report)
     scaling_table(cfg, report)
     throughput_table(cfg, report, q2_workload())
+    throughput_table(cfg, report, q3_workload())
     print(f"\ntotal {time.perf_counter() - started:,.0f} s", flush=True)
     for mismatch in report.mismatches:
         banner = f"!!! MISMATCH: the columnar and general engines disagree on {mismatch}"
