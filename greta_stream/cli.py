@@ -189,6 +189,8 @@ def run(
     shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
     max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
     trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
+    engine_name: Annotated[str, typer.Option("--engine", help=(
+        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = "auto",
 ) -> None:
     """Run queries continuously on Spark Structured Streaming (the main job)."""
     import logging
@@ -198,8 +200,14 @@ def run(
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    if engine_name not in ("auto", "general"):
+        typer.echo(f"error: --engine must be auto or general, got {engine_name!r}", err=True)
+        raise typer.Exit(2)
     if config is not None:
         cfg = PipelineConfig.from_file(config)
+        if engine_name != "auto":
+            for q in cfg.queries:
+                q.engine = engine_name
         if once:
             cfg.once = True
         if master:
@@ -214,7 +222,8 @@ def run(
             name = Path(q).stem if Path(q).is_file() else f"query{i + 1}"
             out = output if len(query) == 1 else str(Path(output) / name)
             dl = dead_letter or str(Path(out) / "dead_letters")
-            queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl)))
+            queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),
+                                       engine=engine_name))
         cfg = PipelineConfig(
             source=SourceConfig("jsonl", input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
             watermark_delay_s=watermark, once=once, trigger_interval_s=trigger_interval, master=master, shards=shards,

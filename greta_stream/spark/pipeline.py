@@ -71,6 +71,7 @@ class QueryConfig:
     source: SourceConfig | None = None  # this query's own source (e.g. its Kafka topic); None: the pipeline's
     trends: str = "complete"  # cet mode: "complete" (maximal trends) or "all"
     max_trends: int | None = None  # cet mode: cap per (window, group); the record keeps the exact total
+    engine: str = "auto"  # aggregate mode: "auto" (the columnar engine where it covers the query) or "general"
 
 
 @dataclass
@@ -131,8 +132,11 @@ def _query_config(q: dict[str, Any], base: Path) -> QueryConfig:
     source = SourceConfig(**q["source"]) if q.get("source") else None
     if source is not None:
         source.path = _resolve(source.path, base)
+    engine = q.get("engine", "auto")
+    if engine not in ("auto", "general"):
+        raise ConfigError(f"query {q['name']!r}: engine must be 'auto' or 'general', got {engine!r}")
     return QueryConfig(q["name"], text, sinks, dead, q.get("mode"), source, q.get("trends", "complete"),
-                       q.get("max_trends"))
+                       q.get("max_trends"), engine)
 
 
 def _resolve(path: str, base: Path) -> str:
@@ -230,7 +234,8 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery
     for q in cfg.queries:
         events = read_source(spark, q.source) if q.source is not None else shared
         out = trend_aggregates(events, q.text, watermark_delay_s=cfg.watermark_delay_s, shards=cfg.shards,
-                               fields=cfg.fields, mode=q.mode, trends=q.trends, max_trends=q.max_trends)
+                               fields=cfg.fields, mode=q.mode, trends=q.trends, max_trends=q.max_trends,
+                               engine=q.engine)
         writer = BatchWriter(q, checkpoint=Path(cfg.checkpoint) / q.name)
         ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(Path(cfg.checkpoint) / q.name))
         ws = ws.queryName(q.name)

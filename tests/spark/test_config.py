@@ -45,3 +45,15 @@ def test_bad_query_fails_before_anything_starts(tmp_path: Path) -> None:
     with pytest.raises(QueryError) as err:
         PipelineConfig.from_file(p)
     assert err.value.problems[0].line == 1
+
+
+def test_engine_is_auto_or_general(tmp_path: Path) -> None:
+    body = 'checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"\n'
+    p = tmp_path / "ok.toml"
+    p.write_text(body + 'engine = "general"\n')
+    assert PipelineConfig.from_file(p).queries[0].engine == "general"
+    p.write_text(body)
+    assert PipelineConfig.from_file(p).queries[0].engine == "auto"
+    p.write_text(body + 'engine = "columnar"\n')
+    with pytest.raises(ConfigError, match="engine"):
+        PipelineConfig.from_file(p)
