@@ -43,10 +43,10 @@ from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.windows import Trend, WindowView
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.engine.engine import load_snapshot
 from greta_stream.engine.ingest import Event, Validator
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import Timebase
-from greta_stream.errors import SnapshotError
 from greta_stream.query import ast
 
 SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
@@ -256,14 +256,7 @@ class TrendExtractor:
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> TrendExtractor:
         """An extractor that continues exactly where `snapshot()` left off."""
         ex = cls(query, **kwargs)
-        try:
-            state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
-        except Exception as exc:  # noqa: BLE001
-            raise SnapshotError(f"cannot read CET state: {exc}") from exc
-        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
-            raise SnapshotError("unsupported CET state format")
-        if state["query"] != _fingerprint(ex.cq, ex.config):
-            raise SnapshotError("CET state belongs to a different query or options")
+        state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(ex.cq, ex.config), "CET", "query or options")
         ex.validator.time_kind = state["time_kind"]
         ex.watermark, ex.late_before = state["watermark"], state["late_before"]
         ex.position, ex.next_ekey = state["position"], state["next_ekey"]

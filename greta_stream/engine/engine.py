@@ -216,14 +216,7 @@ class Engine:
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> Engine:
         """An engine that continues exactly where `snapshot()` left off."""
         engine = cls(query, **kwargs)
-        try:
-            state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
-        except Exception as exc:  # noqa: BLE001
-            raise SnapshotError(f"cannot read engine state: {exc}") from exc
-        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
-            raise SnapshotError(f"unsupported engine state format {state.get('format') if isinstance(state, dict) else '?'}")
-        if state["query"] != _fingerprint(engine.cq):
-            raise SnapshotError("engine state belongs to a different query")
+        state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(engine.cq), "engine")
         engine.validator.time_kind = state["time_kind"]
         engine.watermark = state["watermark"]
         engine.late_before = state["late_before"]
@@ -235,6 +228,20 @@ class Engine:
             w = engine.cq.window
             engine.plan = Plan(engine.cq, Timebase.create(engine.validator.time_kind, w.within, w.slide), engine.metrics)
         return engine
+
+
+def load_snapshot(data: bytes, fmt: int, fingerprint: str, what: str, of: str = "query") -> dict[str, Any]:
+    """The state dict of a snapshot, checked: readable, format `fmt`, made
+    for the query (and options) of `fingerprint`; else `SnapshotError`."""
+    try:
+        state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
+    except Exception as exc:  # noqa: BLE001
+        raise SnapshotError(f"cannot read {what} state: {exc}") from exc
+    if not isinstance(state, dict) or state.get("format") != fmt:
+        raise SnapshotError(f"unsupported {what} state format {state.get('format') if isinstance(state, dict) else '?'}")
+    if state["query"] != fingerprint:
+        raise SnapshotError(f"{what} state belongs to a different {of}")
+    return state
 
 
 def _fingerprint(cq: CompiledQuery) -> str:

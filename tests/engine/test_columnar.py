@@ -178,6 +178,12 @@ def queries(draw, max_within: int = 20, max_slide: int = 10) -> Spec:
     elif draw(st.integers(0, 4)) == 0:
         window = f"WITHIN {within * 1000} ms"
 
+    text = query_text(items, pattern, where, group_by, window)
+    return Spec(text, alias, group_by, equiv, edge_attrs, numeric, within, slide)
+
+
+def query_text(items: list[str], pattern: str, where: list[str], group_by: list[str], window: str) -> str:
+    """The query's lines (noted for hypothesis's report)."""
     lines = ["RETURN " + ", ".join(items), "PATTERN " + pattern]
     if where:
         lines.append("WHERE " + " AND ".join(where))
@@ -186,7 +192,7 @@ def queries(draw, max_within: int = 20, max_slide: int = 10) -> Spec:
     lines.append(window)
     text = "\n".join(lines)
     note(text)
-    return Spec(text, alias, group_by, equiv, edge_attrs, numeric, within, slide)
+    return text
 
 
 # ---------------------------------------------------------------- streams

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 
-from hypothesis import given, note, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_columnar import (
     OPS,
@@ -23,6 +23,7 @@ from test_columnar import (
     _oracle_input,
     assert_same_rows,
     check_against_general,
+    query_text,
     streams,
 )
 from test_columnar_stream import batches_and_watermarks, check
@@ -84,14 +85,7 @@ def seq_queries(draw) -> SeqSpec:
     window = f"WITHIN {within} s"
     if draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
-    lines = ["RETURN " + ", ".join([*group_by, *aggs]), f"PATTERN SEQ({', '.join(parts)})"]
-    if where:
-        lines.append("WHERE " + " AND ".join(where))
-    if group_by:
-        lines.append("GROUP-BY " + ", ".join(group_by))
-    lines.append(window)
-    text = "\n".join(lines)
-    note(text)
+    text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
     return SeqSpec(text, [*types, *(["D"] if neg else [])], numeric, aggregated)
 
 

@@ -33,11 +33,10 @@ import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare, warm_up
-from greta_stream.engine.engine import Engine, _fingerprint
+from greta_stream.engine.engine import Engine, _fingerprint, load_snapshot
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase
-from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 1
 
@@ -200,14 +199,7 @@ class ColumnarStream:
     def restore(cls, query: ColumnarPlan | CompiledQuery, data: bytes, **kwargs: Any) -> ColumnarStream:
         """A stream that continues exactly where `snapshot()` left off."""
         stream = cls(query, **kwargs)
-        try:
-            state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
-        except Exception as exc:  # noqa: BLE001
-            raise SnapshotError(f"cannot read columnar stream state: {exc}") from exc
-        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
-            raise SnapshotError("unsupported columnar stream state format")
-        if state["query"] != _fingerprint(stream.cq):
-            raise SnapshotError("columnar stream state belongs to a different query")
+        state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(stream.cq), "columnar stream")
         if "general" in state:
             stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
                                             dead_letter=stream.dead_letter)
