@@ -90,6 +90,7 @@ def operator_kwargs(rec: QueryRecord) -> dict[str, Any]:
     }
     cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
     kw["mode"] = rec.mode
+    kw["engine"] = opts.get("engine") or "auto"
     if rec.mode == "cet":
         kw.update(cet_opts)
     elif cet_opts:

@@ -62,6 +62,8 @@ class QueryOptions(BaseModel):
     trends: Literal["complete", "all"] | None = Field(None, description="CET mode: which trends to report")
     max_trends: int | None = Field(None, ge=1, description="CET mode: cap per (window, group); default and "
                                    "upper limit: the service's max_cet_trends")
+    engine: Literal["auto", "general"] = Field("auto", description="aggregate mode: auto runs the columnar engine "
+                                                "for the queries it covers, general always the general engine")
 
 
 class QueryCreate(BaseModel):

@@ -71,3 +71,20 @@ def test_binding_beyond_loopback_needs_an_api_key() -> None:
     assert Settings(host="127.0.0.1").allowed_roots == ()
     with pytest.raises(ConfigError, match="API key"):
         Settings(host="0.0.0.0").check()
+
+
+def test_operator_options_carry_the_engine_and_old_records_default_to_auto() -> None:
+    import inspect
+
+    from greta_stream.service.runner import operator_kwargs
+    from greta_stream.service.schemas import QueryOptions
+    from greta_stream.spark.operator import trend_aggregates
+
+    text = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"
+    new = QueryRecord("q1", "q", text, options=QueryOptions(engine="general").model_dump())
+    old = QueryRecord("q2", "q", text, options={"watermark_delay_s": 1.0})  # registered before the option
+    assert operator_kwargs(new)["engine"] == "general"
+    assert operator_kwargs(old)["engine"] == "auto"
+    assert set(operator_kwargs(new)) <= set(inspect.signature(trend_aggregates).parameters)
+    with pytest.raises(ValueError):
+        QueryOptions(engine="columnar")
