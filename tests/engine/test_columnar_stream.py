@@ -193,3 +193,22 @@ def test_snapshot_is_tied_to_the_query() -> None:
 def test_only_columnar_queries() -> None:
     with pytest.raises(Unsupported):
         columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT C c, B b) WITHIN 10 s"))
+
+
+def test_other_field_names() -> None:
+    from greta_stream.engine import FieldNames
+
+    fields = FieldNames(type="kind", time="ts", id="key")
+    events = [{"kind": e["type"], "ts": e["time"], "key": i, **{k: e[k] for k in ("company", "sector", "price")}}
+              for i, e in enumerate(stock(300, 7))]
+    cq = compile_query(STOCK)
+    want, got = Engine(cq, fields=fields), ColumnarStream(cq, fields=fields)
+    rows_want, rows_got = [], []
+    for i in range(0, 300, 60):
+        for runner, rows in ((want, rows_want), (got, rows_got)):
+            runner.expect(events[i]["ts"] - 10)
+            runner.add_many(events[i:i + 60])
+            rows += runner.advance(events[i]["ts"] - 10)
+    rows_want += want.finish()
+    rows_got += got.finish()
+    assert got.general is None and rows_got == rows_want and rows_got
