@@ -5,13 +5,15 @@ process so its peak RSS is its own; event generation is never timed):
 
 1. **Events per window.** ``RETURN COUNT(*), AVG(S.price) PATTERN Stock S+
    WHERE S.price > NEXT(S).price WITHIN 1 day`` on one company (one
-   partition, one window holding every event), for each size, with the index
-   and with the scan; then the log-log slope of time vs events per window
-   (least squares). Counts are exact big integers.
+   partition, one window holding every event), for each size: the general
+   engine with the index and with the scan, and the columnar engine; then
+   the log-log slope of time vs events per window (least squares) of each.
+   Counts are exact big integers.
 2. **Selectivity.** The paper's variation ``S.price * X < NEXT(S).price``,
-   X in 1, 1.05, 1.1, 1.15, 1.2, index vs scan at one size.
+   X in 1, 1.05, 1.1, 1.15, 1.2, index vs scan at one size (general engine).
 3. **Groups.** Q1 of ``configs/`` (10-minute windows sliding every 10 s,
-   GROUP-BY sector) with 1, 10 and 100 companies at one total size.
+   GROUP-BY sector) with 1, 10 and 100 companies at one total size (general
+   engine, index vs scan).
 
 Usage::
 
@@ -55,9 +57,12 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         spec["n"], seed=spec["seed"], companies=spec["companies"], sectors=min(10, spec["companies"])
     )
     text = spec["query"]
+    engine = spec.get("engine", "general")
     greta_stream.compile_query(text)
+    if engine == "columnar":  # load the compiled kernels before the clock starts
+        greta_stream.evaluate(text, events[:100], engine=engine)
     start = time.perf_counter()
-    rows = greta_stream.evaluate(text, events)
+    rows = greta_stream.evaluate(text, events, engine=engine)
     wall = time.perf_counter() - start
     counts = [r["count"] for r in rows]
     return {
@@ -90,16 +95,16 @@ def slope(points: list[tuple[int, float]]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
-def cell(r: dict[str, Any] | None, n: int, missing: str = "> budget") -> str:
+def cell(r: dict[str, Any] | None, n: int, missing: str = "> budget", width: int = 12) -> str:
     if r is None:
-        return f"{missing:>12} {'':>8} {'':>8}"
-    return f"{n / r['wall_s']:>12,.0f} {r['wall_s']:>8.3f} {r['peak_rss_mb']:>8.0f}"
+        return f"{missing:>{width}} {'':>8} {'':>8}"
+    return f"{n / r['wall_s']:>{width},.0f} {r['wall_s']:>8.3f} {r['peak_rss_mb']:>8.0f}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--one")
-    ap.add_argument("--sizes", default="2000,4000,8000,16000,32000")
+    ap.add_argument("--sizes", default="2000,4000,8000,16000,32000,64000")
     ap.add_argument("--scan-max", type=int, default=8000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=300)
@@ -115,24 +120,26 @@ def main() -> None:
     base = {"seed": args.seed, "companies": 1}
 
     print(f"\n## 1. events per window, one partition: {SLOPE_QUERY}\n")
-    head = f"{'index ev/s':>12} {'s':>8} {'RSS MB':>8} | {'scan ev/s':>12} {'s':>8} {'RSS MB':>8}"
+    variants = {"index": {"index": True}, "scan": {"index": False}, "columnar": {"index": True, "engine": "columnar"}}
+    head = " | ".join(f"{name + ' ev/s':>14} {'s':>8} {'RSS MB':>8}" for name in variants)
     print(f"{'events':>8} | {head} | count digits")
-    pts: dict[bool, list[tuple[int, float]]] = {True: [], False: []}
+    pts: dict[str, list[tuple[int, float]]] = {name: [] for name in variants}
     for n in sizes:
-        res = {}
-        for idx in (True, False):
-            if not idx and n > args.scan_max:
-                res[idx] = None
+        res: dict[str, dict[str, Any] | None] = {}
+        for name, opts in variants.items():
+            if name == "scan" and n > args.scan_max:
+                res[name] = None
                 continue
-            res[idx] = measure({**base, "n": n, "index": idx, "query": SLOPE_QUERY}, args.repeat, args.budget_s)
-            if res[idx]:
-                pts[idx].append((n, res[idx]["wall_s"]))
-        digits = (res[True] or res[False] or {}).get("max_count_digits", "-")
-        scan_cell = cell(res[False], n, "not run" if n > args.scan_max else "> budget")
-        print(f"{n:>8} | {cell(res[True], n)} | {scan_cell} | {digits}", flush=True)
-    for idx, name in ((True, "index"), (False, "scan")):
-        if len(pts[idx]) >= 2:
-            print(f"log-log slope of time vs events per window ({name}): {slope(pts[idx]):.2f}")
+            res[name] = measure({**base, "n": n, "query": SLOPE_QUERY, **opts}, args.repeat, args.budget_s)
+            if res[name]:
+                pts[name].append((n, res[name]["wall_s"]))
+        digits = next((r["max_count_digits"] for r in res.values() if r), "-")
+        cells = [cell(res[name], n, "not run" if name == "scan" and n > args.scan_max else "> budget", 14)
+                 for name in variants]
+        print(f"{n:>8} | {' | '.join(cells)} | {digits}", flush=True)
+    for name in variants:
+        if len(pts[name]) >= 2:
+            print(f"log-log slope of time vs events per window ({name}): {slope(pts[name]):.2f}")
 
     n = args.select_size
     print(f"\n## 2. selectivity: {SELECT_QUERY.format(x='X')}, {n} events\n")
