@@ -59,7 +59,7 @@ from greta_stream.query import ast
 
 MAX_THREADS = 8
 PARALLEL_EVENTS = 20_000  # below this, one thread
-START_LIMBS = 2  # 64-bit counts first; half as many again whenever a partition needs more
+START_LIMBS = 2  # 64-bit counts first; the kernel widens by half whenever a count needs more
 MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
 INT_SUM_LIMIT = 2**31  # |value| of an integer SUM attribute (one limb product)
 
@@ -611,7 +611,7 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
 
 
 def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
-    """The kernel over every partition, restarting with more limbs on overflow."""
+    """The kernel over every partition, in threads over ranges of partitions."""
     from greta_stream.engine.columnar import kernel
 
     m = len(kmin)
@@ -629,18 +629,11 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
     bounds = sorted({0, *part_first[cuts].tolist(), len(eps)})
 
     def chunk(lo: int, hi: int) -> list[tuple[np.ndarray, ...]]:
-        limbs, first, pieces = START_LIMBS, lo, []
-        while True:
-            status, nxt, rows, ok, op, oc, om = kernel.run(
-                eps, ep_part, first, hi, kmin, kmax, newt, st, kneg, start, final, store_src, reads, keyed, gr, gq,
-                point,
-                mult, mmval, mmax, ncell, limbs,
-                kwidth, int(rows_of[first:hi].sum()),
-            )
-            pieces.append((ok[:rows], op[:rows], oc[:rows], om[:rows]))
-            if status == kernel.OK:
-                return pieces
-            first, limbs = nxt, limbs + limbs // 2 + 1
+        _, _, rows, ok, op, oc, om = kernel.run(
+            eps, ep_part, lo, hi, kmin, kmax, newt, st, kneg, start, final, store_src, reads, keyed, gr, gq, point,
+            mult, mmval, mmax, ncell, START_LIMBS, kwidth, int(rows_of[lo:hi].sum()),
+        )
+        return [(ok[:rows], op[:rows], oc[:rows], om[:rows])]
 
     rows_of = kmax[eps[:, 1] - 1] - kmin[eps[:, 0]] + 1
     ranges = list(zip(bounds[:-1], bounds[1:]))

@@ -11,9 +11,9 @@ window it falls in (GRETA sections 4 and 6) are one lane each, and:
 - **counts are exact** multi-limb integers: `L` limbs of 32 bits held in
   uint64, so sums of up to 2**31 values never carry out of a limb; a value is
   normalized (carries propagated) once per event. When a normalized count
-  needs more than `L` limbs the kernel stops and reports the partition; the
-  caller doubles `L` and goes on from there (exact big counts, fixed-width
-  speed while they are small);
+  needs more than `L` limbs, every array is widened in place to 1.5 L + 1
+  limbs and the event is computed again (exact big counts, fixed-width
+  speed while they are small; nothing already computed is redone);
 - **predecessors are combined by index** (issue 7): a Fenwick tree over the
   ranks of the edge predicate's key answers "sum of the admitted
   predecessors' aggregates" for an order comparison in O(log n) per lane
@@ -35,7 +35,7 @@ from numba import njit
 LIMB_BITS = 32
 EXTRA_LIMBS = 2  # partial rows carry this many more limbs than vertices
 
-OK, OVERFLOW = 0, 1
+OK = 0
 
 _MASK = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
@@ -81,6 +81,11 @@ def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, nl: int, carry: np
 @njit(cache=True)
 def _add_node(nodes, i, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
     """nodes[i] lanes off+j += vertex lanes j, for j0 <= j < nl, limbs 0..limbs-1."""
+    if nl - j0 == 1:  # one window per event (tumbling): a plain loop over limbs
+        for c in range(ncell):
+            for lb in range(limbs):
+                nodes[i, c, lb, off + j0] += vc[c, lb, j0]
+        return
     for c in range(ncell):
         for lb in range(limbs):
             for j in range(j0, nl):
@@ -90,6 +95,11 @@ def _add_node(nodes, i, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _take_node(acc, nodes, i, off, nl, ncell, limbs):  # noqa: ANN001, ANN202
     """acc lanes j += nodes[i] lanes off+j."""
+    if nl == 1:
+        for c in range(ncell):
+            for lb in range(limbs):
+                acc[c, lb, 0] += nodes[i, c, lb, off]
+        return
     for c in range(ncell):
         for lb in range(limbs):
             for j in range(nl):
@@ -111,6 +121,30 @@ def _insert(nodes, used, r, m, point, vc, off, j0, nl, ncell, limbs):  # noqa: A
         if limbs > used[i]:
             used[i] = limbs
         i += i & (-i)
+
+
+@njit(cache=True)
+def _wider_mid(a, limbs):  # noqa: ANN001, ANN202
+    """(cells, limbs, lanes) zero-extended to `limbs` limbs."""
+    out = np.zeros((a.shape[0], limbs, a.shape[2]), a.dtype)
+    out[:, : a.shape[1], :] = a
+    return out
+
+
+@njit(cache=True)
+def _wider_last(a, limbs):  # noqa: ANN001, ANN202
+    """(rows, cells, limbs) zero-extended to `limbs` limbs."""
+    out = np.zeros((a.shape[0], a.shape[1], limbs), a.dtype)
+    out[:, :, : a.shape[2]] = a
+    return out
+
+
+@njit(cache=True)
+def _wider4(a, limbs):  # noqa: ANN001, ANN202
+    """(items, cells, limbs, lanes) zero-extended to `limbs` limbs."""
+    out = np.zeros((a.shape[0], a.shape[1], limbs, a.shape[3]), a.dtype)
+    out[:, :, : a.shape[2], :] = a
+    return out
 
 
 @njit(cache=True)
@@ -173,10 +207,9 @@ def run(
     rows_cap: int,
 ) -> tuple:
     """Process epochs first_ep..end_ep-1 in order (releases the GIL, so
-    disjoint ranges of partitions run in parallel threads). Returns (status, next epoch,
-    rows, out_k, out_part, out_c, out_m); on OVERFLOW `next epoch`
-    is the first epoch of the partition that overflowed, whose rows are not
-    in the output: rerun from there with more limbs.
+    disjoint ranges of partitions run in parallel threads). Returns (OK, end_ep,
+    rows, out_k, out_part, out_c, out_m); `out_c` has as many limbs (plus
+    EXTRA_LIMBS) as the largest count needed, `limbs` is where they start.
 
     States and stores: an event of state s reads the stores of `reads[s]`
     (the keyed one by its probe, the others whole: a running total), starts
@@ -196,16 +229,12 @@ def run(
     vc = np.zeros((vcap, ncell, limbs, kwidth), np.uint64)
     base = 0  # event index of vc[0]
     i0 = 0  # first live event
-    part_rows = 0  # rows of the current partition's first epoch
     cur_part = -1
-    part_first_ep = first_ep
     kstate = store_src[keyed] if keyed >= 0 else -1
     for x in range(first_ep, end_ep):
         a, b = eps[x, 0], eps[x, 1]
         if ep_part[x] != cur_part:
             cur_part = ep_part[x]
-            part_first_ep = x
-            part_rows = rows
             i0 = a
             base = a
         lo = kmin[a]
@@ -269,7 +298,8 @@ def run(
             while g1 < b and not newt[g1]:
                 g1 += 1
             # every event of this time stamp reads the graph before it ...
-            for v in range(e, g1):
+            v = e
+            while v < g1:
                 off = kmin[v] - lo
                 nl = kmax[v] - kmin[v] + 1
                 s = st[v]
@@ -313,26 +343,33 @@ def run(
                                 for j in range(nl):
                                     acc[c, lb + d, j] += acc[0, lb, j] * k
                             over = _normalize(acc, c, c + 1, limbs, nl, carry) or over
-                if over:
-                    return OVERFLOW, part_first_ep, part_rows, out_k, out_part, out_c, out_m
+                if over:  # a count needs more limbs: widen every array by half and redo this event
+                    limbs = limbs + limbs // 2 + 1
+                    lo_limbs = limbs + EXTRA_LIMBS
+                    acc = _wider_mid(acc, limbs)
+                    res = _wider_mid(res, limbs)
+                    out_c = _wider_last(out_c, lo_limbs)
+                    vc = _wider4(vc, limbs)
+                    nodes = _wider4(nodes, limbs)
+                    continue
                 slot = v - base
                 for c in range(ncell):
                     for lb in range(limbs):
                         for j in range(nl):
                             vc[slot, c, lb, j] = acc[c, lb, j]
-                if not final[s]:
-                    continue
-                for c in range(ncell):
-                    for lb in range(limbs):
+                if final[s]:
+                    for c in range(ncell):
+                        for lb in range(limbs):
+                            for j in range(nl):
+                                res[c, lb, off + j] += acc[c, lb, j]
+                    for q in range(nm):
+                        val = mmval[v, q]
                         for j in range(nl):
-                            res[c, lb, off + j] += acc[c, lb, j]
-                for q in range(nm):
-                    val = mmval[v, q]
+                            if (val > mres[q, off + j]) if mmax[q] else (val < mres[q, off + j]):
+                                mres[q, off + j] = val
                     for j in range(nl):
-                        if (val > mres[q, off + j]) if mmax[q] else (val < mres[q, off + j]):
-                            mres[q, off + j] = val
-                for j in range(nl):
-                    has[off + j] = True
+                        has[off + j] = True
+                v += 1
             # ... then they join it
             for v in range(e, g1):
                 off = kmin[v] - lo
