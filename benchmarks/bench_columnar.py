@@ -86,6 +86,7 @@ _seconds = benchlib.seconds
 _stop = benchlib.stop
 _same_value = benchlib.same_value
 Table = benchlib.Table
+Outcome = benchlib.Outcome
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -198,15 +199,6 @@ def run_one(spec: dict[str, Any], result_file: Path) -> None:
 
 
 # ------------------------------------------------------------ parent: measurements
-
-
-@dataclass
-class Outcome:
-    """What one child measurement gave: status "ok", "budget", "memory", "skipped" or "error"."""
-
-    status: str
-    data: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
 
 
 def spec_of(

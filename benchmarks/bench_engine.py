@@ -45,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,7 @@ _seconds = benchlib.seconds
 _stop = benchlib.stop
 _same_value = benchlib.same_value
 Table = benchlib.Table
+Outcome = benchlib.Outcome
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -145,15 +146,6 @@ def run_one(mode: str, key: str, size: int, seed: int, result_file: Path) -> Non
 
 
 # ------------------------------------------------------------ parent: measurements
-
-
-@dataclass
-class Outcome:
-    """What one child measurement gave: status "ok", "budget", "skipped" or "error"."""
-
-    status: str
-    data: dict[str, Any] = field(default_factory=dict)
-    message: str = ""
 
 
 def measure(mode: str, key: str, size: int, seed: int, budget_s: float) -> Outcome:

@@ -13,6 +13,7 @@ import platform
 import resource
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,13 @@ class Table:
         parts += [cell.rjust(width) for cell, width in zip(cells[1:], widths[1:], strict=True)]
         print("  ".join(parts).rstrip(), flush=True)
 
+
+
+@dataclass
+class Outcome:
+    """What one child measurement gave: status "ok", "budget", "memory" (killed
+    past the RSS limit), "skipped" or "error"."""
+
+    status: str
+    data: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
