@@ -230,6 +230,18 @@ class Engine:
         return engine
 
 
+def add_declared(engine: Any, records: Iterable[Any], watermark_of: Callable[[str | None], Any] | None) -> None:
+    """`engine.add` every record (an `Engine` or a `TrendExtractor`). A stream
+    declares its watermark before the first valid event fixes the time unit;
+    when one does, `watermark_of(unit)` is declared again in that unit."""
+    kind = engine.validator.time_kind
+    for rec in records:
+        engine.add(rec)
+        if watermark_of is not None and engine.validator.time_kind != kind:
+            kind = engine.validator.time_kind
+            engine.expect(watermark_of(kind))
+
+
 def load_snapshot(data: bytes, fmt: int, fingerprint: str, what: str, of: str = "query") -> dict[str, Any]:
     """The state dict of a snapshot, checked: readable, format `fmt`, made
     for the query (and options) of `fingerprint`; else `SnapshotError`."""

@@ -36,6 +36,7 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
 from greta_stream.engine.columnar.stream import ColumnarStream
+from greta_stream.engine.engine import add_declared
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import SnapshotError
 
@@ -131,18 +132,16 @@ def step(
         engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[1:]), **options)
     else:
         engine = runner(_query(runner, plan, cq), **options)
-    kind = engine.validator.time_kind
-    engine.expect(engine_watermark(kind, watermark_ms))
+
+    def declared(kind: str | None) -> Any:  # Spark's watermark in the engine's time unit
+        return engine_watermark(kind, watermark_ms)
+
+    engine.expect(declared(engine.validator.time_kind))
     if isinstance(engine, ColumnarStream):
-        engine.add_many(records, lambda k: engine_watermark(k, watermark_ms))
+        engine.add_many(records, declared)
     else:
-        for rec in records:
-            engine.add(rec)
-            if engine.validator.time_kind != kind:  # the first valid event fixed the unit
-                kind = engine.validator.time_kind
-                engine.expect(engine_watermark(kind, watermark_ms))
-    kind = engine.validator.time_kind
-    rows = engine.advance(engine_watermark(kind, watermark_ms))
+        add_declared(engine, records, declared)
+    rows = engine.advance(declared(engine.validator.time_kind))
     out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
     if engine.idle:
         return out, None, None

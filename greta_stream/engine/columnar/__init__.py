@@ -61,7 +61,6 @@ MAX_THREADS = 8
 PARALLEL_EVENTS = 20_000  # below this, one thread
 START_LIMBS = 2  # 64-bit counts first; the kernel widens by half whenever a count needs more
 MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
-INT_SUM_LIMIT = 2**31  # |value| of an integer SUM attribute (one limb product)
 
 
 @dataclass(frozen=True)
@@ -471,40 +470,37 @@ def _negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
     kneg = np.full(len(prep.t), NO_BOUND, np.int64)
     if plan.neg is None or not len(prep.t):
         return kneg
-    code = np.zeros(len(prep.t), np.int64)
-    for a in plan.cq.common:  # one code per partition of the NOT's events
-        c, uniques = pd.factorize(prep.cols[a].values, sort=False)
-        code, _ = pd.factorize(code * (len(uniques) + 1) + c, sort=False)
+    code = _codes(prep.cols, plan.cq.common, len(prep.t))  # the NOT's partitions
+    _, rank = np.unique(prep.t, return_inverse=True)
+    key = code * (int(rank.max()) + 1) + rank  # (partition, time) as one sortable int
     is_neg = prep.state == plan.neg_state
-    _, last = _windows(prep.t[is_neg], plan.within, plan.slide, prep.int_time)
-    bound = last + 1  # windows after the last one whose start is at or before the N event
-    for k in np.unique(code[is_neg]).tolist():
-        mine = is_neg & (code == k)
-        order = np.argsort(prep.t[mine], kind="stable")
-        times, bounds = prep.t[mine][order], bound[code[is_neg] == k][order]
-        starters = np.flatnonzero(~is_neg & (code == k))
-        before = np.searchsorted(times, prep.t[starters], side="left")  # N events strictly before
-        has = before > 0
-        # the latest N event before has the largest bound (bounds grow with time)
-        kneg[starters[has]] = np.maximum.accumulate(bounds)[before[has] - 1]
+    order = np.argsort(key[is_neg], kind="stable")
+    neg_key = key[is_neg][order]
+    _, last = _windows(prep.t[is_neg][order], plan.within, plan.slide, prep.int_time)
+    starters = np.flatnonzero(~is_neg)
+    before = np.searchsorted(neg_key, key[starters], side="left") - 1  # the latest N event earlier, if any
+    same = before >= 0
+    same[same] = code[is_neg][order][before[same]] == code[starters[same]]
+    kneg[starters[same]] = last[before[same]] + 1  # windows after the last one starting at or before it
     return kneg
+
+
+def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
+    """One int per distinct combination of the attributes' values, 0.. in order of appearance."""
+    code = np.zeros(m, np.int64)
+    for a in attrs:
+        c, uniques = pd.factorize(cols[a].values, sort=False)
+        code, _ = pd.factorize(code * (len(uniques) + 1) + c, sort=False)
+        code = code.astype(np.int64)
+    return code
 
 
 def _partitions(cq: CompiledQuery, part_attrs: tuple[str, ...], cols: dict[str, Any],
                 m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """Partition id per event, group id per partition, (group values, first event) per group id."""
-    def ids(attrs: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
-        code = np.zeros(m, np.int64)
-        for a in attrs:
-            c, uniques = pd.factorize(cols[a].values, sort=False)
-            code = code * (len(uniques) + 1) + c
-            code, _ = pd.factorize(code, sort=False)
-            code = code.astype(np.int64)
-        first = np.unique(code, return_index=True)[1] if m else np.zeros(0, np.int64)
-        return code, first
-
-    pid, _ = ids(part_attrs)
-    gid, gfirst = ids(cq.group_by)
+    pid = _codes(cols, part_attrs, m)
+    gid = _codes(cols, cq.group_by, m)
+    gfirst = np.unique(gid, return_index=True)[1] if m else np.zeros(0, np.int64)
     n_parts = int(pid.max()) + 1 if m else 0
     group_of_part = np.zeros(n_parts, np.int64)
     group_of_part[pid] = gid
@@ -629,7 +625,7 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
     bounds = sorted({0, *part_first[cuts].tolist(), len(eps)})
 
     def chunk(lo: int, hi: int) -> list[tuple[np.ndarray, ...]]:
-        _, _, rows, ok, op, oc, om = kernel.run(
+        rows, ok, op, oc, om = kernel.run(
             eps, ep_part, lo, hi, kmin, kmax, newt, st, kneg, start, final, store_src, reads, keyed, gr, gq, point,
             mult, mmval, mmax, ncell, START_LIMBS, kwidth, int(rows_of[lo:hi].sum()),
         )

@@ -35,7 +35,6 @@ from numba import njit
 LIMB_BITS = 32
 EXTRA_LIMBS = 2  # partial rows carry this many more limbs than vertices
 
-OK = 0
 
 _MASK = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
@@ -207,8 +206,8 @@ def run(
     rows_cap: int,
 ) -> tuple:
     """Process epochs first_ep..end_ep-1 in order (releases the GIL, so
-    disjoint ranges of partitions run in parallel threads). Returns (OK, end_ep,
-    rows, out_k, out_part, out_c, out_m); `out_c` has as many limbs (plus
+    disjoint ranges of partitions run in parallel threads). Returns (rows,
+    out_k, out_part, out_c, out_m); `out_c` has as many limbs (plus
     EXTRA_LIMBS) as the largest count needed, `limbs` is where they start.
 
     States and stores: an event of state s reads the stores of `reads[s]`
@@ -401,7 +400,7 @@ def run(
             for q in range(nm):
                 out_m[rows, q] = mres[q, w]
             rows += 1
-    return OK, end_ep, rows, out_k, out_part, out_c, out_m
+    return rows, out_k, out_part, out_c, out_m
 
 
 @njit(cache=True)

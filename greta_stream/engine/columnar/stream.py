@@ -33,7 +33,7 @@ import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare, warm_up
-from greta_stream.engine.engine import Engine, _fingerprint, load_snapshot
+from greta_stream.engine.engine import Engine, _fingerprint, add_declared, load_snapshot
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase
@@ -64,7 +64,6 @@ class ColumnarStream:
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
         self.kept: dict[str, list[Any]] = {f: [] for f in self.names}
-        self.n_kept = 0
         self.watermark: Any = -math.inf  # windows ending by it are reported
         self.late_before: Any = -math.inf  # declared by `expect`
         self.next_k: int | None = None  # first window not reported (None: none reported yet)
@@ -72,6 +71,10 @@ class ColumnarStream:
         w = self.cq.window
         self.tb = Timebase.create(NUMERIC, w.within, w.slide)
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
+
+    @property
+    def n_kept(self) -> int:
+        return len(self.kept[self.fields.type])
 
     @property
     def validator(self) -> Validator:
@@ -110,16 +113,8 @@ class ColumnarStream:
                 good = [records[i] for i in prep.good.tolist()]
                 for f in self.names:
                     self.kept[f].extend([r.get(f) for r in good])
-                self.n_kept += len(good)
                 return
-        engine = self.general
-        assert engine is not None
-        kind = engine.validator.time_kind
-        for rec in records:
-            engine.add(rec)
-            if watermark_of is not None and engine.validator.time_kind != kind:
-                kind = engine.validator.time_kind
-                engine.expect(watermark_of(kind))
+        add_declared(self.general, records, watermark_of)
 
     def _reject(self, dl: DeadLetter) -> None:
         if self.dead_letter is not None:
@@ -147,7 +142,6 @@ class ColumnarStream:
         self.watermark, self.next_k = watermark, target
         keep = (np.zeros(0, np.int64) if target is None else prep.good[prep.kmax >= target]).tolist()
         self.kept = {f: [col[i] for i in keep] for f, col in self.kept.items()}
-        self.n_kept = len(keep)
         self.metrics.inc("rows_emitted", len(rows))
         return rows
 
@@ -181,7 +175,7 @@ class ColumnarStream:
         engine.metrics.clear()
         engine.metrics.update(self._metrics)
         engine.metrics.inc("columnar_hand_overs")
-        self.general, self.kept, self.n_kept = engine, {f: [] for f in self.names}, 0
+        self.general, self.kept = engine, {f: [] for f in self.names}
         self.handed_over_because = why
 
     # ----------------------------------------------------------- snapshot
@@ -191,7 +185,7 @@ class ColumnarStream:
         if self.general is not None:
             state["general"] = self.general.snapshot()
         else:
-            state.update(kept=self.kept, n_kept=self.n_kept, watermark=self.watermark, late_before=self.late_before,
+            state.update(kept=self.kept, watermark=self.watermark, late_before=self.late_before,
                          next_k=self.next_k, time_kind=self.validator.time_kind, metrics=dict(self.metrics))
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
@@ -204,7 +198,7 @@ class ColumnarStream:
             stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
                                             dead_letter=stream.dead_letter)
             return stream
-        stream.kept, stream.n_kept = state["kept"], state["n_kept"]
+        stream.kept = state["kept"]
         stream.watermark, stream.late_before = state["watermark"], state["late_before"]
         stream.next_k = state["next_k"]
         stream._validator.time_kind = state["time_kind"]
