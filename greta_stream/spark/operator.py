@@ -8,8 +8,10 @@ streaming DataFrame of outputs with the columns of `shard.OUTPUT_COLUMNS`:
 Layout (see SPARK_NOTES.md): events are keyed by a *shard*, a hash of their
 GROUP-BY values modulo a small number, not by partition: per-group calls cost
 milliseconds each, so one call per shard handles many partitions with one
-binary state blob (the engine snapshot plus a format version). Rows are
-final when emitted (a group never spans shards). Event-time timeouts wake a
+binary state blob (the engine snapshot plus a format version). Each shard's
+grouping key is chosen so that Spark spreads the shards evenly over its
+partitions (`shard.shard_keys`). Rows are final when emitted (a group never
+spans shards). Event-time timeouts wake a
 shard when the watermark passes the end of its next window.
 """
 
@@ -39,8 +41,10 @@ from greta_stream.engine import FieldNames
 from greta_stream.spark.shard import (
     OUTPUT_COLUMNS,
     STATE_VERSION,
+    Shard,
     ShardConfig,
     parse_json_records,
+    shard_keys,
     step,
     upgrade_state,
 )
@@ -100,11 +104,13 @@ def trend_aggregates(
         return F.col(f"`{name}`")
 
     seconds = _event_seconds(events, column(fields.time), json_input, fields.time)
+    keys = shard_keys(n)  # Spark puts shard s in partition s mod P (P dividing n)
     if cq.group_by:
         parts = [_normalized(column(g)) for g in cq.group_by]
-        shard = F.pmod(F.xxhash64(*parts), F.lit(n)).cast("int")
+        index = F.pmod(F.xxhash64(*parts), F.lit(n)).cast("int")
+        shard = F.element_at(F.array(*[F.lit(k) for k in keys]), index + 1)
     else:
-        shard = F.lit(0)
+        shard = F.lit(keys[0])
     # Spark drops rows at or behind the watermark before the operator sees them
     # (event-time timeout only), which would lose late events silently. Shifting
     # the watermark column and its delay by the same horizon leaves the watermark
@@ -116,7 +122,7 @@ def trend_aggregates(
     keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
     keyed = keyed.withColumn(_SHARD, shard)
     cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine)
-    fn = _shard_function(cfg, json_input)
+    fn = _shard_function(cfg, json_input, {k: Shard(s, n) for s, k in enumerate(keys)})
     return keyed.groupBy(_SHARD).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
@@ -143,7 +149,7 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-def _shard_function(cfg: ShardConfig, json_input: bool) -> Any:
+def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]) -> Any:
     drop = [_TS, _SHARD]
 
     def records(pdfs: Iterator[pd.DataFrame]) -> Iterator[Any]:
@@ -159,7 +165,8 @@ def _shard_function(cfg: ShardConfig, json_input: bool) -> Any:
         if state.exists:
             version, blob = state.get
             blob = upgrade_state(version, blob)
-        out, new_blob, timeout = step(cfg, blob, records(pdfs), state.getCurrentWatermarkMs())
+        shard = shards[int(key[0])]
+        out, new_blob, timeout = step(cfg, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
         if new_blob is None:
             if state.exists:
                 state.remove()

@@ -19,11 +19,16 @@ Call order inside `step`:
   4. advance to the watermark: rows of every window that ended;
   5. return outputs, the new state bytes (None when idle: no state kept)
      and the event-time timeout that wakes the shard for its next window.
+
+State bytes: a tag byte (the engine), the shard's index and the shard count
+(checked on restore: a checkpoint read with another count would put
+partitions in the wrong shard), the zlib'd engine snapshot.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,9 +47,11 @@ from greta_stream.errors import SnapshotError
 
 # 2: the engine snapshot is zlib-compressed (level 1): scaled float sums and
 # per-window slots compress about 30x, for a few ms per shard and batch.
-# 3: a tag byte says which engine the snapshot is of (`_RUNNERS`); a state of
-# version 2 is the general engine's (`upgrade_state`).
-STATE_VERSION = 3
+# 3: a tag byte says which engine the snapshot is of (`_RUNNERS`).
+# 4: shards are keyed by `shard_keys` (spread evenly over Spark's partitions),
+# and the state records its shard and the shard count (`Shard`), checked on
+# restore. States of 2 and 3 were keyed by the shard number: not loadable.
+STATE_VERSION = 4
 
 OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
 
@@ -65,14 +72,76 @@ class ShardConfig:
     engine: str = "auto"  # "auto": columnar where it covers the query; "general"
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count`: which partitions (hash of the GROUP-BY values mod count) it holds."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.index < self.count <= _MAX_SHARDS:
+            raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count <= {_MAX_SHARDS}")
+
+    def header(self) -> bytes:
+        return struct.pack(">HH", self.index, self.count)
+
+    def check(self, header: bytes) -> None:
+        """Raise unless a state with this header was written by this shard."""
+        index, count = struct.unpack(">HH", header)
+        if count != self.count:
+            raise SnapshotError(f"the checkpoint was written with {count} shards, this run has {self.count}: "
+                                f"run with shards = {count}, or start from a new checkpoint")
+        if index != self.index:
+            raise SnapshotError(f"state of shard {index} handed to shard {self.index}: the checkpoint is "
+                                "from another shard layout; start from a new checkpoint")
+
+
+_MAX_SHARDS = 0xFFFF
+_HEADER = 1 + 4  # tag byte, Shard.header()
+
+
+def spark_partition(key: int, partitions: int) -> int:
+    """The shuffle partition Spark's hash partitioning gives an int grouping
+    key: pmod(Murmur3_x86_32.hashInt(key, seed 42), partitions)."""
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
+
+    k = rotl((key & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
+    h = (rotl(42 ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
+    h ^= 4  # length in bytes
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & 0xFFFFFFFF
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & 0xFFFFFFFF
+    h ^= h >> 16
+    return (h - (1 << 32) if h >= 1 << 31 else h) % partitions
+
+
+@lru_cache(maxsize=64)
+def shard_keys(count: int) -> tuple[int, ...]:
+    """The grouping key of each of `count` shards: the smallest int that
+    Spark hashes to partition s of `count`. So with P shuffle partitions, P a
+    divisor of `count` (the default: 2 shards per core), shard s runs in
+    partition s mod P and every core gets as many shards. Keying by the shard
+    number itself put 3 of 4 shards on one core of two."""
+    keys: list[int] = []
+    for s in range(count):
+        k = 0
+        while spark_partition(k, count) != s or k in keys:
+            k += 1
+        keys.append(k)
+    return tuple(keys)
+
+
 _RUNNERS: dict[bytes, Any] = {b"G": Engine, b"T": TrendExtractor, b"C": ColumnarStream}
 _TAGS = {runner: tag for tag, runner in _RUNNERS.items()}
 
 
 def upgrade_state(version: int, state: bytes) -> bytes:
-    """State bytes of an older STATE_VERSION in the current format."""
-    if version == 2:
-        return b"G" + state
+    """State bytes of an older STATE_VERSION in the current format (none so
+    far: formats 2 and 3 keyed shards differently, their states would land
+    in the wrong shard)."""
     if version != STATE_VERSION:
         raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
     return state
@@ -113,7 +182,7 @@ def timeout_ms(engine: Engine | TrendExtractor | ColumnarStream, watermark_ms: i
 
 
 def step(
-    cfg: ShardConfig, state: bytes | None, records: Iterable[Any], watermark_ms: int
+    cfg: ShardConfig, state: bytes | None, records: Iterable[Any], watermark_ms: int, shard: Shard = Shard()
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
     """Run one micro-batch of one shard; see the module docstring."""
     cq = _compiled(cfg.query)
@@ -129,7 +198,8 @@ def step(
         runner = _RUNNERS.get(bytes(state[:1]))  # Spark hands binary state over as a bytearray
         if runner is None or (runner is TrendExtractor) != (cfg.mode == "cet"):
             raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
-        engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[1:]), **options)
+        shard.check(bytes(state[1:_HEADER]))
+        engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[_HEADER:]), **options)
     else:
         engine = runner(_query(runner, plan, cq), **options)
 
@@ -145,7 +215,8 @@ def step(
     out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
     if engine.idle:
         return out, None, None
-    return out, _TAGS[type(engine)] + zlib.compress(engine.snapshot(), 1), timeout_ms(engine, watermark_ms)
+    blob = _TAGS[type(engine)] + shard.header() + zlib.compress(engine.snapshot(), 1)
+    return out, blob, timeout_ms(engine, watermark_ms)
 
 
 def _query(runner: Any, plan: ColumnarPlan | None, cq: CompiledQuery) -> Any:

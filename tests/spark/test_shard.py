@@ -22,9 +22,12 @@ from greta_stream.connectors.jsonl import loads
 from greta_stream.errors import SnapshotError
 from greta_stream.spark.shard import (
     STATE_VERSION,
+    Shard,
     ShardConfig,
     engine_watermark,
     parse_json_records,
+    shard_keys,
+    spark_partition,
     step,
     upgrade_state,
 )
@@ -108,21 +111,46 @@ def test_columnar_shards_equal_general_shards_with_late_events(n_batches: int, n
     assert dead == want_dead
 
 
-def test_columnar_state_is_tagged_and_version_2_states_still_load() -> None:
+def test_columnar_state_is_tagged_and_older_formats_are_refused() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:100]
     _, state, _ = step(ShardConfig(q), None, events, 0)
     assert state[:1] == b"C"
     _, general, _ = step(ShardConfig(q, engine="general"), None, events, 0)
     assert general[:1] == b"G"
-    old = upgrade_state(2, general[1:])  # a checkpoint written before the tag
-    out_old, _, _ = step(ShardConfig(q), old, [], 150_000)
-    out_new, _, _ = step(ShardConfig(q), state, [], 150_000)
-    assert out_old == out_new and out_new
-    with pytest.raises(SnapshotError):
-        upgrade_state(1, state)
+    out_c, _, _ = step(ShardConfig(q), state, [], 150_000)
+    out_g, _, _ = step(ShardConfig(q, engine="general"), general, [], 150_000)
+    assert out_c == out_g and out_c
+    for version in (1, 2, 3):  # 2 and 3 keyed shards by their number: their states would land elsewhere
+        with pytest.raises(SnapshotError, match="new checkpoint"):
+            upgrade_state(version, state)
+    assert upgrade_state(STATE_VERSION, state) == state
     with pytest.raises(SnapshotError):
         step(ShardConfig(q, mode="cet"), state, [], 150_000)
+
+
+def test_state_records_its_shard_and_the_shard_count() -> None:
+    """A checkpoint read with another shard count would put partitions in
+    the wrong shard: refused with the count to use, never silently wrong."""
+    q = QUERIES["stock"]
+    events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:100]
+    _, state, _ = step(ShardConfig(q), None, events, 0, Shard(1, 4))
+    out, _, _ = step(ShardConfig(q), state, [], 150_000, Shard(1, 4))
+    assert out
+    with pytest.raises(SnapshotError, match="written with 4 shards, this run has 8"):
+        step(ShardConfig(q), state, [], 150_000, Shard(1, 8))
+    with pytest.raises(SnapshotError, match="state of shard 1 handed to shard 2"):
+        step(ShardConfig(q), state, [], 150_000, Shard(2, 4))
+    with pytest.raises(ValueError):
+        Shard(4, 4)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 6, 8, 12, 16, 64])
+def test_shard_keys_spread_shards_evenly_over_spark_partitions(count: int) -> None:
+    keys = shard_keys(count)
+    assert len(set(keys)) == count and min(keys) >= 0
+    for partitions in [p for p in range(1, count + 1) if count % p == 0]:
+        assert [spark_partition(k, partitions) for k in keys] == [s % partitions for s in range(count)]
 
 
 def test_late_and_bad_records_are_dead_lettered_not_raised() -> None:
@@ -146,8 +174,9 @@ def test_state_is_compressed_versioned_bytes() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:200]
     _, state, timeout = step(ShardConfig(q), None, events, 0)
-    assert isinstance(state, bytes) and len(zlib.decompress(state[1:])) > len(state)
-    assert STATE_VERSION == 3
+    assert isinstance(state, bytes) and len(zlib.decompress(state[5:])) > len(state)
+    assert state[1:5] == Shard(0, 1).header()
+    assert STATE_VERSION == 4
     # The timeout is the end of the first window that holds an event, in ms.
     assert timeout == 20_000
 
