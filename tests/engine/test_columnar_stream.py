@@ -152,6 +152,31 @@ def test_sum_of_ints_then_floats_hands_over_without_loss() -> None:
     assert "mix of ints and floats" in s.handed_over_because
 
 
+COUNT_STOCK = ("RETURN sector, COUNT(*) PATTERN Stock S+ "
+               "WHERE [company, sector] AND S.price > NEXT(S).price GROUP-BY sector WITHIN 60 s SLIDE 20 s")
+
+
+@pytest.mark.parametrize("restore", [False, True])
+def test_batches_typed_apart_join_the_kept_events_or_type_again(restore: bool) -> None:
+    """Each batch's typed columns join the kept events' when their types
+    agree; ints then floats (prices, times) type the kept events again, as
+    one batch would, and the stream stays columnar."""
+    ints = stock(150, 6, price=int)
+    floats = [{**e, "time": e["time"] + 0.25} for e in stock(150, 7, t0=ints[-1]["time"] - 30, price=float)]
+    int_times = [{**e, "time": int(e["time"]) + 200} for e in stock(120, 8, t0=ints[-1]["time"], price=int)]
+    events = ints + floats + int_times
+    order = sorted(events, key=lambda e: e["time"])
+    plan = [(order[i:i + 35], order[min(i + 34, len(order) - 1)]["time"] - 4) for i in range(0, len(order), 35)]
+    plan += [([], order[-1]["time"] - 1), ([], order[-1]["time"] + 0.5)]  # windows close without input, then more
+    check(COUNT_STOCK, events, plan, restore=restore)
+    s = ColumnarStream(compile_query(COUNT_STOCK))
+    for records, watermark in plan:
+        s.expect(watermark)
+        s.add_many(records)
+        s.advance(watermark)
+    assert s.general is None
+
+
 def test_timestamps_hand_over_from_the_first_batch() -> None:
     def ts(x: float) -> datetime:
         return datetime.fromtimestamp(1_700_000_000 + x, tz=UTC)

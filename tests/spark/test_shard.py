@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import zlib
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -19,7 +20,9 @@ from test_streaming import QUERIES, make_events, normalized
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads
+from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
+from greta_stream.spark import shard as shard_mod
 from greta_stream.spark.shard import (
     STATE_VERSION,
     Shard,
@@ -185,3 +188,47 @@ def test_engine_watermark_units() -> None:
     assert engine_watermark("seconds", 0) == float("-inf")  # Spark's "no watermark yet"
     assert engine_watermark("seconds", 39_500) == 39.5
     assert engine_watermark("seconds", 40_000) == 40
+
+
+def test_a_workers_live_stream_gives_what_restoring_gives_and_a_failed_step_is_retried_from_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A shard's next batch reuses this worker's stream when the state bytes
+    are the ones it wrote; a step that failed midway (its batch added, the
+    windows not computed) must not leave a half-run stream for the retry."""
+    q = QUERIES["stock"]
+    events = sorted((e for e in make_events(seed=3) if e["type"] == "Stock"), key=lambda e: e["time"])[:240]
+    batches = [events[:80], events[80:160], events[160:]]
+    cfg = ShardConfig(q)
+    advance = ColumnarStream.advance
+    failing = []
+
+    def flaky_advance(self: ColumnarStream, watermark: Any) -> list:
+        if failing:
+            failing.clear()
+            raise RuntimeError("worker lost")
+        return advance(self, watermark)
+
+    monkeypatch.setattr(ColumnarStream, "advance", flaky_advance)
+
+    def run(reuse: bool, fail_at: int | None = None) -> list:
+        shard_mod._LIVE.clear()
+        outs, state, watermark = [], None, 0
+        for i, batch in enumerate(batches):
+            if i == fail_at:
+                failing.append(True)
+                with pytest.raises(RuntimeError):
+                    step(cfg, state, batch, watermark)
+            if not reuse:
+                shard_mod._LIVE.clear()
+            out, state, _ = step(cfg, state, batch, watermark)
+            outs.append(out)
+            watermark = max(e["time"] for e in batch) * 1000 - 5_000
+        outs.append(step(cfg, state, [], 10**9)[0])
+        return outs
+
+    want = run(reuse=False)
+    assert sum(len(o) for o in want) > 0
+    assert run(reuse=True) == want
+    assert run(reuse=True, fail_at=1) == want
+    assert run(reuse=True, fail_at=2) == want

@@ -11,6 +11,14 @@ window is among them. Every (event, window) pair is computed once over the
 whole stream, as in a batch run, so the rows are the batch rows (SEMANTICS.md
 section 6) and the per-event work is the kernel's, not Python's.
 
+Per micro-batch the work follows the batch, not the open windows: the kept
+events are held both raw (object arrays: snapshots, the general engine's
+replay, group values as spelled) and prepared (typed arrays, windows,
+states: `Prepared`), and a batch's prepared events are appended to the
+latter when their columns have the same types (else the kept events are
+typed again, together, when a window closes). A watermark that closes no
+window costs nothing.
+
 `ColumnarStream` has the interface of `greta_stream.engine.Engine` that a
 streaming driver uses (`expect`, `add_many`, `advance`, `finish`,
 `snapshot`/`restore`, `idle`, `next_window_end`). Lateness is the general
@@ -32,7 +40,16 @@ from typing import Any
 import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.columnar import ColumnarPlan, Input, Unsupported, columnar_plan, compute, prepare, warm_up
+from greta_stream.engine.columnar import (
+    ColumnarPlan,
+    Input,
+    Prepared,
+    Unsupported,
+    columnar_plan,
+    compute,
+    prepare,
+    warm_up,
+)
 from greta_stream.engine.engine import Engine, _fingerprint, add_declared, load_snapshot
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
@@ -60,10 +77,11 @@ class ColumnarStream:
         self.dead_letter = dead_letter
         self._validator = Validator(self.cq, fields)
         self._metrics = Metrics()
-        # valid events with a window not reported yet: one list of raw values per field
+        # valid events with a window not reported yet: one object array of raw values per field
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
-        self.kept: dict[str, list[Any]] = {f: [] for f in self.names}
+        self._kept: list[dict[str, np.ndarray]] = []  # in chunks, joined when read (`kept`)
+        self._prep: list[Prepared] | None = []  # the kept events prepared, in the same chunks (None: type again)
         self.watermark: Any = -math.inf  # windows ending by it are reported
         self.late_before: Any = -math.inf  # declared by `expect`
         self.next_k: int | None = None  # first window not reported (None: none reported yet)
@@ -73,8 +91,16 @@ class ColumnarStream:
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
 
     @property
+    def kept(self) -> dict[str, np.ndarray]:
+        """The kept events' raw values, field by field."""
+        if len(self._kept) != 1:
+            self._kept = [{f: _objects([]) if not self._kept else np.concatenate([c[f] for c in self._kept])
+                           for f in self.names}]
+        return self._kept[0]
+
+    @property
     def n_kept(self) -> int:
-        return len(self.kept[self.fields.type])
+        return sum(len(c[self.fields.type]) for c in self._kept)
 
     @property
     def validator(self) -> Validator:
@@ -111,8 +137,12 @@ class ColumnarStream:
                 for dl in prep.dead:
                     self._reject(dl)
                 good = [records[i] for i in prep.good.tolist()]
-                for f in self.names:
-                    self.kept[f].extend([r.get(f) for r in good])
+                if good:
+                    if not self.n_kept:
+                        self._prep = [_subset(prep, np.ones(len(good), bool))]
+                    elif self._prep is not None:  # None: the kept events are typed again anyway
+                        self._prep = _appended(self._prep, prep)
+                    self._kept.append({f: _objects([r.get(f) for r in good]) for f in self.names})
                 return
         add_declared(self.general, records, watermark_of)
 
@@ -128,20 +158,21 @@ class ColumnarStream:
         if watermark <= self.watermark:
             return []
         target = None if watermark == math.inf else self.tb.first_window(watermark)
-        if not self.n_kept:
+        if not self.n_kept or (target is not None and target == self.next_k):  # no window closes
             self.watermark, self.next_k = watermark, target
             return []
         inp = Input.of_columns(self.kept, self.n_kept)
         try:
-            prep = prepare(self.plan, inp, self.fields)
+            prep = _joined(self._prep) if self._prep else prepare(self.plan, inp, self.fields)
             rows = compute(self.plan, prep, inp, self.next_k, target)
         except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
             self._hand_over(str(exc))
             assert self.general is not None
             return self.general.advance(watermark)
         self.watermark, self.next_k = watermark, target
-        keep = (np.zeros(0, np.int64) if target is None else prep.good[prep.kmax >= target]).tolist()
-        self.kept = {f: [col[i] for i in keep] for f, col in self.kept.items()}
+        stay = np.zeros(len(prep.good), bool) if target is None else prep.kmax >= target
+        self._kept = [{f: col[prep.good[stay]] for f, col in self.kept.items()}]
+        self._prep = [_subset(prep, stay)]
         self.metrics.inc("rows_emitted", len(rows))
         return rows
 
@@ -162,7 +193,7 @@ class ColumnarStream:
             return None
         t = self.watermark
         if t == -math.inf:
-            t = min(self.kept[self.fields.time])
+            t = min(self.kept[self.fields.time].tolist())
         return self.tb.end(self.tb.first_window(t))
 
     def _hand_over(self, why: str) -> None:
@@ -175,7 +206,7 @@ class ColumnarStream:
         engine.metrics.clear()
         engine.metrics.update(self._metrics)
         engine.metrics.inc("columnar_hand_overs")
-        self.general, self.kept = engine, {f: [] for f in self.names}
+        self.general, self._kept, self._prep = engine, [], []
         self.handed_over_because = why
 
     # ----------------------------------------------------------- snapshot
@@ -198,9 +229,45 @@ class ColumnarStream:
             stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
                                             dead_letter=stream.dead_letter)
             return stream
-        stream.kept = state["kept"]
+        stream._kept = [{f: _objects(col) for f, col in state["kept"].items()}]  # lists before the arrays
+        stream._prep = None if stream.n_kept else []
         stream.watermark, stream.late_before = state["watermark"], state["late_before"]
         stream.next_k = state["next_k"]
         stream._validator.time_kind = state["time_kind"]
         stream._metrics.update(state["metrics"])
         return stream
+
+
+def _objects(values: Any) -> np.ndarray:
+    """Raw values as an object array (lists and dicts stay single values)."""
+    values = values if isinstance(values, list) else list(values)
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _subset(prep: Prepared, sel: np.ndarray) -> Prepared:
+    """The prepared events of `sel`, renumbered 0..: the kept events left."""
+    return Prepared(np.arange(int(sel.sum())), prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
+                    {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
+                    prep.int_time, [], prep.metrics)
+
+
+def _appended(chunks: list[Prepared], batch: Prepared) -> list[Prepared] | None:
+    """The kept events' prepared chunks and a batch's good events', or None
+    when a column's type differs (ints then floats, ...): typing them
+    together may then give another type, so they are typed again."""
+    first = chunks[0]
+    if first.int_time != batch.int_time or any(c.kind != batch.cols[a].kind for a, c in first.cols.items()):
+        return None
+    return [*chunks, _subset(batch, np.ones(len(batch.good), bool))]
+
+
+def _joined(chunks: list[Prepared]) -> Prepared:
+    if len(chunks) == 1:
+        return chunks[0]
+    first = chunks[0]
+    return Prepared(np.arange(sum(len(p.good) for p in chunks)),
+                    *(np.concatenate([getattr(p, f) for p in chunks]) for f in ("state", "t", "kmin", "kmax")),
+                    {a: type(c)(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in chunks])
+                                          for f in ("values", "null", "number")))
+                     for a, c in first.cols.items()},
+                    first.int_time, [], first.metrics)
