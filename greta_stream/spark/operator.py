@@ -18,7 +18,7 @@ shard when the watermark passes the end of its next window.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -152,13 +152,13 @@ def _normalized(col: Column) -> Column:
 def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]) -> Any:
     drop = [_TS, _SHARD]
 
-    def records(pdfs: Iterator[pd.DataFrame]) -> Iterator[Any]:
-        for pdf in pdfs:
-            if json_input:
-                yield from parse_json_records(pdf["value"])
-            else:
-                for rec in pdf.drop(columns=drop).to_dict("records"):
-                    yield {k: v for k, v in rec.items() if not _missing(v)}
+    def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
+        if json_input:
+            return (rec for pdf in pdfs for rec in parse_json_records(pdf["value"]))
+        frames = [pdf.drop(columns=drop) for pdf in pdfs]  # typed columns: handed on as one DataFrame
+        if not frames:  # a timeout: no input
+            return []
+        return pd.concat(frames, ignore_index=True) if len(frames) != 1 else frames[0].reset_index(drop=True)
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
         blob = None
@@ -177,7 +177,3 @@ def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]
         yield pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
 
     return fn
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v) or v is pd.NaT

@@ -35,12 +35,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import pandas as pd
+
 from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
-from greta_stream.engine.columnar.stream import ColumnarStream
+from greta_stream.engine.columnar.stream import ColumnarStream, frame_records
 from greta_stream.engine.engine import add_declared
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import SnapshotError
@@ -191,9 +193,11 @@ def timeout_ms(engine: Engine | TrendExtractor | ColumnarStream, watermark_ms: i
 
 
 def step(
-    cfg: ShardConfig, state: bytes | None, records: Iterable[Any], watermark_ms: int, shard: Shard = Shard()
+    cfg: ShardConfig, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
+    shard: Shard = Shard(),
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
-    """Run one micro-batch of one shard; see the module docstring."""
+    """Run one micro-batch of one shard; see the module docstring. `records`
+    are dicts, or a DataFrame of typed columns (NaN, None and NaT missing)."""
     cq = _compiled(cfg.query)
     dead: list[DeadLetter] = []
     options: dict[str, Any] = {"fields": cfg.fields, "dead_letter": dead.append}
@@ -222,9 +226,9 @@ def step(
 
     engine.expect(declared(engine.validator.time_kind))
     if isinstance(engine, ColumnarStream):
-        engine.add_many(records, declared)
+        engine.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
     else:
-        add_declared(engine, records, declared)
+        add_declared(engine, frame_records(records) if isinstance(records, pd.DataFrame) else records, declared)
     rows = engine.advance(declared(engine.validator.time_kind))
     out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
     if engine.idle:

@@ -8,6 +8,7 @@ records go to the dead-letter sink and change nothing else.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -111,6 +112,7 @@ def test_typed_parquet_input_with_timestamps(spark, tmp_path: Path) -> None:  # 
     for i, part in enumerate([frame.iloc[:300].sample(frac=1, random_state=1), frame.iloc[300:]]):
         path = tmp_path / "in" / f"part-{i}.parquet"
         part.to_parquet(path, index=False, coerce_timestamps="us")  # Spark cannot read nanoseconds
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # the source reads files in modification order
     cfg = PipelineConfig(
         source=SourceConfig("parquet", str(tmp_path / "in"), max_files_per_trigger=1),
         queries=[QueryConfig("stock", QUERIES["stock"], [SinkConfig("jsonl", str(tmp_path / "out"))],
@@ -123,3 +125,35 @@ def test_typed_parquet_input_with_timestamps(spark, tmp_path: Path) -> None:  # 
     expected = normalized([r for r in evaluate(QUERIES["stock"], frame) if r["window_end"] <= watermark])
     assert got and got == expected
     assert isinstance(got[0]["window_start"], str) and got[0]["window_start"].startswith("2024-")
+
+
+def test_typed_parquet_input_with_numeric_times_runs_columnar(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Typed columns with numeric times go to the columnar shards as
+    DataFrames (no per-event dicts): every type in one file (so each column
+    has missing values, NaN and null), a Stock row without a price, rows out
+    of order; the rows are those of `evaluate` over the same frames."""
+    import pandas as pd
+
+    events = make_events(seed=5)
+    events[10] = {k: v for k, v in events[10].items() if k != "price"} if events[10]["type"] == "Stock" else events[10]
+    bad = {"type": "Stock", "time": 50.5, "company": 1, "sector": 1, "id": -1}  # no price: a dead letter
+    frame = pd.DataFrame([*events, bad])
+    (tmp_path / "in").mkdir()
+    for i, part in enumerate([frame.iloc[:500].sample(frac=1, random_state=2), frame.iloc[500:]]):
+        path = tmp_path / "in" / f"part-{i}.parquet"
+        part.to_parquet(path, index=False)
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # the source reads files in modification order
+    cfg = PipelineConfig(
+        source=SourceConfig("parquet", str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(n, QUERIES[n], [SinkConfig("jsonl", str(tmp_path / "out" / n))],
+                             SinkConfig("jsonl", str(tmp_path / "dead" / n))) for n in ("stock", "runs")],
+        checkpoint=str(tmp_path / "chk"), watermark_delay_s=60, once=True, shards=2,
+    )
+    run(cfg, spark=spark, echo=lambda s: None)
+    watermark = frame["time"].max() - 60
+    for name in ("stock", "runs"):
+        got = normalized(list(read_jsonl_dir(tmp_path / "out" / name)))
+        expected = normalized([r for r in evaluate(QUERIES[name], frame) if r["window_end"] <= watermark])
+        assert got and got == expected, name
+    dead = list(read_jsonl_dir(tmp_path / "dead" / "stock"))
+    assert [d["event"]["id"] for d in dead if d["reason"] == "missing_attribute"] == [-1]

@@ -88,7 +88,7 @@ class Input:
             return {k: col[i] for k, col in self.fields.items() if col[i] is not None}
         if self.frame is None:
             return self.records[i]
-        rec = self.frame.iloc[i].to_dict()
+        rec = self.frame.iloc[[i]].to_dict("records")[0]  # each column's own type (a row Series would upcast)
         return {k: v for k, v in rec.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None}
 
     def materialized(self) -> Any:

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar import (
@@ -117,17 +118,22 @@ class ColumnarStream:
             self.general.expect(watermark)
         self.late_before = max(self.late_before, watermark)
 
-    def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
+    def add_many(self, records: Iterable[Any] | pd.DataFrame, watermark_of: WatermarkOf | None = None) -> None:
         """Validate a micro-batch and keep its events; bad and late ones are dead-lettered.
 
+        `records` are dicts, or a DataFrame with a column per field (typed
+        input: no per-event objects until the events are kept; NaN and None
+        are missing values, as in `greta_stream.evaluate`).
         `watermark_of(time_kind)` is the declared watermark in a time unit:
         the general engine, once it takes over, declares it again when the
         first valid event fixes the unit (timestamps).
         """
-        records = records if isinstance(records, list) else list(records)
+        frame = records if isinstance(records, pd.DataFrame) else None
+        records = [] if frame is not None else records if isinstance(records, list) else list(records)
         if self.general is None:
+            inp = Input(frame if frame is not None else records)
             try:
-                prep = prepare(self.plan, Input(records), self.fields,
+                prep = prepare(self.plan, inp, self.fields,
                                late_before=max(self.watermark, self.late_before), validator=self._validator)
             except Unsupported as exc:
                 self._hand_over(str(exc))
@@ -136,15 +142,18 @@ class ColumnarStream:
                     self.metrics.inc(name, value)
                 for dl in prep.dead:
                     self._reject(dl)
-                good = [records[i] for i in prep.good.tolist()]
-                if good:
+                if len(prep.good):
                     if not self.n_kept:
-                        self._prep = [_subset(prep, np.ones(len(good), bool))]
+                        self._prep = [_subset(prep, np.ones(len(prep.good), bool))]
                     elif self._prep is not None:  # None: the kept events are typed again anyway
                         self._prep = _appended(self._prep, prep)
-                    self._kept.append({f: _objects([r.get(f) for r in good]) for f in self.names})
+                    if frame is not None:
+                        self._kept.append({f: _objects(frame_values(frame, f, prep.good)) for f in self.names})
+                    else:
+                        good = [records[i] for i in prep.good.tolist()]
+                        self._kept.append({f: _objects([r.get(f) for r in good]) for f in self.names})
                 return
-        add_declared(self.general, records, watermark_of)
+        add_declared(self.general, frame_records(frame) if frame is not None else records, watermark_of)
 
     def _reject(self, dl: DeadLetter) -> None:
         if self.dead_letter is not None:
@@ -236,6 +245,30 @@ class ColumnarStream:
         stream._validator.time_kind = state["time_kind"]
         stream._metrics.update(state["metrics"])
         return stream
+
+
+def frame_values(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
+    """A column's values at `rows` as the records of `frame_records` hold
+    them: Python scalars, None where missing (NaN, None, NaT)."""
+    if name not in frame.columns:
+        return [None] * len(rows)
+    col = frame[name]
+    numpy_dtype = isinstance(col.dtype, np.dtype)  # not a pandas extension type (nullable ints, ...)
+    if numpy_dtype and col.dtype.kind in "iub":
+        return col.to_numpy()[rows].tolist()
+    if numpy_dtype and col.dtype.kind == "f":
+        values = col.to_numpy()[rows]
+        return [None if v != v else v for v in values.tolist()]
+    return [None if _missing(v) else v for v in col.iloc[rows].astype(object).tolist()]
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """One dict per row, without its missing values (NaN, None, NaT)."""
+    return [{k: v for k, v in rec.items() if not _missing(v)} for rec in frame.to_dict("records")]
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or v is pd.NaT
 
 
 def _objects(values: Any) -> np.ndarray:
