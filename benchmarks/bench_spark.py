@@ -1,13 +1,14 @@
 """Sustained events/s of the Spark pipeline for Q1-Q3, next to Spark's own windowed count.
 
 For each query and each micro-batch size, the same seeded stream (from
-``generators.py``) is written as JSON-lines files of ``rows`` events each and
-read back with ``maxFilesPerTrigger=1``, so every micro-batch holds one file.
+``generators.py``) is written as JSON-lines files (or, ``--format parquet``,
+Parquet files of typed columns) of ``rows`` events each and read back with
+``maxFilesPerTrigger=1``, so every micro-batch holds one file.
 Two streaming queries run over it on ``local[2]``, one after the other:
 
 - **greta**: ``trend_aggregates`` (the sharded ``applyInPandasWithState``
   operator) over the query of ``configs/``;
-- **spark-native**: parse the same JSON, ``withWatermark`` and
+- **spark-native**: parse the same JSON (or read the same columns), ``withWatermark`` and
   ``groupBy(window(time, WITHIN, SLIDE), <GROUP-BY>).count()`` in append
   mode: the cheapest stateful windowed aggregation Spark offers on the same
   input and windows (it counts events, not trends).
@@ -22,6 +23,7 @@ engine partition (greta: state bytes / distinct partition keys in the data).
 
     .venv/bin/python benchmarks/bench_spark.py                       # defaults
     .venv/bin/python benchmarks/bench_spark.py --queries q2 --rows 10000,50000 --batches 5
+    .venv/bin/python benchmarks/bench_spark.py --format parquet      # typed columns
 """
 
 from __future__ import annotations
@@ -50,14 +52,23 @@ WORKLOADS = {
 }
 
 
-def write_input(folder: Path, events: list[dict[str, Any]], rows: int) -> int:
-    """JSON-lines files of `rows` events, modification times in file order."""
+def write_input(folder: Path, events: list[dict[str, Any]], rows: int, fmt: str = "jsonl") -> int:
+    """Files of `rows` events (JSON lines, or Parquet with one typed column
+    per field, missing values null), modification times in file order."""
     folder.mkdir(parents=True)
     base = time.time() - 86_400
+    frame = None
+    if fmt == "parquet":
+        import pandas as pd
+
+        frame = pd.DataFrame(events)  # one schema for every file
     n_files = 0
     for i in range(0, len(events), rows):
-        path = folder / f"part-{n_files:05d}.jsonl"
-        path.write_text("".join(json.dumps(e) + "\n" for e in events[i:i + rows]))
+        path = folder / f"part-{n_files:05d}.{fmt}"
+        if frame is not None:
+            frame.iloc[i:i + rows].to_parquet(path, index=False)
+        else:
+            path.write_text("".join(json.dumps(e) + "\n" for e in events[i:i + rows]))
         os.utime(path, (base + n_files, base + n_files))
         n_files += 1
     return n_files
@@ -94,8 +105,12 @@ def native_count(spark: Any, events_df: Any, text: str, delay_s: float) -> Any:
 
     cq = compile_query(text)
     within, slide = float(cq.window.within), float(cq.window.slide)
-    cols = [F.get_json_object("value", f"$.{g}").alias(g) for g in cq.group_by]
-    ts = F.timestamp_seconds(F.get_json_object("value", "$.time").cast("double")).alias("ts")
+    if "value" in events_df.columns:  # JSON lines
+        cols = [F.get_json_object("value", f"$.{g}").alias(g) for g in cq.group_by]
+        ts = F.timestamp_seconds(F.get_json_object("value", "$.time").cast("double")).alias("ts")
+    else:  # typed columns
+        cols = [F.col(g) for g in cq.group_by]
+        ts = F.timestamp_seconds(F.col("time").cast("double")).alias("ts")
     parsed = events_df.select(ts, *cols).withWatermark("ts", f"{int(delay_s * 1000)} milliseconds")
     return parsed.groupBy(F.window("ts", f"{int(within * 1000)} milliseconds", f"{int(slide * 1000)} milliseconds"),
                           *cq.group_by).count()
@@ -108,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=4, help="micro-batches per run")
     ap.add_argument("--watermark", type=float, default=5.0, help="watermark delay in seconds")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+                    help="input files: JSON lines (a text column parsed by both) or typed Parquet columns")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
 
@@ -127,8 +144,12 @@ def main(argv: list[str] | None = None) -> int:
             partitions = len({tuple(e.get(k) for k in keys) for e in events})
             tmp = Path(tempfile.mkdtemp(prefix="greta-bench-spark-"))
             try:
-                write_input(tmp / "in", events, rows)
-                src = spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(tmp / "in"))
+                write_input(tmp / "in", events, rows, args.format)
+                if args.format == "parquet":
+                    schema = spark.read.parquet(str(tmp / "in")).schema
+                    src = spark.readStream.option("maxFilesPerTrigger", 1).schema(schema).parquet(str(tmp / "in"))
+                else:
+                    src = spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(tmp / "in"))
                 t0 = time.monotonic()
                 greta = summarize(run_stream(trend_aggregates(src, text, watermark_delay_s=args.watermark),
                                              f"greta_{qname}_{rows}"))
