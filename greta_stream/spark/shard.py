@@ -162,12 +162,13 @@ def _columnar(query: str) -> ColumnarPlan | None:
         return None
 
 
-# Columnar streams of this Python worker, by shard, with the state bytes they
-# last wrote. Spark reuses workers, so the next batch of a shard usually
-# brings those very bytes back: the stream is used as is, keeping its typed
-# columns (restoring types the kept events again). Taken out while a step
-# runs: a failed step is retried from the bytes, never from a half-run stream.
-_LIVE: dict[tuple[ShardConfig, Shard], tuple[bytes, ColumnarStream]] = {}
+# The engines of this Python worker, by shard, with the state bytes they last
+# wrote. Spark reuses workers, so the next batch of a shard usually brings
+# those very bytes back: the engine is used as is (no unpickling; a columnar
+# stream keeps its typed columns, which restoring would build again). Taken
+# out while a step runs: a failed step is retried from the bytes, never from
+# a half-run engine.
+_LIVE: dict[tuple[ShardConfig, Shard], tuple[bytes, Any]] = {}
 _LIVE_MAX = 64
 
 
@@ -213,9 +214,11 @@ def step(
             raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
         shard.check(bytes(state[1:_HEADER]))
         live = _LIVE.pop((cfg, shard), None)
-        if live is not None and live[0] == state and isinstance(live[1], ColumnarStream) and live[1].general is None:
-            engine = live[1]  # this worker wrote these very bytes: its engine, typed columns and all
+        if live is not None and live[0] == state:
+            engine = live[1]  # this worker wrote these very bytes: its engine, caches and typed columns too
             engine.dead_letter = dead.append
+            if getattr(engine, "general", None) is not None:  # a columnar stream that handed over
+                engine.general.dead_letter = dead.append
         else:
             engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[_HEADER:]), **options)
     else:
@@ -234,10 +237,9 @@ def step(
     if engine.idle:
         return out, None, None
     blob = _TAGS[type(engine)] + shard.header() + zlib.compress(engine.snapshot(), 1)
-    if isinstance(engine, ColumnarStream) and engine.general is None:
-        _LIVE[(cfg, shard)] = (blob, engine)
-        while len(_LIVE) > _LIVE_MAX:
-            _LIVE.pop(next(iter(_LIVE)))
+    _LIVE[(cfg, shard)] = (blob, engine)
+    while len(_LIVE) > _LIVE_MAX:
+        _LIVE.pop(next(iter(_LIVE)))
     return out, blob, timeout_ms(engine, watermark_ms)
 
 

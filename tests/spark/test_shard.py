@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from test_streaming import QUERIES, make_events, normalized
 
 from greta_stream import evaluate
+from greta_stream.cet import TrendExtractor
 from greta_stream.connectors.jsonl import loads
+from greta_stream.engine import Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
 from greta_stream.spark import shard as shard_mod
@@ -190,26 +192,29 @@ def test_engine_watermark_units() -> None:
     assert engine_watermark("seconds", 40_000) == 40
 
 
-def test_a_workers_live_stream_gives_what_restoring_gives_and_a_failed_step_is_retried_from_bytes(
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(("engine", "mode", "cls"), [
+    ("auto", "aggregate", ColumnarStream), ("general", "aggregate", Engine), ("auto", "cet", TrendExtractor),
+])
+def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_retried_from_bytes(
+    monkeypatch: pytest.MonkeyPatch, engine: str, mode: str, cls: Any,
 ) -> None:
-    """A shard's next batch reuses this worker's stream when the state bytes
+    """A shard's next batch reuses this worker's engine when the state bytes
     are the ones it wrote; a step that failed midway (its batch added, the
-    windows not computed) must not leave a half-run stream for the retry."""
+    windows not computed) must not leave a half-run engine for the retry."""
     q = QUERIES["stock"]
     events = sorted((e for e in make_events(seed=3) if e["type"] == "Stock"), key=lambda e: e["time"])[:240]
     batches = [events[:80], events[80:160], events[160:]]
-    cfg = ShardConfig(q)
-    advance = ColumnarStream.advance
+    cfg = ShardConfig(q, engine=engine, mode=mode)
+    advance = cls.advance
     failing = []
 
-    def flaky_advance(self: ColumnarStream, watermark: Any) -> list:
+    def flaky_advance(self: Any, watermark: Any) -> list:
         if failing:
             failing.clear()
             raise RuntimeError("worker lost")
         return advance(self, watermark)
 
-    monkeypatch.setattr(ColumnarStream, "advance", flaky_advance)
+    monkeypatch.setattr(cls, "advance", flaky_advance)
 
     def run(reuse: bool, fail_at: int | None = None) -> list:
         shard_mod._LIVE.clear()
