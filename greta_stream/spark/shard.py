@@ -169,7 +169,8 @@ def _columnar(query: str) -> ColumnarPlan | None:
 # out while a step runs: a failed step is retried from the bytes, never from
 # a half-run engine.
 _LIVE: dict[tuple[ShardConfig, Shard], tuple[bytes, Any]] = {}
-_LIVE_MAX = 64
+_LIVE_MAX = 64  # engines
+_LIVE_BYTES = 64 << 20  # of their (compressed) state bytes: a live engine takes several times that
 
 
 def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
@@ -238,8 +239,8 @@ def step(
         return out, None, None
     blob = _TAGS[type(engine)] + shard.header() + zlib.compress(engine.snapshot(), 1)
     _LIVE[(cfg, shard)] = (blob, engine)
-    while len(_LIVE) > _LIVE_MAX:
-        _LIVE.pop(next(iter(_LIVE)))
+    while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
+        _LIVE.pop(next(iter(_LIVE)))  # the least recently written
     return out, blob, timeout_ms(engine, watermark_ms)
 
 

@@ -237,3 +237,18 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
     assert run(reuse=True) == want
     assert run(reuse=True, fail_at=1) == want
     assert run(reuse=True, fail_at=2) == want
+
+
+def test_live_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    q = QUERIES["stock"]
+    events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:50]
+    shard_mod._LIVE.clear()
+    monkeypatch.setattr(shard_mod, "_LIVE_MAX", 3)
+    for s in range(5):
+        step(ShardConfig(q), None, events, 0, Shard(s, 8))
+    assert [k[1].index for k in shard_mod._LIVE] == [2, 3, 4]  # the least recently written go first
+    one = len(next(iter(shard_mod._LIVE.values()))[0])
+    monkeypatch.setattr(shard_mod, "_LIVE_BYTES", 2 * one + one // 2)
+    step(ShardConfig(q), None, events, 0, Shard(5, 8))
+    assert [k[1].index for k in shard_mod._LIVE] == [4, 5]
+    shard_mod._LIVE.clear()
