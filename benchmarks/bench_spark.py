@@ -13,7 +13,11 @@ Two streaming queries run over it on ``local[2]``, one after the other:
   mode: the cheapest stateful windowed aggregation Spark offers on the same
   input and windows (it counts events, not trends).
 
-Both write to Spark's ``noop`` sink. Throughput is events over the summed
+With ``--floor``, a third: greta's operator with a shard function that
+only reads its rows (``operator_floor``), the operator's own cost; its ratio
+to the native count bounds what any engine work could reach.
+
+All write to Spark's ``noop`` sink. Throughput is events over the summed
 trigger time of the batches that carried data (the first batch, which pays
 for planning and Python worker start, is reported apart), so it measures the
 sustained rate. The ratio greta / native is the figure we track. State is
@@ -116,6 +120,35 @@ def native_count(spark: Any, events_df: Any, text: str, delay_s: float) -> Any:
                           *cq.group_by).count()
 
 
+def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
+    """greta's operator as it is (shard keys, watermark, `applyInPandasWithState`)
+    with a shard function that only reads its rows and keeps a small state:
+    what the operator costs before any engine work."""
+    import pandas as pd
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    from greta_stream.compiler.compiled import compile_query
+    from greta_stream.spark.operator import (
+        OUTPUT_SCHEMA,
+        SHARD_COLUMN,
+        STATE_SCHEMA,
+        default_shards,
+        keyed_by_shard,
+    )
+
+    keyed, _ = keyed_by_shard(events_df, compile_query(text), watermark_delay_s=delay_s, shards=default_shards())
+
+    def nothing(key: Any, pdfs: Any, state: Any) -> Any:
+        rows = sum(len(pdf) for pdf in pdfs)
+        state.update((4, b"x" * 1000))
+        state.setTimeoutTimestamp(max(state.getCurrentWatermarkMs(), 1) + 10**12)
+        yield pd.DataFrame({"kind": ["row"], "window_start": [0.0], "window_end": [0.0], "grp": [str(rows)],
+                            "payload": [""]})
+
+    return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
+        nothing, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", default="q1,q2,q3")
@@ -123,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batches", type=int, default=4, help="micro-batches per run")
     ap.add_argument("--watermark", type=float, default=5.0, help="watermark delay in seconds")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--floor", action="store_true",
+                    help="also run the operator with a do-nothing shard function (its cost before any engine work)")
     ap.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                     help="input files: JSON lines (a text column parsed by both) or typed Parquet columns")
     ap.add_argument("--json", help="also write the results to this file")
@@ -134,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_session("local[2]", app_name="greta-bench")
     results = []
     print(f"{'query':5} {'rows/batch':>10} {'greta ev/s':>11} {'native ev/s':>11} {'ratio':>6} "
-          f"{'greta ms/batch':>14} {'native ms/batch':>15} {'state B/shard':>13} {'state B/partition':>17}")
+          f"{'greta ms/batch':>14} {'native ms/batch':>15} {'state B/shard':>13} {'state B/partition':>17}"
+          + (f" {'floor ms/batch':>14} {'floor ratio':>11}" if args.floor else ""))
     for qname in args.queries.split(","):
         config, gen, params, keys = WORKLOADS[qname]
         text = (ROOT / "configs" / config).read_text()
@@ -157,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.monotonic()
                 native = summarize(run_stream(native_count(spark, src, text, args.watermark), f"native_{qname}_{rows}"))
                 native["wall_s"] = time.monotonic() - t0
+                floor = (summarize(run_stream(operator_floor(src, text, args.watermark), f"floor_{qname}_{rows}"))
+                         if args.floor else None)
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
             g, nat = greta["events_per_s"], native["events_per_s"]
@@ -164,10 +202,12 @@ def main(argv: list[str] | None = None) -> int:
             per_shard = greta["state_bytes"] / greta["state_rows"] if greta["state_rows"] else 0
             per_part = greta["state_bytes"] / partitions if partitions else 0
             results.append({"query": qname, "rows_per_batch": rows, "events": n, "partitions": partitions,
-                            "greta": greta, "native": native, "ratio": ratio})
+                            "greta": greta, "native": native, "ratio": ratio, "floor": floor})
             print(f"{qname:5} {rows:>10,} {g or 0:>11,.0f} {nat or 0:>11,.0f} {ratio or 0:>6.2f} "
                   f"{greta['batch_ms_median'] or 0:>14,} {native['batch_ms_median'] or 0:>15,} "
-                  f"{per_shard:>13,.0f} {per_part:>17,.0f}", flush=True)
+                  f"{per_shard:>13,.0f} {per_part:>17,.0f}"
+                  + (f" {floor['batch_ms_median'] or 0:>14,} {(floor['events_per_s'] or 0) / (nat or 1):>11.2f}"
+                     if floor else ""), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"argv": sys.argv, "cpus": os.cpu_count(), "results": results}, indent=1))
     spark.stop()

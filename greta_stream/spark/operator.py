@@ -36,7 +36,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from greta_stream.compiler.compiled import compile_query
+from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine import FieldNames
 from greta_stream.spark.shard import (
     OUTPUT_COLUMNS,
@@ -59,7 +59,7 @@ OUTPUT_SCHEMA = StructType([
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
 
 _TS = "__greta_ts"
-_SHARD = "__greta_shard"
+SHARD_COLUMN = "__greta_shard"
 # The watermark column is event time shifted by a horizon (see trend_aggregates),
 # clamped so that it stays inside pandas' nanosecond range (1677-2262) when
 # Spark hands it to Python, and never overflows Spark's own timestamp math.
@@ -95,8 +95,22 @@ def trend_aggregates(
         raise ValueError(f"engine must be 'auto' or 'general', got {engine!r}")
     cq = compile_query(query)
     mode = mode or ("cet" if cq.query.trends else "aggregate")
-    json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
     n = shards or default_shards()
+    keyed, json_input = keyed_by_shard(events, cq, watermark_delay_s=watermark_delay_s, shards=n, fields=fields)
+    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine)
+    fn = _shard_function(cfg, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
+    return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
+        fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
+    )
+
+
+def keyed_by_shard(
+    events: DataFrame, cq: CompiledQuery, *, watermark_delay_s: float, shards: int, fields: FieldNames = FieldNames(),
+) -> tuple[DataFrame, bool]:
+    """`events` with the shard key column (`SHARD_COLUMN`) and the watermark
+    the operator groups by; and whether the input is JSON text (`value`)."""
+    json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
+    n = shards
 
     def column(name: str) -> Column:
         if json_input:
@@ -120,12 +134,7 @@ def trend_aggregates(
     shifted = F.when(seconds.isNotNull(), F.timestamp_seconds(clamped + _HORIZON_S))
     delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
     keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
-    keyed = keyed.withColumn(_SHARD, shard)
-    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine)
-    fn = _shard_function(cfg, json_input, {k: Shard(s, n) for s, k in enumerate(keys)})
-    return keyed.groupBy(_SHARD).applyInPandasWithState(
-        fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
-    )
+    return keyed.withColumn(SHARD_COLUMN, shard), json_input
 
 
 def _event_seconds(events: DataFrame, col: Column, json_input: bool, time_field: str) -> Column:
@@ -150,7 +159,7 @@ def _normalized(col: Column) -> Column:
 
 
 def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]) -> Any:
-    drop = [_TS, _SHARD]
+    drop = [_TS, SHARD_COLUMN]
 
     def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
         if json_input:
