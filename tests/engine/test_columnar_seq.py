@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_columnar import (
@@ -23,6 +24,7 @@ from test_columnar import (
     _oracle_input,
     assert_same_rows,
     check_against_general,
+    queries,
     query_text,
     streams,
 )
@@ -145,3 +147,31 @@ def test_q2_shape_long_stream_big_counts() -> None:
     assert max(r["count"] for r in general) > 2**64
     assert_same_rows(text, "...", general, columnar)
     assert all(not math.isnan(r["avg_M_load"]) for r in columnar)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.data())
+def test_blocks_of_any_width_and_split_between_threads(data: st.DataObject) -> None:
+    """Windows are processed in blocks of `BLOCK_LANES` (a tree per partition
+    and block); a block may be split between threads (its rows then come in
+    pieces that are added). Blocks of 1-3 windows, tasks cut anywhere, Kleene
+    queries on long streams and SEQ queries: the rows do not change."""
+    import greta_stream.engine.columnar as columnar
+
+    if data.draw(st.booleans()):
+        spec = data.draw(queries(max_within=40, max_slide=10))
+        events = data.draw(streams(spec, 120, min_events=20, time_scale=data.draw(st.sampled_from([1, 4]))))
+    else:
+        spec = data.draw(seq_queries())
+        events = data.draw(seq_streams(spec, max_events=80))
+    general = evaluate(spec.text, events, engine="general")
+    patch = pytest.MonkeyPatch()
+    try:
+        patch.setattr(columnar, "BLOCK_LANES", data.draw(st.integers(1, 3)))
+        patch.setattr(columnar, "PARALLEL_EVENTS", 0)
+        patch.setattr(columnar.os, "cpu_count", lambda n=data.draw(st.integers(1, 4)): n)
+        got = evaluate(spec.text, events, engine="columnar")
+    finally:
+        patch.undo()
+    assert got.engine == "columnar"
+    assert_same_rows(spec.text, events, general, got)

@@ -60,6 +60,7 @@ from greta_stream.query import ast
 MAX_THREADS = 8
 PARALLEL_EVENTS = 20_000  # below this, one thread
 START_LIMBS = 2  # 64-bit counts first; the kernel widens by half whenever a count needs more
+BLOCK_LANES = 32  # windows per block: a tree per (partition, block) of this many lanes
 MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
 
 
@@ -390,9 +391,9 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
     ncell = 1 + len(cells)
 
-    parts_k, parts_p, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
-                                              mmval, mmax, ncell)
-    return _rows(plan, parts_k, group_of_part[parts_p], parts_c, parts_m, cells, sums, mms, group_values)
+    parts_k, parts_g, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
+                                              mmval, mmax, ncell, group_of_part)
+    return _rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values)
 
 
 # ------------------------------------------------------------------ helpers
@@ -606,38 +607,41 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
     return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
 
 
-def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell):  # noqa: ANN001, ANN202
-    """The kernel over every partition, in threads over ranges of partitions."""
+def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part):  # noqa: ANN001, ANN202
+    """The kernel over every partition and block of windows, in threads over
+    ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
+    per (group, window), a window's row in two pieces where a block was split
+    between threads (`_rows` adds them)."""
     from greta_stream.engine.columnar import kernel
 
     m = len(kmin)
     if m == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
+    lanes = min(kwidth, BLOCK_LANES)
+    k_first = int(kmin.min())
     start, final, store_src, reads, keyed = plan.stores()
-    span = max(kwidth + (kwidth + 1) // 2, 8)  # epochs of half a window: memory ~ 1.5 windows x 1.5 K lanes
-    eps = kernel.epochs(offsets, kmin, kmax, span)
-    ep_part = np.repeat(np.arange(len(offsets) - 1), np.diff(np.searchsorted(eps[:, 0], offsets)))
-    # ranges of whole partitions, about equal in events, one per thread
+    task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
+    # contiguous ranges of tasks, about equal in events, one per thread
     workers = min(os.cpu_count() or 1, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
-    part_first = np.searchsorted(eps[:, 0], offsets[:-1])  # first epoch of each partition
-    cuts = np.minimum(np.searchsorted(offsets[:-1], np.linspace(0, m, workers + 1)[1:-1]), len(part_first) - 1)
-    bounds = sorted({0, *part_first[cuts].tolist(), len(eps)})
+    work = np.cumsum(task[:, 3] - task[:, 2])
+    cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
+    bounds = sorted({0, *cuts.tolist(), len(task)})
+    n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
 
-    def chunk(lo: int, hi: int) -> list[tuple[np.ndarray, ...]]:
-        rows, ok, op, oc, om = kernel.run(
-            eps, ep_part, lo, hi, kmin, kmax, newt, st, kneg, start, final, store_src, reads, keyed, gr, gq, point,
-            mult, mmval, mmax, ncell, START_LIMBS, kwidth, int(rows_of[lo:hi].sum()),
+    def chunk(lo: int, hi: int) -> tuple[np.ndarray, ...]:
+        rows, ok, og, oc, om = kernel.run(
+            task, lo, hi, k_first, lanes, group_of_part, n_groups, kmin, kmax, newt, st, kneg, start, final,
+            store_src, reads, keyed, gr, gq, point, mult, mmval, mmax, ncell, START_LIMBS,
         )
-        return [(ok[:rows], op[:rows], oc[:rows], om[:rows])]
+        return ok[:rows], og[:rows], oc[:rows], om[:rows]
 
-    rows_of = kmax[eps[:, 1] - 1] - kmin[eps[:, 0]] + 1
     ranges = list(zip(bounds[:-1], bounds[1:]))
     if len(ranges) == 1:
-        pieces = chunk(*ranges[0])
+        pieces = [chunk(*ranges[0])]
     else:
         with ThreadPoolExecutor(len(ranges)) as pool:
-            pieces = [p for got in pool.map(lambda r: chunk(*r), ranges) for p in got]
+            pieces = list(pool.map(lambda r: chunk(*r), ranges))
     width = max(p[2].shape[2] for p in pieces)
     cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
     return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,
@@ -658,7 +662,8 @@ def warm_up() -> None:
     one = np.zeros(1, np.int64)
     plan = ColumnarPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
     _run(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
-         one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1)
+         one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1,
+         np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
 
 

@@ -1,12 +1,13 @@
 """Numba kernels of the columnar engine: Kleene propagation over arrays.
 
-One call processes every partition of a pattern `X+` or a SEQ of event
-types, each once or Kleene (`SEQ(S, M+, E)`): the events arrive sorted by
+One call processes a range of *tasks*: a task is one partition's events in
+one *block* of `lanes` consecutive windows. The events arrive sorted by
 (partition, time) as plain arrays with their state in the SEQ, and nothing
 on the path is a Python object. A state reads running totals of the states
 before it (no predicate: every earlier vertex is a predecessor) and, when
-Kleene with the edge predicate, its own vertices through the index. Per event, its intermediate aggregates for every
-window it falls in (GRETA sections 4 and 6) are one lane each, and:
+Kleene with the edge predicate, its own vertices through the index. Per
+event, its intermediate aggregates for every window of the block it falls in
+(GRETA sections 4 and 6) are one lane each, and:
 
 - **counts are exact** multi-limb integers: `L` limbs of 32 bits held in
   uint64, so sums of up to 2**31 values never carry out of a limb; a value is
@@ -18,13 +19,19 @@ window it falls in (GRETA sections 4 and 6) are one lane each, and:
   ranks of the edge predicate's key answers "sum of the admitted
   predecessors' aggregates" for an order comparison in O(log n) per lane
   block; an equality keeps one bucket per key; no predicate, one bucket;
-- **time is cut into epochs** of `span` windows: at an epoch start the
-  tree is rebuilt over the live vertices (those whose last window is still
-  open) and the epoch's events only, with ranks local to them, so memory and
-  work follow the events per window, never the stream length.
+- **windows are cut into blocks** of `lanes` windows, each block of each
+  partition a tree of its own over the events of those windows only (ranks
+  local to them). A tree holds `lanes` windows, not every window of its
+  events, so it stays small enough for the cache (a tree over all 61
+  windows of Q1 with 100-digit counts takes tens of MB per partition and
+  every event read and wrote it from memory); an event is visited once per
+  block its windows meet, about K / lanes + 1 times for K windows per
+  event, with its lanes in that block each time.
 
-Per (partition, window) the kernel returns partial result rows (windows at
-an epoch boundary get two partials); the caller sums them per group.
+Result rows are summed per (group, window) of a block as the block's
+partitions are processed: the kernel returns one row per (group, window) of
+each block it processed (a block split between two threads gives two rows,
+which the caller adds).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ import numpy as np
 from numba import njit
 
 LIMB_BITS = 32
-EXTRA_LIMBS = 2  # partial rows carry this many more limbs than vertices
+EXTRA_LIMBS = 2  # rows carry this many more limbs than vertices (sums of up to 2**64 values)
 
 
 _MASK = np.uint64(0xFFFFFFFF)
@@ -41,85 +48,92 @@ _SHIFT = np.uint64(32)
 
 
 @njit(cache=True)
-def _epochs(kmin: np.ndarray, kmax: np.ndarray, lo: int, hi: int, span: int, out: np.ndarray, at: int) -> int:
-    """Cut events lo..hi-1 into epochs of fewer than `span` windows; append
-    (a, b) to out from row `at`; return the next free row. Events of one
-    time have the same windows, so an epoch never splits them."""
-    a = lo
-    while a < hi:
-        first = kmin[a]
-        b = a + 1
-        while b < hi and kmax[b] - first < span:
-            b += 1
-        out[at, 0] = a
-        out[at, 1] = b
-        at += 1
-        a = b
-    return at
+def tasks(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, k_first: int, lanes: int) -> np.ndarray:
+    """Rows (block, partition, a, b): events a..b-1 of the partition meet
+    the block's windows k_first + block * lanes + (0..lanes-1); ordered by
+    block, then partition. Within a partition (sorted by time) first and last
+    windows never decrease, so the events of a block are one range."""
+    n_parts = offsets.shape[0] - 1
+    total = 0
+    for p in range(n_parts):
+        a, b = offsets[p], offsets[p + 1]
+        if b > a:
+            total += (kmax[b - 1] - k_first) // lanes - (kmin[a] - k_first) // lanes + 1
+    out = np.empty((total, 4), np.int64)
+    at = 0
+    for p in range(n_parts):
+        a, b = offsets[p], offsets[p + 1]
+        if b == a:
+            continue
+        lo = a  # first event whose last window is in or after the block
+        hi = a  # first event whose first window is after the block
+        for blk in range((kmin[a] - k_first) // lanes, (kmax[b - 1] - k_first) // lanes + 1):
+            k0 = k_first + blk * lanes
+            while lo < b and kmax[lo] < k0:
+                lo += 1
+            while hi < b and kmin[hi] < k0 + lanes:
+                hi += 1
+            if hi > lo:
+                out[at, 0] = blk
+                out[at, 1] = p
+                out[at, 2] = lo
+                out[at, 3] = hi
+                at += 1
+    out = out[:at]
+    return out[np.argsort(out[:, 0], kind="mergesort")]
 
 
 @njit(cache=True)
-def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, nl: int, carry: np.ndarray) -> bool:
-    """Propagate carries in cells c0..c1-1 over lanes 0..nl-1; True if a
+def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, j0: int, j1: int, carry: np.ndarray) -> bool:
+    """Propagate carries in cells c0..c1-1 over lanes j0..j1-1; True if a
     value needs more than `limbs` limbs."""
     over = False
+    n = j1 - j0
+    cy = carry[:n]
     for c in range(c0, c1):
-        for j in range(nl):
-            carry[j] = 0
+        cy[:] = 0
         for lb in range(limbs):
-            for j in range(nl):
-                x = acc[c, lb, j] + carry[j]
-                acc[c, lb, j] = x & _MASK
-                carry[j] = x >> _SHIFT
-        for j in range(nl):
-            if carry[j] != 0:
+            row = acc[c, lb, j0:j1]  # views and 0-based loops: numba vectorizes these
+            for j in range(n):
+                x = row[j] + cy[j]
+                row[j] = x & _MASK
+                cy[j] = x >> _SHIFT
+        for j in range(n):
+            if cy[j] != 0:
                 over = True
     return over
 
 
 @njit(cache=True)
-def _add_node(nodes, i, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
-    """nodes[i] lanes off+j += vertex lanes j, for j0 <= j < nl, limbs 0..limbs-1."""
-    if nl - j0 == 1:  # one window per event (tumbling): a plain loop over limbs
+def _add_node(nodes, used, i, acc, j0, j1, ncell, sig):  # noqa: ANN001, ANN202
+    """nodes[i] lanes j0..j1-1 += acc (limbs 0..sig-1). Limbs at or past
+    used[i] of a node are not kept zero (a tree is reused from task to task
+    without clearing): they are cleared, all lanes, when first needed."""
+    u = used[i]
+    if sig > u:
         for c in range(ncell):
-            for lb in range(limbs):
-                nodes[i, c, lb, off + j0] += vc[c, lb, j0]
-        return
+            for lb in range(u, sig):
+                nodes[i, c, lb, :] = 0
+        used[i] = sig
+    n = j1 - j0
     for c in range(ncell):
-        for lb in range(limbs):
-            for j in range(j0, nl):
-                nodes[i, c, lb, off + j] += vc[c, lb, j]
+        for lb in range(sig):
+            dst = nodes[i, c, lb, j0:j1]
+            src = acc[c, lb, j0:j1]
+            for j in range(n):
+                dst[j] += src[j]
 
 
 @njit(cache=True)
-def _take_node(acc, nodes, i, off, nl, ncell, limbs):  # noqa: ANN001, ANN202
-    """acc lanes j += nodes[i] lanes off+j."""
-    if nl == 1:
-        for c in range(ncell):
-            for lb in range(limbs):
-                acc[c, lb, 0] += nodes[i, c, lb, off]
-        return
+def _take_node(acc, nodes, used, i, j0, j1, ncell):  # noqa: ANN001, ANN202
+    """acc lanes j0..j1-1 += nodes[i] (its used limbs)."""
+    n = j1 - j0
     for c in range(ncell):
-        for lb in range(limbs):
-            for j in range(nl):
-                acc[c, lb, j] += nodes[i, c, lb, off + j]
-
-
-@njit(cache=True)
-def _insert(nodes, used, r, m, point, vc, off, j0, nl, ncell, limbs):  # noqa: ANN001, ANN202
-    """Add a vertex with `limbs` significant limbs at local rank r (0-based)
-    to the tree (or its bucket); `used` bounds each node's significant limbs."""
-    i = r + 1
-    if point:
-        _add_node(nodes, i, vc, off, j0, nl, ncell, limbs)
-        if limbs > used[i]:
-            used[i] = limbs
-        return
-    while i <= m:
-        _add_node(nodes, i, vc, off, j0, nl, ncell, limbs)
-        if limbs > used[i]:
-            used[i] = limbs
-        i += i & (-i)
+        for lb in range(used[i]):
+            dst = acc[c, lb, j0:j1]
+            src = nodes[i, c, lb, j0:j1]
+            for j in range(n):
+                dst[j] += src[j]
 
 
 @njit(cache=True)
@@ -147,43 +161,63 @@ def _wider4(a, limbs):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _significant_cell(acc, c, limbs, nl):  # noqa: ANN001, ANN202
-    """Limbs of cell c up to its highest nonzero one over the lanes."""
+def _significant(acc, ncell, limbs, j0, j1):  # noqa: ANN001, ANN202
+    """Limbs up to the highest nonzero one over every cell and lane j0..j1-1."""
     for lb in range(limbs - 1, -1, -1):
-        for j in range(nl):
+        for c in range(ncell):
+            for j in range(j0, j1):
+                if acc[c, lb, j] != 0:
+                    return lb + 1
+    return 1
+
+
+@njit(cache=True)
+def _significant_cell(acc, c, limbs, j0, j1):  # noqa: ANN001, ANN202
+    """Limbs of cell c up to its highest nonzero one over lanes j0..j1-1."""
+    for lb in range(limbs - 1, -1, -1):
+        for j in range(j0, j1):
             if acc[c, lb, j] != 0:
                 return lb + 1
     return 1
 
 
 @njit(cache=True)
-def _significant(vc, ncell, limbs, nl):  # noqa: ANN001, ANN202
-    """Limbs up to the highest nonzero one over every cell and lane."""
-    for lb in range(limbs - 1, -1, -1):
-        for c in range(ncell):
-            for j in range(nl):
-                if vc[c, lb, j] != 0:
-                    return lb + 1
-    return 1
+def _grown1(a, n):  # noqa: ANN001, ANN202
+    out = np.empty(n, a.dtype)
+    out[: a.shape[0]] = a
+    return out
 
 
 @njit(cache=True)
-def epochs(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, span: int) -> np.ndarray:
-    """Epochs of every partition, as rows of (a, b): events a..b-1."""
-    n = kmin.shape[0]
-    eps = np.empty((max(n, 1), 2), np.int64)
-    at = 0
-    for p in range(offsets.shape[0] - 1):
-        at = _epochs(kmin, kmax, offsets[p], offsets[p + 1], span, eps, at)
-    return eps[:at]
+def _grown2(a, n):  # noqa: ANN001, ANN202
+    out = np.empty((n, a.shape[1]), a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def _grown3(a, n):  # noqa: ANN001, ANN202
+    out = np.zeros((n, a.shape[1], a.shape[2]), a.dtype)
+    out[: a.shape[0]] = a
+    return out
+
+
+@njit(cache=True)
+def _grown4(a, n):  # noqa: ANN001, ANN202
+    out = np.zeros((n, a.shape[1], a.shape[2], a.shape[3]), a.dtype)
+    out[: a.shape[0]] = a
+    return out
 
 
 @njit(cache=True, nogil=True)
 def run(
-    eps: np.ndarray,  # (epochs, 2): event ranges, partition by partition
-    ep_part: np.ndarray,  # partition of each epoch
-    first_ep: int,  # start here (a partition's first epoch)
-    end_ep: int,  # stop before this epoch (a partition's first epoch, or the end)
+    task: np.ndarray,  # (tasks, 4): block, partition, event range a..b-1 (see `tasks`)
+    t_lo: int,  # process tasks t_lo..t_hi-1
+    t_hi: int,
+    k_first: int,  # window of lane 0 of block 0
+    lanes: int,  # windows per block
+    group_of_part: np.ndarray,  # group id of each partition
+    n_groups: int,
     kmin: np.ndarray,
     kmax: np.ndarray,
     newt: np.ndarray,  # event starts a new time stamp within its partition
@@ -202,133 +236,132 @@ def run(
     mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
     ncell: int,
     limbs: int,
-    kwidth: int,  # most windows of one event
-    rows_cap: int,
 ) -> tuple:
-    """Process epochs first_ep..end_ep-1 in order (releases the GIL, so
-    disjoint ranges of partitions run in parallel threads). Returns (rows,
-    out_k, out_part, out_c, out_m); `out_c` has as many limbs (plus
-    EXTRA_LIMBS) as the largest count needed, `limbs` is where they start.
+    """Process tasks t_lo..t_hi-1 in order (releases the GIL, so disjoint
+    ranges run in parallel threads). Returns (rows, out_k, out_g, out_c,
+    out_m): per (block, group, window) with a final vertex, the
+    window, the group, the exact cells (normalized, `limbs` + EXTRA_LIMBS
+    limbs for the largest count met) and MIN/MAX.
 
     States and stores: an event of state s reads the stores of `reads[s]`
     (the keyed one by its probe, the others whole: a running total), starts
     a trend of its own if `start[s]`, and joins every store summing state s;
-    the vertices of final states add up to the windows' results."""
+    the vertices of final states add up to their group's windows."""
     nm = mmval.shape[1]
     nstore = store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
-    out_k = np.empty(rows_cap, np.int64)
-    out_part = np.empty(rows_cap, np.int64)
-    out_c = np.zeros((rows_cap, ncell, lo_limbs), np.uint64)
-    out_m = np.empty((rows_cap, nm), np.float64)
-    rows = 0
-    acc = np.zeros((ncell, limbs, kwidth), np.uint64)
-    carry = np.zeros(kwidth + 1, np.uint64)
-    vcap = 64
-    vc = np.zeros((vcap, ncell, limbs, kwidth), np.uint64)
-    base = 0  # event index of vc[0]
-    i0 = 0  # first live event
-    cur_part = -1
     kstate = store_src[keyed] if keyed >= 0 else -1
-    for x in range(first_ep, end_ep):
-        a, b = eps[x, 0], eps[x, 1]
-        if ep_part[x] != cur_part:
-            cur_part = ep_part[x]
-            i0 = a
-            base = a
-        lo = kmin[a]
-        width = kmax[b - 1] - lo + 1
-        while kmax[i0] < lo:
-            i0 += 1
-        # keep the live vertices [i0, a) at the front of the vertex buffer
-        need = b - i0
-        if need > vcap:
-            ncap = 2 * need
-            nvc = np.zeros((ncap, ncell, limbs, kwidth), np.uint64)
-            for u in range(i0, a):
-                nvc[u - i0] = vc[u - base]
-            vc, vcap = nvc, ncap
-        elif i0 > base:
-            for u in range(i0, a):
-                vc[u - i0] = vc[u - base]
-        base = i0
-        # nodes 1..m: the keyed store (a Fenwick tree or buckets over key
-        # ranks); node m + 1 + j: the running total of store j otherwise
+    joins = np.zeros(start.shape[0], np.bool_)  # events of the state join some store
+    for js in range(nstore):
+        joins[store_src[js]] = True
+    # result rows
+    cap = 256
+    out_k = np.empty(cap, np.int64)
+    out_g = np.empty(cap, np.int64)
+    out_c = np.zeros((cap, ncell, lo_limbs), np.uint64)
+    out_m = np.empty((cap, nm), np.float64)
+    rows = 0
+    # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
+    acc = np.zeros((ncell, limbs, lanes), np.uint64)
+    pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
+    carry = np.zeros(lanes + 1, np.uint64)
+    ncap = 64
+    nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
+    used = np.zeros(ncap, np.int64)
+    # the block's sums per group: slot of each group (-1: none yet)
+    slot_of = np.full(max(n_groups, 1), -1, np.int64)
+    gcap = 16
+    slot_g = np.empty(gcap, np.int64)
+    gacc = np.zeros((gcap, ncell, lo_limbs, lanes), np.uint64)
+    gmm = np.empty((gcap, nm, lanes), np.float64)
+    ghas = np.zeros((gcap, lanes), np.bool_)
+    nslots = 0
+    cur_blk = -1
+    for x in range(t_lo, t_hi + 1):
+        blk = task[x, 0] if x < t_hi else -1
+        if blk != cur_blk and nslots:  # the block is done: its rows
+            rows, out_k, out_g, out_c, out_m = _flush(
+                k_first + cur_blk * lanes, lanes, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
+            for sl in range(nslots):
+                slot_of[slot_g[sl]] = -1
+            nslots = 0
+        if x == t_hi:
+            break
+        cur_blk = blk
+        p, a, b = task[x, 1], task[x, 2], task[x, 3]
+        k0 = k_first + blk * lanes
+        # ---------------------------------------------------- the group's slot
+        g = group_of_part[p]
+        sl = slot_of[g]
+        if sl < 0:
+            if nslots == gcap:
+                gcap *= 2
+                slot_g = _grown1(slot_g, gcap)
+                gacc = _grown4(gacc, gcap)
+                gmm = _grown3(gmm, gcap)
+                ghas = _grown2(ghas, gcap)
+            sl = nslots
+            nslots += 1
+            slot_of[g] = sl
+            slot_g[sl] = g
+            gacc[sl] = 0
+            ghas[sl] = False
+            for q in range(nm):
+                gmm[sl, q, :] = -np.inf if mmax[q] else np.inf
+        # ---------------------------------------------------- the tree of this task
+        # nodes 1..m: the keyed store (a Fenwick tree or buckets over the ranks
+        # of the keys in this task); node m + 1 + j: the running total of store j
         if kstate >= 0:
-            keys = np.unique(gr[i0:b][st[i0:b] == kstate])
+            sel = np.empty(b - a, np.int64)
+            ns = 0
+            for u in range(a, b):
+                if st[u] == kstate:
+                    sel[ns] = gr[u]
+                    ns += 1
+            keys = np.unique(sel[:ns])
         else:
             keys = np.zeros(0, np.int64)
         m = keys.shape[0]
-        nodes = np.zeros((m + 1 + nstore, ncell, limbs, width), np.uint64)
-        res = np.zeros((ncell, limbs, width), np.uint64)
-        mres = np.empty((nm, width), np.float64)
-        for q in range(nm):
-            mres[q, :] = -np.inf if mmax[q] else np.inf
-        has = np.zeros(width, np.bool_)
-        used = np.zeros(m + 1 + nstore, np.int64)
-        # rebuild from the live vertices, clipped to this epoch's windows, in
-        # O(m) lane blocks: each into its own node, then every node into its
-        # Fenwick parent once
-        for u in range(i0, a):
-            off = kmin[u] - lo
-            nl = kmax[u] - kmin[u] + 1
-            j0 = -off if off < 0 else 0
-            sig = _significant(vc[u - base], ncell, limbs, nl)
-            for js in range(nstore):
-                if store_src[js] != st[u]:
-                    continue
-                i = np.searchsorted(keys, gr[u]) + 1 if js == keyed else m + 1 + js
-                _add_node(nodes, i, vc[u - base], off, j0, nl, ncell, sig)
-                if sig > used[i]:
-                    used[i] = sig
-        if not point and a > i0:
-            for i in range(1, m + 1):
-                p = i + (i & (-i))
-                if p <= m and used[i] > 0:
-                    for c in range(ncell):
-                        for lb in range(used[i]):
-                            for j in range(width):
-                                nodes[p, c, lb, j] += nodes[i, c, lb, j]
-                    if used[i] > used[p]:
-                        used[p] = used[i]
+        nn = m + 1 + nstore
+        if nn > ncap:
+            ncap = max(2 * ncap, nn)
+            nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
+            used = np.zeros(ncap, np.int64)
+        used[:nn] = 0
         e = a
         while e < b:
             g1 = e + 1
             while g1 < b and not newt[g1]:
                 g1 += 1
-            # every event of this time stamp reads the graph before it ...
+            # every event of this time stamp reads the tree before it ...
             v = e
             while v < g1:
-                off = kmin[v] - lo
-                nl = kmax[v] - kmin[v] + 1
+                j0 = max(kmin[v], k0) - k0  # the event's lanes in this block
+                j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
                 s = st[v]
-                for c in range(ncell):
-                    for lb in range(limbs):
-                        for j in range(nl):
-                            acc[c, lb, j] = 0
+                acc[:, :, j0:j1] = 0
                 for js in range(nstore):
                     if not reads[s, js]:
                         continue
                     if js != keyed:
-                        i = m + 1 + js
-                        _take_node(acc, nodes, i, off, nl, ncell, used[i])
+                        _take_node(acc, nodes, used, m + 1 + js, j0, j1, ncell)
                     elif point:
                         if gq[v] >= 0:
                             idx = np.searchsorted(keys, gq[v])
                             if idx < m and keys[idx] == gq[v]:
-                                _take_node(acc, nodes, idx + 1, off, nl, ncell, used[idx + 1])
+                                _take_node(acc, nodes, used, idx + 1, j0, j1, ncell)
                     else:
                         i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
                         while i > 0:
-                            _take_node(acc, nodes, i, off, nl, ncell, used[i])
+                            _take_node(acc, nodes, used, i, j0, j1, ncell)
                             i -= i & (-i)
                 if start[s]:
-                    for j in range(nl):
-                        if kmin[v] + j >= kneg[v]:
+                    for j in range(j0, j1):
+                        if k0 + j >= kneg[v]:
                             acc[0, 0, j] += 1  # the event starts a trend in each of its windows
-                over = _normalize(acc, 0, ncell, limbs, nl, carry)
+                over = _normalize(acc, 0, ncell, limbs, j0, j1, carry)
                 if ncell > 1:
-                    sig0 = _significant_cell(acc, 0, limbs, nl)
+                    sig0 = _significant_cell(acc, 0, limbs, j0, j1)
                     for c in range(1, ncell):
                         for d in range(mult.shape[2]):
                             k = mult[v, c - 1, d]
@@ -339,68 +372,99 @@ def run(
                                 break
                             # count * digit d of the value, at limb offset d: < 2**64 with the limb
                             for lb in range(sig0):
-                                for j in range(nl):
-                                    acc[c, lb + d, j] += acc[0, lb, j] * k
-                            over = _normalize(acc, c, c + 1, limbs, nl, carry) or over
+                                dst = acc[c, lb + d, j0:j1]
+                                src = acc[0, lb, j0:j1]
+                                for j in range(j1 - j0):
+                                    dst[j] += src[j] * k
+                            over = _normalize(acc, c, c + 1, limbs, j0, j1, carry) or over
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
                     acc = _wider_mid(acc, limbs)
-                    res = _wider_mid(res, limbs)
-                    out_c = _wider_last(out_c, lo_limbs)
-                    vc = _wider4(vc, limbs)
+                    pend = _wider4(pend, limbs)
                     nodes = _wider4(nodes, limbs)
+                    gacc = _wider4(gacc, lo_limbs)
+                    out_c = _wider_last(out_c, lo_limbs)
                     continue
-                slot = v - base
-                for c in range(ncell):
-                    for lb in range(limbs):
-                        for j in range(nl):
-                            vc[slot, c, lb, j] = acc[c, lb, j]
                 if final[s]:
+                    sig = _significant(acc, ncell, limbs, j0, j1)
                     for c in range(ncell):
-                        for lb in range(limbs):
-                            for j in range(nl):
-                                res[c, lb, off + j] += acc[c, lb, j]
+                        for lb in range(sig):
+                            dst = gacc[sl, c, lb, j0:j1]
+                            src = acc[c, lb, j0:j1]
+                            for j in range(j1 - j0):
+                                dst[j] += src[j]
                     for q in range(nm):
                         val = mmval[v, q]
-                        for j in range(nl):
-                            if (val > mres[q, off + j]) if mmax[q] else (val < mres[q, off + j]):
-                                mres[q, off + j] = val
-                    for j in range(nl):
-                        has[off + j] = True
+                        for j in range(j0, j1):
+                            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
+                                gmm[sl, q, j] = val
+                    for j in range(j0, j1):
+                        ghas[sl, j] = True
+                if joins[s]:
+                    if g1 - e == 1:  # alone at its time stamp: joins the tree now
+                        _join(nodes, used, acc, s, gr[v], j0, j1, ncell, store_src, keyed, keys, point)
+                    else:  # joins after every event of its time stamp has read the tree
+                        if v - e >= pend.shape[0]:
+                            pend = _grown4(pend, 2 * (v - e + 1))
+                        pend[v - e] = acc
                 v += 1
             # ... then they join it
-            for v in range(e, g1):
-                off = kmin[v] - lo
-                nl = kmax[v] - kmin[v] + 1
-                sig = _significant(vc[v - base], ncell, limbs, nl)
-                for js in range(nstore):
-                    if store_src[js] != st[v]:
-                        continue
-                    if js == keyed:
-                        r = np.searchsorted(keys, gr[v])
-                        _insert(nodes, used, r, m, point, vc[v - base], off, 0, nl, ncell, sig)
-                    else:
-                        i = m + 1 + js
-                        _add_node(nodes, i, vc[v - base], off, 0, nl, ncell, sig)
-                        if sig > used[i]:
-                            used[i] = sig
+            if g1 - e > 1:
+                for v in range(e, g1):
+                    if joins[st[v]]:
+                        j0 = max(kmin[v], k0) - k0
+                        j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
+                        _join(nodes, used, pend[v - e], st[v], gr[v], j0, j1, ncell, store_src, keyed, keys, point)
             e = g1
-        for w in range(width):
-            if not has[w]:
+    return rows, out_k, out_g, out_c, out_m
+
+
+@njit(cache=True)
+def _join(nodes, used, val, s, grv, j0, j1, ncell, store_src, keyed, keys, point):  # noqa: ANN001, ANN202
+    """A vertex of state s with lanes j0..j1-1 of `val` joins the stores of its state."""
+    sig = _significant(val, ncell, val.shape[1], j0, j1)
+    m = keys.shape[0]
+    for js in range(store_src.shape[0]):
+        if store_src[js] != s:
+            continue
+        if js != keyed:
+            _add_node(nodes, used, m + 1 + js, val, j0, j1, ncell, sig)
+            continue
+        i = np.searchsorted(keys, grv) + 1
+        if point:
+            _add_node(nodes, used, i, val, j0, j1, ncell, sig)
+            continue
+        while i <= m:
+            _add_node(nodes, used, i, val, j0, j1, ncell, sig)
+            i += i & (-i)
+
+
+@njit(cache=True)
+def _flush(k0, lanes, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m):  # noqa: ANN001, ANN202
+    """Append the rows of a block's group sums (normalized) to the outputs."""
+    nm = gmm.shape[1]
+    cap = out_k.shape[0]
+    for sl in range(nslots):
+        for j in range(lanes):
+            if not ghas[sl, j]:
                 continue
-            out_k[rows] = lo + w
-            out_part[rows] = cur_part
-            for c in range(ncell):
+            if rows == cap:
+                cap *= 2
+                out_k, out_g = _grown1(out_k, cap), _grown1(out_g, cap)
+                out_c, out_m = _grown3(out_c, cap), _grown2(out_m, cap)
+            out_k[rows] = k0 + j
+            out_g[rows] = slot_g[sl]
+            for c in range(gacc.shape[1]):
                 cy = np.uint64(0)
-                for lb in range(lo_limbs):
-                    x = (res[c, lb, w] if lb < limbs else np.uint64(0)) + cy
-                    out_c[rows, c, lb] = x & _MASK
-                    cy = x >> _SHIFT
+                for lb in range(gacc.shape[2]):
+                    v = gacc[sl, c, lb, j] + cy
+                    out_c[rows, c, lb] = v & _MASK
+                    cy = v >> _SHIFT
             for q in range(nm):
-                out_m[rows, q] = mres[q, w]
+                out_m[rows, q] = gmm[sl, q, j]
             rows += 1
-    return rows, out_k, out_part, out_c, out_m
+    return rows, out_k, out_g, out_c, out_m
 
 
 @njit(cache=True)
