@@ -621,6 +621,10 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
     lanes = min(kwidth, BLOCK_LANES)
     k_first = int(kmin.min())
     start, final, store_src, reads, keyed = plan.stores()
+    nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
+    ndig = np.zeros(ncell, np.int64)
+    for c in range(ncell - 1):
+        ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
     task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
     # contiguous ranges of tasks, about equal in events, one per thread
     workers = min(os.cpu_count() or 1, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
@@ -632,7 +636,7 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
     def chunk(lo: int, hi: int) -> tuple[np.ndarray, ...]:
         rows, ok, og, oc, om = kernel.run(
             task, lo, hi, k_first, lanes, group_of_part, n_groups, kmin, kmax, newt, st, kneg, start, final,
-            store_src, reads, keyed, gr, gq, point, mult, mmval, mmax, ncell, START_LIMBS,
+            store_src, reads, keyed, gr, gq, point, mult, ndig, mmval, mmax, ncell, START_LIMBS,
         )
         return ok[:rows], og[:rows], oc[:rows], om[:rows]
 

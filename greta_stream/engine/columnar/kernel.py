@@ -84,52 +84,47 @@ def tasks(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, k_first: int,
 
 
 @njit(cache=True)
-def _normalize(acc: np.ndarray, c0: int, c1: int, limbs: int, j0: int, j1: int, carry: np.ndarray) -> bool:
-    """Propagate carries in cells c0..c1-1 over lanes j0..j1-1; True if a
-    value needs more than `limbs` limbs."""
-    over = False
+def _normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.ndarray) -> bool:
+    """Propagate carries in cell c, limbs 0..top-1, lanes j0..j1-1; True if
+    something carries out of limb top-1."""
     n = j1 - j0
     cy = carry[:n]
-    for c in range(c0, c1):
-        cy[:] = 0
-        for lb in range(limbs):
-            row = acc[c, lb, j0:j1]  # views and 0-based loops: numba vectorizes these
-            for j in range(n):
-                x = row[j] + cy[j]
-                row[j] = x & _MASK
-                cy[j] = x >> _SHIFT
+    cy[:] = 0
+    for lb in range(top):
+        row = acc[c, lb, j0:j1]  # views and 0-based loops: numba vectorizes these
         for j in range(n):
-            if cy[j] != 0:
-                over = True
-    return over
+            x = row[j] + cy[j]
+            row[j] = x & _MASK
+            cy[j] = x >> _SHIFT
+    return cy.any()
 
 
 @njit(cache=True)
-def _add_node(nodes, used, i, acc, j0, j1, ncell, sig):  # noqa: ANN001, ANN202
-    """nodes[i] lanes j0..j1-1 += acc (limbs 0..sig-1). Limbs at or past
-    used[i] of a node are not kept zero (a tree is reused from task to task
-    without clearing): they are cleared, all lanes, when first needed."""
-    u = used[i]
-    if sig > u:
-        for c in range(ncell):
-            for lb in range(u, sig):
-                nodes[i, c, lb, :] = 0
-        used[i] = sig
+def _add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
+    """nodes[i] lanes j0..j1-1 += val, cell c over its limbs 0..sig[c]-1.
+    Limbs at or past used[i, c] of a node are not kept zero (a tree is reused
+    from task to task without clearing): they are cleared, all lanes, when
+    first needed."""
     n = j1 - j0
-    for c in range(ncell):
-        for lb in range(sig):
+    for c in range(sig.shape[0]):
+        u = used[i, c]
+        if sig[c] > u:
+            for lb in range(u, sig[c]):
+                nodes[i, c, lb, :] = 0
+            used[i, c] = sig[c]
+        for lb in range(sig[c]):
             dst = nodes[i, c, lb, j0:j1]
-            src = acc[c, lb, j0:j1]
+            src = val[c, lb, j0:j1]
             for j in range(n):
                 dst[j] += src[j]
 
 
 @njit(cache=True)
-def _take_node(acc, nodes, used, i, j0, j1, ncell):  # noqa: ANN001, ANN202
-    """acc lanes j0..j1-1 += nodes[i] (its used limbs)."""
+def _take_node(acc, nodes, used, i, j0, j1):  # noqa: ANN001, ANN202
+    """acc lanes j0..j1-1 += nodes[i] (each cell's used limbs)."""
     n = j1 - j0
-    for c in range(ncell):
-        for lb in range(used[i]):
+    for c in range(used.shape[1]):
+        for lb in range(used[i, c]):
             dst = acc[c, lb, j0:j1]
             src = nodes[i, c, lb, j0:j1]
             for j in range(n):
@@ -161,22 +156,12 @@ def _wider4(a, limbs):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _significant(acc, ncell, limbs, j0, j1):  # noqa: ANN001, ANN202
-    """Limbs up to the highest nonzero one over every cell and lane j0..j1-1."""
-    for lb in range(limbs - 1, -1, -1):
-        for c in range(ncell):
-            for j in range(j0, j1):
-                if acc[c, lb, j] != 0:
-                    return lb + 1
-    return 1
-
-
-@njit(cache=True)
-def _significant_cell(acc, c, limbs, j0, j1):  # noqa: ANN001, ANN202
-    """Limbs of cell c up to its highest nonzero one over lanes j0..j1-1."""
-    for lb in range(limbs - 1, -1, -1):
-        for j in range(j0, j1):
-            if acc[c, lb, j] != 0:
+def _significant(acc, c, top, j0, j1):  # noqa: ANN001, ANN202
+    """Limbs of cell c (within 0..top-1) up to its highest nonzero one over lanes j0..j1-1."""
+    for lb in range(top - 1, -1, -1):
+        row = acc[c, lb, j0:j1]
+        for j in range(j1 - j0):
+            if row[j] != 0:
                 return lb + 1
     return 1
 
@@ -232,6 +217,7 @@ def run(
     gq: np.ndarray,  # prefix length (order) or bucket rank (point, -1 = none) of its probe
     point: bool,
     mult: np.ndarray,  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
+    ndig: np.ndarray,  # (ncell,) digits in use of each cell's multipliers (0 for cell 0)
     mmval: np.ndarray,  # (n, nm) float64: values of MIN/MAX
     mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
     ncell: int,
@@ -264,10 +250,14 @@ def run(
     # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
     acc = np.zeros((ncell, limbs, lanes), np.uint64)
     pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
+    pend_sig = np.zeros((4, ncell), np.int64)
     carry = np.zeros(lanes + 1, np.uint64)
+    hi = np.zeros(ncell, np.int64)  # per cell: limbs of the event's sum before normalizing
+    sig = np.zeros(ncell, np.int64)  # per cell: significant limbs of the event's aggregates
+    path = np.zeros(64 + nstore, np.int64)  # the nodes an event reads
     ncap = 64
     nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
-    used = np.zeros(ncap, np.int64)
+    used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
     # the block's sums per group: slot of each group (-1: none yet)
     slot_of = np.full(max(n_groups, 1), -1, np.int64)
     gcap = 16
@@ -326,7 +316,7 @@ def run(
         if nn > ncap:
             ncap = max(2 * ncap, nn)
             nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
-            used = np.zeros(ncap, np.int64)
+            used = np.zeros((ncap, ncell), np.int64)
         used[:nn] = 0
         e = a
         while e < b:
@@ -339,44 +329,72 @@ def run(
                 j0 = max(kmin[v], k0) - k0  # the event's lanes in this block
                 j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
                 s = st[v]
-                acc[:, :, j0:j1] = 0
+                # 1. the nodes it reads: the stores of its state's predecessors
+                npath = 0
                 for js in range(nstore):
                     if not reads[s, js]:
                         continue
                     if js != keyed:
-                        _take_node(acc, nodes, used, m + 1 + js, j0, j1, ncell)
+                        path[npath] = m + 1 + js
+                        npath += 1
                     elif point:
                         if gq[v] >= 0:
                             idx = np.searchsorted(keys, gq[v])
                             if idx < m and keys[idx] == gq[v]:
-                                _take_node(acc, nodes, used, idx + 1, j0, j1, ncell)
+                                path[npath] = idx + 1
+                                npath += 1
                     else:
                         i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
                         while i > 0:
-                            _take_node(acc, nodes, used, i, j0, j1, ncell)
+                            path[npath] = i
+                            npath += 1
                             i -= i & (-i)
+                # 2. how many limbs each cell's sum can need: fewer than 2**32 values of
+                # `used` limbs carry into one more; cell c adds count * value (ndig digits)
+                for c in range(ncell):
+                    hi[c] = 1
+                    for r in range(npath):
+                        if used[path[r], c] > hi[c]:
+                            hi[c] = used[path[r], c]
+                top0 = min(limbs, hi[0] + 1)
+                for c in range(ncell):
+                    hi[c] = min(limbs, (hi[c] if c == 0 else max(hi[c], top0 + ndig[c])) + 1)
+                    acc[c, : hi[c], j0:j1] = 0
+                # 3. sum the predecessors, start a trend, carry the count
+                for r in range(npath):
+                    _take_node(acc, nodes, used, path[r], j0, j1)
                 if start[s]:
                     for j in range(j0, j1):
                         if k0 + j >= kneg[v]:
                             acc[0, 0, j] += 1  # the event starts a trend in each of its windows
-                over = _normalize(acc, 0, ncell, limbs, j0, j1, carry)
-                if ncell > 1:
-                    sig0 = _significant_cell(acc, 0, limbs, j0, j1)
-                    for c in range(1, ncell):
-                        for d in range(mult.shape[2]):
-                            k = mult[v, c - 1, d]
-                            if k == 0:
-                                continue
-                            if sig0 + d > limbs:
-                                over = True
-                                break
-                            # count * digit d of the value, at limb offset d: < 2**64 with the limb
-                            for lb in range(sig0):
-                                dst = acc[c, lb + d, j0:j1]
-                                src = acc[0, lb, j0:j1]
+                over = _normalize(acc, 0, hi[0], j0, j1, carry)
+                sig[0] = _significant(acc, 0, hi[0], j0, j1)
+                # 4. the other cells: + count * the event's own multiplier, in 32-bit digits
+                for c in range(1, ncell):
+                    if over:
+                        break
+                    for d in range(ndig[c]):
+                        k = mult[v, c - 1, d]
+                        if k == 0:
+                            continue
+                        if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
+                            over = True
+                            break
+                        for lb in range(sig[0]):
+                            dst = acc[c, lb + d, j0:j1]
+                            src = acc[0, lb, j0:j1]
+                            if k == 1:  # COUNT(X): the count itself
                                 for j in range(j1 - j0):
-                                    dst[j] += src[j] * k
-                            over = _normalize(acc, c, c + 1, limbs, j0, j1, carry) or over
+                                    dst[j] += src[j]
+                            else:  # the product's halves: limbs never overflow before the one carry pass
+                                up = acc[c, lb + d + 1, j0:j1]
+                                for j in range(j1 - j0):
+                                    x = src[j] * k
+                                    dst[j] += x & _MASK
+                                    up[j] += x >> _SHIFT
+                    if not over:
+                        over = _normalize(acc, c, hi[c], j0, j1, carry)
+                        sig[c] = _significant(acc, c, hi[c], j0, j1)
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
@@ -387,9 +405,8 @@ def run(
                     out_c = _wider_last(out_c, lo_limbs)
                     continue
                 if final[s]:
-                    sig = _significant(acc, ncell, limbs, j0, j1)
                     for c in range(ncell):
-                        for lb in range(sig):
+                        for lb in range(sig[c]):
                             dst = gacc[sl, c, lb, j0:j1]
                             src = acc[c, lb, j0:j1]
                             for j in range(j1 - j0):
@@ -403,11 +420,13 @@ def run(
                         ghas[sl, j] = True
                 if joins[s]:
                     if g1 - e == 1:  # alone at its time stamp: joins the tree now
-                        _join(nodes, used, acc, s, gr[v], j0, j1, ncell, store_src, keyed, keys, point)
+                        _join(nodes, used, acc, sig, s, gr[v], j0, j1, store_src, keyed, keys, point)
                     else:  # joins after every event of its time stamp has read the tree
                         if v - e >= pend.shape[0]:
                             pend = _grown4(pend, 2 * (v - e + 1))
-                        pend[v - e] = acc
+                            pend_sig = _grown2(pend_sig, 2 * (v - e + 1))
+                        pend[v - e, :, :, j0:j1] = acc[:, :, j0:j1]
+                        pend_sig[v - e] = sig
                 v += 1
             # ... then they join it
             if g1 - e > 1:
@@ -415,28 +434,28 @@ def run(
                     if joins[st[v]]:
                         j0 = max(kmin[v], k0) - k0
                         j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
-                        _join(nodes, used, pend[v - e], st[v], gr[v], j0, j1, ncell, store_src, keyed, keys, point)
+                        _join(nodes, used, pend[v - e], pend_sig[v - e], st[v], gr[v], j0, j1, store_src, keyed,
+                              keys, point)
             e = g1
     return rows, out_k, out_g, out_c, out_m
 
 
 @njit(cache=True)
-def _join(nodes, used, val, s, grv, j0, j1, ncell, store_src, keyed, keys, point):  # noqa: ANN001, ANN202
-    """A vertex of state s with lanes j0..j1-1 of `val` joins the stores of its state."""
-    sig = _significant(val, ncell, val.shape[1], j0, j1)
+def _join(nodes, used, val, sig, s, grv, j0, j1, store_src, keyed, keys, point):  # noqa: ANN001, ANN202
+    """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state."""
     m = keys.shape[0]
     for js in range(store_src.shape[0]):
         if store_src[js] != s:
             continue
         if js != keyed:
-            _add_node(nodes, used, m + 1 + js, val, j0, j1, ncell, sig)
+            _add_node(nodes, used, m + 1 + js, val, j0, j1, sig)
             continue
         i = np.searchsorted(keys, grv) + 1
         if point:
-            _add_node(nodes, used, i, val, j0, j1, ncell, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig)
             continue
         while i <= m:
-            _add_node(nodes, used, i, val, j0, j1, ncell, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig)
             i += i & (-i)
 
 
