@@ -88,6 +88,38 @@ def loads(line: str) -> Any:
     return json.loads(line, parse_int=text_to_int)
 
 
+# An int of 2**63 or more has at least 19 digits: with every digit mapped to "9"
+# and every other byte to " ", a batch holds one only if it holds 19 nines in a row.
+_DIGITS = bytes(57 if 48 <= b <= 57 else 32 for b in range(256))
+_LONG_RUN = b"9" * 19
+
+
+def loads_many(lines: list[str | None]) -> list[Any]:
+    """`loads` of every line (None stays None; an unparseable line stays its
+    text, for the caller to reject). The check for ints orjson read as
+    floats runs only when some line holds a run of 19 digits: one scan of
+    the batch's bytes instead of a walk over every record."""
+    text = "\n".join(v for v in lines if v is not None).encode("utf-8", "surrogatepass")
+    suspect = text.translate(_DIGITS).find(_LONG_RUN) >= 0
+    fast = orjson.loads
+    out: list[Any] = []
+    for v in lines:
+        if v is None:
+            out.append(None)
+            continue
+        try:
+            value = fast(v)
+            if suspect and _maybe_long_int(value):
+                value = json.loads(v, parse_int=text_to_int)
+        except ValueError:
+            try:
+                value = json.loads(v, parse_int=text_to_int)  # NaN, Infinity, a lone surrogate
+            except ValueError:
+                value = v  # not JSON: the validator dead-letters it as malformed
+        out.append(value)
+    return out
+
+
 def _maybe_long_int(value: Any) -> bool:
     """A float as large as an int orjson turned into one (in lists and objects too)."""
     t = type(value)

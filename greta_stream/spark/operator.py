@@ -163,7 +163,7 @@ def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]
 
     def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
         if json_input:
-            return (rec for pdf in pdfs for rec in parse_json_records(pdf["value"]))
+            return [rec for pdf in pdfs for rec in parse_json_records(pdf["value"])]
         frames = [pdf.drop(columns=drop) for pdf in pdfs]  # typed columns: handed on as one DataFrame
         if not frames:  # a timeout: no input
             return []

@@ -269,16 +269,10 @@ def _seconds(x: Any) -> float:
     return float(x)
 
 
-def parse_json_records(values: Iterable[str | None]) -> Iterable[Any]:
+def parse_json_records(values: Iterable[str | None]) -> list[Any]:
     """Records from JSON text; unparseable text becomes a `malformed` dead letter."""
-    from greta_stream.connectors.jsonl import loads
+    from greta_stream.connectors.jsonl import loads_many
 
-    for v in values:
-        if v is None:
-            yield None
-            continue
-        try:
-            yield loads(v)
-        except ValueError:
-            yield v  # not an object: the validator dead-letters it as malformed
+    lines = values.tolist() if hasattr(values, "tolist") else list(values)
+    return loads_many([v if isinstance(v, str) else None for v in lines])
 

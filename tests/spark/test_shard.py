@@ -252,3 +252,35 @@ def test_live_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monkey
     step(ShardConfig(q), None, events, 0, Shard(5, 8))
     assert [k[1].index for k in shard_mod._LIVE] == [4, 5]
     shard_mod._LIVE.clear()
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=False) | st.text(max_size=5)
+    | st.integers() | st.integers(min_value=2**62, max_value=2**70) | st.integers(max_value=-(2**62)),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.dictionaries(st.sampled_from(["type", "time", "v", "big"]), _JSON_VALUES, max_size=4).map(json.dumps),
+    st.sampled_from(['{"v": NaN}', '{"v": Infinity, "w": 1}', "{oops", "[1, 2]", "12345678901234567890", '"x"', ""]),
+    st.none(),
+), max_size=12))
+def test_batch_parse_equals_one_line_at_a_time(lines: list) -> None:
+    """The batch JSON parser (one scan of the batch decides whether ints
+    beyond 64 bits need a second look) reads every line as `loads` does:
+    ints of any size stay ints, NaN and Infinity parse, malformed text stays text."""
+    def one(v: Any) -> Any:
+        if v is None:
+            return None
+        try:
+            return loads(v)
+        except ValueError:
+            return v
+
+    got = parse_json_records(lines)
+    want = [one(v) for v in lines]
+    assert json.dumps(got, default=repr) == json.dumps(want, default=repr)
+    assert [type(x) for x in got] == [type(x) for x in want]

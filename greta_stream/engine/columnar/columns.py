@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,8 @@ class Input:
         else:
             self.records = events if isinstance(events, list) else list(events)
             self.n = len(self.records)
+        self._raw: dict[str, np.ndarray] = {}  # records: each field's values, read once
+        self._all_dicts: bool | None = None
 
     @classmethod
     def of_columns(cls, fields: dict[str, list[Any]], n: int) -> Input:
@@ -76,8 +79,15 @@ class Input:
             if values is None:
                 return [None] * (self.n if rows is None else len(rows))
             return values if rows is None else [values[i] for i in rows.tolist()]
-        recs = self.records if rows is None else [self.records[i] for i in rows]
-        return [r.get(name) if type(r) is dict else None for r in recs]
+        values = self._raw.get(name)
+        if values is None:
+            if self._all_dicts is None:
+                self._all_dicts = all(type(r) is dict for r in self.records)
+            values = np.fromiter(map(dict.get, self.records, repeat(name)) if self._all_dicts else
+                                 (r.get(name) if type(r) is dict else None for r in self.records), dtype=object,
+                                 count=self.n)
+            self._raw[name] = values
+        return values if rows is None else values[rows]
 
     def column(self, name: str, rows: np.ndarray | None = None) -> Column:
         return typed(self.raw(name, rows), nan_is_null=self.frame is not None)

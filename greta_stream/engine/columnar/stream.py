@@ -150,8 +150,7 @@ class ColumnarStream:
                     if frame is not None:
                         self._kept.append({f: _objects(frame_values(frame, f, prep.good)) for f in self.names})
                     else:
-                        good = [records[i] for i in prep.good.tolist()]
-                        self._kept.append({f: _objects([r.get(f) for r in good]) for f in self.names})
+                        self._kept.append({f: inp.raw(f, prep.good) for f in self.names})
                 return
         add_declared(self.general, frame_records(frame) if frame is not None else records, watermark_of)
 
