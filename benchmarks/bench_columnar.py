@@ -500,7 +500,7 @@ class Config:
     seed: int
     repeat: int
     mem_limit_mb: float
-    per_window: tuple[int, ...] = (10_000, 100_000)
+    per_window: tuple[int, ...] = (10_000, 100_000, 1_000_000)
     sizes: tuple[int, ...] = (100_000, 300_000, 1_000_000)
     select_size: int = 300_000
     group_sizes: tuple[int, ...] = (10_000, 50_000)
@@ -508,6 +508,7 @@ class Config:
 
 
 QUICK = {
+    "per_window": (10_000, 100_000),
     "sizes": (20_000, 100_000),
     "select_size": 30_000,
     "group_sizes": (10_000,),
@@ -659,6 +660,7 @@ def main(argv: list[str] | None = None) -> int:
         print(banner, file=sys.stderr, flush=True)
     if args.json:
         doc = {"command": command, "machine": info, "config": vars(cfg), **vars(report)}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
         print(f"\nresults written to {args.json}")
     return 1 if report.mismatches else 0

@@ -13,7 +13,7 @@ the input metrics must agree exactly (ints of the same type, floats within
 columnar engine may refuse (floats of both signs, int/float columns, tiny
 or huge numbers) must be answered right or refused (ValueError; "auto"
 then runs the general engine). Targeted tests cover exact big counts (the
-limb overflow/restart path), long streams over many windows (epochs),
+limb overflow/restart path), long streams over many windows (blocks),
 order independence, DataFrame input, group values spelled several ways,
 the ValueError for uncovered queries, and the types of window bounds and
 MIN/MAX.
@@ -456,8 +456,8 @@ def test_int_group_value_keeps_its_type_next_to_floats() -> None:
 @settings(max_examples=25, **SETTINGS)
 @given(st.data())
 def test_long_streams_many_windows(data: st.DataObject) -> None:
-    """60-150 events over ~10 times as many seconds, windows up to 80 s: epochs
-    (tree rebuilds) within a partition, vertices live across epochs, and
+    """60-150 events over ~10 times as many seconds, windows up to 80 s: many
+    blocks of windows per partition, events in several blocks, and
     counts past 64 bits in some windows (the restart path)."""
     spec = data.draw(queries(max_within=80, max_slide=40))
     events = data.draw(streams(spec, 150, min_events=60, time_scale=8))

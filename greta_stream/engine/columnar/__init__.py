@@ -11,7 +11,7 @@ aggregate. The flow:
 
     records / DataFrame --columns.py--> typed columns, bad rows -> dead letters
       --numpy--> windows per event, partitions, key ranks, sorted by (partition, time)
-      --kernel.py (numba)--> partial rows per (partition, window)
+      --kernel.py (numba)--> rows per (group, window) of each block of windows
       --numpy--> summed per (group, window) --> result rows
 
 What it cannot take exactly (a boolean attribute in a predicate, times as timestamps, a
