@@ -73,6 +73,16 @@ def dumps(row: dict[str, Any]) -> str:
     return encode_value(row)
 
 
+def dumps_row(row: Any) -> str:
+    """`dumps` of a result row or its group values (text keys): the json module's C encoder writes
+    the same text for plain values and refuses the rest (non-finite floats,
+    ints past its digit limit, datetimes, numpy scalars), which `dumps` writes."""
+    try:
+        return json.dumps(row, allow_nan=False)
+    except (TypeError, ValueError):
+        return encode_value(row)
+
+
 _BIG = 2.0**63  # orjson reads an int outside [-2**63, 2**64) as a float of at least this size
 
 

@@ -39,7 +39,7 @@ import pandas as pd
 
 from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.connectors.jsonl import dumps
+from greta_stream.connectors.jsonl import dumps, dumps_row
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
 from greta_stream.engine.columnar.stream import ColumnarStream, frame_records
@@ -253,8 +253,8 @@ def _row_output(cq: CompiledQuery, row: dict[str, Any]) -> dict[str, Any]:
         "kind": "row",
         "window_start": _seconds(row["window_start"]),
         "window_end": _seconds(row["window_end"]),
-        "grp": dumps([row[c] for c in cq.group_columns]),
-        "payload": dumps(row),
+        "grp": dumps_row([row[c] for c in cq.group_columns]),
+        "payload": dumps_row(row),
     }
 
 

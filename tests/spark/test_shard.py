@@ -284,3 +284,21 @@ def test_batch_parse_equals_one_line_at_a_time(lines: list) -> None:
     want = [one(v) for v in lines]
     assert json.dumps(got, default=repr) == json.dumps(want, default=repr)
     assert [type(x) for x in got] == [type(x) for x in want]
+
+
+_ROW_VALUES = (st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6)
+               | st.integers(min_value=10**4300, max_value=10**4400) | st.datetimes()
+               | st.datetimes(timezones=st.just(__import__("datetime").timezone.utc)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _ROW_VALUES, max_size=6), st.lists(_ROW_VALUES, max_size=3))
+def test_row_text_is_the_general_encoders(row: dict, group: list) -> None:
+    """Result rows and group keys go out through the C json encoder where it
+    can: the same text as the general encoder (big ints, inf and NaN as null,
+    datetimes as ISO-8601 with Z), which keys in Kafka and the results store
+    rely on."""
+    from greta_stream.connectors.jsonl import dumps, dumps_row
+
+    assert dumps_row(row) == dumps(row)
+    assert dumps_row(group) == dumps(group)
