@@ -97,7 +97,11 @@ def trend_aggregates(
     mode = mode or ("cet" if cq.query.trends else "aggregate")
     n = shards or default_shards()
     keyed, json_input = keyed_by_shard(events, cq, watermark_delay_s=watermark_delay_s, shards=n, fields=fields)
-    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine)
+    # Spark runs a task per core, each with some shards: one kernel thread per call keeps
+    # the cores from being shared. Without GROUP-BY every event is in one shard: all cores.
+    threads = max(1, (os.cpu_count() or 1) // n) if cq.group_by else None
+    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine,
+                      kernel_threads=threads)
     fn = _shard_function(cfg, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout

@@ -64,6 +64,9 @@ class ShardConfig:
 
     `mode` "cet" runs `greta_stream.cet.TrendExtractor` (one output row per
     trend, `trends` and `max_trends` as in `evaluate`) instead of the engine.
+    `kernel_threads` caps the columnar kernel's threads per call (None: one
+    per core): when Spark already runs a shard per core, more threads only
+    compete for the same cores.
     """
 
     query: str
@@ -72,6 +75,7 @@ class ShardConfig:
     trends: str = "complete"
     max_trends: int | None = None
     engine: str = "auto"  # "auto": columnar where it covers the query; "general"
+    kernel_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -213,11 +217,16 @@ def step(
         runner = _RUNNERS.get(bytes(state[:1]))  # Spark hands binary state over as a bytearray
         if runner is None or (runner is TrendExtractor) != (cfg.mode == "cet"):
             raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
+    if runner is ColumnarStream:
+        options["threads"] = cfg.kernel_threads
+    if state:
         shard.check(bytes(state[1:_HEADER]))
         live = _LIVE.pop((cfg, shard), None)
         if live is not None and live[0] == state:
             engine = live[1]  # this worker wrote these very bytes: its engine, caches and typed columns too
             engine.dead_letter = dead.append
+            if isinstance(engine, ColumnarStream):
+                engine.threads = cfg.kernel_threads
             if getattr(engine, "general", None) is not None:  # a columnar stream that handed over
                 engine.general.dead_letter = dead.append
         else:

@@ -39,7 +39,7 @@ from greta_stream.spark.shard import (
 
 
 def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int, seed: int,
-          engine: str = "auto", stragglers: int = 0) -> tuple[list, list]:
+          engine: str = "auto", stragglers: int = 0, kernel_threads: int | None = None) -> tuple[list, list]:
     rnd = random.Random(seed)
     ordered = sorted(events, key=lambda e: e["time"] if isinstance(e, dict) and "time" in e else 0)
     cuts = sorted(rnd.sample(range(1, len(ordered)), n_batches - 1)) if n_batches > 1 else []
@@ -51,7 +51,7 @@ def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int
     for b in batches:
         rnd.shuffle(b)
     batches.append([])  # a last no-data batch after the watermark moved
-    cfg = ShardConfig(query, engine=engine)
+    cfg = ShardConfig(query, engine=engine, kernel_threads=kernel_threads)
     states: dict[int, bytes] = {}
     timeouts: dict[int, int] = {}
     rows: list = []
@@ -88,6 +88,30 @@ def test_sharded_micro_batches_equal_evaluate(name: str, engine: str) -> None:
     rows, dead = drive(QUERIES[name], events, n_batches=5, n_shards=3, delay_ms=60_000, seed=1, engine=engine)
     assert normalized(rows) == normalized(evaluate(QUERIES[name], events))
     assert dead == []
+
+
+@pytest.mark.parametrize("threads", [1, 3, None])
+def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ShardConfig.kernel_threads` (the operator sets 1 when Spark runs a shard
+    per core) caps the kernel's threads in new, restored and live engines; rows
+    do not change."""
+    import greta_stream.engine.columnar as columnar
+
+    monkeypatch.setattr(columnar, "PARALLEL_EVENTS", 0)
+    monkeypatch.setattr(columnar.os, "cpu_count", lambda: 4)
+    seen: list[int] = []
+    real = columnar.ThreadPoolExecutor
+
+    def pool(workers: int) -> Any:
+        seen.append(workers)
+        return real(workers)
+
+    monkeypatch.setattr(columnar, "ThreadPoolExecutor", pool)
+    events = make_events(seed=5) + [{"type": "Flush", "time": 10_000}]
+    q = QUERIES["stock"]
+    rows, _ = drive(q, events, n_batches=4, n_shards=2, delay_ms=60_000, seed=2, kernel_threads=threads)
+    assert normalized(rows) == normalized(evaluate(q, events))
+    assert set(seen) == {1: set(), 3: {3}, None: {4}}[threads]  # one thread runs without a pool
 
 
 @settings(max_examples=15, deadline=None)

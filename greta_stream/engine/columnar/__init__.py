@@ -348,9 +348,10 @@ def prepare(
 
 
 def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
-            k_to: int | None = None) -> list[dict[str, Any]]:
+            k_to: int | None = None, *, threads: int | None = None) -> list[dict[str, Any]]:
     """Result rows of the windows k_from <= k < k_to (all when None) over the
-    prepared events; a window's row needs only the events in it."""
+    prepared events; a window's row needs only the events in it. The kernel
+    runs in `threads` threads (default: one per core)."""
     cq = plan.cq
     kmin, kmax = prep.kmin, prep.kmax
     kneg = _negated_starts(plan, prep)
@@ -392,7 +393,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     ncell = 1 + len(cells)
 
     parts_k, parts_g, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
-                                              mmval, mmax, ncell, group_of_part)
+                                              mmval, mmax, ncell, group_of_part, threads)
     return _rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values)
 
 
@@ -607,7 +608,8 @@ def _digit(mag: np.ndarray, shift: np.ndarray, d: int) -> np.ndarray:
     return np.where((lo >= 64) | (lo <= -DIGIT_BITS), np.uint64(0), out)
 
 
-def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part):  # noqa: ANN001, ANN202
+def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part,  # noqa: ANN001, ANN202
+         threads=None):
     """The kernel over every partition and block of windows, in threads over
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
@@ -627,7 +629,8 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
     task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
     # contiguous ranges of tasks, about equal in events, one per thread
-    workers = min(os.cpu_count() or 1, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
+    cores = os.cpu_count() or 1
+    workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
     work = np.cumsum(task[:, 3] - task[:, 2])
     cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
     bounds = sorted({0, *cuts.tolist(), len(task)})

@@ -71,8 +71,10 @@ class ColumnarStream:
         *,
         fields: FieldNames = FieldNames(),
         dead_letter: DeadLetterSink | None = None,
+        threads: int | None = None,
     ) -> None:
         self.plan = plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan)
+        self.threads = threads  # of the kernel (None: one per core); not part of the state
         self.cq = self.plan.cq
         self.fields = fields
         self.dead_letter = dead_letter
@@ -172,7 +174,7 @@ class ColumnarStream:
         inp = Input.of_columns(self.kept, self.n_kept)
         try:
             prep = _joined(self._prep) if self._prep else prepare(self.plan, inp, self.fields)
-            rows = compute(self.plan, prep, inp, self.next_k, target)
+            rows = compute(self.plan, prep, inp, self.next_k, target, threads=self.threads)
         except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
             self._hand_over(str(exc))
             assert self.general is not None
