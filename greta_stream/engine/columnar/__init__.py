@@ -253,7 +253,10 @@ def prepare(
     is_dict = events.is_dict()
     types = events.raw(fields.type)
     types = np.asarray(types, dtype=object) if not isinstance(types, np.ndarray) else types.astype(object)
-    valid_type = np.fromiter((type(v) is str and v != "" for v in types), bool, n) & is_dict
+    if pd.api.types.infer_dtype(types, skipna=False) == "string":  # every value a str: one C scan
+        valid_type = (types != "") & is_dict
+    else:
+        valid_type = np.fromiter((isinstance(v, str) and v != "" for v in types), bool, n) & is_dict
     time = events.column(fields.time)
     if time.kind == OTHER:
         if any(v is not None and type(v) not in (int, float, bool) for v in time.values.tolist()):
