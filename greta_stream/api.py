@@ -122,10 +122,13 @@ def _columnar(cq: CompiledQuery, events: Any, fields: FieldNames, *, forced: boo
 
 
 def _records(events: Any) -> Iterator[dict[str, Any]]:
-    """Dicts from an iterable of dicts, or from a pandas DataFrame (NaN = missing)."""
+    """Dicts from an iterable of dicts, or from a pandas DataFrame (NaN and NaT = missing)."""
     if hasattr(events, "to_dict") and hasattr(events, "columns"):
+        import pandas as pd
+
         for rec in events.to_dict("records"):
-            yield {k: v for k, v in rec.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None}
+            yield {k: v for k, v in rec.items()
+                   if not (isinstance(v, float) and math.isnan(v)) and v is not None and v is not pd.NaT}
         return
     yield from events
 

@@ -50,6 +50,8 @@ def parse_time(value: Any) -> tuple[str, int | float]:
         except ValueError:
             raise TimeError(f"time {value!r} is neither a number nor an ISO-8601 timestamp") from None
     if isinstance(value, datetime):
+        if value != value:  # noqa: PLR0124 - pandas' NaT, a datetime that is no time
+            raise TimeError("time must be a number or an ISO-8601 timestamp, got NaT")
         if value.tzinfo is None:
             value = value.replace(tzinfo=UTC)
         return TIMESTAMP, (value - EPOCH) // timedelta(microseconds=1)

@@ -27,6 +27,7 @@ from greta_stream import compile_query, evaluate
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar import Unsupported, columnar_plan
 from greta_stream.engine.columnar.stream import ColumnarStream, frame_records
+from greta_stream.engine.engine import add_declared
 
 
 def batches_and_watermarks(draw: Any, events: list[Any]) -> list[tuple[list[Any], Any]]:
@@ -211,16 +212,42 @@ def test_batches_typed_apart_join_the_kept_events_or_type_again(restore: bool) -
     assert s.general is None
 
 
-def test_timestamps_hand_over_from_the_first_batch() -> None:
+def test_timestamps_stay_columnar_and_give_the_general_engines_rows() -> None:
+    """Datetimes and ISO-8601 text are microseconds since the epoch, as in the
+    general engine; a watermark declared in seconds before the unit is known
+    is declared again in microseconds from the event after the first on, as
+    `add_declared` does for the general engine."""
     def ts(x: float) -> datetime:
         return datetime.fromtimestamp(1_700_000_000 + x, tz=UTC)
 
     events = [{**e, "time": ts(e["time"])} for e in stock(120, 3)]
+    events += [{**e, "time": ts(e["time"] + 1000).isoformat()} for e in stock(60, 5)]  # after the watermark
     s = ColumnarStream(compile_query(STOCK))
     s.add_many(events[:60])
-    assert s.general is not None
-    rows = s.advance(1_700_000_000_000_000 + 40_000_000) + s.finish()
-    assert rows == list(evaluate(STOCK, events[:60], engine="general"))
+    assert s.general is None and s.validator.time_kind == "timestamp"
+    rows = s.advance(1_700_000_000_000_000 + 40_000_000)
+    s.add_many(events[60:])
+    rows += s.finish()
+    assert s.general is None
+    assert rows == list(evaluate(STOCK, events, engine="general"))
+
+    # Spark declares its watermark before a shard's first events fix the unit: seconds, then
+    # again in microseconds from the event after the first one on (`add_declared`)
+    def watermark_of(kind: str | None) -> int:
+        return 1_700_000_030_000_000 if kind == "timestamp" else 1_700_000_030
+
+    got_dead: list = []
+    late = ColumnarStream(compile_query(STOCK), dead_letter=got_dead.append)
+    late.expect(watermark_of(None))
+    late.add_many(events[:60], watermark_of)
+    want_dead: list = []
+    general = Engine(compile_query(STOCK), dead_letter=want_dead.append)
+    general.expect(watermark_of(None))
+    add_declared(general, events[:60], watermark_of)
+    assert late.general is None
+    assert [(d.reason, d.record) for d in got_dead] == [(d.reason, d.record) for d in want_dead]
+    assert any(d.reason == "late" for d in got_dead)
+    assert late.finish() == general.finish()
 
 
 def test_kept_events_follow_the_open_windows() -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,7 @@ from greta_stream.engine.columnar.vector import predicate as vector_predicate
 from greta_stream.engine.engine import _group_order
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, Timebase
+from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, Timebase, TimeError, parse_time
 from greta_stream.engine.values import divide
 from greta_stream.query import ast
 
@@ -228,6 +229,12 @@ class Prepared:
     int_time: bool
     dead: list[DeadLetter]
     metrics: Metrics
+    time_kind: str = NUMERIC  # TIMESTAMP: `t` is int microseconds since the epoch
+
+    def window(self, plan: ColumnarPlan) -> tuple[int, int]:
+        """(within, slide) in the unit of `t`."""
+        scale = US_PER_S if self.time_kind == TIMESTAMP else 1
+        return plan.within * scale, plan.slide * scale
 
 
 def prepare(
@@ -236,13 +243,17 @@ def prepare(
     fields: FieldNames,
     *,
     late_before: Any = -math.inf,
+    late_before_of: Callable[[str], Any] | None = None,
     validator: Validator | None = None,
 ) -> Prepared:
     """Validate and type `events`; `Unsupported` when they are not for us.
 
     Events of the pattern type before `late_before` are dead-lettered as
     "late", as the general engine does in streaming; `validator` (the
-    stream's, when given) words their dead letters."""
+    stream's, when given) words their dead letters. When these events fix
+    the stream's unit of time (none came before), `late_before_of(unit)` is
+    the watermark in that unit from the event after the one that fixed it
+    on, as `add_declared` declares it again for the general engine."""
     cq = plan.cq
     n = events.n
     metrics = Metrics(events_in=n)
@@ -258,18 +269,24 @@ def prepare(
     else:
         valid_type = np.fromiter((isinstance(v, str) and v != "" for v in types), bool, n) & is_dict
     time = events.column(fields.time)
+    time_kind = NUMERIC
     if time.kind == OTHER:
-        if any(v is not None and type(v) not in (int, float, bool) for v in time.values.tolist()):
-            raise Unsupported("times are not numbers (timestamps, strings, ...)")
-        time = _renumber(time)  # numbers, missing values and bools (bad times)
+        if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
+            time = _renumber(time)  # numbers, missing values and bools (bad times)
+        else:
+            time, time_kind = _timestamps(time), TIMESTAMP
     bad = ~valid_type | time.null | ~time.number
     finite = np.zeros(n, bool)
     finite[~bad] = np.isfinite(time.values[~bad])
     bad |= ~finite
-    if (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
+    if time_kind == NUMERIC and (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
         raise Unsupported("times beyond 2**50 seconds")
-    if validator.time_kind is None and not bad.all():
-        validator.time_kind = NUMERIC
+    kind_before = validator.time_kind
+    if not bad.all():  # the first event with a type and a time fixes the stream's kind of time
+        if validator.time_kind is None:
+            validator.time_kind = time_kind
+        elif validator.time_kind != time_kind:
+            bad[:] = True  # every one is a bad_time (or worse): the validator says which
     state = np.full(n, -1, np.int64)
     for i, typ in enumerate(plan.types):
         state[valid_type & (types == typ)] = i
@@ -313,8 +330,16 @@ def prepare(
             col = Column(col.kind, np.where(col.null, 0.0, col.values), col.null, col.number)
         cols[attr] = col
     late = np.zeros(len(rows_t), bool)
-    if late_before != -math.inf:
-        late = ~row_bad & (time.values[rows_t] < late_before)
+    limit = late_before
+    if late_before_of is not None and kind_before is None and validator.time_kind is not None:
+        limit = max(late_before, late_before_of(validator.time_kind))
+    if limit != -math.inf:
+        late = ~row_bad & (time.values[rows_t] < limit)
+        if limit != late_before:  # the event that fixed the unit was judged before it was declared again
+            first = int(np.flatnonzero(~bad)[0])
+            at = int(np.searchsorted(rows_t, first))
+            if at < len(rows_t) and rows_t[at] == first:
+                late[at] = not row_bad[at] and time.values[first] < late_before
     keep = ~row_bad & ~late
     good = rows_t[keep]
     bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late]]))
@@ -323,7 +348,7 @@ def prepare(
     for i in bad_rows.tolist():
         dl = validator.validate(events.record(i), i)
         if is_late[i] and not isinstance(dl, DeadLetter):
-            dl = DeadLetter("late", dl.attrs, f"time {dl.time} is behind the watermark {late_before}")
+            dl = DeadLetter("late", dl.attrs, f"time {dl.time} is behind the watermark {limit}")
         if not isinstance(dl, DeadLetter):
             raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
         dead.append(dl)
@@ -346,8 +371,9 @@ def prepare(
 
     # ---------------------------------------------- windows
     t = time.values[good]
-    kmin, kmax = _windows(t, plan.within, plan.slide, time.kind == INT)
-    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics)
+    scale = US_PER_S if time_kind == TIMESTAMP else 1
+    kmin, kmax = _windows(t, plan.within * scale, plan.slide * scale, time.kind == INT)
+    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind)
 
 
 def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
@@ -397,7 +423,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
 
     parts_k, parts_g, parts_c, parts_m = _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
                                               mmval, mmax, ncell, group_of_part, threads)
-    return _rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values)
+    return _rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
 
 # ------------------------------------------------------------------ helpers
@@ -450,6 +476,45 @@ def _renumber(col: Any) -> Any:
     return type(col)(FLOAT, vals, col.null, nums)
 
 
+def _timestamps(col: Any) -> Any:
+    """Times of an OTHER column holding timestamps (ISO-8601 text, datetimes)
+    as an INT column of microseconds since the epoch, read by the general
+    engine's `parse_time` (each distinct text once); a value it rejects is
+    not a number (a bad_time row). `Unsupported` when some value is a number
+    of seconds: which kind the stream has then depends on which came first,
+    the general engine's to sort out."""
+    values = col.values
+    n = len(values)
+    us = np.zeros(n, np.int64)
+    ok = np.zeros(n, bool)
+    null = col.null.copy()
+    text = np.fromiter((type(v) is str for v in values), bool, n)
+    if text.any():
+        codes, uniques = pd.factorize(values[text])
+        parsed = [_timestamp(v) for v in uniques.tolist()]
+        us[text] = np.array([0 if t is None else t for t in parsed], np.int64)[codes]
+        ok[text] = np.array([t is not None for t in parsed], bool)[codes]
+    for i in np.flatnonzero(~text & ~null).tolist():
+        if values[i] is pd.NaT:  # a missing time, as `frame_records` reads it
+            null[i] = True
+            continue
+        t = _timestamp(values[i])
+        if t is not None:
+            us[i], ok[i] = t, True
+    return Column(INT, us, null, ok & ~null)
+
+
+def _timestamp(v: Any) -> int | None:
+    """Microseconds of a timestamp; None if `v` is no time at all."""
+    try:
+        kind, t = parse_time(v)
+    except TimeError:
+        return None
+    if kind != TIMESTAMP:
+        raise Unsupported("times of both kinds: seconds and timestamps")
+    return int(t)
+
+
 def _windows(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[np.ndarray, np.ndarray]:
     """First and last window of each time: [k*slide, k*slide + within) holds t."""
     if ints:
@@ -481,7 +546,7 @@ def _negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
     is_neg = prep.state == plan.neg_state
     order = np.argsort(key[is_neg], kind="stable")
     neg_key = key[is_neg][order]
-    _, last = _windows(prep.t[is_neg][order], plan.within, plan.slide, prep.int_time)
+    _, last = _windows(prep.t[is_neg][order], *prep.window(plan), prep.int_time)
     starters = np.flatnonzero(~is_neg)
     before = np.searchsorted(neg_key, key[starters], side="left") - 1  # the latest N event earlier, if any
     same = before >= 0
@@ -677,7 +742,7 @@ def warm_up() -> None:
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
 
 
-def _rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values):  # noqa: ANN001, ANN202
+def _rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values, time_kind):  # noqa: ANN001, ANN202
     """Sum partial rows per (group, window) and build the result rows."""
     from greta_stream.engine.columnar import kernel
 
@@ -700,7 +765,7 @@ def _rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values):  #
     order = np.lexsort((rank[gids], ks))
     ks, gids, cells, mins, maxs = ks[order], gids[order], cells[order], mins[order], maxs[order]
     as_bytes = cells.astype("<u4")
-    tb = Timebase.create(NUMERIC, cq.window.within, cq.window.slide)
+    tb = Timebase.create(time_kind, cq.window.within, cq.window.slide)
     slot_cell = {spec: j + 1 for j, (spec, _) in enumerate(cell_spec)}
     slot_mm = {i: (j, kind, vkind) for j, (kind, _, i, vkind) in enumerate(mm_spec)}
     rows = []

@@ -99,7 +99,8 @@ class Input:
         if self.frame is None:
             return self.records[i]
         rec = self.frame.iloc[[i]].to_dict("records")[0]  # each column's own type (a row Series would upcast)
-        return {k: v for k, v in rec.items() if not (isinstance(v, float) and math.isnan(v)) and v is not None}
+        return {k: v for k, v in rec.items()
+                if not (isinstance(v, float) and math.isnan(v)) and v is not None and v is not pd.NaT}
 
     def materialized(self) -> Any:
         """The events for the general engine (a list is not consumed twice)."""

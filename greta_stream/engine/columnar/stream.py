@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ from greta_stream.engine.columnar import (
 from greta_stream.engine.engine import Engine, _fingerprint, add_declared, load_snapshot
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, Timebase
+from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time
 
 SNAPSHOT_FORMAT = 1
 
@@ -89,9 +90,13 @@ class ColumnarStream:
         self.late_before: Any = -math.inf  # declared by `expect`
         self.next_k: int | None = None  # first window not reported (None: none reported yet)
         self.general: Engine | None = None  # the general engine, once it took over
-        w = self.cq.window
-        self.tb = Timebase.create(NUMERIC, w.within, w.slide)
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
+
+    @property
+    def tb(self) -> Timebase:
+        """Windows in the unit of this stream's times (seconds until timestamps came)."""
+        w = self.cq.window
+        return _timebase(self.validator.time_kind or NUMERIC, w.within, w.slide)
 
     @property
     def kept(self) -> dict[str, np.ndarray]:
@@ -134,12 +139,16 @@ class ColumnarStream:
         records = [] if frame is not None else records if isinstance(records, list) else list(records)
         if self.general is None:
             inp = Input(frame if frame is not None else records)
+            kind_before = self._validator.time_kind
             try:
-                prep = prepare(self.plan, inp, self.fields,
-                               late_before=max(self.watermark, self.late_before), validator=self._validator)
+                prep = prepare(self.plan, inp, self.fields, late_before=max(self.watermark, self.late_before),
+                               late_before_of=watermark_of if kind_before is None else None,
+                               validator=self._validator)
             except Unsupported as exc:
                 self._hand_over(str(exc))
             else:
+                if watermark_of is not None and kind_before is None and self._validator.time_kind is not None:
+                    self.expect(watermark_of(self._validator.time_kind))  # the watermark in the stream's unit
                 for name, value in prep.metrics.items():
                     self.metrics.inc(name, value)
                 for dl in prep.dead:
@@ -203,7 +212,7 @@ class ColumnarStream:
             return None
         t = self.watermark
         if t == -math.inf:
-            t = min(self.kept[self.fields.time].tolist())
+            t = min(parse_time(v)[1] for v in self.kept[self.fields.time].tolist())
         return self.tb.end(self.tb.first_window(t))
 
     def _hand_over(self, why: str) -> None:
@@ -272,6 +281,11 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and v != v) or v is pd.NaT
 
 
+@lru_cache(maxsize=64)
+def _timebase(kind: str, within: Any, slide: Any) -> Timebase:
+    return Timebase.create(kind, within, slide)  # one per kind: its window memos live on
+
+
 def _objects(values: Any) -> np.ndarray:
     """Raw values as an object array (lists and dicts stay single values)."""
     values = values if isinstance(values, list) else list(values)
@@ -282,7 +296,7 @@ def _subset(prep: Prepared, sel: np.ndarray) -> Prepared:
     """The prepared events of `sel`, renumbered 0..: the kept events left."""
     return Prepared(np.arange(int(sel.sum())), prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
                     {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
-                    prep.int_time, [], prep.metrics)
+                    prep.int_time, [], prep.metrics, prep.time_kind)
 
 
 def _appended(chunks: list[Prepared], batch: Prepared) -> list[Prepared] | None:
@@ -290,7 +304,8 @@ def _appended(chunks: list[Prepared], batch: Prepared) -> list[Prepared] | None:
     when a column's type differs (ints then floats, ...): typing them
     together may then give another type, so they are typed again."""
     first = chunks[0]
-    if first.int_time != batch.int_time or any(c.kind != batch.cols[a].kind for a, c in first.cols.items()):
+    if (first.int_time, first.time_kind) != (batch.int_time, batch.time_kind) or any(
+            c.kind != batch.cols[a].kind for a, c in first.cols.items()):
         return None
     return [*chunks, _subset(batch, np.ones(len(batch.good), bool))]
 
@@ -304,4 +319,4 @@ def _joined(chunks: list[Prepared]) -> Prepared:
                     {a: type(c)(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in chunks])
                                           for f in ("values", "null", "number")))
                      for a, c in first.cols.items()},
-                    first.int_time, [], first.metrics)
+                    first.int_time, [], first.metrics, first.time_kind)
