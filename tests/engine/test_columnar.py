@@ -879,3 +879,34 @@ def test_local_predicates_compare_strings_like_python() -> None:
     with pytest.raises(ValueError, match="columnar"):
         evaluate(text, events, engine="columnar")
     assert list(evaluate(text, events)) == list(evaluate(text, events, engine="general"))
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(st.lists(st.one_of(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
+        lambda d: d.isoformat(timespec=["seconds", "milliseconds", "microseconds"][d.microsecond % 3])),
+    st.tuples(st.integers(1, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25), st.integers(0, 61),
+              st.integers(0, 61), st.sampled_from(["", ".5", ".123456", ".1234567", "Z", "+00:00", "+01:00", "z"])
+              ).map(lambda p: "{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}{}".format(*p)),
+    st.text(max_size=12),
+), min_size=1, max_size=20))
+def test_vectorized_iso_text_reads_as_parse_time(texts: list[str]) -> None:
+    """The Arrow fast path for ISO-8601 text in UTC gives parse_time's
+    microseconds wherever it says ok, and leaves every other text (offsets,
+    February 30, second 60, seven decimals, no time at all) to parse_time."""
+    import numpy as np
+
+    from greta_stream.engine.columnar import _iso_utc
+    from greta_stream.engine.timebase import TimeError, parse_time
+
+    us, ok = _iso_utc(np.array(texts, dtype=object))
+    for text, value, fast in zip(texts, us.tolist(), ok.tolist()):
+        if fast:
+            assert parse_time(text) == ("timestamp", value), text
+    canonical = ["2024-05-01T12:00:00Z", "2024-05-01T12:00:00.5+00:00", "1969-12-31T23:59:59.999999", "2024-02-29T00:00:00Z"]
+    us, ok = _iso_utc(np.array(canonical, dtype=object))
+    assert ok.all() and us.tolist() == [parse_time(t)[1] for t in canonical]
+    _, ok = _iso_utc(np.array(["2023-02-29T00:00:00Z", "2024-01-01T00:00:60Z", "2024-01-01T00:00:00+01:00"], dtype=object))
+    assert not ok.any()
+    with pytest.raises(TimeError):
+        parse_time("2023-02-29T00:00:00Z")

@@ -268,9 +268,11 @@ def prepare(
         valid_type = (types != "") & is_dict
     else:
         valid_type = np.fromiter((isinstance(v, str) and v != "" for v in types), bool, n) & is_dict
-    time = events.column(fields.time)
-    time_kind = NUMERIC
-    if time.kind == OTHER:
+    time = _frame_timestamps(events, fields.time)
+    time_kind = NUMERIC if time is None else TIMESTAMP
+    if time is None:
+        time = events.column(fields.time)
+    if time_kind == NUMERIC and time.kind == OTHER:
         if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
             time = _renumber(time)  # numbers, missing values and bools (bad times)
         else:
@@ -491,9 +493,13 @@ def _timestamps(col: Any) -> Any:
     text = np.fromiter((type(v) is str for v in values), bool, n)
     if text.any():
         codes, uniques = pd.factorize(values[text])
-        parsed = [_timestamp(v) for v in uniques.tolist()]
-        us[text] = np.array([0 if t is None else t for t in parsed], np.int64)[codes]
-        ok[text] = np.array([t is not None for t in parsed], bool)[codes]
+        u_us, u_ok = _iso_utc(uniques)
+        for i in np.flatnonzero(~u_ok).tolist():  # other spellings, offsets, bad text: one at a time
+            t = _timestamp(uniques[i])
+            if t is not None:
+                u_us[i], u_ok[i] = t, True
+        us[text] = u_us[codes]
+        ok[text] = u_ok[codes]
     for i in np.flatnonzero(~text & ~null).tolist():
         if values[i] is pd.NaT:  # a missing time, as `frame_records` reads it
             null[i] = True
@@ -502,6 +508,45 @@ def _timestamps(col: Any) -> Any:
         if t is not None:
             us[i], ok[i] = t, True
     return Column(INT, us, null, ok & ~null)
+
+
+_ISO_UTC = (r"^(?P<s>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)"
+            r"(?:\.(?P<f>\d{1,6}))?(?:Z|\+00:00)?$")
+
+
+def _iso_utc(texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(microseconds, ok) of ISO-8601 text in its common UTC spelling
+    (`2024-05-01T12:00:00.123Z`, `+00:00` or no offset), vectorized with
+    Arrow; `ok` is False for any other text, which the caller reads one at
+    a time. A parsed date must keep its day of the month (Arrow would roll
+    February 30 over into March 1; Python refuses it)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pa.array(texts, type=pa.string())
+    parts = pc.extract_regex(arr, _ISO_UTC)
+    whole = pc.struct_field(parts, "s")  # null where the text did not match (a child alone would be "")
+    seconds = pc.strptime(whole, format="%Y-%m-%dT%H:%M:%S", unit="s", error_is_null=True)
+    # the regex admits no hour past 23 and no second past 59, so only the day can roll over
+    same = pc.equal(pc.day(seconds), pc.cast(pc.utf8_slice_codeunits(whole, 8, 10), pa.int64()))
+    fraction = pc.cast(pc.utf8_rpad(pc.coalesce(pc.struct_field(parts, "f"), ""), 6, "0"), pa.int64())
+    us = pc.add(pc.multiply(pc.cast(seconds, pa.int64()), US_PER_S), fraction)
+    ok = pc.fill_null(same, False).to_numpy(zero_copy_only=False)
+    return np.where(ok, pc.fill_null(us, 0).to_numpy(zero_copy_only=False), 0).astype(np.int64), ok.copy()
+
+
+def _frame_timestamps(events: Input, name: str) -> Any:
+    """A DataFrame's datetime64 time column (naive: UTC) as an INT column of
+    microseconds (floored, as `parse_time` does), NaT missing; else None."""
+    frame = events.frame
+    if frame is None or name not in frame.columns or not pd.api.types.is_datetime64_any_dtype(frame[name]):
+        return None
+    col = frame[name]
+    if getattr(col.dt, "tz", None) is not None:
+        col = col.dt.tz_convert("UTC").dt.tz_localize(None)
+    null = col.isna().to_numpy()
+    ns = col.to_numpy("datetime64[ns]").astype(np.int64)
+    return Column(INT, np.where(null, 0, ns // 1000), null, ~null)
 
 
 def _timestamp(v: Any) -> int | None:
