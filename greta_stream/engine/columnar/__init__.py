@@ -6,15 +6,16 @@ general engine and returns the same rows: a single Kleene pattern `X+`
 attributes, at most one edge predicate and that one a comparison
 `f(X) op g(NEXT(X))` with op in `< <= > >= =` over numbers, local
 predicates of comparisons (numbers, or an attribute and a string) joined by
-AND, OR and NOT, windows and slides of whole seconds on numeric times, and any
-aggregate. The flow:
+AND, OR and NOT, windows and slides of whole seconds on numeric times or
+timestamps (microseconds since the epoch, as the general engine reads them),
+and any aggregate. The flow:
 
     records / DataFrame --columns.py--> typed columns, bad rows -> dead letters
       --numpy--> windows per event, partitions, key ranks, sorted by (partition, time)
       --kernel.py (numba)--> rows per (group, window) of each block of windows
       --numpy--> summed per (group, window) --> result rows
 
-What it cannot take exactly (a boolean attribute in a predicate, times as timestamps, a
+What it cannot take exactly (a boolean attribute in a predicate, times of both kinds, a
 SUM over a mix of ints and floats, numbers past 2**53 in a predicate,
 ...) raises `Unsupported` before any work, and the caller runs the general
 engine. Results are identical to the general engine's: counts and sums are

@@ -24,7 +24,7 @@ streaming driver uses (`expect`, `add_many`, `advance`, `finish`,
 `snapshot`/`restore`, `idle`, `next_window_end`). Lateness is the general
 engine's: an event of the pattern type before the declared watermark is
 dead-lettered as "late". When some input is not for the columnar engine
-(`Unsupported`: timestamps, a SUM over ints and floats, ...), the stream
+(`Unsupported`: times of both kinds, a SUM over ints and floats, ...), the stream
 hands over to a general `Engine` for good: it replays the kept events into
 it, lets it pass the windows already reported (their rows are dropped: they
 were emitted before) and delegates from then on.
