@@ -552,6 +552,24 @@ def test_big_count_sliding_windows() -> None:
     assert counts[-120] == 2**40 - 1 and counts[200] == 2**40 - 1
 
 
+@pytest.mark.parametrize("budget", [1 << 14, 1 << 10])
+def test_trees_past_their_memory_bound_run_again_in_smaller_blocks(budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block's tree that would pass MAX_TREE_BYTES (big counts, many keys)
+    makes the kernel run again with blocks of fewer windows, down to one:
+    the rows do not change."""
+    import greta_stream.engine.columnar as columnar
+    from greta_stream.engine.columnar import kernel
+
+    monkeypatch.setattr(columnar, "MAX_TREE_BYTES", budget)
+    lanes: list[int] = []
+    tasks = kernel.tasks
+    monkeypatch.setattr(kernel, "tasks", lambda *a: (lanes.append(a[-1]), tasks(*a))[1])
+    events = _monotone(240)
+    text = f"RETURN {BIG_AGGS} PATTERN A X+ WHERE X.v > NEXT(X).v WITHIN 160 s SLIDE 5 s"
+    check_against_general(text, events)
+    assert lanes[0] == 32 and lanes[-1] < 32  # ran again, with smaller blocks
+
+
 def test_big_count_only_in_a_later_partition() -> None:
     """Small partitions first, then one that overflows 64 bits (restart with
     more limbs), then small ones again computed with the wider limbs."""

@@ -63,6 +63,7 @@ MAX_THREADS = 8
 PARALLEL_EVENTS = 20_000  # below this, one thread
 START_LIMBS = 2  # 64-bit counts first; the kernel widens by half whenever a count needs more
 BLOCK_LANES = 32  # windows per block: a tree per (partition, block) of this many lanes
+MAX_TREE_BYTES = 1 << 30  # per thread; a block's tree that would pass it is run again with fewer lanes
 MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
 
 
@@ -734,35 +735,40 @@ def _run(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, 
     if m == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
-    lanes = min(kwidth, BLOCK_LANES)
     k_first = int(kmin.min())
     start, final, store_src, reads, keyed = plan.stores()
     nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
     ndig = np.zeros(ncell, np.int64)
     for c in range(ncell - 1):
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
-    task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
-    # contiguous ranges of tasks, about equal in events, one per thread
+    n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
-    work = np.cumsum(task[:, 3] - task[:, 2])
-    cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
-    bounds = sorted({0, *cuts.tolist(), len(task)})
-    n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
+    lanes = min(kwidth, BLOCK_LANES)
+    while True:
+        task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
+        # contiguous ranges of tasks, about equal in events, one per thread
+        work = np.cumsum(task[:, 3] - task[:, 2])
+        cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
+        bounds = sorted({0, *cuts.tolist(), len(task)})
 
-    def chunk(lo: int, hi: int) -> tuple[np.ndarray, ...]:
-        rows, ok, og, oc, om = kernel.run(
-            task, lo, hi, k_first, lanes, group_of_part, n_groups, kmin, kmax, newt, st, kneg, start, final,
-            store_src, reads, keyed, gr, gq, point, mult, ndig, mmval, mmax, ncell, START_LIMBS,
-        )
-        return ok[:rows], og[:rows], oc[:rows], om[:rows]
+        def chunk(lo: int, hi: int, task: np.ndarray = task, lanes: int = lanes) -> tuple[np.ndarray, ...]:
+            rows, ok, og, oc, om = kernel.run(
+                task, lo, hi, k_first, lanes, group_of_part, n_groups, kmin, kmax, newt, st, kneg, start, final,
+                store_src, reads, keyed, gr, gq, point, mult, ndig, mmval, mmax, ncell, START_LIMBS,
+                MAX_TREE_BYTES // 8,
+            )
+            return (ok[:rows], og[:rows], oc[:rows], om[:rows]) if rows >= 0 else None
 
-    ranges = list(zip(bounds[:-1], bounds[1:]))
-    if len(ranges) == 1:
-        pieces = [chunk(*ranges[0])]
-    else:
-        with ThreadPoolExecutor(len(ranges)) as pool:
-            pieces = list(pool.map(lambda r: chunk(*r), ranges))
+        ranges = list(zip(bounds[:-1], bounds[1:]))
+        if len(ranges) == 1:
+            pieces = [chunk(*ranges[0])]
+        else:
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                pieces = list(pool.map(lambda r: chunk(*r), ranges))
+        if all(p is not None for p in pieces):
+            break
+        lanes = max(1, lanes // 4)  # a block's tree would pass MAX_TREE_BYTES: smaller blocks, same rows
     width = max(p[2].shape[2] for p in pieces)
     cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
     return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,

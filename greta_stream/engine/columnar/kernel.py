@@ -228,10 +228,11 @@ def run(
     mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
     ncell: int,
     limbs: int,
+    max_tree_words: int,  # a tree may not grow past this many words while lanes > 1 (0: no bound)
 ) -> tuple:
     """Process tasks t_lo..t_hi-1 in order (releases the GIL, so disjoint
     ranges run in parallel threads). Returns (rows, out_k, out_g, out_c,
-    out_m): per (block, group, window) with a final vertex, the
+    out_m), rows -1 when a tree would pass `max_tree_words`: per (block, group, window) with a final vertex, the
     window, the group, the exact cells (normalized, `limbs` + EXTRA_LIMBS
     limbs for the largest count met) and MIN/MAX.
 
@@ -321,6 +322,8 @@ def run(
         nn = m + 1 + nstore
         if nn > ncap:
             ncap = max(2 * ncap, nn)
+            if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
+                return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
             nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
             used = np.zeros((ncap, ncell), np.int64)
         used[:nn] = 0
@@ -404,6 +407,8 @@ def run(
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
+                    if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
+                        return -1, out_k, out_g, out_c, out_m
                     acc = _wider_mid(acc, limbs)
                     pend = _wider4(pend, limbs)
                     nodes = _wider4(nodes, limbs)
