@@ -200,6 +200,88 @@ def _grown4(a, n):  # noqa: ANN001, ANN202
     return out
 
 
+@njit(cache=True, inline="always")
+def _predecessors(path, s, probe, reads, keyed, keys, point, m):  # noqa: ANN001, ANN202
+    """Write to `path` the nodes an event of state s reads (the stores of its
+    state's predecessors: a running total whole, the keyed store by its probe);
+    return how many."""
+    npath = 0
+    for js in range(reads.shape[1]):
+        if not reads[s, js]:
+            continue
+        if js != keyed:
+            path[npath] = m + 1 + js
+            npath += 1
+        elif point:
+            if probe >= 0:
+                idx = np.searchsorted(keys, probe)
+                if idx < m and keys[idx] == probe:
+                    path[npath] = idx + 1
+                    npath += 1
+        else:
+            i = np.searchsorted(keys, probe)  # local keys admitted: global rank < probe
+            while i > 0:
+                path[npath] = i
+                npath += 1
+                i -= i & (-i)
+    return npath
+
+
+@njit(cache=True, inline="always")
+def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, own, starts, first_lane):  # noqa: ANN001, ANN202
+    """An event's aggregates in lanes j0..j1-1 of `acc` (GRETA's propagation):
+    the sum of its predecessors' nodes, plus one trend it starts in every
+    lane from `first_lane` on (if `starts`), plus count * its own multiplier
+    `own` (in 32-bit digits) in cells 1..; carried, with sig[c] the
+    significant limbs of cell c. True if some cell needs more than `limbs`."""
+    ncell = acc.shape[0]
+    # 1. how many limbs each cell's sum can need: fewer than 2**32 values of
+    # `used` limbs carry into one more; cell c adds count * value (ndig digits)
+    for c in range(ncell):
+        hi[c] = 1
+        for r in range(npath):
+            if used[path[r], c] > hi[c]:
+                hi[c] = used[path[r], c]
+    top0 = min(limbs, hi[0] + 1)
+    for c in range(ncell):
+        hi[c] = min(limbs, (hi[c] if c == 0 else max(hi[c], top0 + ndig[c])) + 1)
+        acc[c, : hi[c], j0:j1] = 0
+    # 2. sum the predecessors, start a trend, carry the count
+    for r in range(npath):
+        _take_node(acc, nodes, used, path[r], j0, j1)
+    if starts:
+        for j in range(max(j0, first_lane), j1):
+            acc[0, 0, j] += 1  # the event starts a trend in each of its windows
+    if _normalize(acc, 0, hi[0], j0, j1, carry):
+        return True
+    sig[0] = _significant(acc, 0, hi[0], j0, j1)
+    # 3. the other cells: + count * the event's own multiplier, in 32-bit digits
+    n = j1 - j0
+    for c in range(1, ncell):
+        for d in range(ndig[c]):
+            k = own[c - 1, d]
+            if k == 0:
+                continue
+            if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
+                return True
+            for lb in range(sig[0]):
+                dst = acc[c, lb + d, j0:j1]
+                src = acc[0, lb, j0:j1]
+                if k == 1:  # COUNT(X): the count itself
+                    for j in range(n):
+                        dst[j] += src[j]
+                else:  # the product's halves: limbs never overflow before the one carry pass
+                    up = acc[c, lb + d + 1, j0:j1]
+                    for j in range(n):
+                        x = src[j] * k
+                        dst[j] += x & _MASK
+                        up[j] += x >> _SHIFT
+        if _normalize(acc, c, hi[c], j0, j1, carry):
+            return True
+        sig[c] = _significant(acc, c, hi[c], j0, j1)
+    return False
+
+
 @njit(cache=True, nogil=True)
 def run(
     task: np.ndarray,  # (tasks, 4): block, partition, event range a..b-1 (see `tasks`)
@@ -338,72 +420,9 @@ def run(
                 j0 = max(kmin[v], k0) - k0  # the event's lanes in this block
                 j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
                 s = st[v]
-                # 1. the nodes it reads: the stores of its state's predecessors
-                npath = 0
-                for js in range(nstore):
-                    if not reads[s, js]:
-                        continue
-                    if js != keyed:
-                        path[npath] = m + 1 + js
-                        npath += 1
-                    elif point:
-                        if gq[v] >= 0:
-                            idx = np.searchsorted(keys, gq[v])
-                            if idx < m and keys[idx] == gq[v]:
-                                path[npath] = idx + 1
-                                npath += 1
-                    else:
-                        i = np.searchsorted(keys, gq[v])  # local keys admitted: global rank < gq
-                        while i > 0:
-                            path[npath] = i
-                            npath += 1
-                            i -= i & (-i)
-                # 2. how many limbs each cell's sum can need: fewer than 2**32 values of
-                # `used` limbs carry into one more; cell c adds count * value (ndig digits)
-                for c in range(ncell):
-                    hi[c] = 1
-                    for r in range(npath):
-                        if used[path[r], c] > hi[c]:
-                            hi[c] = used[path[r], c]
-                top0 = min(limbs, hi[0] + 1)
-                for c in range(ncell):
-                    hi[c] = min(limbs, (hi[c] if c == 0 else max(hi[c], top0 + ndig[c])) + 1)
-                    acc[c, : hi[c], j0:j1] = 0
-                # 3. sum the predecessors, start a trend, carry the count
-                for r in range(npath):
-                    _take_node(acc, nodes, used, path[r], j0, j1)
-                if start[s]:
-                    for j in range(j0, j1):
-                        if k0 + j >= kneg[v]:
-                            acc[0, 0, j] += 1  # the event starts a trend in each of its windows
-                over = _normalize(acc, 0, hi[0], j0, j1, carry)
-                sig[0] = _significant(acc, 0, hi[0], j0, j1)
-                # 4. the other cells: + count * the event's own multiplier, in 32-bit digits
-                for c in range(1, ncell):
-                    if over:
-                        break
-                    for d in range(ndig[c]):
-                        k = mult[v, c - 1, d]
-                        if k == 0:
-                            continue
-                        if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
-                            over = True
-                            break
-                        for lb in range(sig[0]):
-                            dst = acc[c, lb + d, j0:j1]
-                            src = acc[0, lb, j0:j1]
-                            if k == 1:  # COUNT(X): the count itself
-                                for j in range(j1 - j0):
-                                    dst[j] += src[j]
-                            else:  # the product's halves: limbs never overflow before the one carry pass
-                                up = acc[c, lb + d + 1, j0:j1]
-                                for j in range(j1 - j0):
-                                    x = src[j] * k
-                                    dst[j] += x & _MASK
-                                    up[j] += x >> _SHIFT
-                    if not over:
-                        over = _normalize(acc, c, hi[c], j0, j1, carry)
-                        sig[c] = _significant(acc, c, hi[c], j0, j1)
+                npath = _predecessors(path, s, gq[v], reads, keyed, keys, point, m)
+                over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig,
+                               mult[v], start[s], kneg[v] - k0)
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
