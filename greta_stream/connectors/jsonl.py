@@ -86,14 +86,15 @@ def dumps_row(row: Any) -> str:
 _BIG = 2.0**63  # orjson reads an int outside [-2**63, 2**64) as a float of at least this size
 
 
-def loads(line: str) -> Any:
-    """Parse one JSON value, accepting ints of any length (and NaN and Infinity, as json does)."""
+def loads(line: str, *, long_ints: bool = True) -> Any:
+    """Parse one JSON value, accepting ints of any length (and NaN and Infinity, as json does).
+    `long_ints=False`: the caller knows the line holds no int past 64 bits (no check for one)."""
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
         pass  # NaN, Infinity, a lone surrogate, or malformed: the json module has the last word
     else:
-        if not _maybe_long_int(value):
+        if not (long_ints and _maybe_long_int(value)):
             return value
     return json.loads(line, parse_int=text_to_int)
 
@@ -111,22 +112,12 @@ def loads_many(lines: list[str | None]) -> list[Any]:
     the batch's bytes instead of a walk over every record."""
     text = "\n".join(v for v in lines if v is not None).encode("utf-8", "surrogatepass")
     suspect = text.translate(_DIGITS).find(_LONG_RUN) >= 0
-    fast = orjson.loads
     out: list[Any] = []
     for v in lines:
-        if v is None:
-            out.append(None)
-            continue
         try:
-            value = fast(v)
-            if suspect and _maybe_long_int(value):
-                value = json.loads(v, parse_int=text_to_int)
+            out.append(None if v is None else loads(v, long_ints=suspect))
         except ValueError:
-            try:
-                value = json.loads(v, parse_int=text_to_int)  # NaN, Infinity, a lone surrogate
-            except ValueError:
-                value = v  # not JSON: the validator dead-letters it as malformed
-        out.append(value)
+            out.append(v)  # not JSON: the validator dead-letters it as malformed
     return out
 
 
