@@ -217,22 +217,19 @@ def step(
         runner = _RUNNERS.get(bytes(state[:1]))  # Spark hands binary state over as a bytearray
         if runner is None or (runner is TrendExtractor) != (cfg.mode == "cet"):
             raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
-    if runner is ColumnarStream:
-        options["threads"] = cfg.kernel_threads
-    if state:
         shard.check(bytes(state[1:_HEADER]))
         live = _LIVE.pop((cfg, shard), None)
         if live is not None and live[0] == state:
             engine = live[1]  # this worker wrote these very bytes: its engine, caches and typed columns too
             engine.dead_letter = dead.append
-            if isinstance(engine, ColumnarStream):
-                engine.threads = cfg.kernel_threads
             if getattr(engine, "general", None) is not None:  # a columnar stream that handed over
                 engine.general.dead_letter = dead.append
         else:
             engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[_HEADER:]), **options)
     else:
         engine = runner(_query(runner, plan, cq), **options)
+    if isinstance(engine, ColumnarStream):
+        engine.threads = cfg.kernel_threads  # new, restored or live: a setting of this run, not state
 
     def declared(kind: str | None) -> Any:  # Spark's watermark in the engine's time unit
         return engine_watermark(kind, watermark_ms)
