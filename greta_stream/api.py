@@ -7,7 +7,6 @@ CET mode, one record per trend (section 5, `greta_stream.cet`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -124,11 +123,9 @@ def _columnar(cq: CompiledQuery, events: Any, fields: FieldNames, *, forced: boo
 def _records(events: Any) -> Iterator[dict[str, Any]]:
     """Dicts from an iterable of dicts, or from a pandas DataFrame (NaN and NaT = missing)."""
     if hasattr(events, "to_dict") and hasattr(events, "columns"):
-        import pandas as pd
+        from greta_stream.engine.columnar.stream import frame_records
 
-        for rec in events.to_dict("records"):
-            yield {k: v for k, v in rec.items()
-                   if not (isinstance(v, float) and math.isnan(v)) and v is not None and v is not pd.NaT}
+        yield from frame_records(events)
         return
     yield from events
 

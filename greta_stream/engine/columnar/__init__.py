@@ -47,6 +47,7 @@ from greta_stream.engine.columnar.columns import (
     Column,
     Input,
     Unsupported,
+    missing,
     numeric,
 )
 from greta_stream.engine.columnar.vector import attrs_of
@@ -235,8 +236,13 @@ class Prepared:
 
     def window(self, plan: ColumnarPlan) -> tuple[int, int]:
         """(within, slide) in the unit of `t`."""
-        scale = US_PER_S if self.time_kind == TIMESTAMP else 1
-        return plan.within * scale, plan.slide * scale
+        return _window_in(plan, self.time_kind)
+
+
+def _window_in(plan: ColumnarPlan, time_kind: str) -> tuple[int, int]:
+    """(within, slide) in the unit of times of `time_kind`: seconds, or microseconds for timestamps."""
+    scale = US_PER_S if time_kind == TIMESTAMP else 1
+    return plan.within * scale, plan.slide * scale
 
 
 def prepare(
@@ -375,8 +381,7 @@ def prepare(
 
     # ---------------------------------------------- windows
     t = time.values[good]
-    scale = US_PER_S if time_kind == TIMESTAMP else 1
-    kmin, kmax = _windows(t, plan.within * scale, plan.slide * scale, time.kind == INT)
+    kmin, kmax = _windows(t, *_window_in(plan, time_kind), time.kind == INT)
     return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind)
 
 
@@ -503,7 +508,7 @@ def _timestamps(col: Any) -> Any:
         us[text] = u_us[codes]
         ok[text] = u_ok[codes]
     for i in np.flatnonzero(~text & ~null).tolist():
-        if values[i] is pd.NaT:  # a missing time, as `frame_records` reads it
+        if missing(values[i]):  # NaT: a missing time, as `frame_records` reads it
             null[i] = True
             continue
         t = _timestamp(values[i])

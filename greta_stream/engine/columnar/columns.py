@@ -99,14 +99,18 @@ class Input:
         if self.frame is None:
             return self.records[i]
         rec = self.frame.iloc[[i]].to_dict("records")[0]  # each column's own type (a row Series would upcast)
-        return {k: v for k, v in rec.items()
-                if not (isinstance(v, float) and math.isnan(v)) and v is not None and v is not pd.NaT}
+        return {k: v for k, v in rec.items() if not missing(v)}
 
     def materialized(self) -> Any:
         """The events for the general engine (a list is not consumed twice)."""
         if self.fields is not None:
             return [self.record(i) for i in range(self.n)]
         return self.frame if self.frame is not None else self.records
+
+
+def missing(v: Any) -> bool:
+    """A DataFrame's missing value: None, NaN or NaT (as `greta_stream.evaluate` reads frames)."""
+    return v is None or (isinstance(v, float) and v != v) or v is pd.NaT
 
 
 def typed(values: np.ndarray | list[Any], *, nan_is_null: bool) -> Column:

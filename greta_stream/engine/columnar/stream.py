@@ -52,6 +52,7 @@ from greta_stream.engine.columnar import (
     prepare,
     warm_up,
 )
+from greta_stream.engine.columnar.columns import missing
 from greta_stream.engine.engine import Engine, _fingerprint, add_declared, load_snapshot
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 from greta_stream.engine.plan import Metrics
@@ -269,16 +270,12 @@ def frame_values(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
     if numpy_dtype and col.dtype.kind == "f":
         values = col.to_numpy()[rows]
         return [None if v != v else v for v in values.tolist()]
-    return [None if _missing(v) else v for v in col.iloc[rows].astype(object).tolist()]
+    return [None if missing(v) else v for v in col.iloc[rows].astype(object).tolist()]
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """One dict per row, without its missing values (NaN, None, NaT)."""
-    return [{k: v for k, v in rec.items() if not _missing(v)} for rec in frame.to_dict("records")]
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v) or v is pd.NaT
+    return [{k: v for k, v in rec.items() if not missing(v)} for rec in frame.to_dict("records")]
 
 
 @lru_cache(maxsize=64)
