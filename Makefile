@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 
 .PHONY: install setup-jvm setup-system run evaluate test test-kafka test-all lint bench demo clean
 
-install: $(BIN)/greta-stream setup-jvm setup-system  ## create .venv, install the project with its dev tools, fetch the Kafka jars
+install: $(BIN)/greta-stream setup-jvm setup-system  ## create .venv, install the library (all extras), the service and the dev tools, fetch the Kafka jars
 
 setup-system:  ## headless Chromium for the results-page test (apt; skipped when present)
 	bash scripts/setup_system.sh || echo "setup-system failed: the browser test will be skipped"
@@ -13,10 +13,10 @@ setup-system:  ## headless Chromium for the results-page test (apt; skipped when
 setup-jvm:  ## Spark's Kafka connector and Apache Kafka from Maven Central into .cache/jvm (skipped when there)
 	bash scripts/setup_jvm.sh
 
-$(BIN)/greta-stream: pyproject.toml
+$(BIN)/greta-stream: pyproject.toml service/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[all,dev]' -e ./service
 	touch $@
 
 run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/
@@ -31,7 +31,8 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
-test: install  ## the default test suite (what CI runs)
+test: install  ## the layering contract, then the default test suite (what CI runs)
+	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
 test-kafka: install  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
@@ -40,8 +41,9 @@ test-kafka: install  ## the Kafka tests alone: a real KRaft broker, Kafka source
 demo: install  ## Kafka, the event producer and the pipeline as local processes (docker-compose.yml without Docker)
 	$(BIN)/greta-stream demo
 
-lint: install  ## ruff over the package and tests
-	$(BIN)/ruff check greta_stream tests benchmarks
+lint: install  ## ruff over the packages and tests, and the layering contract
+	$(BIN)/ruff check greta_stream service tests benchmarks
+	$(BIN)/lint-imports --no-logo
 
 bench: install  ## engine benchmarks: events/s and peak memory for Q1-Q3
 	$(BIN)/python benchmarks/bench_engine.py

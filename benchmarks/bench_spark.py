@@ -139,7 +139,7 @@ def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
     import pandas as pd
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    from greta_stream.compiler.compiled import compile_query
+    from greta_stream.runtime import RunSpec
     from greta_stream.spark.operator import (
         OUTPUT_SCHEMA,
         SHARD_COLUMN,
@@ -148,7 +148,7 @@ def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
         keyed_by_shard,
     )
 
-    keyed, _ = keyed_by_shard(events_df, compile_query(text), watermark_delay_s=delay_s, shards=default_shards())
+    keyed, _ = keyed_by_shard(events_df, RunSpec.create(text, lateness_s=delay_s), shards=default_shards())
 
     def nothing(key: Any, pdfs: Any, state: Any) -> Any:
         rows = sum(len(pdf) for pdf in pdfs)

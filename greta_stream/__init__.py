@@ -1,14 +1,22 @@
 """greta-stream: real-time event trend aggregation (GRETA) without building trends.
 
 Layers, imports flowing one way:
-    query -> compiler -> engine -> (cet, connectors, spark) -> service
-`errors` may be imported anywhere. Start with `compile_query` and `evaluate`.
+    query -> compiler -> engine -> cet -> runtime -> connectors -> spark
+`errors` may be imported anywhere; the HTTP service (`greta_service`) uses
+the public API only. Start with `evaluate` (a finite input) or `open_stream`
+(micro-batches); both build a `RunSpec` and run it through one runner
+interface (`greta_stream.runtime`).
 """
 
-from greta_stream.api import ResultRows, compile_query, evaluate
+from greta_stream.api import compile_query, evaluate, open_stream
 from greta_stream.cet import CetConfig, TrendExtractor
-from greta_stream.errors import QueryError
+from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.errors import ConfigError, QueryError
+from greta_stream.runtime import ResultRows, Runner, RunSpec
 
 __version__ = "0.1.0"
 
-__all__ = ["CetConfig", "QueryError", "ResultRows", "TrendExtractor", "compile_query", "evaluate", "__version__"]
+__all__ = [
+    "CetConfig", "ConfigError", "DeadLetter", "Engine", "FieldNames", "QueryError", "ResultRows", "RunSpec", "Runner",
+    "TrendExtractor", "compile_query", "evaluate", "open_stream", "__version__",
+]

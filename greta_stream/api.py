@@ -1,39 +1,24 @@
-"""The library entry points: `compile_query` and `evaluate`.
+"""The library entry points: `compile_query`, `evaluate` and `open_stream`.
 
-`evaluate` runs a query over a finite collection of events with the pure
-Python engine and returns the result rows of SEMANTICS.md section 4, or, in
-CET mode, one record per trend (section 5, `greta_stream.cet`).
+`evaluate` runs a query over a finite collection of events and returns the
+result rows of SEMANTICS.md section 4, or, in CET mode, one record per trend
+(section 5, `greta_stream.cet`). `open_stream` returns a runner for a stream
+of micro-batches. Both build a `RunSpec` and go through the runner interface
+(`greta_stream.runtime`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.engine import DeadLetter, Engine, FieldNames
-
-CET_COLUMNS = ["trend", "total", "truncated"]
-COLUMNAR_MIN_EVENTS = 2000  # engine="auto" runs the columnar engine from this many events
-
-
-class ResultRows(list):  # type: ignore[type-arg]
-    """Result rows (a list of dicts) with what was skipped and the run's metrics."""
-
-    columns: list[str]
-    dead_letters: list[DeadLetter]
-    metrics: dict[str, int]
-    engine: str  # "columnar", "general" or "cet": what produced the rows
-
-    def to_pandas(self) -> Any:
-        import pandas as pd
-
-        return pd.DataFrame(list(self), columns=self.columns)
+from greta_stream.engine import FieldNames
+from greta_stream.runtime import ResultRows, RunSpec, evaluate_spec
 
 
 def evaluate(
-    query: str | CompiledQuery,
+    query: str | CompiledQuery | RunSpec,
     events: Iterable[dict[str, Any]] | Any,
     *,
     type_field: str = "type",
@@ -60,74 +45,40 @@ def evaluate(
     arrays; single Kleene patterns, see `greta_stream.engine.columnar`),
     "general" (every query), or "auto" (columnar where it applies and there
     are at least 2,000 events, else general; the results are the same).
-    `.engine` says which one ran.
+    `.engine` says which one ran. A `RunSpec` may stand for the query and
+    its options.
     """
-    cq = compile_query(query)
-    mode = mode or ("cet" if cq.query.trends else "aggregate")
-    if mode not in ("aggregate", "cet"):
-        raise ValueError(f"mode must be 'aggregate' or 'cet', got {mode!r}")
-    if mode == "aggregate" and cq.query.trends:
-        raise ValueError("RETURN TRENDS lists trends: use mode='cet'")
-    dead: list[DeadLetter] = []
-    fields = FieldNames(type_field, time_field, id_field)
-    if mode == "cet":
-        cfg = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
-        runner: Engine | TrendExtractor = TrendExtractor(cq, config=cfg, fields=fields, dead_letter=dead.append)
-        columns = ["window_start", "window_end", *cq.group_columns, *CET_COLUMNS]
-        columns += ["aliases", "events"] if with_events else []
-    else:
-        if engine not in ("auto", "general", "columnar"):
-            raise ValueError(f"engine must be 'auto', 'general' or 'columnar', got {engine!r}")
-        if engine != "general":
-            events, fast = _columnar(cq, events, fields, forced=engine == "columnar")
-            if fast is not None:
-                return fast
-        runner = Engine(cq, fields=fields, dead_letter=dead.append)
-        columns = cq.columns
-    runner.add_many(_records(events))
-    rows = ResultRows(runner.finish())
-    rows.columns = columns
-    rows.dead_letters = dead
-    rows.metrics = dict(runner.metrics)
-    rows.engine = "cet" if mode == "cet" else "general"
-    return rows
+    spec = query if isinstance(query, RunSpec) else RunSpec.create(
+        query, mode=mode, engine=engine, fields=FieldNames(type_field, time_field, id_field),
+        trends=trends, max_trends=max_trends, with_events=with_events)
+    return evaluate_spec(spec, events)
 
 
-def _columnar(cq: CompiledQuery, events: Any, fields: FieldNames, *, forced: bool) -> tuple[Any, ResultRows | None]:
-    """(events for the general engine, rows of the columnar engine or None when it does not apply)."""
-    from greta_stream.engine.columnar import Input, Unsupported, columnar_plan, evaluate_columnar
+def open_stream(
+    query: str | CompiledQuery | RunSpec,
+    *,
+    dead_letter: Any = None,
+    **options: Any,
+) -> Any:
+    """A runner for a stream of events (`greta_stream.runtime.Runner`).
 
-    try:
-        plan = columnar_plan(cq)
-    except Unsupported as exc:
-        if forced:
-            raise ValueError(f"the columnar engine does not cover this query: {exc}") from None
-        return events, None
-    inp = Input(events)
-    if not forced and inp.n < COLUMNAR_MIN_EVENTS:
-        return inp.materialized(), None  # loading the compiled kernels costs more than the general engine takes
-    try:
-        res = evaluate_columnar(plan, inp, fields)
-    except Unsupported as exc:
-        if forced:
-            raise ValueError(f"the columnar engine cannot take this input: {exc}") from None
-        return inp.materialized(), None
-    rows = ResultRows(res.rows)
-    rows.columns = cq.columns
-    rows.dead_letters = res.dead
-    rows.metrics = res.metrics
-    rows.engine = "columnar"
-    return inp.materialized(), rows
+    `options` are those of `RunSpec.create` (`mode`, `engine`, `fields`,
+    `trends`, `max_trends`, `with_events`, `time_kind`, ...). The runner is
+    the columnar stream where its kernels cover the query (it hands over to
+    the general engine by itself when some input needs it), the general
+    engine otherwise, or CET extraction. `dead_letter` receives each record
+    that is not processed, with its reason. Call order::
 
-
-def _records(events: Any) -> Iterator[dict[str, Any]]:
-    """Dicts from an iterable of dicts, or from a pandas DataFrame (NaN and NaT = missing)."""
-    if hasattr(events, "to_dict") and hasattr(events, "columns"):
-        from greta_stream.engine.columnar.stream import frame_records
-
-        yield from frame_records(events)
-        return
-    yield from events
+        stream = open_stream(query)
+        stream.add_many(records)          # any order; bad or late -> dead letters
+        rows = stream.advance(watermark)  # rows of every window that ended
+        rows = stream.finish()            # end of input
+    """
+    if isinstance(query, RunSpec):
+        if options:
+            raise TypeError(f"options {sorted(options)} given with a RunSpec: set them on the spec")
+        return query.build(dead_letter=dead_letter)
+    return RunSpec.create(query, **options).build(dead_letter=dead_letter)
 
 
-__all__ = ["ResultRows", "compile_query", "evaluate"]
+__all__ = ["ResultRows", "compile_query", "evaluate", "open_stream"]

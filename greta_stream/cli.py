@@ -13,12 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
-from greta_stream.api import compile_query
-from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
-from greta_stream.engine import DeadLetter, Engine, FieldNames
-from greta_stream.errors import QueryError
+from greta_stream.engine import DeadLetter, FieldNames
+from greta_stream.errors import ConfigError, QueryError
+from greta_stream.runtime import RunSpec, evaluate_spec
+from greta_stream.runtime.spec import compile_once
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
 
@@ -29,7 +29,7 @@ def _load_query(query: str) -> CompiledQuery:
     path = Path(query)
     text = sys.stdin.read() if query == "-" else path.read_text() if path.is_file() else query
     try:
-        return compile_query(text)
+        return compile_once(text)
     except QueryError as exc:
         typer.echo(f"error: invalid query\n{exc}", err=True)
         raise typer.Exit(2) from None
@@ -62,15 +62,8 @@ def evaluate(
 ) -> None:
     """Aggregate trends over a file of events, or list them (--mode cet); print one JSON object per row."""
     cq = _load_query(query)
-    mode = mode or ("cet" if cq.query.trends else "aggregate")
-    if mode not in ("aggregate", "cet") or (mode == "aggregate" and cq.query.trends):
-        typer.echo(f"error: --mode must be aggregate or cet (cet for RETURN TRENDS), got {mode!r}", err=True)
-        raise typer.Exit(2)
-    try:
-        cet_config = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+    spec = _run_spec(cq, mode=mode, engine=engine_name, fields=FieldNames(type_field, time_field, id_field),
+                     trends=trends, max_trends=max_trends, with_events=with_events)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     dl_out = open(dead_letter, "w", encoding="utf-8") if dead_letter else None  # noqa: SIM115
     dead = 0
@@ -81,84 +74,78 @@ def evaluate(
         if dl_out:
             dl_out.write(dumps(dl.to_dict()) + "\n")
 
-    fields = FieldNames(type_field, time_field, id_field)
-    if engine_name not in ("auto", "columnar", "general"):
-        typer.echo(f"error: --engine must be auto, columnar or general, got {engine_name!r}", err=True)
-        raise typer.Exit(2)
-    if mode == "aggregate" and engine_name != "general" and _columnar_ok(cq, engine_name):
-        _evaluate_columnar(cq, events, fields, out, on_dead, progress, forced=engine_name == "columnar")
+    try:
+        if spec.runner_kind == "columnar":
+            _evaluate_at_once(spec, events, out, on_dead, progress)
+        else:
+            _evaluate_streamed(spec, events, out, on_dead, progress)
+    finally:
         if output:
             out.close()
         if dl_out:
             dl_out.close()
-        return
-    engine: Engine | TrendExtractor
-    if mode == "cet":
-        engine = TrendExtractor(cq, config=cet_config, fields=fields, dead_letter=on_dead)
-    else:
-        engine = Engine(cq, fields=fields, dead_letter=on_dead)
+
+
+def _run_spec(cq: CompiledQuery, **options: Any) -> RunSpec:
+    """The run's spec, or a one-line error and exit status 2."""
+    try:
+        return RunSpec.create(cq, **options)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _read(events: Path, on_dead: Any, progress: bool) -> Any:
+    """The records of a JSON lines file (or stdin), unreadable lines to `on_dead`; progress on stderr."""
     started = last = time.monotonic()
     source = sys.stdin if str(events) == "-" else events
     for n, rec in enumerate(read_events(source), 1):
         if isinstance(rec, DeadLetter):
-            engine.metrics.inc("events_in")
-            engine.reject(rec)
+            on_dead(rec)
         else:
-            engine.add(rec)
+            yield rec
         if progress and time.monotonic() - last > 2:
             last = time.monotonic()
             typer.echo(f"read {n:,} events ({n / (last - started):,.0f}/s)", err=True)
-    rows = engine.finish()
+
+
+def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> None:
+    """Add records to the run's runner as they are read, then finish (general engine, CET)."""
+    started = time.monotonic()
+    read_dead = [0]
+
+    def unreadable(dl: DeadLetter) -> None:
+        read_dead[0] += 1
+        on_dead(dl)
+
+    runner = spec.build(dead_letter=on_dead)
+    runner.add_many(_read(events, unreadable, progress))
+    rows = runner.finish()
     for row in rows:
         out.write(dumps(row) + "\n")
-    if output:
-        out.close()
-    if dl_out:
-        dl_out.close()
     if progress:
-        m = engine.metrics
+        m = runner.metrics
         typer.echo(
-            f"done: {m.get('events_in', 0):,} events, {len(rows):,} rows, {dead:,} dead-lettered, "
-            f"{time.monotonic() - started:.2f} s",
+            f"done: {m.get('events_in', 0) + read_dead[0]:,} events, {len(rows):,} rows, "
+            f"{m.get('events_dead_lettered', 0) + read_dead[0]:,} dead-lettered, {time.monotonic() - started:.2f} s",
             err=True,
         )
 
 
-def _columnar_ok(cq: Any, engine_name: str) -> bool:
-    from greta_stream.engine.columnar import Unsupported, columnar_plan
-
-    try:
-        columnar_plan(cq)
-    except Unsupported as exc:
-        if engine_name == "columnar":
-            typer.echo(f"error: the columnar engine does not cover this query: {exc}", err=True)
-            raise typer.Exit(2) from None
-        return False
-    return True
-
-
-def _evaluate_columnar(cq: Any, events: Path, fields: Any, out: Any, on_dead: Any, progress: bool, *, forced: bool) -> None:
+def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> None:
     """Read every record, then evaluate them at once (columnar engine; the general one if the input needs it)."""
-    from greta_stream.api import evaluate as evaluate_rows
+    started = time.monotonic()
+    read_dead: list[DeadLetter] = []
 
-    started = last = time.monotonic()
-    records: list[Any] = []
-    source = sys.stdin if str(events) == "-" else events
-    read_dead = 0
-    for n, rec in enumerate(read_events(source), 1):
-        if isinstance(rec, DeadLetter):
-            read_dead += 1
-            on_dead(rec)
-        else:
-            records.append(rec)
-        if progress and time.monotonic() - last > 2:
-            last = time.monotonic()
-            typer.echo(f"read {n:,} events ({n / (last - started):,.0f}/s)", err=True)
+    def unreadable(dl: DeadLetter) -> None:
+        read_dead.append(dl)
+        on_dead(dl)
+
+    records = list(_read(events, unreadable, progress))
     if progress:
-        typer.echo(f"read {len(records) + read_dead:,} events; evaluating", err=True)
+        typer.echo(f"read {len(records) + len(read_dead):,} events; evaluating", err=True)
     try:
-        rows = evaluate_rows(cq, records, type_field=fields.type, time_field=fields.time, id_field=fields.id,
-                             engine="columnar" if forced else "auto")
+        rows = evaluate_spec(spec, records)
     except ValueError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
@@ -168,8 +155,8 @@ def _evaluate_columnar(cq: Any, events: Path, fields: Any, out: Any, on_dead: An
         out.write(dumps(row) + "\n")
     if progress:
         typer.echo(
-            f"done: {len(records) + read_dead:,} events, {len(rows):,} rows, "
-            f"{read_dead + len(rows.dead_letters):,} dead-lettered, {rows.engine} engine, "
+            f"done: {len(records) + len(read_dead):,} events, {len(rows):,} rows, "
+            f"{len(read_dead) + len(rows.dead_letters):,} dead-lettered, {rows.engine} engine, "
             f"{time.monotonic() - started:.2f} s",
             err=True,
         )
@@ -195,23 +182,37 @@ def run(
     """Run queries continuously on Spark Structured Streaming (the main job)."""
     import logging
 
-    from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
     from greta_stream.spark.pipeline import run as run_pipeline
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
-    if engine_name not in ("auto", "general"):
-        typer.echo(f"error: --engine must be auto or general, got {engine_name!r}", err=True)
-        raise typer.Exit(2)
+    try:
+        cfg = _pipeline_config(config, query, input, output, checkpoint, watermark, once, dead_letter, master, shards,
+                               max_files_per_trigger, trigger_interval, engine_name)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    started = time.monotonic()
+    counts = run_pipeline(cfg, echo=lambda line: typer.echo(line, err=True))
+    for name, c in counts.items():
+        typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
+                   err=True)
+
+
+def _pipeline_config(config: Path | None, query: list[str] | None, input: str | None, output: str | None,
+                     checkpoint: str | None, watermark: float, once: bool, dead_letter: str | None, master: str | None,
+                     shards: int | None, max_files_per_trigger: int | None, trigger_interval: float | None,
+                     engine_name: str) -> Any:
+    """The run's pipeline: a config file with the flags that override it, or the flags alone."""
+    from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+
     if config is not None:
-        cfg = PipelineConfig.from_file(config)
-        if engine_name != "auto":
-            for q in cfg.queries:
-                q.engine = engine_name
+        cfg = PipelineConfig.from_file(config, engine=None if engine_name == "auto" else engine_name)
         if once:
             cfg.once = True
         if master:
             cfg.master = master
+        return cfg
     else:
         if not (query and input and output and checkpoint):
             typer.echo("error: give --config, or --query, --input, --output and --checkpoint", err=True)
@@ -224,15 +225,10 @@ def run(
             dl = dead_letter or str(Path(out) / "dead_letters")
             queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),
                                        engine=engine_name))
-        cfg = PipelineConfig(
+        return PipelineConfig(
             source=SourceConfig("jsonl", input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
             watermark_delay_s=watermark, once=once, trigger_interval_s=trigger_interval, master=master, shards=shards,
         )
-    started = time.monotonic()
-    counts = run_pipeline(cfg, echo=lambda line: typer.echo(line, err=True))
-    for name, c in counts.items():
-        typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
-                   err=True)
 
 
 @app.command()
@@ -247,10 +243,13 @@ def serve(
     """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
     import logging
 
-    import uvicorn
+    try:
+        import uvicorn
 
-    from greta_stream.errors import ConfigError
-    from greta_stream.service import Settings, create_app
+        from greta_service import Settings, create_app
+    except ImportError as exc:
+        typer.echo(f"error: the service is not installed ({exc.name}): pip install greta-stream-service", err=True)
+        raise typer.Exit(2) from None
 
     try:
         settings = Settings.load(config, host=host, port=port, data_dir=data_dir, spark_master=master,

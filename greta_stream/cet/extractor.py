@@ -32,7 +32,7 @@ import hashlib
 import itertools
 import math
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from greta_stream.cet.config import CetConfig
@@ -43,17 +43,15 @@ from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.windows import Trend, WindowView
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.engine.engine import load_snapshot
-from greta_stream.engine.ingest import Event, Validator
+from greta_stream.engine.ingest import DeadLetterSink, Event, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import Timebase
 from greta_stream.query import ast
 
 SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
 TOTAL_COLUMN = "greta_total"
-
-DeadLetterSink = Callable[[DeadLetter], None]
-
 
 class TrendExtractor:
     """Extracts the trends of one query over a stream of records."""
@@ -69,81 +67,83 @@ class TrendExtractor:
         self.cq = compile_query(query)
         self.config = config
         self.fields = fields
-        self.validator = Validator(self.cq, fields)
-        self.dead_letter = dead_letter
         self.metrics = Metrics()
+        self.front = Front(self.cq, fields, self.metrics, dead_letter)
         self.budget = Budget(config.cache_units)
         self.plan: CetPlan | None = None
         self.partitions: dict[tuple[Any, ...], CetPartition] = {}
-        self.buffer: list[Event] = []
-        self.watermark: Any = -math.inf
-        self.late_before: Any = -math.inf
-        self.position = 0
         self.next_ekey = 0
         self.counter: Engine | None = None if config.complete else Engine(count_query(self.cq), fields=fields)
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         self._group_at = [self.cq.common.index(g) for g in self.cq.group_by]
 
+    @property
+    def validator(self) -> Validator:
+        return self.front.validator
+
+    @property
+    def time_kind(self) -> str | None:
+        return self.front.time_kind
+
+    @property
+    def watermark(self) -> Any:
+        return self.front.watermark
+
+    @property
+    def buffer(self) -> list[Event]:
+        return self.front.buffer
+
+    @property
+    def dead_letter(self) -> DeadLetterSink | None:
+        return self.front.dead_letter
+
+    @dead_letter.setter
+    def dead_letter(self, sink: DeadLetterSink | None) -> None:
+        self.front.dead_letter = sink
+
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
-        position = self.position
-        self.position += 1
-        self.metrics.inc("events_in")
         if self.counter is not None:
             self.counter.add(record)
-        result = self.validator.validate(record, position)
-        if isinstance(result, DeadLetter):
-            self.reject(result)
-            return
-        if result.type not in self.cq.by_type:
-            self.metrics.inc("events_other_type")
-            return
-        late_before = max(self.watermark, self.late_before)
-        if result.time < late_before:
-            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
-            return
-        if self.plan is None:
+        if self.front.add(record) and self.plan is None:
             self.plan = self._plan()
-        self.buffer.append(result)
 
-    def add_many(self, records: Iterable[Any]) -> None:
-        for r in records:
-            self.add(r)
+    def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
+        """`add` each record; see `greta_stream.engine.ingest.Front.add_many` for `watermark_of`."""
+        if hasattr(records, "to_dict") and hasattr(records, "columns"):
+            records = frame_records(records)
+        self.front.add_many(records, watermark_of, self.add)
 
     def reject(self, dl: DeadLetter) -> None:
         """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.metrics.dead_letter(dl.reason)
-        if self.dead_letter is not None:
-            self.dead_letter(dl)
+        self.front.reject(dl)
 
     def expect(self, watermark: Any) -> None:
         """Declare events before `watermark` late from now on, without processing."""
-        self.late_before = max(self.late_before, watermark)
+        self.front.expect(watermark)
         if self.counter is not None:
             self.counter.expect(watermark)
 
     def _plan(self) -> CetPlan:
         w = self.cq.window
-        tb = Timebase.create(self.validator.time_kind or "seconds", w.within, w.slide)
+        tb = Timebase.create(self.front.time_kind or "seconds", w.within, w.slide)
         return CetPlan(self.cq, tb, self.metrics)
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
         """Process buffered events before `watermark`; records of windows ending by it."""
-        if watermark <= self.watermark:
+        if watermark <= self.front.watermark:
             return []
         with _gc_paused():
             return self._advance(watermark)
 
     def _advance(self, watermark: Any) -> list[dict[str, Any]]:
-        self.watermark = watermark
+        ready = self.front.release(watermark)
         totals = self._totals(self.counter.advance(watermark)) if self.counter is not None else {}
         plan = self.plan
         if plan is None:
             return []
-        ready = [e for e in self.buffer if e.time < watermark]
-        self.buffer = [e for e in self.buffer if e.time >= watermark] if len(ready) < len(self.buffer) else []
         # Same-time events in a canonical order: vertex order (and so trend
         # order) must not depend on arrival order.
         ready.sort(key=lambda e: (e.time, canonical((e.id,)), e.type))
@@ -189,7 +189,8 @@ class TrendExtractor:
             return None
         tb = self.plan.tb
         if self.watermark == -math.inf:
-            return tb.end(tb.first_window(min(e.time for e in self.buffer))) if self.buffer else None
+            first = self.front.first_time()
+            return None if first is None else tb.end(tb.first_window(first))
         return tb.end(tb.first_window(self.watermark))
 
     # ------------------------------------------------------------ records
@@ -240,12 +241,8 @@ class TrendExtractor:
         state = {
             "format": SNAPSHOT_FORMAT,
             "query": _fingerprint(self.cq, self.config),
-            "time_kind": self.validator.time_kind,
-            "watermark": self.watermark,
-            "late_before": self.late_before,
-            "position": self.position,
+            **self.front.state(),
             "next_ekey": self.next_ekey,
-            "buffer": self.buffer,
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
             "counter": self.counter.snapshot() if self.counter is not None else None,
@@ -257,15 +254,13 @@ class TrendExtractor:
         """An extractor that continues exactly where `snapshot()` left off."""
         ex = cls(query, **kwargs)
         state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(ex.cq, ex.config), "CET", "query or options")
-        ex.validator.time_kind = state["time_kind"]
-        ex.watermark, ex.late_before = state["watermark"], state["late_before"]
-        ex.position, ex.next_ekey = state["position"], state["next_ekey"]
-        ex.buffer, ex.partitions = state["buffer"], state["partitions"]
+        ex.front.load(state)
+        ex.next_ekey, ex.partitions = state["next_ekey"], state["partitions"]
         ex.metrics.update(state["metrics"])
         ex.metrics["cache_units"] = 0
         if state["counter"] is not None:
             ex.counter = Engine.restore(count_query(ex.cq), state["counter"], fields=ex.fields)
-        if ex.validator.time_kind is not None:
+        if ex.front.time_kind is not None:
             ex.plan = ex._plan()
         return ex
 

@@ -23,20 +23,19 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.engine.ingest import DeadLetter, Event, FieldNames, Validator
+from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, Event, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.partition import Partition
 from greta_stream.engine.plan import Metrics, Plan
+from greta_stream.engine.rows import ExactSum, RowFinisher
 from greta_stream.engine.timebase import Timebase
-from greta_stream.engine.values import avg_result, sum_result
+from greta_stream.engine.values import FLOAT_BITS
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 3  # 2: packed vertex aggregates (lanes.py); 3: cells of whole bytes
 
-DeadLetterSink = Callable[[DeadLetter], None]
-
-
 class Engine:
-    """Aggregates event trends of one query over a stream of records."""
+    """Aggregates event trends of one query over a stream of records (a runner:
+    `greta_stream.runtime.runner.Runner`)."""
 
     def __init__(
         self,
@@ -47,66 +46,74 @@ class Engine:
     ) -> None:
         self.cq = compile_query(query)
         self.fields = fields
-        self.validator = Validator(self.cq, fields)
-        self.dead_letter = dead_letter
         self.metrics = Metrics()
+        self.front = Front(self.cq, fields, self.metrics, dead_letter)
         self.plan: Plan | None = None
         self.partitions: dict[tuple[Any, ...], Partition] = {}
-        self.buffer: list[Event] = []
-        self.watermark: Any = -math.inf  # events before it were processed (or are late)
-        self.late_before: Any = -math.inf  # declared by `expect`; events before it are late
-        self.position = 0
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         cq = self.cq
         self._group_at = [cq.common.index(g) for g in cq.group_by]
 
+    @property
+    def validator(self) -> Validator:
+        return self.front.validator
+
+    @property
+    def time_kind(self) -> str | None:
+        return self.front.time_kind
+
+    @property
+    def watermark(self) -> Any:
+        return self.front.watermark
+
+    @property
+    def buffer(self) -> list[Event]:
+        return self.front.buffer
+
+    @property
+    def dead_letter(self) -> DeadLetterSink | None:
+        return self.front.dead_letter
+
+    @dead_letter.setter
+    def dead_letter(self, sink: DeadLetterSink | None) -> None:
+        self.front.dead_letter = sink
+
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
-        position = self.position
-        self.position += 1
-        self.metrics.inc("events_in")
-        result = self.validator.validate(record, position)
-        if isinstance(result, DeadLetter):
-            self.reject(result)
-            return
-        if result.type not in self.cq.by_type:
-            self.metrics.inc("events_other_type")  # ignored whatever its time: nothing is lost
-            return
-        late_before = max(self.watermark, self.late_before)
-        if result.time < late_before:
-            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
-            return
-        if self.plan is None:
-            w = self.cq.window
-            tb = Timebase.create(self.validator.time_kind or "seconds", w.within, w.slide)
-            self.plan = Plan(self.cq, tb, self.metrics)
-        self.buffer.append(result)
+        if self.front.add(record) and self.plan is None:
+            self.plan = self._plan()
 
-    def add_many(self, records: Iterable[Any]) -> None:
-        for r in records:
-            self.add(r)
+    def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
+        """`add` each record (a DataFrame: each row); see `Front.add_many` for `watermark_of`."""
+        self.front.add_many(_records(records), watermark_of, self.add)
 
     def reject(self, dl: DeadLetter) -> None:
         """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.metrics.dead_letter(dl.reason)
-        if self.dead_letter is not None:
-            self.dead_letter(dl)
+        self.front.reject(dl)
+
+    def expect(self, watermark: Any) -> None:
+        """Declare events before `watermark` late from now on, without processing.
+
+        A streaming source calls this with its watermark before adding the
+        records of a micro-batch, so lateness does not depend on when this
+        engine last ran. Processing happens in `advance`.
+        """
+        self.front.expect(watermark)
+
+    def _plan(self) -> Plan:
+        w = self.cq.window
+        return Plan(self.cq, Timebase.create(self.front.time_kind or "seconds", w.within, w.slide), self.metrics)
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
         """Process buffered events before `watermark`; rows of windows ending by it."""
-        if watermark <= self.watermark:
+        if watermark <= self.front.watermark:
             return []
-        self.watermark = watermark
+        ready = self.front.release(watermark)
         plan = self.plan
         if plan is None:
             return []
-        ready = [e for e in self.buffer if e.time < watermark]
-        if len(ready) == len(self.buffer):
-            self.buffer = []
-        else:
-            self.buffer = [e for e in self.buffer if e.time >= watermark]
         ready.sort(key=lambda e: e.time)
         by_partition: dict[tuple[Any, ...], list[Event]] = {}
         common = self.cq.common
@@ -128,15 +135,6 @@ class Engine:
         self.metrics["partitions"] = len(self.partitions)
         return self._rows()
 
-    def expect(self, watermark: Any) -> None:
-        """Declare events before `watermark` late from now on, without processing.
-
-        A streaming source calls this with its watermark before adding the
-        records of a micro-batch, so lateness does not depend on when this
-        engine last ran. Processing happens in `advance`.
-        """
-        self.late_before = max(self.late_before, watermark)
-
     @property
     def idle(self) -> bool:
         """Nothing buffered and no partition state: safe to drop entirely."""
@@ -148,7 +146,7 @@ class Engine:
             return None
         tb = self.plan.tb
         if self.watermark == -math.inf:
-            first = min(e.time for e in self.buffer) if self.buffer else None
+            first = self.front.first_time()
             return None if first is None else tb.end(tb.first_window(first))
         return tb.end(tb.first_window(self.watermark))
 
@@ -175,38 +173,27 @@ class Engine:
         return rows
 
     def _row(self, k: int, group: tuple[Any, ...], acc: list[Any]) -> dict[str, Any]:
-        tb = self.plan.tb  # type: ignore[union-attr]
-        row: dict[str, Any] = {"window_start": tb.export(tb.start(k)), "window_end": tb.export(tb.end(k))}
-        row.update(zip(self.cq.group_columns, group))
-        slot_of = self.plan.slot_of  # type: ignore[union-attr]
-        for out in self.cq.outputs:
-            if out.count_field is None:
-                row[out.column] = acc[0]
-                continue
-            count = acc[slot_of[out.count_field]]
-            if out.func == "COUNT":
-                row[out.column] = count
-                continue
-            v = slot_of[out.value_field]  # type: ignore[index]
-            if out.func == "SUM":
-                row[out.column] = sum_result(acc[v], acc[v + 1], acc[v + 2])
-            elif out.func == "AVG":
-                row[out.column] = avg_result(acc[v], acc[v + 1], acc[v + 2], count)
-            else:
-                row[out.column] = acc[v]
-        return row
+        plan = self.plan
+        assert plan is not None
+        slot_of = plan.slot_of
+
+        def slot(field: int) -> Any:
+            return acc[slot_of[field]]
+
+        def exact_sum(field: int) -> ExactSum:  # three slots: int sum, float sum in 2**-1074 units, any float
+            v = slot_of[field]
+            isum, fsum, has_float = acc[v], acc[v + 1], acc[v + 2]
+            return ExactSum((isum << FLOAT_BITS) + fsum, FLOAT_BITS, True) if has_float else ExactSum(isum)
+
+        return RowFinisher(self.cq, plan.tb).row(k, group, acc[0], slot, exact_sum, slot)
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
         """Engine state as bytes (format-versioned, tied to the query text)."""
         state = {
             "format": SNAPSHOT_FORMAT,
-            "query": _fingerprint(self.cq),
-            "time_kind": self.validator.time_kind,
-            "watermark": self.watermark,
-            "late_before": self.late_before,
-            "position": self.position,
-            "buffer": self.buffer,
+            "query": fingerprint(self.cq),
+            **self.front.state(),
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
         }
@@ -216,30 +203,22 @@ class Engine:
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> Engine:
         """An engine that continues exactly where `snapshot()` left off."""
         engine = cls(query, **kwargs)
-        state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(engine.cq), "engine")
-        engine.validator.time_kind = state["time_kind"]
-        engine.watermark = state["watermark"]
-        engine.late_before = state["late_before"]
-        engine.position = state["position"]
-        engine.buffer = state["buffer"]
+        state = load_snapshot(data, SNAPSHOT_FORMAT, fingerprint(engine.cq), "engine")
+        engine.front.load(state)
         engine.partitions = state["partitions"]
         engine.metrics.update(state["metrics"])
-        if engine.validator.time_kind is not None:
-            w = engine.cq.window
-            engine.plan = Plan(engine.cq, Timebase.create(engine.validator.time_kind, w.within, w.slide), engine.metrics)
+        if engine.front.time_kind is not None:
+            engine.plan = engine._plan()
         return engine
 
 
-def add_declared(engine: Any, records: Iterable[Any], watermark_of: Callable[[str | None], Any] | None) -> None:
-    """`engine.add` every record (an `Engine` or a `TrendExtractor`). A stream
-    declares its watermark before the first valid event fixes the time unit;
-    when one does, `watermark_of(unit)` is declared again in that unit."""
-    kind = engine.validator.time_kind
-    for rec in records:
-        engine.add(rec)
-        if watermark_of is not None and engine.validator.time_kind != kind:
-            kind = engine.validator.time_kind
-            engine.expect(watermark_of(kind))
+def _records(records: Iterable[Any]) -> Iterable[Any]:
+    """Records from dicts, or from a DataFrame's rows (NaN, None and NaT missing)."""
+    if hasattr(records, "to_dict") and hasattr(records, "columns"):
+        from greta_stream.engine.columnar.columns import frame_records
+
+        return frame_records(records)
+    return records
 
 
 def load_snapshot(data: bytes, fmt: int, fingerprint: str, what: str, of: str = "query") -> dict[str, Any]:
@@ -256,7 +235,8 @@ def load_snapshot(data: bytes, fmt: int, fingerprint: str, what: str, of: str = 
     return state
 
 
-def _fingerprint(cq: CompiledQuery) -> str:
+def fingerprint(cq: CompiledQuery) -> str:
+    """A short hash of the query (as formatted): snapshots are tied to it."""
     from greta_stream.compiler.compiled import format_query
 
     return hashlib.sha256(format_query(cq.query).encode()).hexdigest()[:16]
@@ -266,12 +246,12 @@ def _row_order(cq: CompiledQuery) -> Callable[[dict[str, Any]], tuple[Any, ...]]
     cols = cq.group_columns
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        return (row["window_start"], tuple(_group_order(row[c]) for c in cols))
+        return (row["window_start"], tuple(group_order(row[c]) for c in cols))
 
     return key
 
 
-def _group_order(value: Any) -> tuple[int, Any]:
+def group_order(value: Any) -> tuple[int, Any]:
     """Numbers sort together (0 before 1.0), then strings, then anything else."""
     if isinstance(value, (int, float)):
         return (0, value)

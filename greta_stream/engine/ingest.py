@@ -1,19 +1,26 @@
-"""Raw records -> validated `Event`s, or dead letters with a reason.
+"""The ingest front: raw records -> validated `Event`s, or dead letters with a reason.
 
 SEMANTICS.md sections 1 and 6: an event needs a type and a time; an event of
 a pattern type must carry every attribute that a predicate, partition or
 aggregate of an alias of its type needs, and aggregated attributes must be
 numbers (finite: a SUM over inf or NaN has no exact value). Anything else is
 skipped, counted and dead-lettered; nothing raises.
+
+`Validator` judges one record; `Front` is what every runner (general engine,
+columnar stream, CET extraction) keeps in front of its evaluation: the
+validator, the stream's time kind, lateness against the watermark, the
+buffer of events waiting for the watermark, and the dead-letter sink.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import TimeError, parse_time
 
 
@@ -104,3 +111,108 @@ class Validator:
             if isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)):
                 return "wrong_type", f"partition attribute {attr!r} must be a scalar value, got {v!r}"
         return None
+
+
+DeadLetterSink = Callable[[DeadLetter], None]
+WatermarkOf = Callable[[str | None], Any]
+
+
+class Front:
+    """Validation, time kind, lateness, watermark buffer and dead letters of one runner.
+
+    Lateness (SEMANTICS.md section 6): an event of a pattern type before the
+    watermark the runner has processed up to, or before the watermark a
+    driver declared with `expect`, is dead-lettered as "late". Events of
+    other types are counted and ignored, whatever their time.
+    """
+
+    def __init__(self, cq: CompiledQuery, fields: FieldNames, metrics: Metrics,
+                 dead_letter: DeadLetterSink | None = None) -> None:
+        self.types = cq.by_type
+        self.fields = fields
+        self.validator = Validator(cq, fields)
+        self.metrics = metrics
+        self.dead_letter = dead_letter
+        self.watermark: Any = -math.inf  # events before it were processed (or are late)
+        self.late_before: Any = -math.inf  # declared by `expect`
+        self.position = 0  # records seen: the id of a record without one
+        self.buffer: list[Event] = []  # valid events waiting for the watermark
+
+    @property
+    def time_kind(self) -> str | None:
+        return self.validator.time_kind
+
+    @property
+    def late_bound(self) -> Any:
+        """Events of a pattern type before this are late."""
+        return max(self.watermark, self.late_before)
+
+    def expect(self, watermark: Any) -> None:
+        self.late_before = max(self.late_before, watermark)
+
+    def admit(self, record: Any) -> Event | None:
+        """The valid, timely event of a pattern type in `record`, or None (dead-lettered or ignored)."""
+        position = self.position
+        self.position += 1
+        self.metrics.inc("events_in")
+        result = self.validator.validate(record, position)
+        if isinstance(result, DeadLetter):
+            self.reject(result)
+            return None
+        if result.type not in self.types:
+            self.metrics.inc("events_other_type")  # ignored whatever its time: nothing is lost
+            return None
+        late_before = self.late_bound
+        if result.time < late_before:
+            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
+            return None
+        return result
+
+    def add(self, record: Any) -> bool:
+        """Buffer the event of `record`; False when it was dead-lettered or ignored."""
+        event = self.admit(record)
+        if event is None:
+            return False
+        self.buffer.append(event)
+        return True
+
+    def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None,
+                 add: Callable[[Any], Any] | None = None) -> None:
+        """`add` (default: this front's) every record. A driver that declares
+        its watermark before the first valid event fixes the time unit gives
+        `watermark_of(unit)`: declared again in that unit once it is known."""
+        add = add or self.add
+        kind = self.validator.time_kind
+        for rec in records:
+            add(rec)
+            if watermark_of is not None and self.validator.time_kind != kind:
+                kind = self.validator.time_kind
+                self.expect(watermark_of(kind))
+
+    def reject(self, dl: DeadLetter, *, counted: bool = False) -> None:
+        """Count a record that is not processed (unless `counted`) and hand it to the dead-letter sink."""
+        if not counted:
+            self.metrics.dead_letter(dl.reason)
+        if self.dead_letter is not None:
+            self.dead_letter(dl)
+
+    def release(self, watermark: Any) -> list[Event]:
+        """Move the watermark on; the buffered events before it, in arrival order."""
+        self.watermark = watermark
+        ready = [e for e in self.buffer if e.time < watermark]
+        self.buffer = [e for e in self.buffer if e.time >= watermark] if len(ready) < len(self.buffer) else []
+        return ready
+
+    def first_time(self) -> Any:
+        """The earliest buffered time, or None."""
+        return min(e.time for e in self.buffer) if self.buffer else None
+
+    def state(self) -> dict[str, Any]:
+        """What a snapshot keeps of the front (the keys runners' snapshots have always used)."""
+        return {"time_kind": self.validator.time_kind, "watermark": self.watermark, "late_before": self.late_before,
+                "position": self.position, "buffer": self.buffer}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.validator.time_kind = state["time_kind"]
+        self.watermark, self.late_before = state["watermark"], state["late_before"]
+        self.position, self.buffer = state["position"], state["buffer"]

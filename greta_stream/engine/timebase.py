@@ -17,6 +17,8 @@ from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import Any
 
+import numpy as np
+
 from greta_stream.compiler.compiled import fraction_gcd
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -197,3 +199,20 @@ def _as_time(x: Fraction) -> int | float:
     """A bound as an event-time value. Bounds are decimals of few digits, so the
     float compares with float times exactly as `exact()` reads them."""
     return x.numerator if x.denominator == 1 else float(x)
+
+
+def window_bounds(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[np.ndarray, np.ndarray]:
+    """First and last window of each time, vectorized: [k*slide, k*slide + within)
+    holds t (whole-number `within` and `slide` in the unit of `t`; float times
+    below 2**50, where this arithmetic is exact). `Timebase.first_window` and
+    `last_window` answer the same for one time."""
+    if ints:
+        t = t.astype(np.int64)
+        return (t - within) // slide + 1, t // slide
+    hi = np.floor(t / slide)
+    hi = np.where(hi * slide > t, hi - 1, hi)
+    hi = np.where((hi + 1) * slide <= t, hi + 1, hi)
+    lo = np.floor((t - within) / slide) + 1
+    lo = np.where((lo - 1) * slide + within > t, lo - 1, lo)
+    lo = np.where(lo * slide + within <= t, lo + 1, lo)
+    return lo.astype(np.int64), hi.astype(np.int64)

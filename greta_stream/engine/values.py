@@ -4,7 +4,7 @@ Counts are Python ints of any size. SUM keeps three slots: the exact int sum
 of int values, the exact sum of float values in units of 2**-1074 (every
 finite float is an integer multiple of that), and a flag saying whether any
 float was summed. All three combine with plain int operations, and the
-result is rounded once, when a row is finalized, so huge counts times float
+result is rounded once, when a row is finalized (`greta_stream.engine.rows`), so huge counts times float
 values neither overflow nor lose precision (SEMANTICS.md section 4).
 MIN/MAX keep input values unchanged, with +-inf as the empty element.
 """
@@ -30,17 +30,3 @@ def divide(num: int, den: int) -> float:
         return num / den
     except OverflowError:
         return INF if (num > 0) == (den > 0) else NEG_INF
-
-
-def sum_result(isum: int, fsum: int, has_float: int) -> int | float:
-    """SUM as reported: an exact int if every summed value was an int, else a float."""
-    if not has_float:
-        return isum
-    return divide((isum << FLOAT_BITS) + fsum, 1 << FLOAT_BITS)
-
-
-def avg_result(isum: int, fsum: int, has_float: int, count: int) -> float:
-    """AVG = SUM / COUNT(X), rounded once from the exact values."""
-    if not has_float:
-        return divide(isum, count)
-    return divide((isum << FLOAT_BITS) + fsum, count << FLOAT_BITS)

@@ -36,13 +36,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine import FieldNames
+from greta_stream.runtime import RunSpec
 from greta_stream.spark.shard import (
     OUTPUT_COLUMNS,
     STATE_VERSION,
     Shard,
-    ShardConfig,
     parse_json_records,
     shard_keys,
     step,
@@ -74,9 +73,9 @@ def default_shards(spark_cores: int | None = None) -> int:
 
 def trend_aggregates(
     events: DataFrame,
-    query: str,
+    query: str | RunSpec,
     *,
-    watermark_delay_s: float,
+    watermark_delay_s: float | None = None,
     shards: int | None = None,
     fields: FieldNames = FieldNames(),
     mode: str | None = None,
@@ -86,33 +85,36 @@ def trend_aggregates(
 ) -> DataFrame:
     """Streaming outputs (rows and dead letters) of `query` over `events`.
 
-    `mode` "cet" (the default for `RETURN TRENDS`) outputs one row per trend
-    (`greta_stream.cet`), with `trends` and `max_trends` as in `evaluate`.
-    `engine` "auto" runs the columnar engine where it covers the query
-    (`greta_stream.engine.columnar.stream`), "general" always the general one.
+    `query` is a `RunSpec` (the run's options are its own) or query text with
+    the options of `RunSpec.create`: `watermark_delay_s` (the allowed
+    lateness, default 0), `fields`, `mode` ("cet", the default for
+    `RETURN TRENDS`, outputs one row per trend, with `trends` and
+    `max_trends` as in `evaluate`) and `engine` ("auto": the columnar
+    engine where it covers the query, "general" always the general one).
     """
-    if engine not in ("auto", "general"):
-        raise ValueError(f"engine must be 'auto' or 'general', got {engine!r}")
-    cq = compile_query(query)
-    mode = mode or ("cet" if cq.query.trends else "aggregate")
+    if isinstance(query, RunSpec):
+        spec = query.for_streaming()
+        if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
+            raise ValueError("watermark_delay_s given with a RunSpec: set lateness_s on the spec")
+    else:
+        spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
+                              lateness_s=watermark_delay_s or 0.0).for_streaming()
     n = shards or default_shards()
-    keyed, json_input = keyed_by_shard(events, cq, watermark_delay_s=watermark_delay_s, shards=n, fields=fields)
+    keyed, json_input = keyed_by_shard(events, spec, shards=n)
     # Spark runs a task per core, each with some shards: one kernel thread per call keeps
     # the cores from being shared. Without GROUP-BY every event is in one shard: all cores.
-    threads = max(1, (os.cpu_count() or 1) // n) if cq.group_by else None
-    cfg = ShardConfig(cq.text, fields, mode=mode, trends=trends, max_trends=max_trends, engine=engine,
-                      kernel_threads=threads)
-    fn = _shard_function(cfg, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
+    threads = max(1, (os.cpu_count() or 1) // n) if spec.query.group_by else None
+    spec = spec.with_options(kernel_threads=threads)
+    fn = _shard_function(spec, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
 
 
-def keyed_by_shard(
-    events: DataFrame, cq: CompiledQuery, *, watermark_delay_s: float, shards: int, fields: FieldNames = FieldNames(),
-) -> tuple[DataFrame, bool]:
+def keyed_by_shard(events: DataFrame, spec: RunSpec, *, shards: int) -> tuple[DataFrame, bool]:
     """`events` with the shard key column (`SHARD_COLUMN`) and the watermark
     the operator groups by; and whether the input is JSON text (`value`)."""
+    cq, fields, watermark_delay_s = spec.query, spec.fields, spec.lateness_s
     json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
     n = shards
 
@@ -162,7 +164,7 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]) -> Any:
+def _shard_function(spec: RunSpec, json_input: bool, shards: dict[int, Shard]) -> Any:
     drop = [_TS, SHARD_COLUMN]
 
     def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
@@ -179,7 +181,7 @@ def _shard_function(cfg: ShardConfig, json_input: bool, shards: dict[int, Shard]
             version, blob = state.get
             blob = upgrade_state(version, blob)
         shard = shards[int(key[0])]
-        out, new_blob, timeout = step(cfg, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
+        out, new_blob, timeout = step(spec, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
         if new_blob is None:
             if state.exists:
                 state.remove()

@@ -7,7 +7,7 @@ source. Outputs leave through `foreachBatch`: result rows to the query's
 sinks, dead letters to its dead-letter sink, each micro-batch to files named
 by batch id and written atomically, so a batch that Spark replays after a
 crash overwrites its own files: output is exactly once. Kafka sinks
-(`greta_stream.connectors.kafka`) cannot overwrite; they key every message by
+(`greta_stream.spark.kafka`) cannot overwrite; they key every message by
 (query, group, window) and keep a sink log in the query's checkpoint, so a
 replayed batch sends only what is missing (see that module for what remains).
 """
@@ -20,6 +20,7 @@ import signal
 import threading
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from greta_stream.compiler.compiled import compile_query
-from greta_stream.connectors.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
+from greta_stream.runtime import RunSpec
+from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.operator import trend_aggregates
 
 log = logging.getLogger("greta_stream.pipeline")
@@ -72,6 +73,15 @@ class QueryConfig:
     trends: str = "complete"  # cet mode: "complete" (maximal trends) or "all"
     max_trends: int | None = None  # cet mode: cap per (window, group); the record keeps the exact total
     engine: str = "auto"  # aggregate mode: "auto" (the columnar engine where it covers the query) or "general"
+    spec: RunSpec | None = None  # the run, built once by `PipelineConfig` (the pipeline's fields and lateness)
+
+    def run_spec(self, fields: FieldNames, lateness_s: float) -> RunSpec:
+        """This query's `RunSpec`: compiled and checked once, where the run begins."""
+        try:
+            return RunSpec.create(self.text, mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
+                                  max_trends=self.max_trends, lateness_s=lateness_s).for_streaming()
+        except ConfigError as exc:
+            raise ConfigError(f"query {self.name!r}: {exc}") from None
 
 
 @dataclass
@@ -86,12 +96,17 @@ class PipelineConfig:
     shards: int | None = None
     fields: FieldNames = FieldNames()
 
+    def __post_init__(self) -> None:
+        for q in self.queries:  # each query compiled and checked once, here
+            q.spec = q.run_spec(self.fields, self.watermark_delay_s)
+
     @classmethod
-    def from_file(cls, path: str | Path) -> PipelineConfig:
+    def from_file(cls, path: str | Path, *, engine: str | None = None) -> PipelineConfig:
         """Read a YAML (.yaml/.yml) or TOML (.toml) pipeline config.
 
         Relative paths in it (query files, source, sinks, checkpoint) are
-        relative to the config file's folder.
+        relative to the config file's folder. `engine` overrides every
+        query's engine.
         """
         p = Path(path)
         text = p.read_text()
@@ -101,14 +116,14 @@ class PipelineConfig:
             import yaml
 
             raw = yaml.safe_load(text)
-        return cls.from_dict(raw, base=p.parent)
+        return cls.from_dict(raw, base=p.parent, engine=engine)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], base: Path = Path(".")) -> PipelineConfig:
+    def from_dict(cls, raw: dict[str, Any], base: Path = Path("."), *, engine: str | None = None) -> PipelineConfig:
         try:
             src = SourceConfig(**raw["source"])
             src.path = _resolve(src.path, base)
-            queries = [_query_config(q, base) for q in raw["queries"]]
+            queries = [_query_config(q, base, engine) for q in raw["queries"]]
             f = raw.get("fields", {})
             return cls(
                 source=src, queries=queries, checkpoint=_resolve(raw["checkpoint"], base),
@@ -120,9 +135,8 @@ class PipelineConfig:
             raise ConfigError(f"bad pipeline config: {exc}") from exc
 
 
-def _query_config(q: dict[str, Any], base: Path) -> QueryConfig:
+def _query_config(q: dict[str, Any], base: Path, engine: str | None) -> QueryConfig:
     text = q.get("text") or (base / q["file"]).read_text()
-    compile_query(text)  # fail before starting anything
     sinks = [SinkConfig(**s) for s in q.get("sinks", [])]
     dl = q.get("dead_letter")
     dead = SinkConfig(**dl) if dl else None
@@ -132,11 +146,8 @@ def _query_config(q: dict[str, Any], base: Path) -> QueryConfig:
     source = SourceConfig(**q["source"]) if q.get("source") else None
     if source is not None:
         source.path = _resolve(source.path, base)
-    engine = q.get("engine", "auto")
-    if engine not in ("auto", "general"):
-        raise ConfigError(f"query {q['name']!r}: engine must be 'auto' or 'general', got {engine!r}")
     return QueryConfig(q["name"], text, sinks, dead, q.get("mode"), source, q.get("trends", "complete"),
-                       q.get("max_trends"), engine)
+                       q.get("max_trends"), engine or q.get("engine", "auto"))
 
 
 def _resolve(path: str, base: Path) -> str:
@@ -163,18 +174,29 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet or kafka")
 
 
-class BatchWriter:
-    """foreachBatch target: route one micro-batch's outputs to the sinks."""
+BatchHook = Callable[[int, list[Any], dict[str, int]], None]
 
-    def __init__(self, query: QueryConfig, checkpoint: str | Path | None = None) -> None:
+
+class BatchWriter:
+    """foreachBatch target: route one micro-batch's outputs to the sinks.
+
+    `on_batch(batch_id, rows, dead_by_reason)`, when given, is called after
+    the sinks with the batch's result rows (objects with `window_start`,
+    `window_end`, `grp` and `payload`, sorted) and its dead-letter counts by
+    reason: the service's results store.
+    """
+
+    def __init__(self, query: QueryConfig, checkpoint: str | Path | None = None,
+                 on_batch: BatchHook | None = None) -> None:
         """`checkpoint`: the query's checkpoint folder, where Kafka sinks keep their sink logs.
 
         Without it (or with a checkpoint URI that is not a local path) a Kafka
         sink is at-least-once: a replayed batch is sent again.
         """
         self.name = query.name
+        assert query.spec is not None, "a QueryConfig gets its RunSpec from its PipelineConfig"
         # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
-        self.per_trend = (query.mode or ("cet" if compile_query(query.text).query.trends else "aggregate")) == "cet"
+        self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
         sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
         self.sinks: list[Sink | KafkaSink] = [
@@ -184,30 +206,36 @@ class BatchWriter:
             _make_sink(query.name, "dead", query.dead_letter, sink_log and sink_log / "dead-letter")
             if query.dead_letter else None
         )
+        self.on_batch = on_batch
         self.counts = {"rows": 0, "dead_letters": 0}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         outputs = batch.select("kind", "window_start", "window_end", "grp", "payload").collect()
+        self.route(batch.sparkSession, batch_id, outputs)
+
+    def route(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
+        """Write one batch's outputs (rows and dead letters of this query) to its sinks."""
         rows = sorted((o for o in outputs if o.kind == "row"), key=lambda o: (o.window_start, o.grp))
         dead = sorted(o.payload for o in outputs if o.kind == "dead")  # sorted: a replay gives the same order
         for sink in self.sinks:
             if isinstance(sink, KafkaSink):
-                sink.write(batch.sparkSession, batch_id, self._keyed(rows))
+                sink.write(spark, batch_id, self._keyed(rows))
             else:
                 sink.write(batch_id, [o.payload for o in rows])
         if isinstance(self.dead, KafkaSink):
-            self.dead.write(batch.sparkSession, batch_id,
-                            [Message(dead_key(self.name, batch_id, n), p) for n, p in enumerate(dead)])
+            self.dead.write(spark, batch_id, [Message(dead_key(self.name, batch_id, n), p) for n, p in enumerate(dead)])
         elif self.dead is not None:
             self.dead.write(batch_id, dead)
         self.counts["rows"] += len(rows)
         self.counts["dead_letters"] += len(dead)
+        reasons: dict[str, int] = {}
+        for o in outputs:
+            if o.kind == "dead":
+                reasons[o.grp] = reasons.get(o.grp, 0) + 1
         if dead:
-            reasons: dict[str, int] = {}
-            for o in outputs:
-                if o.kind == "dead":
-                    reasons[o.grp] = reasons.get(o.grp, 0) + 1
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
+        if self.on_batch is not None:
+            self.on_batch(batch_id, rows, reasons)
 
     def _keyed(self, rows: list[Any]) -> list[Message]:
         """Kafka messages of result rows, keyed by (query, group, window[, n-th trend of it])."""
@@ -233,19 +261,29 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery
     started = []
     for q in cfg.queries:
         events = read_source(spark, q.source) if q.source is not None else shared
-        out = trend_aggregates(events, q.text, watermark_delay_s=cfg.watermark_delay_s, shards=cfg.shards,
-                               fields=cfg.fields, mode=q.mode, trends=q.trends, max_trends=q.max_trends,
-                               engine=q.engine)
-        writer = BatchWriter(q, checkpoint=Path(cfg.checkpoint) / q.name)
-        ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(Path(cfg.checkpoint) / q.name))
-        ws = ws.queryName(q.name)
-        if cfg.once:
-            ws = ws.trigger(availableNow=True)
-        elif cfg.trigger_interval_s:
-            ws = ws.trigger(processingTime=f"{cfg.trigger_interval_s} seconds")
-        started.append((ws.start(), writer))
-        log.info("started query %s", q.name)
+        checkpoint = Path(cfg.checkpoint) / q.name
+        writer = BatchWriter(q, checkpoint=checkpoint)
+        trigger_s = None if cfg.once else cfg.trigger_interval_s
+        started.append((start_query(events, q, writer, checkpoint, shards=cfg.shards, once=cfg.once,
+                                    trigger_interval_s=trigger_s, name=q.name), writer))
     return started
+
+
+def start_query(events: DataFrame, q: QueryConfig, writer: Any, checkpoint: str | Path, *, shards: int | None,
+                once: bool = False, trigger_interval_s: float | None = None, name: str | None = None) -> StreamingQuery:
+    """Start one query's streaming query over `events`: the operator, then
+    `writer` (a `BatchWriter`) per micro-batch, checkpointed in `checkpoint`."""
+    assert q.spec is not None
+    out = trend_aggregates(events, q.spec, shards=shards)
+    ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint))
+    ws = ws.queryName(name or q.name)
+    if once:
+        ws = ws.trigger(availableNow=True)
+    elif trigger_interval_s:
+        ws = ws.trigger(processingTime=f"{trigger_interval_s} seconds")
+    query = ws.start()
+    log.info("started query %s", q.name)
+    return query
 
 
 def progress_line(name: str, p: dict[str, Any]) -> str:

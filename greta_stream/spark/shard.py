@@ -6,23 +6,21 @@ calls cost 2-4 ms each, so many small partitions share one call and one state
 blob). All partitions of a group live in one shard, so the rollup to
 GROUP-BY groups happens here and every emitted row is final.
 
-The engine of a shard: the columnar stream (`greta_stream.engine.columnar.stream`,
-compiled kernels over the events of the open windows) for the queries it
-covers, unless `ShardConfig.engine` is "general"; else the general engine;
-`TrendExtractor` in CET mode. A columnar shard hands over to the general
-engine by itself when its input needs it.
+The runner of a shard is the one the run's `RunSpec` builds (the columnar
+stream, the general engine or CET extraction); `step` calls it through the
+runner interface only (`greta_stream.runtime.Runner`).
 
 Call order inside `step`:
-  1. restore the engine from the state bytes (or start a new one);
+  1. restore the runner from the state bytes (or start a new one);
   2. declare the watermark, so records behind it are dead-lettered as late;
   3. add the micro-batch's records (bad ones are dead-lettered);
   4. advance to the watermark: rows of every window that ended;
   5. return outputs, the new state bytes (None when idle: no state kept)
      and the event-time timeout that wakes the shard for its next window.
 
-State bytes: a tag byte (the engine), the shard's index and the shard count
-(checked on restore: a checkpoint read with another count would put
-partitions in the wrong shard), the zlib'd engine snapshot.
+State bytes: a tag byte (the runner, `RunSpec.snapshot`), the shard's index
+and the shard count (checked on restore: a checkpoint read with another
+count would put partitions in the wrong shard), the zlib'd runner snapshot.
 """
 
 from __future__ import annotations
@@ -37,45 +35,21 @@ from typing import Any
 
 import pandas as pd
 
-from greta_stream.cet import CetConfig, TrendExtractor
-from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.connectors.jsonl import dumps, dumps_row
-from greta_stream.engine import DeadLetter, Engine, FieldNames
-from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
-from greta_stream.engine.columnar.stream import ColumnarStream, frame_records
-from greta_stream.engine.engine import add_declared
+from greta_stream.engine import DeadLetter
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import SnapshotError
+from greta_stream.runtime import Runner, RunSpec
 
 # 2: the engine snapshot is zlib-compressed (level 1): scaled float sums and
 # per-window slots compress about 30x, for a few ms per shard and batch.
-# 3: a tag byte says which engine the snapshot is of (`_RUNNERS`).
+# 3: a tag byte says which runner the snapshot is of (`RunSpec.snapshot`).
 # 4: shards are keyed by `shard_keys` (spread evenly over Spark's partitions),
 # and the state records its shard and the shard count (`Shard`), checked on
 # restore. States of 2 and 3 were keyed by the shard number: not loadable.
 STATE_VERSION = 4
 
 OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
-
-
-@dataclass(frozen=True)
-class ShardConfig:
-    """Everything a worker needs to run a shard; small and picklable.
-
-    `mode` "cet" runs `greta_stream.cet.TrendExtractor` (one output row per
-    trend, `trends` and `max_trends` as in `evaluate`) instead of the engine.
-    `kernel_threads` caps the columnar kernel's threads per call (None: one
-    per core): when Spark already runs a shard per core, more threads only
-    compete for the same cores.
-    """
-
-    query: str
-    fields: FieldNames = FieldNames()
-    mode: str = "aggregate"
-    trends: str = "complete"
-    max_trends: int | None = None
-    engine: str = "auto"  # "auto": columnar where it covers the query; "general"
-    kernel_threads: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,10 +114,6 @@ def shard_keys(count: int) -> tuple[int, ...]:
     return tuple(keys)
 
 
-_RUNNERS: dict[bytes, Any] = {b"G": Engine, b"T": TrendExtractor, b"C": ColumnarStream}
-_TAGS = {runner: tag for tag, runner in _RUNNERS.items()}
-
-
 def upgrade_state(version: int, state: bytes) -> bytes:
     """State bytes of an older STATE_VERSION in the current format (none so
     far: formats 2 and 3 keyed shards differently, their states would land
@@ -153,26 +123,13 @@ def upgrade_state(version: int, state: bytes) -> bytes:
     return state
 
 
-@lru_cache(maxsize=32)
-def _compiled(query: str) -> CompiledQuery:
-    return compile_query(query)
-
-
-@lru_cache(maxsize=32)
-def _columnar(query: str) -> ColumnarPlan | None:
-    try:
-        return columnar_plan(_compiled(query))
-    except Unsupported:
-        return None
-
-
 # The engines of this Python worker, by shard, with the state bytes they last
 # wrote. Spark reuses workers, so the next batch of a shard usually brings
 # those very bytes back: the engine is used as is (no unpickling; a columnar
 # stream keeps its typed columns, which restoring would build again). Taken
 # out while a step runs: a failed step is retried from the bytes, never from
 # a half-run engine.
-_LIVE: dict[tuple[ShardConfig, Shard], tuple[bytes, Any]] = {}
+_LIVE: dict[tuple[RunSpec, Shard], tuple[bytes, Runner]] = {}
 _LIVE_MAX = 64  # engines
 _LIVE_BYTES = 64 << 20  # of their (compressed) state bytes: a live engine takes several times that
 
@@ -189,77 +146,61 @@ def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def timeout_ms(engine: Engine | TrendExtractor | ColumnarStream, watermark_ms: int) -> int | None:
+def timeout_ms(runner: Runner, watermark_ms: int) -> int | None:
     """When Spark should call this shard again without data (None: never)."""
-    end = engine.next_window_end()
+    end = runner.next_window_end()
     if end is None:
         return None
-    ms = end // 1000 if engine.validator.time_kind == TIMESTAMP else math.ceil(end * 1000)
+    ms = end // 1000 if runner.time_kind == TIMESTAMP else math.ceil(end * 1000)
     return max(int(ms), watermark_ms, 1)
 
 
 def step(
-    cfg: ShardConfig, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
+    spec: RunSpec, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
     shard: Shard = Shard(),
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
     """Run one micro-batch of one shard; see the module docstring. `records`
     are dicts, or a DataFrame of typed columns (NaN, None and NaT missing)."""
-    cq = _compiled(cfg.query)
     dead: list[DeadLetter] = []
-    options: dict[str, Any] = {"fields": cfg.fields, "dead_letter": dead.append}
-    plan = _columnar(cfg.query) if cfg.mode != "cet" and cfg.engine != "general" else None
-    if cfg.mode == "cet":
-        runner: Any = TrendExtractor
-        options["config"] = CetConfig(trends=cfg.trends, max_trends=cfg.max_trends)
-    else:
-        runner = ColumnarStream if plan is not None else Engine
-    if state:
-        runner = _RUNNERS.get(bytes(state[:1]))  # Spark hands binary state over as a bytearray
-        if runner is None or (runner is TrendExtractor) != (cfg.mode == "cet"):
-            raise SnapshotError("the shard state is of another engine or mode: start from a new checkpoint")
-        shard.check(bytes(state[1:_HEADER]))
-        live = _LIVE.pop((cfg, shard), None)
-        if live is not None and live[0] == state:
-            engine = live[1]  # this worker wrote these very bytes: its engine, caches and typed columns too
-            engine.dead_letter = dead.append
-            if getattr(engine, "general", None) is not None:  # a columnar stream that handed over
-                engine.general.dead_letter = dead.append
-        else:
-            engine = runner.restore(_query(runner, plan, cq), zlib.decompress(state[_HEADER:]), **options)
-    else:
-        engine = runner(_query(runner, plan, cq), **options)
-    if isinstance(engine, ColumnarStream):
-        engine.threads = cfg.kernel_threads  # new, restored or live: a setting of this run, not state
+    runner = _runner(spec, state, shard, dead.append)
 
-    def declared(kind: str | None) -> Any:  # Spark's watermark in the engine's time unit
+    def declared(kind: str | None) -> Any:  # Spark's watermark in the runner's time unit
         return engine_watermark(kind, watermark_ms)
 
-    engine.expect(declared(engine.validator.time_kind))
-    if isinstance(engine, ColumnarStream):
-        engine.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
-    else:
-        add_declared(engine, frame_records(records) if isinstance(records, pd.DataFrame) else records, declared)
-    rows = engine.advance(declared(engine.validator.time_kind))
-    out = [_row_output(cq, r) for r in rows] + [_dead_output(d) for d in dead]
-    if engine.idle:
+    runner.expect(declared(runner.time_kind))
+    runner.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
+    rows = runner.advance(declared(runner.time_kind))
+    out = [_row_output(spec, r) for r in rows] + [_dead_output(d) for d in dead]
+    if runner.idle:
         return out, None, None
-    blob = _TAGS[type(engine)] + shard.header() + zlib.compress(engine.snapshot(), 1)
-    _LIVE[(cfg, shard)] = (blob, engine)
+    tagged = spec.snapshot(runner)
+    blob = tagged[:1] + shard.header() + zlib.compress(tagged[1:], 1)
+    _LIVE[(spec, shard)] = (blob, runner)
     while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
         _LIVE.pop(next(iter(_LIVE)))  # the least recently written
-    return out, blob, timeout_ms(engine, watermark_ms)
+    return out, blob, timeout_ms(runner, watermark_ms)
 
 
-def _query(runner: Any, plan: ColumnarPlan | None, cq: CompiledQuery) -> Any:
-    return plan if runner is ColumnarStream and plan is not None else cq
+def _runner(spec: RunSpec, state: bytes | None, shard: Shard, dead_letter: Any) -> Runner:
+    """The shard's runner: new, the live one of this worker, or restored from the state bytes."""
+    if not state:
+        return spec.build(dead_letter=dead_letter)
+    shard.check(bytes(state[1:_HEADER]))
+    live = _LIVE.pop((spec, shard), None)
+    if live is not None and live[0] == state:
+        runner = live[1]  # this worker wrote these very bytes: its runner, caches and typed columns too
+        runner.dead_letter = dead_letter
+        return runner
+    # Spark hands binary state over as a bytearray
+    return spec.restore(bytes(state[:1]) + zlib.decompress(state[_HEADER:]), dead_letter=dead_letter)
 
 
-def _row_output(cq: CompiledQuery, row: dict[str, Any]) -> dict[str, Any]:
+def _row_output(spec: RunSpec, row: dict[str, Any]) -> dict[str, Any]:
     return {
         "kind": "row",
         "window_start": _seconds(row["window_start"]),
         "window_end": _seconds(row["window_end"]),
-        "grp": dumps_row([row[c] for c in cq.group_columns]),
+        "grp": dumps_row([row[c] for c in spec.group_columns]),
         "payload": dumps_row(row),
     }
 

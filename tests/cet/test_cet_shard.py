@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads
-from greta_stream.spark.shard import ShardConfig, step
+from greta_stream.runtime import RunSpec
+from greta_stream.spark.shard import step
 
 QUERY = ("RETURN TRENDS PATTERN SEQ(NOT E, A+, B) WHERE [g] AND A.v <= NEXT(A).v GROUP-BY g "
          "WITHIN 6 s SLIDE 2 s")
@@ -28,7 +29,7 @@ def events(seed: int, n: int = 40) -> list[dict]:
              "id": i} for i in range(n)]
 
 
-def drive(cfg: ShardConfig, evs: list[dict], n_batches: int, n_shards: int, seed: int) -> list[dict]:
+def drive(cfg: RunSpec, evs: list[dict], n_batches: int, n_shards: int, seed: int) -> list[dict]:
     rnd = random.Random(seed)
     ordered = sorted(evs, key=lambda e: e["time"])
     cuts = sorted(rnd.sample(range(1, len(ordered)), n_batches - 1))
@@ -52,7 +53,7 @@ def drive(cfg: ShardConfig, evs: list[dict], n_batches: int, n_shards: int, seed
 @given(st.integers(0, 10**6), st.integers(2, 5), st.sampled_from([None, 2]), st.sampled_from(["all", "complete"]))
 def test_shard_micro_batches_equal_batch(seed: int, n_batches: int, cap: int | None, trends: str) -> None:
     evs = events(seed)
-    cfg = ShardConfig(QUERY, mode="cet", trends=trends, max_trends=cap)
+    cfg = RunSpec.create(QUERY, mode="cet", trends=trends, max_trends=cap)
     got = drive(cfg, evs, n_batches, n_shards=3, seed=seed)
     want = list(evaluate(QUERY, evs, mode="cet", trends=trends, max_trends=cap))
     key = lambda r: (r["window_start"], r["g"])  # noqa: E731 - shards interleave groups; order within one is kept

@@ -557,7 +557,7 @@ def test_trees_past_their_memory_bound_run_again_in_smaller_blocks(budget: int, 
     """A block's tree that would pass MAX_TREE_BYTES (big counts, many keys)
     makes the kernel run again with blocks of fewer windows, down to one:
     the rows do not change."""
-    import greta_stream.engine.columnar as columnar
+    import greta_stream.engine.columnar.driver as columnar
     from greta_stream.engine.columnar import kernel
 
     monkeypatch.setattr(columnar, "MAX_TREE_BYTES", budget)
@@ -789,7 +789,7 @@ def test_untaken_input_raises_and_auto_falls_back(text: str, events: list[dict])
 def test_auto_uses_columnar_where_covered() -> None:
     """auto: the general engine below COLUMNAR_MIN_EVENTS events (the kernels'
     start-up costs more), the columnar engine from there on; same rows."""
-    from greta_stream.api import COLUMNAR_MIN_EVENTS
+    from greta_stream.runtime import COLUMNAR_MIN_EVENTS
 
     text = "RETURN COUNT(*) PATTERN A X+ WHERE X.v < NEXT(X).v WITHIN 10 s"
     auto = evaluate(text, SMALL)
@@ -863,7 +863,7 @@ def test_generator_input_and_field_names() -> None:
 def test_partitions_split_across_threads_equal_general(monkeypatch: pytest.MonkeyPatch) -> None:
     """Partitions are split into ranges of about equal events, one thread each
     (any number of partitions, including one): the rows do not change."""
-    import greta_stream.engine.columnar as columnar
+    import greta_stream.engine.columnar.driver as columnar
 
     rng = random.Random(7)
     text = ("RETURN g, COUNT(*), SUM(X.v), MAX(X.v) PATTERN A X+ WHERE [p] AND X.v > NEXT(X).v "
@@ -914,7 +914,7 @@ def test_vectorized_iso_text_reads_as_parse_time(texts: list[str]) -> None:
     February 30, second 60, seven decimals, no time at all) to parse_time."""
     import numpy as np
 
-    from greta_stream.engine.columnar import _iso_utc
+    from greta_stream.engine.columnar.times import _iso_utc
     from greta_stream.engine.timebase import TimeError, parse_time
 
     us, ok = _iso_utc(np.array(texts, dtype=object))

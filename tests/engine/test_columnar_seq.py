@@ -156,7 +156,7 @@ def test_blocks_of_any_width_and_split_between_threads(data: st.DataObject) -> N
     and block); a block may be split between threads (its rows then come in
     pieces that are added). Blocks of 1-3 windows, tasks cut anywhere, Kleene
     queries on long streams and SEQ queries: the rows do not change."""
-    import greta_stream.engine.columnar as columnar
+    import greta_stream.engine.columnar.driver as columnar
 
     if data.draw(st.booleans()):
         spec = data.draw(queries(max_within=40, max_slide=10))

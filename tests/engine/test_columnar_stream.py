@@ -26,8 +26,8 @@ from test_columnar import ANY_F_MODES, SETTINGS, assert_same_rows, queries, stre
 from greta_stream import compile_query, evaluate
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar import Unsupported, columnar_plan
-from greta_stream.engine.columnar.stream import ColumnarStream, frame_records
-from greta_stream.engine.engine import add_declared
+from greta_stream.engine.columnar.columns import frame_records
+from greta_stream.engine.columnar.stream import ColumnarStream
 
 
 def batches_and_watermarks(draw: Any, events: list[Any]) -> list[tuple[list[Any], Any]]:
@@ -216,7 +216,7 @@ def test_timestamps_stay_columnar_and_give_the_general_engines_rows() -> None:
     """Datetimes and ISO-8601 text are microseconds since the epoch, as in the
     general engine; a watermark declared in seconds before the unit is known
     is declared again in microseconds from the event after the first on, as
-    `add_declared` does for the general engine."""
+    `Engine.add_many(records, watermark_of)` does for the general engine."""
     def ts(x: float) -> datetime:
         return datetime.fromtimestamp(1_700_000_000 + x, tz=UTC)
 
@@ -232,7 +232,7 @@ def test_timestamps_stay_columnar_and_give_the_general_engines_rows() -> None:
     assert rows == list(evaluate(STOCK, events, engine="general"))
 
     # Spark declares its watermark before a shard's first events fix the unit: seconds, then
-    # again in microseconds from the event after the first one on (`add_declared`)
+    # again in microseconds from the event after the first one on (`Front.add_many`)
     def watermark_of(kind: str | None) -> int:
         return 1_700_000_030_000_000 if kind == "timestamp" else 1_700_000_030
 
@@ -243,7 +243,7 @@ def test_timestamps_stay_columnar_and_give_the_general_engines_rows() -> None:
     want_dead: list = []
     general = Engine(compile_query(STOCK), dead_letter=want_dead.append)
     general.expect(watermark_of(None))
-    add_declared(general, events[:60], watermark_of)
+    general.add_many(events[:60], watermark_of)
     assert late.general is None
     assert [(d.reason, d.record) for d in got_dead] == [(d.reason, d.record) for d in want_dead]
     assert any(d.reason == "late" for d in got_dead)

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from greta_stream.demo.broker import KafkaBroker
 from greta_stream.jvm import SETUP_HINT, jars, spark_kafka_jars
-from greta_stream.testing.kafka_broker import KafkaBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 

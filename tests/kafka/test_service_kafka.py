@@ -25,7 +25,7 @@ import pytest
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
-from greta_stream.testing.kafka_broker import KafkaBroker, consume_all, produce
+from greta_stream.demo.broker import KafkaBroker, consume_all, produce
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from greta_stream.errors import ConfigError
-from greta_stream.service.settings import Settings
-from greta_stream.service.store import QueryRecord, ResultRow, SQLiteStore
+from greta_service.settings import Settings
+from greta_service.store import QueryRecord, ResultRow, SQLiteStore
 
 
 def row(ws: float, grp: str, n: int) -> ResultRow:
@@ -73,18 +73,15 @@ def test_binding_beyond_loopback_needs_an_api_key() -> None:
         Settings(host="0.0.0.0").check()
 
 
-def test_operator_options_carry_the_engine_and_old_records_default_to_auto() -> None:
-    import inspect
-
-    from greta_stream.service.runner import operator_kwargs
-    from greta_stream.service.schemas import QueryOptions
-    from greta_stream.spark.operator import trend_aggregates
+def test_run_spec_carries_the_engine_and_old_records_default_to_auto() -> None:
+    from greta_service.runner import run_spec
+    from greta_service.schemas import QueryOptions
 
     text = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"
     new = QueryRecord("q1", "q", text, options=QueryOptions(engine="general").model_dump())
     old = QueryRecord("q2", "q", text, options={"watermark_delay_s": 1.0})  # registered before the option
-    assert operator_kwargs(new)["engine"] == "general"
-    assert operator_kwargs(old)["engine"] == "auto"
-    assert set(operator_kwargs(new)) <= set(inspect.signature(trend_aggregates).parameters)
+    assert run_spec(new).engine == "general"
+    assert run_spec(old).engine == "auto"
+    assert run_spec(old).lateness_s == 1.0
     with pytest.raises(ValueError):
         QueryOptions(engine="columnar")

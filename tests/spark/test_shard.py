@@ -24,11 +24,11 @@ from greta_stream.connectors.jsonl import loads
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
+from greta_stream.runtime import RunSpec
 from greta_stream.spark import shard as shard_mod
 from greta_stream.spark.shard import (
     STATE_VERSION,
     Shard,
-    ShardConfig,
     engine_watermark,
     parse_json_records,
     shard_keys,
@@ -51,7 +51,7 @@ def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int
     for b in batches:
         rnd.shuffle(b)
     batches.append([])  # a last no-data batch after the watermark moved
-    cfg = ShardConfig(query, engine=engine, kernel_threads=kernel_threads)
+    cfg = RunSpec.create(query, engine=engine, kernel_threads=kernel_threads)
     states: dict[int, bytes] = {}
     timeouts: dict[int, int] = {}
     rows: list = []
@@ -92,10 +92,10 @@ def test_sharded_micro_batches_equal_evaluate(name: str, engine: str) -> None:
 
 @pytest.mark.parametrize("threads", [1, 3, None])
 def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ShardConfig.kernel_threads` (the operator sets 1 when Spark runs a shard
+    """`RunSpec.kernel_threads` (the operator sets 1 when Spark runs a shard
     per core) caps the kernel's threads in new, restored and live engines; rows
     do not change."""
-    import greta_stream.engine.columnar as columnar
+    import greta_stream.engine.columnar.driver as columnar
 
     monkeypatch.setattr(columnar, "PARALLEL_EVENTS", 0)
     monkeypatch.setattr(columnar.os, "cpu_count", lambda: 4)
@@ -143,19 +143,19 @@ def test_columnar_shards_equal_general_shards_with_late_events(n_batches: int, n
 def test_columnar_state_is_tagged_and_older_formats_are_refused() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:100]
-    _, state, _ = step(ShardConfig(q), None, events, 0)
+    _, state, _ = step(RunSpec.create(q), None, events, 0)
     assert state[:1] == b"C"
-    _, general, _ = step(ShardConfig(q, engine="general"), None, events, 0)
+    _, general, _ = step(RunSpec.create(q, engine="general"), None, events, 0)
     assert general[:1] == b"G"
-    out_c, _, _ = step(ShardConfig(q), state, [], 150_000)
-    out_g, _, _ = step(ShardConfig(q, engine="general"), general, [], 150_000)
+    out_c, _, _ = step(RunSpec.create(q), state, [], 150_000)
+    out_g, _, _ = step(RunSpec.create(q, engine="general"), general, [], 150_000)
     assert out_c == out_g and out_c
     for version in (1, 2, 3):  # 2 and 3 keyed shards by their number: their states would land elsewhere
         with pytest.raises(SnapshotError, match="new checkpoint"):
             upgrade_state(version, state)
     assert upgrade_state(STATE_VERSION, state) == state
     with pytest.raises(SnapshotError):
-        step(ShardConfig(q, mode="cet"), state, [], 150_000)
+        step(RunSpec.create(q, mode="cet"), state, [], 150_000)
 
 
 def test_state_records_its_shard_and_the_shard_count() -> None:
@@ -163,13 +163,13 @@ def test_state_records_its_shard_and_the_shard_count() -> None:
     the wrong shard: refused with the count to use, never silently wrong."""
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:100]
-    _, state, _ = step(ShardConfig(q), None, events, 0, Shard(1, 4))
-    out, _, _ = step(ShardConfig(q), state, [], 150_000, Shard(1, 4))
+    _, state, _ = step(RunSpec.create(q), None, events, 0, Shard(1, 4))
+    out, _, _ = step(RunSpec.create(q), state, [], 150_000, Shard(1, 4))
     assert out
     with pytest.raises(SnapshotError, match="written with 4 shards, this run has 8"):
-        step(ShardConfig(q), state, [], 150_000, Shard(1, 8))
+        step(RunSpec.create(q), state, [], 150_000, Shard(1, 8))
     with pytest.raises(SnapshotError, match="state of shard 1 handed to shard 2"):
-        step(ShardConfig(q), state, [], 150_000, Shard(2, 4))
+        step(RunSpec.create(q), state, [], 150_000, Shard(2, 4))
     with pytest.raises(ValueError):
         Shard(4, 4)
 
@@ -184,10 +184,10 @@ def test_shard_keys_spread_shards_evenly_over_spark_partitions(count: int) -> No
 
 def test_late_and_bad_records_are_dead_lettered_not_raised() -> None:
     q = QUERIES["negation"]
-    out, state, timeout = step(ShardConfig(q), None, [{"type": "A", "time": 50, "v": 1, "g": 0}], 0)
+    out, state, timeout = step(RunSpec.create(q), None, [{"type": "A", "time": 50, "v": 1, "g": 0}], 0)
     assert out == [] and state is not None and timeout is not None
     records = list(parse_json_records(['{"type": "A", "time": 1, "v": 1, "g": 0}', "{oops", None, "[1]"]))
-    out, state, _ = step(ShardConfig(q), state, records, 40_000)
+    out, state, _ = step(RunSpec.create(q), state, records, 40_000)
     reasons = sorted(json.loads(o["payload"])["reason"] for o in out if o["kind"] == "dead")
     assert reasons == ["late", "malformed", "malformed", "malformed"]
     assert all(o["grp"] == json.loads(o["payload"])["reason"] for o in out)
@@ -195,14 +195,14 @@ def test_late_and_bad_records_are_dead_lettered_not_raised() -> None:
 
 def test_idle_shard_keeps_no_state_and_irrelevant_types_are_ignored() -> None:
     q = QUERIES["stock"]
-    out, state, timeout = step(ShardConfig(q), None, [{"type": "Other", "time": 5}], 0)
+    out, state, timeout = step(RunSpec.create(q), None, [{"type": "Other", "time": 5}], 0)
     assert (out, state, timeout) == ([], None, None)
 
 
 def test_state_is_compressed_versioned_bytes() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:200]
-    _, state, timeout = step(ShardConfig(q), None, events, 0)
+    _, state, timeout = step(RunSpec.create(q), None, events, 0)
     assert isinstance(state, bytes) and len(zlib.decompress(state[5:])) > len(state)
     assert state[1:5] == Shard(0, 1).header()
     assert STATE_VERSION == 4
@@ -228,7 +228,7 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
     q = QUERIES["stock"]
     events = sorted((e for e in make_events(seed=3) if e["type"] == "Stock"), key=lambda e: e["time"])[:240]
     batches = [events[:80], events[80:160], events[160:]]
-    cfg = ShardConfig(q, engine=engine, mode=mode)
+    cfg = RunSpec.create(q, engine=engine, mode=mode)
     advance = cls.advance
     failing = []
 
@@ -269,11 +269,11 @@ def test_live_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monkey
     shard_mod._LIVE.clear()
     monkeypatch.setattr(shard_mod, "_LIVE_MAX", 3)
     for s in range(5):
-        step(ShardConfig(q), None, events, 0, Shard(s, 8))
+        step(RunSpec.create(q), None, events, 0, Shard(s, 8))
     assert [k[1].index for k in shard_mod._LIVE] == [2, 3, 4]  # the least recently written go first
     one = len(next(iter(shard_mod._LIVE.values()))[0])
     monkeypatch.setattr(shard_mod, "_LIVE_BYTES", 2 * one + one // 2)
-    step(ShardConfig(q), None, events, 0, Shard(5, 8))
+    step(RunSpec.create(q), None, events, 0, Shard(5, 8))
     assert [k[1].index for k in shard_mod._LIVE] == [4, 5]
     shard_mod._LIVE.clear()
 

@@ -161,3 +161,23 @@ def _other(seq: list[Any], nan_is_null: bool) -> Column:
 def numeric(col: Column) -> Column:
     """An OTHER column typed again (numbers if every value is one)."""
     return typed(col.values.tolist(), nan_is_null=False)
+
+
+def frame_values(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
+    """A column's values at `rows` as the records of `frame_records` hold
+    them: Python scalars, None where missing (NaN, None, NaT)."""
+    if name not in frame.columns:
+        return [None] * len(rows)
+    col = frame[name]
+    numpy_dtype = isinstance(col.dtype, np.dtype)  # not a pandas extension type (nullable ints, ...)
+    if numpy_dtype and col.dtype.kind in "iub":
+        return col.to_numpy()[rows].tolist()
+    if numpy_dtype and col.dtype.kind == "f":
+        values = col.to_numpy()[rows]
+        return [None if v != v else v for v in values.tolist()]
+    return [None if missing(v) else v for v in col.iloc[rows].astype(object).tolist()]
+
+
+def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """One dict per row, without its missing values (NaN, None, NaT)."""
+    return [{k: v for k, v in rec.items() if not missing(v)} for rec in frame.to_dict("records")]

@@ -36,6 +36,8 @@ which the caller adds).
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -282,6 +284,29 @@ def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, 
     return False
 
 
+# The per-event arrays, in (partition, time) order (numba takes named tuples of arrays).
+Events = namedtuple("Events", [
+    "kmin", "kmax",  # first and last window of the event
+    "newt",  # the event starts a new time stamp within its partition
+    "st",  # its state (position in the SEQ)
+    "kneg",  # first window in which it may start a trend (a leading NOT's bound)
+    "gr",  # global rank of its key (as a predecessor of the edge predicate)
+    "gq",  # prefix length (order) or bucket rank (point, -1 = none) of its probe
+    "mult",  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
+    "mmval",  # (n, nm) float64: values of MIN/MAX
+])
+# How the states read and feed the stores (`ColumnarPlan.stores`), and the cells.
+Wiring = namedtuple("Wiring", [
+    "start", "final",  # (states,) bool: a trend starts / ends at this state
+    "store_src",  # (stores,) state whose vertices a store sums
+    "reads",  # (states, stores) bool: the stores an event of a state reads
+    "keyed",  # the store indexed by the edge predicate's key (-1: none)
+    "point",  # the keyed store is by equality (buckets), else by order (a Fenwick tree)
+    "ndig",  # (ncell,) digits in use of each cell's multipliers (0 for cell 0)
+    "mmax",  # (nm,) bool: MAX (else MIN)
+])
+
+
 @njit(cache=True, nogil=True)
 def run(
     task: np.ndarray,  # (tasks, 4): block, partition, event range a..b-1 (see `tasks`)
@@ -291,51 +316,34 @@ def run(
     lanes: int,  # windows per block
     group_of_part: np.ndarray,  # group id of each partition
     n_groups: int,
-    kmin: np.ndarray,
-    kmax: np.ndarray,
-    newt: np.ndarray,  # event starts a new time stamp within its partition
-    st: np.ndarray,  # state of each event (its position in the SEQ)
-    kneg: np.ndarray,  # first window in which the event may start a trend (a leading NOT's bound)
-    start: np.ndarray,  # (states,) bool: a trend starts at this state
-    final: np.ndarray,  # (states,) bool: a trend ends at this state
-    store_src: np.ndarray,  # (stores,) state whose vertices a store sums
-    reads: np.ndarray,  # (states, stores) bool: the stores an event of a state reads
-    keyed: int,  # the store indexed by the edge predicate's key (-1: none)
-    gr: np.ndarray,  # global rank of the event's key (as a predecessor)
-    gq: np.ndarray,  # prefix length (order) or bucket rank (point, -1 = none) of its probe
-    point: bool,
-    mult: np.ndarray,  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
-    ndig: np.ndarray,  # (ncell,) digits in use of each cell's multipliers (0 for cell 0)
-    mmval: np.ndarray,  # (n, nm) float64: values of MIN/MAX
-    mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
+    ev: Events,
+    wiring: Wiring,
     ncell: int,
     limbs: int,
     max_tree_words: int,  # a tree may not grow past this many words while lanes > 1 (0: no bound)
 ) -> tuple:
     """Process tasks t_lo..t_hi-1 in order (releases the GIL, so disjoint
     ranges run in parallel threads). Returns (rows, out_k, out_g, out_c,
-    out_m), rows -1 when a tree would pass `max_tree_words`: per (block, group, window) with a final vertex, the
-    window, the group, the exact cells (normalized, `limbs` + EXTRA_LIMBS
-    limbs for the largest count met) and MIN/MAX.
+    out_m), rows -1 when a tree would pass `max_tree_words`: per (block,
+    group, window) with a final vertex, the window, the group, the exact
+    cells (normalized, `limbs` + EXTRA_LIMBS limbs for the largest count
+    met) and MIN/MAX.
 
-    States and stores: an event of state s reads the stores of `reads[s]`
-    (the keyed one by its probe, the others whole: a running total), starts
-    a trend of its own if `start[s]`, and joins every store summing state s;
-    the vertices of final states add up to their group's windows."""
-    nm = mmval.shape[1]
-    nstore = store_src.shape[0]
+    Per task (a partition in a block of windows), per time stamp:
+      1. every event of the time stamp computes its aggregates from the
+         stores it reads (`_predecessors`, `_vertex`: GRETA's propagation);
+      2. a final vertex adds to its group's windows (`_to_group`);
+      3. then the events join the stores of their states (`_join`), all
+         after every event of the time stamp has read them.
+    A block's group sums become rows when the block is done (`_flush`)."""
+    nm = ev.mmval.shape[1]
+    nstore = wiring.store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
-    kstate = store_src[keyed] if keyed >= 0 else -1
-    joins = np.zeros(start.shape[0], np.bool_)  # events of the state join some store
+    kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
+    joins = np.zeros(wiring.start.shape[0], np.bool_)  # events of the state join some store
     for js in range(nstore):
-        joins[store_src[js]] = True
-    # result rows
-    cap = 256
-    out_k = np.empty(cap, np.int64)
-    out_g = np.empty(cap, np.int64)
-    out_c = np.zeros((cap, ncell, lo_limbs), np.uint64)
-    out_m = np.empty((cap, nm), np.float64)
-    rows = 0
+        joins[wiring.store_src[js]] = True
+    rows, out_k, out_g, out_c, out_m = 0, *_rows_of(256, ncell, lo_limbs, nm)  # result rows
     # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
     acc = np.zeros((ncell, limbs, lanes), np.uint64)
     pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
@@ -349,11 +357,7 @@ def run(
     used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
     # the block's sums per group: slot of each group (-1: none yet)
     slot_of = np.full(max(n_groups, 1), -1, np.int64)
-    gcap = 16
-    slot_g = np.empty(gcap, np.int64)
-    gacc = np.zeros((gcap, ncell, lo_limbs, lanes), np.uint64)
-    gmm = np.empty((gcap, nm, lanes), np.float64)
-    ghas = np.zeros((gcap, lanes), np.bool_)
+    slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, lanes)
     nslots = 0
     cur_blk = -1
     for x in range(t_lo, t_hi + 1):
@@ -369,37 +373,17 @@ def run(
         cur_blk = blk
         p, a, b = task[x, 1], task[x, 2], task[x, 3]
         k0 = k_first + blk * lanes
-        # ---------------------------------------------------- the group's slot
         g = group_of_part[p]
         sl = slot_of[g]
         if sl < 0:
-            if nslots == gcap:
-                gcap *= 2
-                slot_g = _grown1(slot_g, gcap)
-                gacc = _grown4(gacc, gcap)
-                gmm = _grown3(gmm, gcap)
-                ghas = _grown2(ghas, gcap)
             sl = nslots
             nslots += 1
             slot_of[g] = sl
-            slot_g[sl] = g
-            gacc[sl] = 0
-            ghas[sl] = False
-            for q in range(nm):
-                gmm[sl, q, :] = -np.inf if mmax[q] else np.inf
-        # ---------------------------------------------------- the tree of this task
-        # nodes 1..m: the keyed store (a Fenwick tree or buckets over the ranks
-        # of the keys in this task); node m + 1 + j: the running total of store j
-        if kstate >= 0:
-            sel = np.empty(b - a, np.int64)
-            ns = 0
-            for u in range(a, b):
-                if st[u] == kstate:
-                    sel[ns] = gr[u]
-                    ns += 1
-            keys = np.unique(sel[:ns])
-        else:
-            keys = np.zeros(0, np.int64)
+            slot_g, gacc, gmm, ghas = _new_slot(sl, g, slot_g, gacc, gmm, ghas, wiring.mmax)
+        # the tree of this task: nodes 1..m, the keyed store (a Fenwick tree or
+        # buckets over the ranks of the keys in this task); node m + 1 + j: the
+        # running total of store j
+        keys = _task_keys(ev.st, ev.gr, a, b, kstate)
         m = keys.shape[0]
         nn = m + 1 + nstore
         if nn > ncap:
@@ -411,63 +395,119 @@ def run(
         used[:nn] = 0
         e = a
         while e < b:
-            g1 = e + 1
-            while g1 < b and not newt[g1]:
+            g1 = e + 1  # events e..g1-1: one time stamp
+            while g1 < b and not ev.newt[g1]:
                 g1 += 1
-            # every event of this time stamp reads the tree before it ...
             v = e
             while v < g1:
-                j0 = max(kmin[v], k0) - k0  # the event's lanes in this block
-                j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
-                s = st[v]
-                npath = _predecessors(path, s, gq[v], reads, keyed, keys, point, m)
-                over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig,
-                               mult[v], start[s], kneg[v] - k0)
+                j0 = max(ev.kmin[v], k0) - k0  # the event's lanes in this block
+                j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
+                s = ev.st[v]
+                npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m)
+                over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
+                               ev.mult[v], wiring.start[s], ev.kneg[v] - k0)
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
                     if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
                         return -1, out_k, out_g, out_c, out_m
-                    acc = _wider_mid(acc, limbs)
-                    pend = _wider4(pend, limbs)
-                    nodes = _wider4(nodes, limbs)
-                    gacc = _wider4(gacc, lo_limbs)
-                    out_c = _wider_last(out_c, lo_limbs)
+                    acc, pend, nodes = _wider_mid(acc, limbs), _wider4(pend, limbs), _wider4(nodes, limbs)
+                    gacc, out_c = _wider4(gacc, lo_limbs), _wider_last(out_c, lo_limbs)
                     continue
-                if final[s]:
-                    for c in range(ncell):
-                        for lb in range(sig[c]):
-                            dst = gacc[sl, c, lb, j0:j1]
-                            src = acc[c, lb, j0:j1]
-                            for j in range(j1 - j0):
-                                dst[j] += src[j]
-                    for q in range(nm):
-                        val = mmval[v, q]
-                        for j in range(j0, j1):
-                            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
-                                gmm[sl, q, j] = val
-                    for j in range(j0, j1):
-                        ghas[sl, j] = True
+                if wiring.final[s]:
+                    _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1)
                 if joins[s]:
                     if g1 - e == 1:  # alone at its time stamp: joins the tree now
-                        _join(nodes, used, acc, sig, s, gr[v], j0, j1, store_src, keyed, keys, point)
+                        _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring.store_src, wiring.keyed, keys,
+                              wiring.point)
                     else:  # joins after every event of its time stamp has read the tree
-                        if v - e >= pend.shape[0]:
-                            pend = _grown4(pend, 2 * (v - e + 1))
-                            pend_sig = _grown2(pend_sig, 2 * (v - e + 1))
-                        pend[v - e, :, :, j0:j1] = acc[:, :, j0:j1]
-                        pend_sig[v - e] = sig
+                        pend, pend_sig = _defer(pend, pend_sig, v - e, acc, sig, j0, j1)
                 v += 1
-            # ... then they join it
             if g1 - e > 1:
-                for v in range(e, g1):
-                    if joins[st[v]]:
-                        j0 = max(kmin[v], k0) - k0
-                        j1 = min(kmax[v], k0 + lanes - 1) - k0 + 1
-                        _join(nodes, used, pend[v - e], pend_sig[v - e], st[v], gr[v], j0, j1, store_src, keyed,
-                              keys, point)
+                _join_deferred(nodes, used, pend, pend_sig, e, g1, k0, lanes, joins, ev, wiring, keys)
             e = g1
     return rows, out_k, out_g, out_c, out_m
+
+
+@njit(cache=True)
+def _rows_of(cap, ncell, limbs, nm):  # noqa: ANN001, ANN202
+    """Empty result rows: window, group, exact cells, MIN/MAX."""
+    return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.zeros((cap, ncell, limbs), np.uint64),
+            np.empty((cap, nm), np.float64))
+
+
+@njit(cache=True)
+def _group_sums(cap, ncell, limbs, nm, lanes):  # noqa: ANN001, ANN202
+    """A block's sums per group slot: its group, exact cells, MIN/MAX and whether a lane has a trend."""
+    return (np.empty(cap, np.int64), np.zeros((cap, ncell, limbs, lanes), np.uint64),
+            np.empty((cap, nm, lanes), np.float64), np.zeros((cap, lanes), np.bool_))
+
+
+@njit(cache=True)
+def _join_deferred(nodes, used, pend, pend_sig, e, g1, k0, lanes, joins, ev, wiring, keys):  # noqa: ANN001, ANN202
+    """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
+    for v in range(e, g1):
+        if joins[ev.st[v]]:
+            j0 = max(ev.kmin[v], k0) - k0
+            j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
+            _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring.store_src,
+                  wiring.keyed, keys, wiring.point)
+
+
+@njit(cache=True)
+def _new_slot(sl, g, slot_g, gacc, gmm, ghas, mmax):  # noqa: ANN001, ANN202
+    """Slot `sl` of the block's group sums, empty, for group g (the arrays grown when full)."""
+    if sl == slot_g.shape[0]:
+        cap = 2 * sl
+        slot_g, gacc, gmm, ghas = _grown1(slot_g, cap), _grown4(gacc, cap), _grown3(gmm, cap), _grown2(ghas, cap)
+    slot_g[sl] = g
+    gacc[sl] = 0
+    ghas[sl] = False
+    for q in range(mmax.shape[0]):
+        gmm[sl, q, :] = -np.inf if mmax[q] else np.inf
+    return slot_g, gacc, gmm, ghas
+
+
+@njit(cache=True)
+def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
+    """The distinct key ranks of the keyed state's events a..b-1, sorted (none without a keyed store)."""
+    if kstate < 0:
+        return np.zeros(0, np.int64)
+    sel = np.empty(b - a, np.int64)
+    ns = 0
+    for u in range(a, b):
+        if st[u] == kstate:
+            sel[ns] = gr[u]
+            ns += 1
+    return np.unique(sel[:ns])
+
+
+@njit(cache=True, inline="always")
+def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1):  # noqa: ANN001, ANN202
+    """A final vertex's aggregates (lanes j0..j1-1) added to its group's windows of the block."""
+    for c in range(acc.shape[0]):
+        for lb in range(sig[c]):
+            dst = gacc[sl, c, lb, j0:j1]
+            src = acc[c, lb, j0:j1]
+            for j in range(j1 - j0):
+                dst[j] += src[j]
+    for q in range(mmax.shape[0]):
+        val = mmval[q]
+        for j in range(j0, j1):
+            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
+                gmm[sl, q, j] = val
+    for j in range(j0, j1):
+        ghas[sl, j] = True
+
+
+@njit(cache=True, inline="always")
+def _defer(pend, pend_sig, i, acc, sig, j0, j1):  # noqa: ANN001, ANN202
+    """Keep the i-th vertex of a time stamp until every event of it has read the tree."""
+    if i >= pend.shape[0]:
+        pend, pend_sig = _grown4(pend, 2 * (i + 1)), _grown2(pend_sig, 2 * (i + 1))
+    pend[i, :, :, j0:j1] = acc[:, :, j0:j1]
+    pend_sig[i] = sig
+    return pend, pend_sig
 
 
 @njit(cache=True)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -52,16 +52,13 @@ from greta_stream.engine.columnar import (
     prepare,
     warm_up,
 )
-from greta_stream.engine.columnar.columns import missing
-from greta_stream.engine.engine import Engine, _fingerprint, add_declared, load_snapshot
-from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.columnar.columns import frame_values
+from greta_stream.engine.engine import Engine, fingerprint, load_snapshot
+from greta_stream.engine.ingest import DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time
 
 SNAPSHOT_FORMAT = 1
-
-DeadLetterSink = Callable[[DeadLetter], None]
-WatermarkOf = Callable[[str | None], Any]
 
 
 class ColumnarStream:
@@ -79,16 +76,15 @@ class ColumnarStream:
         self.threads = threads  # of the kernel (None: one per core); not part of the state
         self.cq = self.plan.cq
         self.fields = fields
-        self.dead_letter = dead_letter
-        self._validator = Validator(self.cq, fields)
         self._metrics = Metrics()
+        # The front's watermark: windows ending by it are reported. Its buffer
+        # stays empty: the kept events are columns (`_kept`, `_prep`).
+        self.front = Front(self.cq, fields, self._metrics, dead_letter)
         # valid events with a window not reported yet: one object array of raw values per field
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
         self._kept: list[dict[str, np.ndarray]] = []  # in chunks, joined when read (`kept`)
         self._prep: list[Prepared] | None = []  # the kept events prepared, in the same chunks (None: type again)
-        self.watermark: Any = -math.inf  # windows ending by it are reported
-        self.late_before: Any = -math.inf  # declared by `expect`
         self.next_k: int | None = None  # first window not reported (None: none reported yet)
         self.general: Engine | None = None  # the general engine, once it took over
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
@@ -113,18 +109,36 @@ class ColumnarStream:
 
     @property
     def validator(self) -> Validator:
-        return self.general.validator if self.general is not None else self._validator
+        return self.general.validator if self.general is not None else self.front.validator
+
+    @property
+    def time_kind(self) -> str | None:
+        return self.validator.time_kind
 
     @property
     def metrics(self) -> Metrics:
         return self.general.metrics if self.general is not None else self._metrics
+
+    @property
+    def watermark(self) -> Any:
+        return self.front.watermark
+
+    @property
+    def dead_letter(self) -> DeadLetterSink | None:
+        return self.front.dead_letter
+
+    @dead_letter.setter
+    def dead_letter(self, sink: DeadLetterSink | None) -> None:
+        self.front.dead_letter = sink
+        if self.general is not None:
+            self.general.dead_letter = sink
 
     # -------------------------------------------------------------- input
     def expect(self, watermark: Any) -> None:
         """Events before `watermark` are late from now on (see `Engine.expect`)."""
         if self.general is not None:
             self.general.expect(watermark)
-        self.late_before = max(self.late_before, watermark)
+        self.front.expect(watermark)
 
     def add_many(self, records: Iterable[Any] | pd.DataFrame, watermark_of: WatermarkOf | None = None) -> None:
         """Validate a micro-batch and keep its events; bad and late ones are dead-lettered.
@@ -140,20 +154,21 @@ class ColumnarStream:
         records = [] if frame is not None else records if isinstance(records, list) else list(records)
         if self.general is None:
             inp = Input(frame if frame is not None else records)
-            kind_before = self._validator.time_kind
+            front = self.front
+            kind_before = front.time_kind
             try:
-                prep = prepare(self.plan, inp, self.fields, late_before=max(self.watermark, self.late_before),
+                prep = prepare(self.plan, inp, self.fields, late_before=front.late_bound,
                                late_before_of=watermark_of if kind_before is None else None,
-                               validator=self._validator)
+                               validator=front.validator)
             except Unsupported as exc:
                 self._hand_over(str(exc))
             else:
-                if watermark_of is not None and kind_before is None and self._validator.time_kind is not None:
-                    self.expect(watermark_of(self._validator.time_kind))  # the watermark in the stream's unit
+                if watermark_of is not None and kind_before is None and front.time_kind is not None:
+                    self.expect(watermark_of(front.time_kind))  # the watermark in the stream's unit
                 for name, value in prep.metrics.items():
                     self.metrics.inc(name, value)
                 for dl in prep.dead:
-                    self._reject(dl)
+                    front.reject(dl, counted=True)  # `prepare` counted them
                 if len(prep.good):
                     if not self.n_kept:
                         self._prep = [_subset(prep, np.ones(len(prep.good), bool))]
@@ -164,11 +179,7 @@ class ColumnarStream:
                     else:
                         self._kept.append({f: inp.raw(f, prep.good) for f in self.names})
                 return
-        add_declared(self.general, frame_records(frame) if frame is not None else records, watermark_of)
-
-    def _reject(self, dl: DeadLetter) -> None:
-        if self.dead_letter is not None:
-            self.dead_letter(dl)
+        self.general.add_many(frame if frame is not None else records, watermark_of)
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
@@ -179,7 +190,7 @@ class ColumnarStream:
             return []
         target = None if watermark == math.inf else self.tb.first_window(watermark)
         if not self.n_kept or (target is not None and target == self.next_k):  # no window closes
-            self.watermark, self.next_k = watermark, target
+            self.front.watermark, self.next_k = watermark, target
             return []
         inp = Input.of_columns(self.kept, self.n_kept)
         try:
@@ -189,7 +200,7 @@ class ColumnarStream:
             self._hand_over(str(exc))
             assert self.general is not None
             return self.general.advance(watermark)
-        self.watermark, self.next_k = watermark, target
+        self.front.watermark, self.next_k = watermark, target
         stay = np.zeros(len(prep.good), bool) if target is None else prep.kmax >= target
         self._kept = [{f: col[prep.good[stay]] for f, col in self.kept.items()}]
         self._prep = [_subset(prep, stay)]
@@ -222,7 +233,7 @@ class ColumnarStream:
         engine.add_many(Input.of_columns(self.kept, self.n_kept).materialized())
         if self.watermark != -math.inf:
             engine.advance(self.watermark)  # these windows were reported already: drop their rows
-        engine.expect(self.late_before)
+        engine.expect(self.front.late_before)
         engine.metrics.clear()
         engine.metrics.update(self._metrics)
         engine.metrics.inc("columnar_hand_overs")
@@ -232,50 +243,30 @@ class ColumnarStream:
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
         """State as bytes (format-versioned, tied to the query text)."""
-        state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": _fingerprint(self.cq)}
+        state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": fingerprint(self.cq)}
         if self.general is not None:
             state["general"] = self.general.snapshot()
         else:
-            state.update(kept=self.kept, watermark=self.watermark, late_before=self.late_before,
-                         next_k=self.next_k, time_kind=self.validator.time_kind, metrics=dict(self.metrics))
+            state.update(kept=self.kept, watermark=self.front.watermark, late_before=self.front.late_before,
+                         next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, query: ColumnarPlan | CompiledQuery, data: bytes, **kwargs: Any) -> ColumnarStream:
         """A stream that continues exactly where `snapshot()` left off."""
         stream = cls(query, **kwargs)
-        state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(stream.cq), "columnar stream")
+        state = load_snapshot(data, SNAPSHOT_FORMAT, fingerprint(stream.cq), "columnar stream")
         if "general" in state:
             stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
                                             dead_letter=stream.dead_letter)
             return stream
         stream._kept = [{f: _objects(col) for f, col in state["kept"].items()}]  # lists before the arrays
         stream._prep = None if stream.n_kept else []
-        stream.watermark, stream.late_before = state["watermark"], state["late_before"]
+        stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]
         stream.next_k = state["next_k"]
-        stream._validator.time_kind = state["time_kind"]
+        stream.front.validator.time_kind = state["time_kind"]
         stream._metrics.update(state["metrics"])
         return stream
-
-
-def frame_values(frame: pd.DataFrame, name: str, rows: np.ndarray) -> list[Any]:
-    """A column's values at `rows` as the records of `frame_records` hold
-    them: Python scalars, None where missing (NaN, None, NaT)."""
-    if name not in frame.columns:
-        return [None] * len(rows)
-    col = frame[name]
-    numpy_dtype = isinstance(col.dtype, np.dtype)  # not a pandas extension type (nullable ints, ...)
-    if numpy_dtype and col.dtype.kind in "iub":
-        return col.to_numpy()[rows].tolist()
-    if numpy_dtype and col.dtype.kind == "f":
-        values = col.to_numpy()[rows]
-        return [None if v != v else v for v in values.tolist()]
-    return [None if missing(v) else v for v in col.iloc[rows].astype(object).tolist()]
-
-
-def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """One dict per row, without its missing values (NaN, None, NaT)."""
-    return [{k: v for k, v in rec.items() if not missing(v)} for rec in frame.to_dict("records")]
 
 
 @lru_cache(maxsize=64)

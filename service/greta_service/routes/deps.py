@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader
 
-from greta_stream.service.registry import Registry, ServiceError
-from greta_stream.service.schemas import ErrorResponse
-from greta_stream.service.settings import Settings
+from greta_service.registry import Registry, ServiceError
+from greta_service.schemas import ErrorResponse
+from greta_service.settings import Settings
 
 API_KEY_HEADER = "X-API-Key"
 _api_key = APIKeyHeader(name=API_KEY_HEADER, auto_error=False,

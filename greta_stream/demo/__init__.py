@@ -1,8 +1,8 @@
 """`greta-stream demo`: the topology of docker-compose.yml as local processes.
 
-  1. a single-node KRaft broker on 127.0.0.1 (`greta_stream.testing.kafka_broker`),
+  1. a single-node KRaft broker on 127.0.0.1 (`greta_stream.demo.broker`),
      with the topics stock, cluster, traffic, results and dead-letters;
-  2. the producer (`python -m greta_stream.testing.producer`), replaying the
+  2. the producer (`python -m greta_stream.demo.producer`), replaying the
      generated samples of the three workloads;
   3. the pipeline (`greta-stream run --config configs/demo/pipeline.yaml`,
      its checkpoint moved into the work folder), Kafka in and Kafka out;
@@ -31,9 +31,9 @@ from typing import Any
 
 import yaml
 
-from greta_stream.testing.kafka_broker import KafkaBroker, client_config, create_topics
+from greta_stream.demo.broker import KafkaBroker, client_config, create_topics
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CONFIG = ROOT / "configs" / "demo" / "pipeline.yaml"
 TOPICS = {"stock": 2, "cluster": 2, "traffic": 2, "results": 2, "dead-letters": 1}
 
@@ -66,7 +66,7 @@ def run_demo(workdir: Path, config: Path = DEFAULT_CONFIG, rate: float = 200.0, 
             create_topics(broker.bootstrap, [name], partitions=parts)
         echo(f"demo: broker at {broker.bootstrap}; topics {', '.join(TOPICS)}")
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap}
-        children.append(("producer", _spawn([sys.executable, "-m", "greta_stream.testing.producer", "--bootstrap",
+        children.append(("producer", _spawn([sys.executable, "-m", "greta_stream.demo.producer", "--bootstrap",
                                              broker.bootstrap, "--rate", str(rate)], workdir / "producer.log", env)))
         children.append(("pipeline", _spawn([sys.executable, "-m", "greta_stream", "run", "--config",
                                              str(demo_config(config, workdir))], workdir / "pipeline.log", env)))
@@ -78,7 +78,7 @@ def run_demo(workdir: Path, config: Path = DEFAULT_CONFIG, rate: float = 200.0, 
     finally:
         # SIGTERM, not SIGINT: a KeyboardInterrupt inside a py4j call does not always reach
         # `greta-stream run`. Ending the pipeline abruptly is safe: it resumes from its
-        # checkpoint, and its Kafka sinks skip or complete a replayed batch (connectors/kafka.py).
+        # checkpoint, and its Kafka sinks skip or complete a replayed batch (spark/kafka.py).
         for _, proc in reversed(children):
             _stop(proc, signal.SIGTERM)
         broker.stop()

@@ -22,24 +22,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.errors import ConfigError, QueryError
-from greta_stream.service.runner import (
+from greta_service.runner import (
     FILE_FORMATS,
     StreamHandle,
-    operator_kwargs,
     progress,
-    resolve_mode,
+    run_spec,
     short_error,
     sink_config,
     source_config,
     start_stream,
 )
-from greta_stream.service.schemas import QueryCreate
-from greta_stream.service.settings import Settings
-from greta_stream.service.store import QueryRecord, Store
+from greta_service.schemas import QueryCreate
+from greta_service.settings import Settings
+from greta_service.store import QueryRecord, Store
+from greta_stream import ConfigError, QueryError, RunSpec
 
-log = logging.getLogger("greta_stream.service")
+log = logging.getLogger("greta_service")
 
 
 @dataclass
@@ -76,26 +74,23 @@ class Registry:
 
     # -- checks (nothing registered) --------------------------------------
 
-    def compile(self, text: str, mode: str | None = None) -> tuple[CompiledQuery, str]:
-        """The compiled query and its resolved mode; raises ServiceError (422) with every problem."""
+    def compile(self, text: str, mode: str | None = None) -> RunSpec:
+        """The query's run spec with its mode resolved; raises ServiceError (422) with every problem."""
         if len(text) > self.settings.max_query_chars:
             limit = self.settings.max_query_chars
             raise config_error(f"query text has {len(text):,} characters; the limit is {limit:,} (max_query_chars)")
         try:
-            cq = compile_query(text)
-            mode = resolve_mode(cq, mode)
+            return RunSpec.create(text, mode=mode)
         except QueryError as exc:
             raise query_error(exc) from None
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         except RecursionError:
             raise config_error("query text is nested too deeply") from None
-        self._operator_kwargs(QueryRecord(id="-", name="-", text=text, mode=mode))
-        return cq, mode
 
-    def prepare(self, req: QueryCreate) -> tuple[QueryRecord, CompiledQuery]:
-        """A record for `req` after every check; raises ServiceError (422/409/429)."""
-        cq, mode = self.compile(req.text, req.mode)
+    def prepare(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
+        """A record for `req` and its run spec after every check; raises ServiceError (422/409/429)."""
+        mode = self.compile(req.text, req.mode).mode
         options = req.options.model_dump(exclude_none=True)
         if mode == "cet":
             options.setdefault("max_trends", self.settings.max_cet_trends)
@@ -113,14 +108,11 @@ class Registry:
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         self._limits(rec)
-        self._operator_kwargs(rec)
-        return rec, cq
-
-    def _operator_kwargs(self, rec: QueryRecord) -> dict[str, Any]:
         try:
-            return operator_kwargs(rec)
+            spec = run_spec(rec)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
+        return rec, spec
 
     def _limits(self, rec: QueryRecord) -> None:
         s = self.settings
@@ -161,18 +153,18 @@ class Registry:
         if not self.ready.is_set():
             raise ServiceError(503, "the service is starting (Spark is not ready yet)")
 
-    def create(self, req: QueryCreate) -> tuple[QueryRecord, CompiledQuery]:
+    def create(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
         self._need_spark()
         with self.lock:
-            rec, cq = self.prepare(req)
+            rec, spec = self.prepare(req)
             self.store.save_query(rec)  # first, so that a crash right after the start still knows it
             try:
-                self._start(rec)
+                self._start(rec, spec)
             except Exception as exc:
                 self.handles.pop(rec.id, None)
                 self._forget(rec.id)
                 raise config_error(f"the query could not start: {short_error(exc)}") from None
-            return rec, cq
+            return rec, spec
 
     def get(self, query_id: str) -> QueryRecord:
         rec = self.store.get_query(query_id)
@@ -211,10 +203,10 @@ class Registry:
             self._stop_stream(query_id)
             self._forget(query_id)
 
-    def _start(self, rec: QueryRecord) -> None:
+    def _start(self, rec: QueryRecord, spec: RunSpec | None = None) -> None:
         self._stop_stream(rec.id)
         self.handles[rec.id] = start_stream(self.spark, rec, self.checkpoint(rec.id),
-                                            self.settings.trigger_interval_s, self.store)
+                                            self.settings.trigger_interval_s, self.store, spec)
         log.info("started query %s (%s)", rec.name, rec.id)
 
     def _stop_stream(self, query_id: str) -> None:

@@ -18,11 +18,11 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from greta_stream.connectors.jsonl import dumps, loads
-from greta_stream.service.registry import ServiceError
-from greta_stream.service.routes.deps import RegistryDep, SettingsDep, errors
-from greta_stream.service.routes.queries import query_columns
-from greta_stream.service.schemas import ResultsPage
+from greta_service.registry import ServiceError
+from greta_service.routes.deps import RegistryDep, SettingsDep, errors
+from greta_service.routes.queries import query_columns
+from greta_service.schemas import ResultsPage
+from greta_stream.connectors import dumps, loads
 
 router = APIRouter(prefix="/queries", tags=["results"])
 

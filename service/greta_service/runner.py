@@ -1,16 +1,15 @@
 """Stream runner: one registered query -> one Spark streaming query, plus its progress.
 
-Built on the public pieces of `greta_stream.spark` only (`read_source`,
-`trend_aggregates`, `BatchWriter`), never on their internals:
+Built on the public pieces of `greta_stream.spark.pipeline` only
+(`read_source`, `start_query`, `BatchWriter`); no pyspark here:
 
   1. `source_config` / `sink_config` map the request's open objects onto the
      pipeline's dataclasses by field name, so formats added there (Kafka)
      work unchanged;
-  2. `operator_kwargs` builds the `trend_aggregates` call; the mode (and the
-     CET options) are passed only if the operator accepts them;
-  3. `StoreBatchWriter` writes each micro-batch to the query's sinks (the
-     pipeline's `BatchWriter`) and then to the results store, keyed by
-     (query, batch id): a batch that Spark replays replaces its own rows;
+  2. `run_spec` builds the query's `RunSpec` (compiled once, options checked);
+  3. `start_stream` starts it with a `BatchWriter` that writes each
+     micro-batch to the query's sinks and then to the results store, keyed
+     by (query, batch id): a batch that Spark replays replaces its own rows;
   4. `progress` turns Spark's progress reports into the API's `Progress`.
 """
 
@@ -25,17 +24,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
+from greta_stream import ConfigError, FieldNames, RunSpec
+from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, read_source, start_query
 
-from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine import FieldNames
-from greta_stream.errors import ConfigError
-from greta_stream.service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream.spark import operator as spark_operator
-from greta_stream.spark.pipeline import BatchWriter, QueryConfig, SinkConfig, SourceConfig, read_source
-
-log = logging.getLogger("greta_stream.service")
+log = logging.getLogger("greta_service")
 
 FILE_FORMATS = ("jsonl", "parquet")
 
@@ -63,66 +56,14 @@ def sink_config(spec: dict[str, Any]) -> SinkConfig:
     return _build(SinkConfig, spec, "sink")
 
 
-def resolve_mode(cq: CompiledQuery, mode: str | None) -> str:
-    """The query's mode: as asked, else cet for `RETURN TRENDS` (as the operator does)."""
-    trends = bool(getattr(cq.query, "trends", False))
-    resolved = mode or ("cet" if trends else "aggregate")
-    if resolved == "aggregate" and trends:
-        raise ConfigError("RETURN TRENDS lists trends: use mode cet")
-    return resolved
-
-
-def result_columns(cq: CompiledQuery, mode: str) -> list[str]:
-    """Columns of the stored rows: SEMANTICS.md section 4, or section 5 for CET records."""
-    if mode == "cet":
-        return ["window_start", "window_end", *cq.group_columns, "trend", "total", "truncated"]
-    return list(cq.columns)
-
-
-def operator_kwargs(rec: QueryRecord) -> dict[str, Any]:
-    """Keyword arguments of `trend_aggregates` for this query (checked against its signature now)."""
+def run_spec(rec: QueryRecord) -> RunSpec:
+    """The query's `RunSpec` (its text compiled once per process)."""
     opts = rec.options
     f = opts.get("fields") or {}
-    kw: dict[str, Any] = {
-        "watermark_delay_s": float(opts.get("watermark_delay_s") or 0.0),
-        "shards": opts.get("shards"),
-        "fields": FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id")),
-    }
+    fields = FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id"))
     cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
-    kw["mode"] = rec.mode
-    kw["engine"] = opts.get("engine") or "auto"
-    if rec.mode == "cet":
-        kw.update(cet_opts)
-    elif cet_opts:
-        raise ConfigError(f"option(s) {', '.join(cet_opts)} apply to mode cet only")
-    return kw
-
-
-class StoreBatchWriter(BatchWriter):
-    """foreachBatch target: the pipeline's sinks first, then the results store."""
-
-    def __init__(self, query: QueryConfig, query_id: str, store: ResultStore, checkpoint: Path) -> None:
-        super().__init__(query, checkpoint=checkpoint)  # Kafka sinks keep their sink logs there
-        self.query_id = query_id
-        self.store = store
-
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        # Two reads of one micro-batch: cache it so the stateful operator runs once.
-        batch.persist()
-        try:
-            super().__call__(batch, batch_id)
-            outputs = batch.select("kind", "window_start", "window_end", "grp", "payload").collect()
-        finally:
-            batch.unpersist()
-        rows = sorted(
-            (ResultRow(o.window_start, o.window_end, o.grp, o.payload) for o in outputs if o.kind == "row"),
-            key=lambda r: (r.window_start, r.grp),
-        )
-        dead: dict[str, int] = {}
-        for o in outputs:
-            if o.kind == "dead":
-                dead[o.grp] = dead.get(o.grp, 0) + 1
-        self.store.write_batch(self.query_id, batch_id, rows, dead)
+    return RunSpec.create(rec.text, mode=rec.mode, engine=opts.get("engine") or "auto", fields=fields,
+                          lateness_s=float(opts.get("watermark_delay_s") or 0.0), **cet_opts).for_streaming()
 
 
 @dataclass
@@ -130,26 +71,29 @@ class StreamHandle:
     """A running Spark streaming query of one registered query."""
 
     query_id: str
-    query: StreamingQuery
-    writer: StoreBatchWriter
+    query: Any  # pyspark's StreamingQuery
+    writer: BatchWriter
     started_at: float = field(default_factory=time.time)
 
 
-def start_stream(spark: SparkSession, rec: QueryRecord, checkpoint: Path, default_trigger_s: float,
-                 store: ResultStore) -> StreamHandle:
+def start_stream(spark: Any, rec: QueryRecord, checkpoint: Path, default_trigger_s: float,
+                 store: ResultStore, spec: RunSpec | None = None) -> StreamHandle:
     """Start `rec` from its checkpoint (a new one on first start)."""
     src = source_config(rec.source)
     qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
-                     sink_config(rec.dead_letter) if rec.dead_letter else None)
-    events = read_source(spark, src)
-    out = spark_operator.trend_aggregates(events, rec.text, **operator_kwargs(rec))
-    writer = StoreBatchWriter(qc, rec.id, store, checkpoint)
-    ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(f"greta-{rec.id}")
+                     sink_config(rec.dead_letter) if rec.dead_letter else None, spec=spec or run_spec(rec))
+
+    def to_store(batch_id: int, rows: list[Any], dead: dict[str, int]) -> None:
+        stored = [ResultRow(o.window_start, o.window_end, o.grp, o.payload) for o in rows]
+        store.write_batch(rec.id, batch_id, stored, dead)
+
+    # Kafka sinks keep their sink logs in the checkpoint
+    writer = BatchWriter(qc, checkpoint=checkpoint, on_batch=to_store)
     interval = rec.options.get("trigger_interval_s")
     interval = default_trigger_s if interval is None else interval
-    if interval:
-        ws = ws.trigger(processingTime=f"{interval} seconds")
-    return StreamHandle(rec.id, ws.start(), writer)
+    query = start_query(read_source(spark, src), qc, writer, checkpoint, shards=rec.options.get("shards"),
+                        trigger_interval_s=interval or None, name=f"greta-{rec.id}")
+    return StreamHandle(rec.id, query, writer)
 
 
 def progress(handle: StreamHandle | None, counts: ResultCounts) -> dict[str, Any]:

@@ -25,13 +25,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from greta_stream.service.registry import Registry, ServiceError
-from greta_stream.service.routes import health, page, queries, results
-from greta_stream.service.runner import short_error
-from greta_stream.service.settings import Settings
-from greta_stream.service.store import open_store
+from greta_service.registry import Registry, ServiceError
+from greta_service.routes import health, page, queries, results
+from greta_service.runner import short_error
+from greta_service.settings import Settings
+from greta_service.store import open_store
 
-log = logging.getLogger("greta_stream.service")
+log = logging.getLogger("greta_service")
 
 DESCRIPTION = """Register GRETA event trend aggregation queries, run them on Spark Structured
 Streaming, and read their results while the streams run.
@@ -83,7 +83,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 def _boot(registry: Registry) -> None:
     try:
-        from greta_stream.spark.session import get_session
+        from greta_stream.spark import get_session
 
         s = registry.settings
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",

@@ -14,7 +14,7 @@ no event of its own late:
   3. the rounds' events go out merged in time order at `--rate` events per
      second; `--rounds 0` replays until stopped.
 
-    python -m greta_stream.testing.producer --bootstrap 127.0.0.1:9092 --rate 200
+    python -m greta_stream.demo.producer --bootstrap 127.0.0.1:9092 --rate 200
 
 Imports nothing from the package but the Kafka helpers.
 """
@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from greta_stream.testing.kafka_broker import client_config, create_topics
+from greta_stream.demo.broker import client_config, create_topics
 
 WORKLOADS = ("stock", "cluster", "traffic")
 KEYS = {"stock": "company", "cluster": "mapper", "traffic": "segment"}  # partition key: one key's events stay in order

@@ -13,7 +13,7 @@ router = APIRouter(tags=["page"])
 
 @lru_cache(maxsize=1)
 def _page() -> str:
-    return files("greta_stream.service").joinpath("static/index.html").read_text(encoding="utf-8")
+    return files("greta_service").joinpath("static/index.html").read_text(encoding="utf-8")
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -1,7 +1,8 @@
 """The control plane: a FastAPI service that registers queries, runs them on Spark and serves their results.
 
 `create_app(settings)` builds the app; `greta-stream serve` runs it with uvicorn.
-Layering: imports `spark`, `compiler`, `engine` and `connectors`; nothing imports it.
+Uses the public API of `greta_stream` only (the package, `greta_stream.connectors`
+and `greta_stream.spark`); nothing in `greta_stream` imports it.
 
   settings.py   Settings (defaults < config file < GRETA_* environment < flags)
   store.py      RegistryStore / ResultStore interfaces and the SQLite implementation
@@ -12,7 +13,7 @@ Layering: imports `spark`, `compiler`, `engine` and `connectors`; nothing import
   app.py        create_app and the lifespan that owns Spark and the streams
 """
 
-from greta_stream.service.app import create_app
-from greta_stream.service.settings import Settings
+from greta_service.app import create_app
+from greta_service.settings import Settings
 
 __all__ = ["Settings", "create_app"]

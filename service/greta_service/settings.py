@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from greta_stream.errors import ConfigError
+from greta_stream import ConfigError
 
 ENV_PREFIX = "GRETA_"
 CONFIG_ENV = "GRETA_SERVICE_CONFIG"

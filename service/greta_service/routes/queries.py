@@ -10,11 +10,9 @@ from functools import lru_cache
 
 from fastapi import APIRouter, Response, status
 
-from greta_stream.compiler.compiled import compile_query
-from greta_stream.service.registry import Registry
-from greta_stream.service.routes.deps import Mutating, RegistryDep, errors
-from greta_stream.service.runner import result_columns
-from greta_stream.service.schemas import (
+from greta_service.registry import Registry
+from greta_service.routes.deps import Mutating, RegistryDep, errors
+from greta_service.schemas import (
     Progress,
     QueryCreate,
     QueryCreated,
@@ -23,7 +21,8 @@ from greta_stream.service.schemas import (
     QueryValidate,
     ValidateResponse,
 )
-from greta_stream.service.store import QueryRecord
+from greta_service.store import QueryRecord
+from greta_stream import RunSpec
 
 router = APIRouter(prefix="/queries", tags=["queries"])
 
@@ -31,8 +30,8 @@ router = APIRouter(prefix="/queries", tags=["queries"])
 @lru_cache(maxsize=256)
 def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
     """(result columns, GROUP-BY columns) of a registered (so valid) query text."""
-    cq = compile_query(text)
-    return result_columns(cq, mode), list(cq.group_columns)
+    spec = RunSpec.create(text, mode=mode)
+    return spec.columns, list(spec.group_columns)
 
 
 def query_info(registry: Registry, rec: QueryRecord) -> QueryInfo:
@@ -49,16 +48,17 @@ def query_info(registry: Registry, rec: QueryRecord) -> QueryInfo:
              responses=errors(400, 401, 409, 413, 422, 429, 503))
 def create_query(body: QueryCreate, registry: RegistryDep) -> QueryCreated:
     """Register a query and start its stream. A rejected query leaves nothing behind."""
-    rec, cq = registry.create(body)
+    rec, spec = registry.create(body)
     return QueryCreated(id=rec.id, name=rec.name, mode=rec.mode, status="running",  # type: ignore[arg-type]
-                        explain=cq.explain(), columns=result_columns(cq, rec.mode))
+                        explain=spec.query.explain(), columns=spec.columns)
 
 
 @router.post("/validate", responses=errors(400, 413, 422))
 def validate_query(body: QueryValidate, registry: RegistryDep) -> ValidateResponse:
     """Compile a query text without registering it: the explain, or every error with its position."""
-    cq, mode = registry.compile(body.text, body.mode)
-    return ValidateResponse(valid=True, mode=mode, explain=cq.explain(), columns=result_columns(cq, mode))  # type: ignore[arg-type]
+    spec = registry.compile(body.text, body.mode)
+    return ValidateResponse(valid=True, mode=spec.mode, explain=spec.query.explain(),  # type: ignore[arg-type]
+                            columns=spec.columns)
 
 
 @router.get("")

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from greta_stream.errors import ConfigError
+from greta_stream import ConfigError
 
 STATUSES = ("running", "stopped", "failed")
 

@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from greta_stream.service.registry import Registry
-from greta_stream.service.routes.deps import RegistryDep
-from greta_stream.service.schemas import Health
-from greta_stream.service.store import STATUSES
+from greta_service.registry import Registry
+from greta_service.routes.deps import RegistryDep
+from greta_service.schemas import Health
+from greta_service.store import STATUSES
 
 router = APIRouter(tags=["health"])
 

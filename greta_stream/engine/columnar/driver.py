@@ -1,0 +1,161 @@
+"""The kernel driver: prepared events -> arrays in kernel order -> threads -> rows.
+
+`compute` lays the prepared events out as the kernel reads them (sorted by
+partition and time, key ranks, aggregate cells), `run_kernel` runs
+`kernel.run` over tasks (a partition in a block of windows) in threads of
+about equal work, and `rows.result_rows` sums the pieces per (group,
+window) into result rows.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from greta_stream.engine.columnar.cells import aggregate_cells
+from greta_stream.engine.columnar.columns import Input
+from greta_stream.engine.columnar.keys import negated_starts, partitions, plain, ranks
+from greta_stream.engine.columnar.plan import ColumnarPlan, State
+from greta_stream.engine.columnar.prepare import Prepared, subset
+from greta_stream.engine.columnar.rows import result_rows
+
+MAX_THREADS = 8
+
+
+PARALLEL_EVENTS = 20_000  # below this, one thread
+
+
+START_LIMBS = 2  # 64-bit counts first; the kernel widens by half whenever a count needs more
+
+
+BLOCK_LANES = 32  # windows per block: a tree per (partition, block) of this many lanes
+
+
+MAX_TREE_BYTES = 1 << 30  # per thread; a block's tree that would pass it is run again with fewer lanes
+
+
+
+def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
+            k_to: int | None = None, *, threads: int | None = None) -> list[dict[str, Any]]:
+    """Result rows of the windows k_from <= k < k_to (all when None) over the
+    prepared events; a window's row needs only the events in it. The kernel
+    runs in `threads` threads (default: one per core)."""
+    cq = plan.cq
+    kmin, kmax = prep.kmin, prep.kmax
+    kneg = negated_starts(plan, prep)
+    if k_from is not None:
+        kmin = np.maximum(kmin, k_from)
+    if k_to is not None:
+        kmax = np.minimum(kmax, k_to - 1)
+    inside = (kmin <= kmax) & (prep.state != plan.neg_state)
+    t, kmin, kmax, st, kneg = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside], kneg[inside]
+    cols = {a: subset(c, inside) for a, c in prep.cols.items()}
+    pid, group_of_part, group_values = partitions(cq, plan.part_attrs, cols, len(t))
+    if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
+        firsts = prep.good[inside][[g[1] for g in group_values]]
+        raw = {a: events.raw(a, firsts) for a in cq.group_by}
+        group_values = [tuple(plain(raw[a][j]) for a in cq.group_by) for j in range(len(firsts))]
+    else:
+        group_values = [g[0] for g in group_values]
+
+    # ---------------------------------------------- partitions, order
+    order = np.lexsort((t, pid))
+    t, kmin, kmax, pid, st, kneg = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order]
+    cols = {a: subset(c, order) for a, c in cols.items()}
+    m = len(t)
+    newt = np.ones(m, bool)
+    if m > 1:
+        newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
+    offsets = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]] if m else np.zeros(0, bool))
+    offsets = np.append(offsets, m).astype(np.int64)
+    gr, gq, point = ranks(plan, cols, st)
+
+    # ---------------------------------------------- aggregate cells
+    cells, sums, mms = aggregate_cells(plan, cols, st)
+    width = max((c[1].shape[1] for c in cells), default=1)
+    mult = np.zeros((m, len(cells), width), np.uint64)
+    for j, (_, digits) in enumerate(cells):
+        mult[:, j, : digits.shape[1]] = digits
+    mmval = np.stack([x[1] for x in mms], axis=1) if mms else np.zeros((m, 0), np.float64)
+    mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
+    ncell = 1 + len(cells)
+
+    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
+                                              mmval, mmax, ncell, group_of_part, threads)
+    return result_rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
+
+
+def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part,  # noqa: ANN001, ANN202
+         threads=None):
+    """The kernel over every partition and block of windows, in threads over
+    ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
+    per (group, window), a window's row in two pieces where a block was split
+    between threads (`result_rows` adds them)."""
+    from greta_stream.engine.columnar import kernel
+
+    m = len(kmin)
+    if m == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
+    kwidth = int((kmax - kmin).max()) + 1
+    k_first = int(kmin.min())
+    start, final, store_src, reads, keyed = plan.stores()
+    ev = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval)
+    nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
+    ndig = np.zeros(ncell, np.int64)
+    for c in range(ncell - 1):
+        ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
+    wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax)
+    n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
+    cores = os.cpu_count() or 1
+    workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
+    lanes = min(kwidth, BLOCK_LANES)
+    while True:
+        task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
+        # contiguous ranges of tasks, about equal in events, one per thread
+        work = np.cumsum(task[:, 3] - task[:, 2])
+        cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
+        bounds = sorted({0, *cuts.tolist(), len(task)})
+
+        def chunk(lo: int, hi: int, task: np.ndarray = task, lanes: int = lanes) -> tuple[np.ndarray, ...]:
+            rows, ok, og, oc, om = kernel.run(task, lo, hi, k_first, lanes, group_of_part, n_groups, ev, wiring, ncell,
+                                              START_LIMBS, MAX_TREE_BYTES // 8)
+            return (ok[:rows], og[:rows], oc[:rows], om[:rows]) if rows >= 0 else None
+
+        ranges = list(zip(bounds[:-1], bounds[1:]))
+        if len(ranges) == 1:
+            pieces = [chunk(*ranges[0])]
+        else:
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                pieces = list(pool.map(lambda r: chunk(*r), ranges))
+        if all(p is not None for p in pieces):
+            break
+        lanes = max(1, lanes // 4)  # a block's tree would pass MAX_TREE_BYTES: smaller blocks, same rows
+    width = max(p[2].shape[2] for p in pieces)
+    cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
+    return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,
+            np.concatenate([p[3] for p in pieces]))
+
+
+
+_WARM: list[bool] = []
+
+
+
+def warm_up() -> None:
+    """Load the compiled kernels (numba's on-disk cache) in this process now,
+    about a second, rather than in the middle of the first window that closes."""
+    if _WARM:
+        return
+    _WARM.append(True)
+    from greta_stream.engine.columnar import kernel
+
+    one = np.zeros(1, np.int64)
+    plan = ColumnarPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
+    run_kernel(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
+         one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1,
+         np.zeros(1, np.int64))
+    kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
+

@@ -1,0 +1,98 @@
+"""Partitions, GROUP-BY groups, key ranks of the edge predicate and NOT bounds, as arrays.
+
+The kernel indexes predecessors by the rank of their key (GRETA section 7:
+a tree over the keys of a partition); the ranks are global over the input,
+so one tree layout serves every partition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.columnar.columns import OTHER
+from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.prepare import Prepared
+from greta_stream.engine.columnar.vector import evaluate as vector_eval
+from greta_stream.engine.timebase import window_bounds
+
+NO_BOUND = -(2**62)  # no window bound from a negated event
+
+
+
+def negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
+    """Per event, the first window in which it may start a trend: with a
+    leading `NOT N`, a window whose start is after the last N event before
+    it in its partition of the common attributes (SEMANTICS.md section 3:
+    excluded if `window.start <= n.time < first.time`)."""
+    kneg = np.full(len(prep.t), NO_BOUND, np.int64)
+    if plan.neg is None or not len(prep.t):
+        return kneg
+    code = _codes(prep.cols, plan.cq.common, len(prep.t))  # the NOT's partitions
+    _, rank = np.unique(prep.t, return_inverse=True)
+    key = code * (int(rank.max()) + 1) + rank  # (partition, time) as one sortable int
+    is_neg = prep.state == plan.neg_state
+    order = np.argsort(key[is_neg], kind="stable")
+    neg_key = key[is_neg][order]
+    _, last = window_bounds(prep.t[is_neg][order], *prep.window(plan), prep.int_time)
+    starters = np.flatnonzero(~is_neg)
+    before = np.searchsorted(neg_key, key[starters], side="left") - 1  # the latest N event earlier, if any
+    same = before >= 0
+    same[same] = code[is_neg][order][before[same]] == code[starters[same]]
+    kneg[starters[same]] = last[before[same]] + 1  # windows after the last one starting at or before it
+    return kneg
+
+
+def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
+    """One int per distinct combination of the attributes' values, 0.. in order of appearance."""
+    code = np.zeros(m, np.int64)
+    for a in attrs:
+        c, uniques = pd.factorize(cols[a].values, sort=False)
+        code, _ = pd.factorize(code * (len(uniques) + 1) + c, sort=False)
+        code = code.astype(np.int64)
+    return code
+
+
+def partitions(cq: CompiledQuery, part_attrs: tuple[str, ...], cols: dict[str, Any],
+                m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Partition id per event, group id per partition, (group values, first event) per group id."""
+    pid = _codes(cols, part_attrs, m)
+    gid = _codes(cols, cq.group_by, m)
+    gfirst = np.unique(gid, return_index=True)[1] if m else np.zeros(0, np.int64)
+    n_parts = int(pid.max()) + 1 if m else 0
+    group_of_part = np.zeros(n_parts, np.int64)
+    group_of_part[pid] = gid
+    group_values = [(tuple(plain(cols[a].values[i]) for a in cq.group_by), i) for i in gfirst.tolist()]
+    return pid, group_of_part, group_values
+
+
+def plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
+
+
+def ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Global key rank of each event of the edge predicate's state as a
+    predecessor (gr) and what its probe admits: a prefix length of ranks
+    (order ops) or one rank (point, -1: none); 0 for events of other states."""
+    m = len(st)
+    if plan.edge is None or m == 0:
+        return np.zeros(m, np.int64), np.zeros(m, np.int64), True
+    op, x_side, y_side = plan.edge
+    mine = st == plan.edge_state
+    values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
+    key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
+    probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
+    if op in (">", ">="):  # admitted keys are the large ones: reverse the order
+        key, probe, op = -key, -probe, "<" if op == ">" else "<="
+    keys = np.unique(key)
+    gr = np.searchsorted(keys, key).astype(np.int64)
+    if op == "=":
+        idx = np.searchsorted(keys, probe)
+        hit = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == probe)
+        return gr, np.where(hit, idx, -1).astype(np.int64), True
+    gq = np.searchsorted(keys, probe, side="left" if op == "<" else "right").astype(np.int64)
+    return gr, gq, False
+

@@ -1,0 +1,278 @@
+"""Records -> the typed, windowed events of the pattern's types (`prepare`), and dead letters.
+
+The columnar engine's ingest: the checks of the general engine's `Validator`
+(SEMANTICS.md sections 1 and 6), vectorized over columns; a row the checks
+reject is judged once more by the validator itself, so dead letters carry
+its reasons word for word. Input the engine cannot take exactly raises
+`Unsupported` before any result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Column, Input, Unsupported, numeric
+from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.times import MAX_TIME, frame_timestamps, renumber, timestamps
+from greta_stream.engine.columnar.vector import attrs_of
+from greta_stream.engine.columnar.vector import predicate as vector_predicate
+from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.plan import Metrics
+from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, window_bounds
+
+
+@dataclass
+class Prepared:
+    """The valid events of the pattern's types that can be in a trend (`good`:
+    their rows in the input; state, time, windows and needed attributes
+    aligned with it), and the dead letters of the other rows, in input order."""
+
+    good: np.ndarray
+    state: np.ndarray  # position of each event's type in the pattern
+    t: np.ndarray
+    kmin: np.ndarray
+    kmax: np.ndarray
+    cols: dict[str, Any]
+    int_time: bool
+    dead: list[DeadLetter]
+    metrics: Metrics
+    time_kind: str = NUMERIC  # TIMESTAMP: `t` is int microseconds since the epoch
+
+    def window(self, plan: ColumnarPlan) -> tuple[int, int]:
+        """(within, slide) in the unit of `t`."""
+        return window_in(plan, self.time_kind)
+
+
+def window_in(plan: ColumnarPlan, time_kind: str) -> tuple[int, int]:
+    """(within, slide) in the unit of times of `time_kind`: seconds, or microseconds for timestamps."""
+    scale = US_PER_S if time_kind == TIMESTAMP else 1
+    return plan.within * scale, plan.slide * scale
+
+
+def prepare(
+    plan: ColumnarPlan,
+    events: Input,
+    fields: FieldNames,
+    *,
+    late_before: Any = -math.inf,
+    late_before_of: Callable[[str], Any] | None = None,
+    validator: Validator | None = None,
+) -> Prepared:
+    """Validate and type `events`; `Unsupported` when they are not for us.
+
+    Events of the pattern type before `late_before` are dead-lettered as
+    "late", as the general engine does in streaming; `validator` (the
+    stream's, when given) words their dead letters. When these events fix
+    the stream's unit of time (none came before), `late_before_of(unit)` is
+    the watermark in that unit from the event after the one that fixed it
+    on, as `Front.add_many` declares it again for the general engine.
+
+    1. types and times: rows without either are bad; the first good row
+       fixes the stream's kind of time;
+    2. the attributes the pattern's types need, checked as the validator
+       checks them;
+    3. lateness against the watermark;
+    4. dead letters, worded by the validator;
+    5. local predicates drop events that can be in no trend; windows per event.
+    """
+    cq = plan.cq
+    n = events.n
+    metrics = Metrics(events_in=n)
+    validator = validator or Validator(cq, fields)
+    types, valid_type = _types(events, fields.type)
+    kind_before = validator.time_kind
+    time, time_kind, bad = _times(events, fields.time, valid_type, validator)
+    state = np.full(n, -1, np.int64)
+    for i, typ in enumerate(plan.types):
+        state[valid_type & (types == typ)] = i
+    is_t = state >= 0
+    rows_t = np.flatnonzero(is_t & ~bad)
+    st_t = state[rows_t]
+    cols, row_bad = _attribute_columns(plan, events, rows_t, st_t)
+
+    limit = late_before
+    if late_before_of is not None and kind_before is None and validator.time_kind is not None:
+        limit = max(late_before, late_before_of(validator.time_kind))
+    late = _late(time.values, rows_t, row_bad, bad, limit, late_before)
+    keep = ~row_bad & ~late
+    good = rows_t[keep]
+    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late]]))
+    is_late = np.zeros(n, bool)
+    is_late[rows_t[late]] = True
+    dead = _dead_letters(validator, events, bad_rows, is_late, limit)
+
+    numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
+    edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
+    cols = {attr: subset(col, keep) for attr, col in cols.items()}
+    for attr in numeric_attrs | edge_attrs:
+        cols[attr] = numbers(attr, cols[attr], exact_float=attr in edge_attrs)
+    st_good = st_t[keep]
+    processed = len(good)
+    if plan.local:  # events failing their alias's local predicates are in no trend: drop them
+        mask = local_mask(plan, cols, st_good)
+        good, st_good = good[mask], st_good[mask]
+        cols = {a: subset(c, mask) for a, c in cols.items()}
+    others = int((valid_type & ~bad & ~is_t).sum())
+    if others:
+        metrics["events_other_type"] = others
+    for dl in dead:
+        metrics.dead_letter(dl.reason)
+    metrics["events_processed"] = processed
+    t = time.values[good]
+    kmin, kmax = window_bounds(t, *window_in(plan, time_kind), time.kind == INT)
+    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind)
+
+
+def _types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the type field's values, whether each is a non-empty string of a dict record)."""
+    is_dict = events.is_dict()
+    types = events.raw(name)
+    types = np.asarray(types, dtype=object) if not isinstance(types, np.ndarray) else types.astype(object)
+    if pd.api.types.infer_dtype(types, skipna=False) == "string":  # every value a str: one C scan
+        return types, (types != "") & is_dict
+    return types, np.fromiter((isinstance(v, str) and v != "" for v in types), bool, len(types)) & is_dict
+
+
+def _times(events: Input, name: str, valid_type: np.ndarray, validator: Validator) -> tuple[Column, str, np.ndarray]:
+    """(times as a column, their kind, rows without a type or a time); the
+    first good row fixes the validator's (the stream's) kind of time."""
+    time = frame_timestamps(events, name)
+    time_kind = NUMERIC if time is None else TIMESTAMP
+    if time is None:
+        time = events.column(name)
+    if time_kind == NUMERIC and time.kind == OTHER:
+        if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
+            time = renumber(time)  # numbers, missing values and bools (bad times)
+        else:
+            time, time_kind = timestamps(time), TIMESTAMP
+    bad = ~valid_type | time.null | ~time.number
+    finite = np.zeros(len(bad), bool)
+    finite[~bad] = np.isfinite(time.values[~bad])
+    bad |= ~finite
+    if time_kind == NUMERIC and (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
+        raise Unsupported("times beyond 2**50 seconds")
+    if not bad.all():  # the first event with a type and a time fixes the stream's kind of time
+        if validator.time_kind is None:
+            validator.time_kind = time_kind
+        elif validator.time_kind != time_kind:
+            bad[:] = True  # every one is a bad_time (or worse): the validator says which
+    return time, time_kind, bad
+
+
+def _attribute_columns(plan: ColumnarPlan, events: Input, rows: np.ndarray,
+                       st: np.ndarray) -> tuple[dict[str, Column], np.ndarray]:
+    """The attributes the pattern's types need, at `rows` (of states `st`),
+    and which rows fail the validator's checks of them (missing, not a
+    finite number where aggregated, not a scalar where partitioned)."""
+    cq = plan.cq
+    needed = set().union(*(cq.needed_by_type[t] for t in plan.types))
+    numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
+    key_attrs = set(plan.part_attrs)
+    cols: dict[str, Column] = {}
+    row_bad = np.zeros(len(rows), bool)
+
+    def of_types(attr: str, by_type: dict[str, Any]) -> np.ndarray:
+        """Rows of the types whose events need `attr` (as `by_type` says)."""
+        return np.isin(st, [i for i, t in enumerate(plan.types) if attr in by_type[t]])
+
+    for attr in sorted(needed):
+        col = events.column(attr, rows)
+        need = of_types(attr, cq.needed_by_type)
+        row_bad |= col.null & need
+        if attr in key_attrs:
+            if col.kind in (FLOAT, MIXED):
+                row_bad |= np.isnan(col.values) & need
+            elif col.kind == OTHER:
+                row_bad |= np.fromiter(
+                    (isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)) for v in col.values),
+                    bool, len(col.values),
+                ) & need
+        if attr in numeric_attrs:
+            num = of_types(attr, cq.numeric_by_type)
+            row_bad |= ~col.number & ~col.null & num
+            if col.kind in (FLOAT, MIXED):
+                row_bad |= ~np.isfinite(col.values) & ~col.null & num
+            elif col.kind == OTHER:
+                row_bad |= np.fromiter(
+                    (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values)) & num
+        if col.kind in (FLOAT, MIXED) and col.null.any():  # absent where not needed: 0, never NaN
+            col = Column(col.kind, np.where(col.null, 0.0, col.values), col.null, col.number)
+        cols[attr] = col
+    return cols, row_bad
+
+
+def _late(t: np.ndarray, rows: np.ndarray, row_bad: np.ndarray, bad: np.ndarray, limit: Any,
+          late_before: Any) -> np.ndarray:
+    """Which good `rows` are before `limit`. When `limit` is the watermark
+    declared again in the unit these events fixed, the event that fixed it
+    was judged against `late_before` (it came before the unit was known)."""
+    late = np.zeros(len(rows), bool)
+    if limit == -math.inf:
+        return late
+    late = ~row_bad & (t[rows] < limit)
+    if limit != late_before:
+        first = int(np.flatnonzero(~bad)[0])
+        at = int(np.searchsorted(rows, first))
+        if at < len(rows) and rows[at] == first:
+            late[at] = not row_bad[at] and t[first] < late_before
+    return late
+
+
+def _dead_letters(validator: Validator, events: Input, bad_rows: np.ndarray, is_late: np.ndarray,
+                  limit: Any) -> list[DeadLetter]:
+    """The dead letters of `bad_rows`, in input order, worded by the validator itself."""
+    dead = []
+    for i in bad_rows.tolist():
+        dl = validator.validate(events.record(i), i)
+        if is_late[i] and not isinstance(dl, DeadLetter):
+            dl = DeadLetter("late", dl.attrs, f"time {dl.time} is behind the watermark {limit}")
+        if not isinstance(dl, DeadLetter):
+            raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
+        dead.append(dl)
+    return dead
+
+
+# ------------------------------------------------------------------ helpers
+def subset(col: Any, sel: np.ndarray) -> Any:
+    return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
+
+
+def local_mask(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> np.ndarray:
+    """Rows that pass every local predicate of their alias."""
+
+    class Numbers(dict):  # type: ignore[type-arg]
+        def __missing__(self, attr: str) -> np.ndarray:
+            self[attr] = numbers(attr, cols[attr], exact_float=True).values.astype(np.float64)
+            return self[attr]
+
+    def raw(attr: str) -> list[Any]:
+        col = cols[attr]
+        return col.values.tolist()
+
+    m = len(st)
+    mask = np.ones(m, bool)
+    with np.errstate(all="ignore"):  # rows of other aliases may divide by zero: they are not judged
+        for i, e in plan.local:
+            mask &= vector_predicate(e, Numbers(), raw, m) | (st != i)
+    return mask
+
+
+def numbers(attr: str, col: Any, *, exact_float: bool) -> Any:
+    """`col` as an INT/FLOAT/MIXED column, or `Unsupported`: it holds something
+    other than numbers, or NaN, or (exact_float) a number float64 rounds."""
+    if col.kind == OTHER:
+        col = numeric(col)
+        if col.kind == OTHER:
+            raise Unsupported(f"attribute {attr!r} is not a number everywhere")
+    if col.kind != INT and np.isnan(col.values).any():
+        raise Unsupported(f"attribute {attr!r} holds NaN")
+    if exact_float and len(col.values) and np.abs(col.values).max() > (1 << 53 if col.kind == INT else EXACT_FLOAT):
+        raise Unsupported(f"attribute {attr!r} beyond 2**53")
+    return col
+

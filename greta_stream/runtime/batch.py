@@ -1,0 +1,80 @@
+"""A whole run over a finite collection of events: `evaluate_spec`.
+
+The batch driver of the runner interface: build the spec's runner, add every
+event, finish. For the columnar engine it hands the events over at once (the
+kernels' batch path: one preparation, one pass), and below
+`COLUMNAR_MIN_EVENTS` events it takes the general engine (loading the
+compiled kernels costs more than the general engine takes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from greta_stream.engine import DeadLetter
+from greta_stream.engine.columnar import Input, Unsupported, evaluate_columnar
+from greta_stream.engine.columnar.columns import frame_records
+from greta_stream.errors import ConfigError
+from greta_stream.runtime.spec import RunSpec
+
+COLUMNAR_MIN_EVENTS = 2000  # engine="auto" runs the columnar engine from this many events
+
+
+class ResultRows(list):  # type: ignore[type-arg]
+    """Result rows (a list of dicts) with what was skipped and the run's metrics."""
+
+    columns: list[str]
+    dead_letters: list[DeadLetter]
+    metrics: dict[str, int]
+    engine: str  # "columnar", "general" or "cet": what produced the rows
+
+    @classmethod
+    def of(cls, rows: Iterable[dict[str, Any]], spec: RunSpec, dead: list[DeadLetter], metrics: dict[str, int],
+           engine: str) -> ResultRows:
+        out = cls(rows)
+        out.columns, out.dead_letters, out.metrics, out.engine = spec.columns, dead, dict(metrics), engine
+        return out
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(list(self), columns=self.columns)
+
+
+def evaluate_spec(spec: RunSpec, events: Iterable[dict[str, Any]] | Any) -> ResultRows:
+    """The rows of `spec` over `events` (dicts or a DataFrame); bad events in `.dead_letters`."""
+    kind = spec.runner_kind
+    if kind == "columnar":
+        events, rows = _columnar(spec, events)
+        if rows is not None:
+            return rows
+        kind = "general"
+    dead: list[DeadLetter] = []
+    runner = spec.build(dead_letter=dead.append, kind=kind)
+    runner.add_many(_records(events))
+    return ResultRows.of(runner.finish(), spec, dead, runner.metrics, kind)
+
+
+def _columnar(spec: RunSpec, events: Any) -> tuple[Any, ResultRows | None]:
+    """(events for the general engine, rows of the columnar engine or None when it does not run)."""
+    forced = spec.engine == "columnar"
+    inp = Input(events)
+    if not forced and inp.n < COLUMNAR_MIN_EVENTS:
+        return inp.materialized(), None
+    assert spec.columnar is not None
+    try:
+        res = evaluate_columnar(spec.columnar, inp, spec.fields)
+    except Unsupported as exc:
+        if forced:
+            raise ConfigError(f"the columnar engine cannot take this input: {exc}") from None
+        return inp.materialized(), None
+    return inp.materialized(), ResultRows.of(res.rows, spec, res.dead, res.metrics, "columnar")
+
+
+def _records(events: Any) -> Iterator[dict[str, Any]]:
+    """Dicts from an iterable of dicts, or from a pandas DataFrame (NaN and NaT = missing)."""
+    if hasattr(events, "to_dict") and hasattr(events, "columns"):
+        yield from frame_records(events)
+        return
+    yield from events
