@@ -36,9 +36,28 @@ def _load_query(query: str) -> CompiledQuery:
 
 
 @app.command()
-def explain(query: QueryOpt) -> None:
-    """Print the compiled query: templates, transitions, predicates, partitions, panes."""
-    typer.echo(_load_query(query).explain())
+def explain(
+    query: Annotated[str | None, typer.Option("--query", "-q", help="query file, or the query text itself")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help=(
+        "pipeline config: the shared plan of its queries, per source"))] = None,
+) -> None:
+    """Print the compiled query (templates, transitions, predicates, partitions, panes), or a pipeline's shared plan."""
+    if (query is None) == (config is None):
+        typer.echo("error: give --query or --config", err=True)
+        raise typer.Exit(2)
+    if query is not None:
+        typer.echo(_load_query(query).explain())
+        return
+    from greta_stream.spark.pipeline import PipelineConfig, streams
+
+    try:
+        cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
+    except (ConfigError, QueryError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    for stream in streams(cfg):
+        typer.echo(f"stream {stream.name} ({stream.source.format} {stream.source.path or stream.source.topic}):")
+        typer.echo("  " + stream.query_set().plan().explain().replace("\n", "\n  "))
 
 
 @app.command()

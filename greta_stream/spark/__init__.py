@@ -1,26 +1,30 @@
 """Spark Structured Streaming adapter: the only package that imports pyspark.
 
-`operator.trend_aggregates` wires a run (`greta_stream.RunSpec`) into
-`applyInPandasWithState`; `shard.step` is the per-shard, per-micro-batch
+`operator.stream_outputs` runs every query of a stream (a `QuerySet` of
+`greta_stream.RunSpec`s) in one `applyInPandasWithState` operator
+(`trend_aggregates` for one query); `shard.step` is the per-shard, per-micro-batch
 function (testable without a JVM); `pipeline` runs whole jobs (sources,
 queries, sinks, checkpoints); `kafka` reads and writes Kafka through Spark's
 connector; `session` builds a SparkSession with the settings that matter.
 """
 
-from greta_stream.spark.operator import trend_aggregates
+from greta_stream.spark.operator import stream_outputs, trend_aggregates
 from greta_stream.spark.pipeline import (
     BatchWriter,
     PipelineConfig,
     QueryConfig,
     SinkConfig,
     SourceConfig,
+    StreamConfig,
+    StreamWriter,
     read_source,
     start,
-    start_query,
+    start_stream,
+    streams,
 )
 from greta_stream.spark.session import get_session
 
 __all__ = [
-    "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "get_session", "read_source",
-    "start", "start_query", "trend_aggregates",
+    "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamWriter",
+    "get_session", "read_source", "start", "start_stream", "stream_outputs", "streams", "trend_aggregates",
 ]

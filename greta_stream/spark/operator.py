@@ -1,12 +1,17 @@
 """The only code that touches `applyInPandasWithState`.
 
-`trend_aggregates(events, query, watermark_delay_s=...)` turns a streaming
-DataFrame of events (a JSON string column `value`, or typed columns) into a
-streaming DataFrame of outputs with the columns of `shard.OUTPUT_COLUMNS`:
-`kind` is "row" (a result row, JSON in `payload`) or "dead" (a dead letter).
+`stream_outputs(events, queries)` turns a streaming DataFrame of events (a
+JSON string column `value`, or typed columns) into a streaming DataFrame of
+outputs of every query of a `QuerySet`, with the columns of
+`shard.OUTPUT_COLUMNS`: `query` names the query, `kind` is "row" (a result
+row, JSON in `payload`), "dead" (a dead letter) or "state" (the bytes the
+query's state takes in shard `window_start`). One operator serves every
+query of the stream: events are read, parsed and shuffled once.
+`trend_aggregates(events, query, ...)` is the same for one query.
 
 Layout (see SPARK_NOTES.md): events are keyed by a *shard*, a hash of their
-GROUP-BY values modulo a small number, not by partition: per-group calls cost
+shard attributes (GROUP-BY attributes of every query) modulo a small number,
+not by partition: per-group calls cost
 milliseconds each, so one call per shard handles many partitions with one
 binary state blob (the engine snapshot plus a format version). Each shard's
 grouping key is chosen so that Spark spreads the shards evenly over its
@@ -38,6 +43,7 @@ from pyspark.sql.types import (
 
 from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
+from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark.shard import (
     OUTPUT_COLUMNS,
     STATE_VERSION,
@@ -49,6 +55,7 @@ from greta_stream.spark.shard import (
 )
 
 OUTPUT_SCHEMA = StructType([
+    StructField("query", StringType()),
     StructField("kind", StringType()),
     StructField("window_start", DoubleType()),
     StructField("window_end", DoubleType()),
@@ -83,7 +90,8 @@ def trend_aggregates(
     max_trends: int | None = None,
     engine: str = "auto",
 ) -> DataFrame:
-    """Streaming outputs (rows and dead letters) of `query` over `events`.
+    """Streaming outputs (rows and dead letters) of `query` over `events`:
+    the columns of `shard.OUTPUT_COLUMNS` but `query`.
 
     `query` is a `RunSpec` (the run's options are its own) or query text with
     the options of `RunSpec.create`: `watermark_delay_s` (the allowed
@@ -93,28 +101,42 @@ def trend_aggregates(
     engine where it covers the query, "general" always the general one).
     """
     if isinstance(query, RunSpec):
-        spec = query.for_streaming()
+        spec = query
         if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
             raise ValueError("watermark_delay_s given with a RunSpec: set lateness_s on the spec")
     else:
         spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
-                              lateness_s=watermark_delay_s or 0.0).for_streaming()
+                              lateness_s=watermark_delay_s or 0.0)
+    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=shards)
+    return outputs.where(F.col("kind") != "state").drop("query")
+
+
+SINGLE = "query"  # the name of the one query of `trend_aggregates`
+
+
+def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None) -> DataFrame:
+    """Streaming outputs of every query of `queries` over `events`, with one
+    stateful operator (see the module docstring)."""
     n = shards or default_shards()
-    keyed, json_input = keyed_by_shard(events, spec, shards=n)
     # Spark runs a task per core, each with some shards: one kernel thread per call keeps
-    # the cores from being shared. Without GROUP-BY every event is in one shard: all cores.
-    threads = max(1, (os.cpu_count() or 1) // n) if spec.query.group_by else None
-    spec = spec.with_options(kernel_threads=threads)
-    fn = _shard_function(spec, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
+    # the cores from being shared. Without shard attributes every event is in one shard: all cores.
+    threads = max(1, (os.cpu_count() or 1) // n) if queries.shard_attrs else None
+    queries = QuerySet.of([(name, spec.for_streaming().with_options(kernel_threads=threads))
+                           for name, spec in queries], paused=queries.paused, sharing=queries.sharing)
+    keyed, json_input = keyed_by_shard(events, queries, shards=n)
+    fn = _shard_function(queries, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
 
 
-def keyed_by_shard(events: DataFrame, spec: RunSpec, *, shards: int) -> tuple[DataFrame, bool]:
+def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, *, shards: int) -> tuple[DataFrame, bool]:
     """`events` with the shard key column (`SHARD_COLUMN`) and the watermark
-    the operator groups by; and whether the input is JSON text (`value`)."""
-    cq, fields, watermark_delay_s = spec.query, spec.fields, spec.lateness_s
+    the operator groups by (the stream's delay: the smallest lateness of its
+    queries); and whether the input is JSON text (`value`)."""
+    if isinstance(queries, RunSpec):
+        queries = QuerySet.of({SINGLE: queries})
+    fields, watermark_delay_s, shard_attrs = queries.fields, queries.lateness_s, queries.shard_attrs
     json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
     n = shards
 
@@ -125,8 +147,8 @@ def keyed_by_shard(events: DataFrame, spec: RunSpec, *, shards: int) -> tuple[Da
 
     seconds = _event_seconds(events, column(fields.time), json_input, fields.time)
     keys = shard_keys(n)  # Spark puts shard s in partition s mod P (P dividing n)
-    if cq.group_by:
-        parts = [_normalized(column(g)) for g in cq.group_by]
+    if shard_attrs:
+        parts = [_normalized(column(g)) for g in shard_attrs]
         index = F.pmod(F.xxhash64(*parts), F.lit(n)).cast("int")
         shard = F.element_at(F.array(*[F.lit(k) for k in keys]), index + 1)
     else:
@@ -164,7 +186,7 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-def _shard_function(spec: RunSpec, json_input: bool, shards: dict[int, Shard]) -> Any:
+def _shard_function(queries: QuerySet, json_input: bool, shards: dict[int, Shard]) -> Any:
     drop = [_TS, SHARD_COLUMN]
 
     def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
@@ -179,9 +201,9 @@ def _shard_function(spec: RunSpec, json_input: bool, shards: dict[int, Shard]) -
         blob = None
         if state.exists:
             version, blob = state.get
-            blob = upgrade_state(version, blob)
+            blob = upgrade_state(version, blob, queries)
         shard = shards[int(key[0])]
-        out, new_blob, timeout = step(spec, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
+        out, new_blob, timeout = step(queries, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
         if new_blob is None:
             if state.exists:
                 state.remove()

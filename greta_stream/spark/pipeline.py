@@ -14,6 +14,8 @@ replayed batch sends only what is missing (see that module for what remains).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import signal
@@ -32,8 +34,9 @@ from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
+from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
-from greta_stream.spark.operator import trend_aggregates
+from greta_stream.spark.operator import stream_outputs
 
 log = logging.getLogger("greta_stream.pipeline")
 
@@ -95,6 +98,12 @@ class PipelineConfig:
     master: str | None = None
     shards: int | None = None
     fields: FieldNames = FieldNames()
+    # Queries that read one source share one Spark stream (one read, one parse, one
+    # operator); False gives each query a stream (and a checkpoint folder) of its own.
+    shared_streams: bool = True
+    # Within a stream, queries of one pattern, predicates and partitioning share their
+    # evaluation (runtime/shared.py); False runs each on a runner of its own.
+    sharing: bool = True
 
     def __post_init__(self) -> None:
         for q in self.queries:  # each query compiled and checked once, here
@@ -130,6 +139,7 @@ class PipelineConfig:
                 watermark_delay_s=float(raw.get("watermark_delay_s", 0)), once=bool(raw.get("once", False)),
                 trigger_interval_s=raw.get("trigger_interval_s"), master=raw.get("master"), shards=raw.get("shards"),
                 fields=FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id")),
+                shared_streams=bool(raw.get("shared_streams", True)), sharing=bool(raw.get("sharing", True)),
             )
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"bad pipeline config: {exc}") from exc
@@ -255,34 +265,92 @@ def _make_sink(query: str, kind: str, s: SinkConfig, sink_log: Path | None) -> S
     return make_sink(s.format, s.path)
 
 
-def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery, BatchWriter]]:
-    """Start every query of the pipeline; return them with their writers."""
-    shared = read_source(spark, cfg.source)
-    started = []
+@dataclass
+class StreamConfig:
+    """The queries that read one source: one Spark streaming query, one operator, one checkpoint.
+
+    `name` is stable while the source is (the pipeline's own source is
+    "source"; a query's own source is named by a hash of its settings), so
+    the stream's checkpoint survives adding and removing queries."""
+
+    name: str
+    source: SourceConfig
+    queries: list[QueryConfig]
+    sharing: bool = True
+
+    def query_set(self) -> QuerySet:
+        return QuerySet.of([(q.name, q.spec) for q in self.queries], sharing=self.sharing)  # type: ignore[misc]
+
+
+def source_key(src: SourceConfig) -> str:
+    """A short stable name of a source's settings."""
+    text = json.dumps(dataclasses.asdict(src), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def streams(cfg: PipelineConfig) -> list[StreamConfig]:
+    """The pipeline's queries grouped by the source they read, in the order they come."""
+    out: dict[str, StreamConfig] = {}
     for q in cfg.queries:
-        events = read_source(spark, q.source) if q.source is not None else shared
-        checkpoint = Path(cfg.checkpoint) / q.name
-        writer = BatchWriter(q, checkpoint=checkpoint)
+        src = q.source if q.source is not None else cfg.source
+        if not cfg.shared_streams:
+            name = q.name
+        else:
+            name = "source" if q.source is None else f"source-{source_key(src)}"
+        out.setdefault(name, StreamConfig(name, src, [], cfg.sharing)).queries.append(q)
+    return list(out.values())
+
+
+class StreamWriter:
+    """foreachBatch target of a stream: each query's outputs to that query's `BatchWriter`."""
+
+    def __init__(self, writers: dict[str, BatchWriter]) -> None:
+        self.writers = writers
+        self._state: dict[tuple[str, int], int] = {}  # (query, shard) -> bytes, as last reported
+
+    def state_bytes(self, name: str) -> int:
+        """The bytes a query's state takes over all shards (as each shard last reported)."""
+        return sum(size for (query, _), size in self._state.items() if query == name)
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        outputs = batch.select("query", "kind", "window_start", "window_end", "grp", "payload").collect()
+        by_query: dict[str, list[Any]] = {name: [] for name in self.writers}
+        for o in outputs:
+            if o.kind == "state":
+                self._state[(o.query, int(o.window_start))] = int(o.payload)
+            else:
+                by_query[o.query].append(o)
+        for name, writer in self.writers.items():
+            writer.route(batch.sparkSession, batch_id, by_query[name])
+
+
+def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery, StreamWriter]]:
+    """Start one streaming query per source; return them with their writers."""
+    started = []
+    for stream in streams(cfg):
+        checkpoint = Path(cfg.checkpoint) / stream.name
+        writer = StreamWriter({q.name: BatchWriter(q, checkpoint=checkpoint / "queries" / q.name)
+                               for q in stream.queries})
         trigger_s = None if cfg.once else cfg.trigger_interval_s
-        started.append((start_query(events, q, writer, checkpoint, shards=cfg.shards, once=cfg.once,
-                                    trigger_interval_s=trigger_s, name=q.name), writer))
+        query = start_stream(read_source(spark, stream.source), stream.query_set(), writer, checkpoint,
+                             shards=cfg.shards, once=cfg.once, trigger_interval_s=trigger_s, name=stream.name)
+        started.append((query, writer))
     return started
 
 
-def start_query(events: DataFrame, q: QueryConfig, writer: Any, checkpoint: str | Path, *, shards: int | None,
-                once: bool = False, trigger_interval_s: float | None = None, name: str | None = None) -> StreamingQuery:
-    """Start one query's streaming query over `events`: the operator, then
-    `writer` (a `BatchWriter`) per micro-batch, checkpointed in `checkpoint`."""
-    assert q.spec is not None
-    out = trend_aggregates(events, q.spec, shards=shards)
-    ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint))
-    ws = ws.queryName(name or q.name)
+def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: str | Path, *, shards: int | None,
+                 once: bool = False, trigger_interval_s: float | None = None, name: str) -> StreamingQuery:
+    """Start one stream over `events` for every query of `queries`: the
+    operator, then `writer` (a `StreamWriter`) per micro-batch,
+    checkpointed in `checkpoint`."""
+    out = stream_outputs(events, queries, shards=shards)
+    ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
     if once:
         ws = ws.trigger(availableNow=True)
     elif trigger_interval_s:
         ws = ws.trigger(processingTime=f"{trigger_interval_s} seconds")
     query = ws.start()
-    log.info("started query %s", q.name)
+    log.info("started stream %s: %s", name, ", ".join(queries.names))
     return query
 
 
@@ -298,7 +366,8 @@ def progress_line(name: str, p: dict[str, Any]) -> str:
 
 
 def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, int]]:
-    """Run the pipeline until it ends (`once`) or is interrupted; report progress."""
+    """Run the pipeline until it ends (`once`) or is interrupted; report
+    progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session
 
     spark = spark or get_session(cfg.master)
@@ -317,7 +386,7 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
         for q, _ in queries:
             q.stop()
     _report(queries, seen, echo)
-    return {w.name: dict(w.counts) for _, w in queries}
+    return {name: dict(w.counts) for _, sw in queries for name, w in sw.writers.items()}
 
 
 class _StopSignal:
@@ -341,9 +410,10 @@ class _StopSignal:
             signal.signal(sig, old)
 
 
-def _report(queries: list[tuple[StreamingQuery, BatchWriter]], seen: dict[str, int], echo: Any) -> None:
-    for q, w in queries:
+def _report(queries: list[tuple[StreamingQuery, StreamWriter]], seen: dict[str, int], echo: Any) -> None:
+    for q, _ in queries:
+        name = q.name
         for p in q.recentProgress:
-            if p["batchId"] > seen.get(w.name, -1):
-                seen[w.name] = p["batchId"]
-                echo(progress_line(w.name, json.loads(json.dumps(p, default=str))))
+            if p["batchId"] > seen.get(name, -1):
+                seen[name] = p["batchId"]
+                echo(progress_line(name, json.loads(json.dumps(p, default=str))))

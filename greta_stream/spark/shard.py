@@ -1,31 +1,38 @@
 """One micro-batch of one shard, as a plain function (no JVM needed).
 
 Spark calls the stateful operator once per shard per micro-batch; a shard
-holds every partition whose GROUP-BY values hash to it (SPARK_NOTES: per-group
+holds every partition whose shard attributes hash to it (SPARK_NOTES: per-group
 calls cost 2-4 ms each, so many small partitions share one call and one state
-blob). All partitions of a group live in one shard, so the rollup to
-GROUP-BY groups happens here and every emitted row is final.
+blob). The shard attributes are GROUP-BY attributes of every query of the
+stream (`QuerySet.shard_attrs`), so all partitions of a group of any query
+live in one shard: the rollup to GROUP-BY groups happens here and every
+emitted row is final.
 
-The runner of a shard is the one the run's `RunSpec` builds (the columnar
-stream, the general engine or CET extraction); `step` calls it through the
-runner interface only (`greta_stream.runtime.Runner`).
+A shard runs every query of its stream with one `MultiRunner`
+(`greta_stream.runtime.multi`): the micro-batch's records are handed over
+once, the planner's units (a query's own runner, or a shared pass of
+several) evaluate them, and rows and dead letters carry their query's name.
 
 Call order inside `step`:
   1. restore the runner from the state bytes (or start a new one);
-  2. declare the watermark, so records behind it are dead-lettered as late;
+  2. declare each query's watermark (Spark's, less the query's extra
+     lateness), so records behind it are dead-lettered as late;
   3. add the micro-batch's records (bad ones are dead-lettered);
-  4. advance to the watermark: rows of every window that ended;
-  5. return outputs, the new state bytes (None when idle: no state kept)
-     and the event-time timeout that wakes the shard for its next window.
+  4. advance to the watermarks: rows of every window that ended;
+  5. return outputs (rows, dead letters, and each query's state size in
+     this shard), the new state bytes (None when idle: no state kept) and
+     the event-time timeout that wakes the shard for its next window.
 
-State bytes: a tag byte (the runner, `RunSpec.snapshot`), the shard's index
-and the shard count (checked on restore: a checkpoint read with another
-count would put partitions in the wrong shard), the zlib'd runner snapshot.
+State bytes: the shard's index and the shard count (checked on restore: a
+checkpoint read with another count would put partitions in the wrong
+shard), then the zlib'd `MultiRunner` snapshot (every query's state under
+its name).
 """
 
 from __future__ import annotations
 
 import math
+import pickle
 import struct
 import zlib
 from collections.abc import Iterable
@@ -39,7 +46,8 @@ from greta_stream.connectors.jsonl import dumps, dumps_row
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import SnapshotError
-from greta_stream.runtime import Runner, RunSpec
+from greta_stream.runtime import RunSpec
+from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter, QuerySet, run_fingerprint
 
 # 2: the engine snapshot is zlib-compressed (level 1): scaled float sums and
 # per-window slots compress about 30x, for a few ms per shard and batch.
@@ -47,9 +55,11 @@ from greta_stream.runtime import Runner, RunSpec
 # 4: shards are keyed by `shard_keys` (spread evenly over Spark's partitions),
 # and the state records its shard and the shard count (`Shard`), checked on
 # restore. States of 2 and 3 were keyed by the shard number: not loadable.
-STATE_VERSION = 4
+# 5: one state per shard for every query of the stream (`MultiRunner`); a
+# state of 4 (one query) becomes that of a stream of one query.
+STATE_VERSION = 5
 
-OUTPUT_COLUMNS = ("kind", "window_start", "window_end", "grp", "payload")
+OUTPUT_COLUMNS = ("query", "kind", "window_start", "window_end", "grp", "payload")
 
 
 @dataclass(frozen=True)
@@ -78,7 +88,7 @@ class Shard:
 
 
 _MAX_SHARDS = 0xFFFF
-_HEADER = 1 + 4  # tag byte, Shard.header()
+_HEADER = 4  # Shard.header()
 
 
 def spark_partition(key: int, partitions: int) -> int:
@@ -114,13 +124,21 @@ def shard_keys(count: int) -> tuple[int, ...]:
     return tuple(keys)
 
 
-def upgrade_state(version: int, state: bytes) -> bytes:
-    """State bytes of an older STATE_VERSION in the current format (none so
-    far: formats 2 and 3 keyed shards differently, their states would land
-    in the wrong shard)."""
-    if version != STATE_VERSION:
-        raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
-    return state
+def upgrade_state(version: int, state: bytes, queries: QuerySet) -> bytes:
+    """State bytes of an older STATE_VERSION in the current format: a state
+    of 4 held one query's runner (a tag byte, the shard header, the zlib'd
+    snapshot) and becomes the state of a stream whose one query it is.
+    Formats 2 and 3 keyed shards differently: their states would land in the
+    wrong shard."""
+    if version == STATE_VERSION:
+        return state
+    if version == 4 and len(queries) == 1:
+        name, spec = queries.specs[0]
+        tagged = bytes(state[:1]) + zlib.decompress(state[5:])
+        multi = pickle.dumps({"format": 1, "queries": {name: (run_fingerprint(spec), tagged)}},
+                             protocol=pickle.HIGHEST_PROTOCOL)
+        return bytes(state[1:5]) + zlib.compress(multi, 1)
+    raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
 
 
 # The engines of this Python worker, by shard, with the state bytes they last
@@ -129,7 +147,7 @@ def upgrade_state(version: int, state: bytes) -> bytes:
 # stream keeps its typed columns, which restoring would build again). Taken
 # out while a step runs: a failed step is retried from the bytes, never from
 # a half-run engine.
-_LIVE: dict[tuple[RunSpec, Shard], tuple[bytes, Runner]] = {}
+_LIVE: dict[tuple[QuerySet, Shard], tuple[bytes, MultiRunner]] = {}
 _LIVE_MAX = 64  # engines
 _LIVE_BYTES = 64 << 20  # of their (compressed) state bytes: a live engine takes several times that
 
@@ -146,57 +164,72 @@ def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def timeout_ms(runner: Runner, watermark_ms: int) -> int | None:
-    """When Spark should call this shard again without data (None: never)."""
-    end = runner.next_window_end()
-    if end is None:
-        return None
-    ms = end // 1000 if runner.time_kind == TIMESTAMP else math.ceil(end * 1000)
-    return max(int(ms), watermark_ms, 1)
+def query_watermark_ms(queries: QuerySet, spec: RunSpec, watermark_ms: int) -> int:
+    """A query's watermark in ms: the stream's (Spark's, with the smallest
+    lateness as its delay) less the query's extra lateness; 0 means none."""
+    if watermark_ms <= 0:
+        return 0
+    return max(watermark_ms - round(queries.extra_lateness_s(spec) * 1000), 0)
+
+
+def timeout_ms(multi: MultiRunner, watermark_ms: int) -> int | None:
+    """When Spark should call this shard again without data (None: never):
+    when the stream's watermark lets some query's next window close."""
+    queries, kinds = multi.queries, multi.time_kinds()
+    wake = None
+    for name, end in multi.next_window_ends().items():
+        ms = end // 1000 if kinds[name] == TIMESTAMP else math.ceil(end * 1000)
+        ms = int(ms) + round(queries.extra_lateness_s(queries[name]) * 1000)
+        wake = ms if wake is None else min(wake, ms)
+    return None if wake is None else max(wake, watermark_ms, 1)
 
 
 def step(
-    spec: RunSpec, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
+    queries: QuerySet | RunSpec, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
     shard: Shard = Shard(),
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
     """Run one micro-batch of one shard; see the module docstring. `records`
-    are dicts, or a DataFrame of typed columns (NaN, None and NaT missing)."""
-    dead: list[DeadLetter] = []
-    runner = _runner(spec, state, shard, dead.append)
+    are dicts, or a DataFrame of typed columns (NaN, None and NaT missing).
+    A `RunSpec` stands for a stream of that one query, named "query"."""
+    if isinstance(queries, RunSpec):
+        queries = QuerySet.of({"query": queries})
+    dead: list[tuple[str, DeadLetter]] = []
+    multi = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
 
-    def declared(kind: str | None) -> Any:  # Spark's watermark in the runner's time unit
-        return engine_watermark(kind, watermark_ms)
+    def declared(spec: RunSpec, kind: str | None) -> Any:  # a query's watermark in its runner's time unit
+        return engine_watermark(kind, query_watermark_ms(queries, spec, watermark_ms))
 
-    runner.expect(declared(runner.time_kind))
-    runner.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
-    rows = runner.advance(declared(runner.time_kind))
-    out = [_row_output(spec, r) for r in rows] + [_dead_output(d) for d in dead]
-    if runner.idle:
-        return out, None, None
-    tagged = spec.snapshot(runner)
-    blob = tagged[:1] + shard.header() + zlib.compress(tagged[1:], 1)
-    _LIVE[(spec, shard)] = (blob, runner)
+    multi.expect(declared)
+    multi.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
+    rows = multi.advance(declared)
+    out = [_row_output(queries[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
+    if multi.idle:
+        return out + [_state_output(name, shard, 0) for name in queries.names], None, None
+    blob = shard.header() + zlib.compress(multi.snapshot(), 1)
+    out += [_state_output(name, shard, size) for name, size in multi.state_sizes.items()]
+    _LIVE[(queries, shard)] = (blob, multi)
     while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
         _LIVE.pop(next(iter(_LIVE)))  # the least recently written
-    return out, blob, timeout_ms(runner, watermark_ms)
+    return out, blob, timeout_ms(multi, watermark_ms)
 
 
-def _runner(spec: RunSpec, state: bytes | None, shard: Shard, dead_letter: Any) -> Runner:
+def _runner(queries: QuerySet, state: bytes | None, shard: Shard, dead_letter: QueryDeadLetter) -> MultiRunner:
     """The shard's runner: new, the live one of this worker, or restored from the state bytes."""
     if not state:
-        return spec.build(dead_letter=dead_letter)
-    shard.check(bytes(state[1:_HEADER]))
-    live = _LIVE.pop((spec, shard), None)
+        return MultiRunner(queries, dead_letter=dead_letter)
+    shard.check(bytes(state[:_HEADER]))
+    live = _LIVE.pop((queries, shard), None)
     if live is not None and live[0] == state:
-        runner = live[1]  # this worker wrote these very bytes: its runner, caches and typed columns too
-        runner.dead_letter = dead_letter
-        return runner
+        multi = live[1]  # this worker wrote these very bytes: its runners, caches and typed columns too
+        multi.dead_letter = dead_letter
+        return multi
     # Spark hands binary state over as a bytearray
-    return spec.restore(bytes(state[:1]) + zlib.decompress(state[_HEADER:]), dead_letter=dead_letter)
+    return MultiRunner.restore(queries, zlib.decompress(state[_HEADER:]), dead_letter=dead_letter)
 
 
-def _row_output(spec: RunSpec, row: dict[str, Any]) -> dict[str, Any]:
+def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]:
     return {
+        "query": name,
         "kind": "row",
         "window_start": _seconds(row["window_start"]),
         "window_end": _seconds(row["window_end"]),
@@ -205,8 +238,15 @@ def _row_output(spec: RunSpec, row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _dead_output(d: DeadLetter) -> dict[str, Any]:
-    return {"kind": "dead", "window_start": None, "window_end": None, "grp": d.reason, "payload": dumps(d.to_dict())}
+def _state_output(name: str, shard: Shard, size: int) -> dict[str, Any]:
+    """How many bytes (uncompressed) a query's state takes in this shard now."""
+    return {"query": name, "kind": "state", "window_start": float(shard.index), "window_end": None, "grp": "",
+            "payload": str(size)}
+
+
+def _dead_output(name: str, d: DeadLetter) -> dict[str, Any]:
+    return {"query": name, "kind": "dead", "window_start": None, "window_end": None, "grp": d.reason,
+            "payload": dumps(d.to_dict())}
 
 
 def _seconds(x: Any) -> float:

@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from greta_service.registry import Registry, ServiceError
-from greta_service.routes import health, page, queries, results
+from greta_service.routes import health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
 from greta_service.store import open_store
@@ -48,7 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)  # type: ignore[arg-type]
     app.add_exception_handler(ServiceError, _service_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    for module in (queries, results, health, page):
+    for module in (queries, results, plan, health, page):
         app.include_router(module.router)
     return app
 

@@ -31,6 +31,8 @@ from greta_service.runner import (
     sink_config,
     source_config,
     start_stream,
+    stop_stream,
+    stream_key,
 )
 from greta_service.schemas import QueryCreate
 from greta_service.settings import Settings
@@ -67,7 +69,7 @@ class Registry:
         self.settings = settings
         self.store = store
         self.spark: Any = None
-        self.handles: dict[str, StreamHandle] = {}
+        self.streams: dict[str, StreamHandle] = {}  # by stream key (`runner.stream_key`)
         self.lock = threading.RLock()
         self.ready = threading.Event()
         self.startup_error: str | None = None
@@ -123,8 +125,10 @@ class Registry:
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
         existing = self.store.list_queries()
-        if len(existing) >= s.max_queries:
-            raise ServiceError(429, f"{len(existing)} queries are registered; the limit is {s.max_queries}")
+        used = sum(self.state_bytes(q.id) for q in existing)
+        if used >= s.state_budget_bytes:
+            raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
+                                    f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
         if any(q.name == rec.name for q in existing):
             raise ServiceError(409, f"a query named {rec.name!r} is already registered")
 
@@ -159,10 +163,10 @@ class Registry:
             rec, spec = self.prepare(req)
             self.store.save_query(rec)  # first, so that a crash right after the start still knows it
             try:
-                self._start(rec, spec)
+                self._restart(stream_key(rec), {rec.id: spec})
             except Exception as exc:
-                self.handles.pop(rec.id, None)
                 self._forget(rec.id)
+                self._restart_quietly(stream_key(rec))  # the stream's other queries go on without it
                 raise config_error(f"the query could not start: {short_error(exc)}") from None
             return rec, spec
 
@@ -176,101 +180,167 @@ class Registry:
         self._need_spark()
         with self.lock:
             rec = self.get(query_id)
-            if query_id in self.handles and self.handles[query_id].query.isActive:
+            handle = self.stream_of(query_id)
+            if handle is not None and handle.query.isActive:
                 return rec
-            try:
-                self._start(rec)
-            except Exception as exc:
-                self._mark(rec, "failed", short_error(exc))
-                raise ServiceError(409, f"the query could not start: {rec.error}") from None
             rec.desired, rec.status, rec.error = "running", "running", None
             self.store.save_query(rec)
+            try:
+                self._restart(stream_key(rec))
+            except Exception as exc:
+                self._mark(rec, "failed", short_error(exc))
+                self._restart_quietly(stream_key(rec))
+                raise ServiceError(409, f"the query could not start: {rec.error}") from None
             return rec
 
     def stop(self, query_id: str) -> QueryRecord:
         with self.lock:
             rec = self.get(query_id)
-            self._stop_stream(query_id)
             rec.desired = "stopped"
             if rec.status != "failed":
                 rec.status, rec.error = "stopped", None
             self.store.save_query(rec)
+            self._restart_quietly(stream_key(rec))  # the stream goes on with its other queries
             return rec
 
     def delete(self, query_id: str) -> None:
         with self.lock:
-            self.get(query_id)
-            self._stop_stream(query_id)
+            rec = self.get(query_id)
+            rec.desired = "stopped"
+            self.store.save_query(rec)
+            self._restart_quietly(stream_key(rec))  # the stream goes on without it
             self._forget(query_id)
 
-    def _start(self, rec: QueryRecord, spec: RunSpec | None = None) -> None:
-        self._stop_stream(rec.id)
-        self.handles[rec.id] = start_stream(self.spark, rec, self.checkpoint(rec.id),
-                                            self.settings.trigger_interval_s, self.store, spec)
-        log.info("started query %s (%s)", rec.name, rec.id)
+    # -- streams -------------------------------------------------------------
 
-    def _stop_stream(self, query_id: str) -> None:
-        handle = self.handles.pop(query_id, None)
+    def stream_of(self, query_id: str) -> StreamHandle | None:
+        return next((h for h in self.streams.values() if query_id in h.query_ids), None)
+
+    def _members(self, key: str) -> list[QueryRecord]:
+        """The queries that should run on stream `key` now, in registration order."""
+        recs = [r for r in self.store.list_queries()
+                if stream_key(r) == key and r.desired == "running" and r.status != "failed"]
+        return sorted(recs, key=lambda r: r.created_at)
+
+    def _restart(self, key: str, specs: dict[str, RunSpec] | None = None) -> None:
+        """(Re)start stream `key` with the queries that should run on it now:
+        it resumes from its checkpoint, each query that ran on it keeps its
+        state, a new query starts at the stream's position. Raises when the
+        stream cannot start."""
+        self._stop_stream(key)
+        members = self._members(key)
+        if not members:
+            return
+        specs = dict(specs or {})
+        for rec in members:
+            if rec.id not in specs:
+                specs[rec.id] = run_spec(rec)
+        paused = tuple(r.id for r in self.store.list_queries()
+                       if stream_key(r) == key and r.desired == "stopped" and r.status == "stopped")
+        self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
+                                         self.settings.trigger_interval_s, self.store, paused)
+        log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
+
+    def _restart_quietly(self, key: str) -> None:
+        """`_restart`, failing the stream's queries (not raising) when it cannot start."""
+        try:
+            self._restart(key)
+        except Exception as exc:
+            log.error("stream %s could not restart: %s", key, short_error(exc))
+            for rec in self._members(key):
+                self._mark(rec, "failed", short_error(exc))
+
+    def _stop_stream(self, key: str) -> None:
+        handle = self.streams.pop(key, None)
         if handle is not None:
             try:
-                handle.query.stop()
+                stop_stream(handle)
             except Exception as exc:  # a stream that already died
-                log.warning("stopping %s: %s", query_id, short_error(exc))
+                log.warning("stopping stream %s: %s", key, short_error(exc))
 
     def _forget(self, query_id: str) -> None:
+        """Delete a query's record and results; its part of its stream's
+        checkpoint goes, and the whole checkpoint when no query uses the stream."""
+        rec = self.store.get_query(query_id)
         self.store.delete_query(query_id)
-        shutil.rmtree(self.checkpoint(query_id), ignore_errors=True)
+        if rec is None:
+            return
+        key = stream_key(rec)
+        if any(stream_key(r) == key for r in self.store.list_queries()):
+            shutil.rmtree(self.checkpoint(key) / "queries" / query_id, ignore_errors=True)
+        else:
+            self._stop_stream(key)
+            shutil.rmtree(self.checkpoint(key), ignore_errors=True)
 
     def _mark(self, rec: QueryRecord, status: str, error: str | None) -> None:
         rec.status, rec.error = status, error
         self.store.save_query(rec)
 
-    def checkpoint(self, query_id: str) -> Path:
-        return self.settings.checkpoint_dir / query_id
+    def checkpoint(self, key: str) -> Path:
+        return self.settings.checkpoint_dir / key
 
     def resume_all(self) -> None:
-        """After a (re)start: every query whose desired state is running resumes from its checkpoint."""
+        """After a (re)start: every stream with a query whose desired state is
+        running resumes from its checkpoint."""
+        keys: list[str] = []
         for rec in self.store.list_queries():
-            if rec.desired != "running":
-                continue
+            if rec.desired == "running":
+                if rec.status == "failed":  # a restart is a new chance
+                    self._mark(rec, "running", None)
+                if stream_key(rec) not in keys:
+                    keys.append(stream_key(rec))
+        for key in keys:
             with self.lock:
                 try:
-                    self._start(rec)
-                    self._mark(rec, "running", None)
+                    self._restart(key)
                 except Exception as exc:
-                    log.error("query %s could not resume: %s", rec.id, short_error(exc))
-                    self._mark(rec, "failed", short_error(exc))
+                    log.error("stream %s could not resume: %s", key, short_error(exc))
+                    for rec in self._members(key):
+                        self._mark(rec, "failed", short_error(exc))
 
     def shutdown(self) -> None:
-        """Stop the streams but keep their desired state: a restart resumes them."""
+        """Stop the streams but keep their queries' desired state: a restart resumes them."""
         with self.lock:
-            for query_id in list(self.handles):
-                self._stop_stream(query_id)
+            for key in list(self.streams):
+                self._stop_stream(key)
 
     # -- monitoring ------------------------------------------------------------
 
     def progress(self, rec: QueryRecord) -> dict[str, Any]:
-        handle = self.handles.get(rec.id)
+        handle = self.stream_of(rec.id)
         try:
-            return progress(handle, self.store.counts(rec.id))
+            out = progress(handle, self.store.counts(rec.id))
         except Exception as exc:  # the JVM may be going away
             log.debug("progress of %s: %s", rec.id, exc)
-            return progress(None, self.store.counts(rec.id))
+            out = progress(None, self.store.counts(rec.id))
+        if handle is not None:
+            out["state_bytes"] = handle.writer.state_bytes(rec.id)
+            out["stream"] = handle.key
+            out["stream_queries"] = len(handle.query_ids)
+        return out
+
+    def state_bytes(self, query_id: str) -> int:
+        handle = self.stream_of(query_id)
+        return handle.writer.state_bytes(query_id) if handle is not None else 0
 
     def monitor_once(self) -> None:
-        """Fail queries whose stream died or whose state is over the limit."""
+        """Fail the queries of streams that died, and queries whose state is over the limit."""
         with self.lock:
-            for query_id, handle in list(self.handles.items()):
-                rec = self.store.get_query(query_id)
-                if rec is None:
-                    continue
+            for key, handle in list(self.streams.items()):
                 if not handle.query.isActive:
                     exc = handle.query.exception()
-                    self.handles.pop(query_id, None)
-                    self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
+                    self.streams.pop(key, None)
+                    for query_id in handle.query_ids:
+                        rec = self.store.get_query(query_id)
+                        if rec is not None:
+                            self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
                     continue
-                state_bytes = self.progress(rec).get("state_bytes") or 0
-                if state_bytes > self.settings.max_state_bytes:
-                    self._stop_stream(query_id)
-                    self._mark(rec, "failed", f"state uses {state_bytes:,} bytes, over the limit of "
-                                              f"{self.settings.max_state_bytes:,} (max_state_bytes)")
+                over = [(q, handle.writer.state_bytes(q)) for q in handle.query_ids
+                        if handle.writer.state_bytes(q) > self.settings.max_state_bytes]
+                for query_id, size in over:
+                    rec = self.store.get_query(query_id)
+                    if rec is not None:
+                        self._mark(rec, "failed", f"state uses {size:,} bytes, over the limit of "
+                                                  f"{self.settings.max_state_bytes:,} (max_state_bytes)")
+                if over:
+                    self._restart_quietly(key)

@@ -1,21 +1,27 @@
-"""Stream runner: one registered query -> one Spark streaming query, plus its progress.
+"""Stream runner: the registered queries of one source -> one Spark streaming query, plus progress.
 
-Built on the public pieces of `greta_stream.spark.pipeline` only
-(`read_source`, `start_query`, `BatchWriter`); no pyspark here:
+Built on the public pieces of `greta_stream.spark` only (`read_source`,
+`start_stream`, `StreamWriter`, `BatchWriter`); no pyspark here:
 
   1. `source_config` / `sink_config` map the request's open objects onto the
      pipeline's dataclasses by field name, so formats added there (Kafka)
      work unchanged;
   2. `run_spec` builds the query's `RunSpec` (compiled once, options checked);
-  3. `start_stream` starts it with a `BatchWriter` that writes each
-     micro-batch to the query's sinks and then to the results store, keyed
-     by (query, batch id): a batch that Spark replays replaces its own rows;
-  4. `progress` turns Spark's progress reports into the API's `Progress`.
+  3. `stream_key` says which stream a query joins: every query that reads
+     the same source with the same field names shares one stream (one read,
+     one parse, one stateful operator), unless it asked for a backfill (a
+     stream of its own, from the earliest input);
+  4. `start_stream` starts a stream for its queries with a `StreamWriter`
+     that writes each micro-batch to each query's sinks and then to the
+     results store, keyed by (query, batch id): a batch that Spark replays
+     replaces its own rows;
+  5. `progress` turns Spark's progress reports into the API's `Progress`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -25,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream import ConfigError, FieldNames, RunSpec
-from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, read_source, start_query
+from greta_stream import ConfigError, FieldNames, QuerySet, RunSpec
+from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_source
+from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
 
@@ -66,34 +73,69 @@ def run_spec(rec: QueryRecord) -> RunSpec:
                           lateness_s=float(opts.get("watermark_delay_s") or 0.0), **cet_opts).for_streaming()
 
 
+def stream_key(rec: QueryRecord) -> str:
+    """The stream a query runs on: one per (source, field names); a backfill has its own."""
+    if rec.options.get("backfill"):
+        return f"backfill-{rec.id}"
+    text = json.dumps({"source": rec.source, "fields": rec.options.get("fields") or {}}, sort_keys=True, default=str)
+    return "source-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
 @dataclass
 class StreamHandle:
-    """A running Spark streaming query of one registered query."""
+    """A running Spark streaming query and the registered queries it serves."""
 
-    query_id: str
+    key: str
+    query_ids: tuple[str, ...]
     query: Any  # pyspark's StreamingQuery
-    writer: BatchWriter
+    writer: StreamWriter
+    queries: QuerySet  # what the stream's operator runs (query ids -> run specs)
     started_at: float = field(default_factory=time.time)
 
 
-def start_stream(spark: Any, rec: QueryRecord, checkpoint: Path, default_trigger_s: float,
-                 store: ResultStore, spec: RunSpec | None = None) -> StreamHandle:
-    """Start `rec` from its checkpoint (a new one on first start)."""
-    src = source_config(rec.source)
-    qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
-                     sink_config(rec.dead_letter) if rec.dead_letter else None, spec=spec or run_spec(rec))
+def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str, RunSpec], checkpoint: Path,
+                 default_trigger_s: float, store: ResultStore, paused: tuple[str, ...] = ()) -> StreamHandle:
+    """Start the stream `key` for `recs` from its checkpoint (a new one on first start);
+    the stream keeps the saved state of the `paused` (stopped) queries.
 
-    def to_store(batch_id: int, rows: list[Any], dead: dict[str, int]) -> None:
+    The stream's settings come from its queries: the most shards any asks
+    for, the shortest trigger interval."""
+    writers: dict[str, BatchWriter] = {}
+    for rec in recs:
+        qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
+                         sink_config(rec.dead_letter) if rec.dead_letter else None, spec=specs[rec.id])
+        # Kafka sinks keep their sink logs in the checkpoint
+        writers[rec.id] = BatchWriter(qc, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
+    shards = [r.options["shards"] for r in recs if r.options.get("shards")]
+    intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]
+    interval = min(intervals) if intervals else default_trigger_s
+    queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
+    writer = StreamWriter(writers)
+    query = start_spark_stream(read_source(spark, source_config(recs[0].source)), queries, writer, checkpoint,
+                               shards=max(shards) if shards else None, trigger_interval_s=interval or None,
+                               name=f"greta-{key}")
+    return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
+
+
+def _to_store(store: ResultStore, query_id: str) -> Any:
+    def write(batch_id: int, rows: list[Any], dead: dict[str, int]) -> None:
         stored = [ResultRow(o.window_start, o.window_end, o.grp, o.payload) for o in rows]
-        store.write_batch(rec.id, batch_id, stored, dead)
+        store.write_batch(query_id, batch_id, stored, dead)
+    return write
 
-    # Kafka sinks keep their sink logs in the checkpoint
-    writer = BatchWriter(qc, checkpoint=checkpoint, on_batch=to_store)
-    interval = rec.options.get("trigger_interval_s")
-    interval = default_trigger_s if interval is None else interval
-    query = start_query(read_source(spark, src), qc, writer, checkpoint, shards=rec.options.get("shards"),
-                        trigger_interval_s=interval or None, name=f"greta-{rec.id}")
-    return StreamHandle(rec.id, query, writer)
+
+def stop_stream(handle: StreamHandle, wait_s: float = 30.0) -> None:
+    """Stop a stream between micro-batches when one is running (so nothing is
+    replayed on restart), else after `wait_s` seconds anyway."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            if not handle.query.isActive or not handle.query.status.get("isTriggerActive"):
+                break
+        except Exception:  # noqa: BLE001 - a stream that is going away
+            break
+        time.sleep(0.1)
+    handle.query.stop()
 
 
 def progress(handle: StreamHandle | None, counts: ResultCounts) -> dict[str, Any]:

@@ -64,6 +64,9 @@ class QueryOptions(BaseModel):
                                    "upper limit: the service's max_cet_trends")
     engine: Literal["auto", "general"] = Field("auto", description="aggregate mode: auto runs the columnar engine "
                                                 "for the queries it covers, general always the general engine")
+    backfill: bool = Field(False, description="read the source from its earliest input on a stream of this query's "
+                                              "own; by default a query joins the stream of its source (shared with "
+                                              "the other queries of that source) at the stream's current position")
 
 
 class QueryCreate(BaseModel):
@@ -112,7 +115,9 @@ class Progress(BaseModel):
     batch_durations_ms: list[int] = Field([], description="recent micro-batches, oldest first")
     watermark_s: float | None = Field(None, description="event-time watermark, seconds since the epoch")
     state_rows: int | None = None
-    state_bytes: int | None = None
+    state_bytes: int | None = Field(None, description="bytes this query's state takes over all shards")
+    stream: str | None = Field(None, description="the stream (one per source) this query runs on")
+    stream_queries: int | None = Field(None, description="queries sharing that stream")
     result_rows: int = 0
     dead_letters: int = 0
     late: int = 0

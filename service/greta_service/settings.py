@@ -40,7 +40,8 @@ class Settings(BaseModel):
     # Request and query limits (issue 5, point 4).
     max_request_bytes: int = Field(1 << 20, ge=1024)
     max_query_chars: int = Field(20_000, ge=10)
-    max_queries: int = Field(50, ge=1)
+    state_budget_bytes: int = Field(4 << 30, ge=1, description="all queries: a new query is refused while the "
+                                    "registered queries' state takes this many bytes or more")
     max_shards: int = Field(64, ge=1, description="per query: state shards (Spark partitions of the operator)")
     max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")

@@ -88,9 +88,9 @@ def test_kafka_source_and_sink_equal_evaluate_across_a_replayed_batch(
     """Two queries share the topics; the first run is cut after its last batch's Kafka write.
 
     The crash is made exact by removing the last entry of the checkpoint's
-    commit log of query "down" (what a kill between the write and Spark's
-    commit leaves): the second run replays that batch and its rows sink skips
-    it. Its dead-letter sink is set back to "started", as if it had crashed
+    commit log of the stream both queries share (what a kill between the
+    write and Spark's commit leaves): the second run replays that batch and
+    query "down"'s rows sink skips it. Its dead-letter sink is set back to "started", as if it had crashed
     in the middle of its write: it reads the batch back and sends what is
     missing (nothing). The second run also brings the rest of the stream.
     """
@@ -104,21 +104,21 @@ def test_kafka_source_and_sink_equal_evaluate_across_a_replayed_batch(
     cfg = pipeline(tmp_path, kafka_broker.bootstrap, source, results, dead, list(QUERIES))
     run_once(spark, cfg)
 
-    commits = tmp_path / "chk" / "down" / "commits"
+    commits = tmp_path / "chk" / "source" / "commits"  # one stream (one checkpoint) for the queries of the topic
     last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
     (commits / str(last)).unlink()
     (commits / f".{last}.crc").unlink(missing_ok=True)
     first = by_query(consume_all(kafka_broker.bootstrap, results))["down"]
     written = [m for m in first if m["headers"]["greta.batch"] == str(last)]
     assert written, (last, Counter(m["headers"]["greta.batch"] for m in first))  # windows closed by batch 0
-    dead_log = SinkLog(tmp_path / "chk" / "down" / "greta-sinks" / "dead-letter")
+    dead_log = SinkLog(tmp_path / "chk" / "source" / "queries" / "down" / "greta-sinks" / "dead-letter")
     entry = dead_log.get(last)
     assert entry is not None and entry["done"]
     dead_log.put(last, {**entry, "done": False})
 
     produce(kafka_broker.bootstrap, source, events[half:], key=company)
     produce(kafka_broker.bootstrap, source, [FLUSH])  # after the rest: nothing is late
-    writers = {w.name: w for w in run_once(spark, cfg)}  # resumes from the checkpoints
+    writers = {name: w for stream in run_once(spark, cfg) for name, w in stream.writers.items()}  # resumes
     assert writers["down"].sinks[0].skipped == len(written)  # batch `last` again: all its rows were there
 
     messages = consume_all(kafka_broker.bootstrap, results)

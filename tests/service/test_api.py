@@ -216,13 +216,14 @@ def test_stop_start_delete(api: httpx.Client, service: Service) -> None:
     r = api.post(f"/queries/{query_id}/start")
     assert r.status_code == 200
     assert r.json()["status"] == "running"
-    assert (service.data / "checkpoints" / query_id).exists()
+    stream = r.json()["progress"]["stream"]  # the stream of its source: its checkpoint holds the query's state
+    assert stream and (service.data / "checkpoints" / stream).exists()
     r = api.delete(f"/queries/{query_id}")
     assert r.status_code == 204
     assert api.get(f"/queries/{query_id}").status_code == 404
     assert api.get(f"/queries/{query_id}/results").status_code == 404
     assert api.post(f"/queries/{query_id}/start").status_code == 404
-    assert not (service.data / "checkpoints" / query_id).exists()
+    assert not (service.data / "checkpoints" / stream).exists()  # no query reads that source any more
 
 
 def test_health_ready_and_metrics(api: httpx.Client, q1: dict) -> None:

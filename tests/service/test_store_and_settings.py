@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from greta_stream.errors import ConfigError
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultRow, SQLiteStore
+from greta_stream.errors import ConfigError
 
 
 def row(ws: float, grp: str, n: int) -> ResultRow:
@@ -58,8 +58,8 @@ def test_settings_come_from_file_then_environment_then_flags(tmp_path: Path) -> 
     assert (s.port, s.max_shards, s.api_key, s.data_dir, s.host) == (9000 + 100, 4, "k", Path("from-flag"), "127.0.0.1")
     assert s.path_roots == (Path("/a"), Path("/b"))
     yaml = tmp_path / "service.yaml"
-    yaml.write_text("max_queries: 3\n")
-    assert Settings.load(yaml, environ={}).max_queries == 3
+    yaml.write_text("state_budget_bytes: 3000\n")
+    assert Settings.load(yaml, environ={}).state_budget_bytes == 3000
     with pytest.raises(ConfigError, match="max_shards"):
         Settings.load(None, environ={"GRETA_MAX_SHARDS": "0"})
 

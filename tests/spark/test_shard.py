@@ -9,6 +9,7 @@ are called when their timeout passed. The rows must be those of `evaluate`.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import zlib
 from typing import Any
@@ -25,6 +26,7 @@ from greta_stream.engine import Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
+from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark import shard as shard_mod
 from greta_stream.spark.shard import (
     STATE_VERSION,
@@ -36,6 +38,11 @@ from greta_stream.spark.shard import (
     step,
     upgrade_state,
 )
+
+
+def results(out: list[dict]) -> list[dict]:
+    """The rows and dead letters of a step's outputs (not the state sizes)."""
+    return [o for o in out if o["kind"] != "state"]
 
 
 def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int, seed: int,
@@ -140,22 +147,37 @@ def test_columnar_shards_equal_general_shards_with_late_events(n_batches: int, n
     assert dead == want_dead
 
 
-def test_columnar_state_is_tagged_and_older_formats_are_refused() -> None:
+def query_states(state: bytes) -> dict:
+    """name -> (run fingerprint, tagged runner snapshot) of a shard's state."""
+    return pickle.loads(zlib.decompress(state[4:]))["queries"]
+
+
+def test_runner_states_are_tagged_and_older_formats_are_refused_or_upgraded() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:100]
     _, state, _ = step(RunSpec.create(q), None, events, 0)
-    assert state[:1] == b"C"
+    assert query_states(state)["query"][1][:1] == b"C"
     _, general, _ = step(RunSpec.create(q, engine="general"), None, events, 0)
-    assert general[:1] == b"G"
+    assert query_states(general)["query"][1][:1] == b"G"
     out_c, _, _ = step(RunSpec.create(q), state, [], 150_000)
     out_g, _, _ = step(RunSpec.create(q, engine="general"), general, [], 150_000)
-    assert out_c == out_g and out_c
+    assert results(out_c) == results(out_g) and results(out_c)
+    queries = QuerySet.of({"query": RunSpec.create(q)})
     for version in (1, 2, 3):  # 2 and 3 keyed shards by their number: their states would land elsewhere
         with pytest.raises(SnapshotError, match="new checkpoint"):
-            upgrade_state(version, state)
-    assert upgrade_state(STATE_VERSION, state) == state
-    with pytest.raises(SnapshotError):
-        step(RunSpec.create(q, mode="cet"), state, [], 150_000)
+            upgrade_state(version, state, queries)
+    assert upgrade_state(STATE_VERSION, state, queries) == state
+    # a state of version 4 held one query's tagged runner: it becomes the state of a stream of that query
+    tagged = query_states(state)["query"][1]
+    v4 = tagged[:1] + state[:4] + zlib.compress(tagged[1:])
+    out_4, _, _ = step(queries, upgrade_state(4, v4, queries), [], 150_000)
+    assert results(out_4) == results(out_c)
+    two = QuerySet.of({"a": RunSpec.create(q), "b": RunSpec.create(q)})
+    with pytest.raises(SnapshotError):  # whose state would it be?
+        upgrade_state(4, v4, two)
+    # the state of a query run in another mode is not misread: that query starts anew
+    out_cet, _, _ = step(RunSpec.create(q, mode="cet"), state, [], 150_000)
+    assert results(out_cet) == []
 
 
 def test_state_records_its_shard_and_the_shard_count() -> None:
@@ -185,27 +207,30 @@ def test_shard_keys_spread_shards_evenly_over_spark_partitions(count: int) -> No
 def test_late_and_bad_records_are_dead_lettered_not_raised() -> None:
     q = QUERIES["negation"]
     out, state, timeout = step(RunSpec.create(q), None, [{"type": "A", "time": 50, "v": 1, "g": 0}], 0)
-    assert out == [] and state is not None and timeout is not None
+    assert results(out) == [] and state is not None and timeout is not None
     records = list(parse_json_records(['{"type": "A", "time": 1, "v": 1, "g": 0}', "{oops", None, "[1]"]))
     out, state, _ = step(RunSpec.create(q), state, records, 40_000)
     reasons = sorted(json.loads(o["payload"])["reason"] for o in out if o["kind"] == "dead")
     assert reasons == ["late", "malformed", "malformed", "malformed"]
-    assert all(o["grp"] == json.loads(o["payload"])["reason"] for o in out)
+    assert all(o["grp"] == json.loads(o["payload"])["reason"] for o in results(out))
 
 
 def test_idle_shard_keeps_no_state_and_irrelevant_types_are_ignored() -> None:
     q = QUERIES["stock"]
     out, state, timeout = step(RunSpec.create(q), None, [{"type": "Other", "time": 5}], 0)
-    assert (out, state, timeout) == ([], None, None)
+    assert (results(out), state, timeout) == ([], None, None)
+    assert [(o["kind"], o["payload"]) for o in out] == [("state", "0")]  # the query holds nothing here
 
 
 def test_state_is_compressed_versioned_bytes() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:200]
-    _, state, timeout = step(RunSpec.create(q), None, events, 0)
-    assert isinstance(state, bytes) and len(zlib.decompress(state[5:])) > len(state)
-    assert state[1:5] == Shard(0, 1).header()
-    assert STATE_VERSION == 4
+    out, state, timeout = step(RunSpec.create(q), None, events, 0)
+    assert isinstance(state, bytes) and len(zlib.decompress(state[4:])) > len(state)
+    assert state[:4] == Shard(0, 1).header()
+    assert STATE_VERSION == 5
+    sizes = [int(o["payload"]) for o in out if o["kind"] == "state"]
+    assert len(sizes) == 1 and 0 < sizes[0] < len(zlib.decompress(state[4:]))  # the query's part of the state
     # The timeout is the end of the first window that holds an event, in ms.
     assert timeout == 20_000
 
@@ -251,9 +276,9 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
             if not reuse:
                 shard_mod._LIVE.clear()
             out, state, _ = step(cfg, state, batch, watermark)
-            outs.append(out)
+            outs.append(results(out))
             watermark = max(e["time"] for e in batch) * 1000 - 5_000
-        outs.append(step(cfg, state, [], 10**9)[0])
+        outs.append(results(step(cfg, state, [], 10**9)[0]))
         return outs
 
     want = run(reuse=False)

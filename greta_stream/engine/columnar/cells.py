@@ -22,17 +22,18 @@ MAX_DIGITS = 40
 
 
 
-def aggregate_cells(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[list, dict, list]:
+def aggregate_cells(plan: ColumnarPlan, fields: tuple[Any, ...], cols: dict[str, Any],
+                    st: np.ndarray) -> tuple[list, dict, list]:
     """Exact cells with their own multipliers per event, in 32-bit digits
     (n, digits): COUNT(X) (multiplier 1) and, per SUM/AVG value, |value| *
     2**scale for the positive and for the negative values
     (`sums[field] = (scale, digits, signs, kind)`); MIN/MAX with their values."""
-    cq, m = plan.cq, len(st)
+    m = len(st)
     state_of = {s.alias: i for i, s in enumerate(plan.states)}
     cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
     sums: dict[int, tuple[int, int, tuple[str, ...], str]] = {}
     mms: list[tuple[str, np.ndarray, int, str]] = []
-    for i, f in enumerate(cq.fields):
+    for i, f in enumerate(fields):
         mine = st == state_of[f.alias]  # the field's alias: other events add nothing
         if f.kind == "count":
             cells.append(((i, "n"), mine.astype(np.uint64)[:, None]))

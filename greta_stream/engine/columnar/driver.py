@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -38,12 +39,41 @@ MAX_TREE_BYTES = 1 << 30  # per thread; a block's tree that would pass it is run
 
 
 
+@dataclass
+class KernelOutput:
+    """The kernel's exact partial rows: per piece, the window, the group id,
+    the cells (`cell_spec`: (field, "n"|"+"|"-") of cells 1..; cell 0 is
+    COUNT(*)) and MIN/MAX values (`mm_spec`); `sums` says how each SUM field's
+    cells scale; `group_values[g]` are group g's GROUP-BY values."""
+
+    ks: np.ndarray
+    gids: np.ndarray
+    cells: np.ndarray
+    mm: np.ndarray
+    cell_spec: list[Any]
+    sums: dict[int, Any]
+    mm_spec: list[Any]
+    group_values: list[tuple[Any, ...]]
+    time_kind: str
+
+
 def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
             k_to: int | None = None, *, threads: int | None = None) -> list[dict[str, Any]]:
     """Result rows of the windows k_from <= k < k_to (all when None) over the
     prepared events; a window's row needs only the events in it. The kernel
     runs in `threads` threads (default: one per core)."""
+    return result_rows(plan.cq, compute_cells(plan, prep, events, k_from, k_to, threads=threads))
+
+
+def compute_cells(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
+                  k_to: int | None = None, *, threads: int | None = None, fields: tuple[Any, ...] | None = None,
+                  group_by: tuple[str, ...] | None = None) -> KernelOutput:
+    """The kernel's exact partial rows (see `compute`) of the aggregate
+    `fields` (default: the query's) per group of `group_by` (default: the
+    query's GROUP-BY; a shared pass asks for the union of its queries')."""
     cq = plan.cq
+    fields = cq.fields if fields is None else fields
+    group_by = cq.group_by if group_by is None else group_by
     kmin, kmax = prep.kmin, prep.kmax
     kneg = negated_starts(plan, prep)
     if k_from is not None:
@@ -53,11 +83,11 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     inside = (kmin <= kmax) & (prep.state != plan.neg_state)
     t, kmin, kmax, st, kneg = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside], kneg[inside]
     cols = {a: subset(c, inside) for a, c in prep.cols.items()}
-    pid, group_of_part, group_values = partitions(cq, plan.part_attrs, cols, len(t))
-    if group_values and cq.group_by:  # as the records spell them (an int next to floats stays an int)
+    pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t))
+    if group_values and group_by:  # as the records spell them (an int next to floats stays an int)
         firsts = prep.good[inside][[g[1] for g in group_values]]
-        raw = {a: events.raw(a, firsts) for a in cq.group_by}
-        group_values = [tuple(plain(raw[a][j]) for a in cq.group_by) for j in range(len(firsts))]
+        raw = {a: events.raw(a, firsts) for a in group_by}
+        group_values = [tuple(plain(raw[a][j]) for a in group_by) for j in range(len(firsts))]
     else:
         group_values = [g[0] for g in group_values]
 
@@ -74,7 +104,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     gr, gq, point = ranks(plan, cols, st)
 
     # ---------------------------------------------- aggregate cells
-    cells, sums, mms = aggregate_cells(plan, cols, st)
+    cells, sums, mms = aggregate_cells(plan, fields, cols, st)
     width = max((c[1].shape[1] for c in cells), default=1)
     mult = np.zeros((m, len(cells), width), np.uint64)
     for j, (_, digits) in enumerate(cells):
@@ -85,7 +115,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
 
     parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
                                               mmval, mmax, ncell, group_of_part, threads)
-    return result_rows(plan, parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
+    return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
 
 def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part,  # noqa: ANN001, ANN202

@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import OTHER
 from greta_stream.engine.columnar.plan import ColumnarPlan
 from greta_stream.engine.columnar.prepare import Prepared
@@ -56,16 +55,16 @@ def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
     return code
 
 
-def partitions(cq: CompiledQuery, part_attrs: tuple[str, ...], cols: dict[str, Any],
-                m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+def partitions(group_by: tuple[str, ...], part_attrs: tuple[str, ...], cols: dict[str, Any],
+               m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
     """Partition id per event, group id per partition, (group values, first event) per group id."""
     pid = _codes(cols, part_attrs, m)
-    gid = _codes(cols, cq.group_by, m)
+    gid = _codes(cols, group_by, m)
     gfirst = np.unique(gid, return_index=True)[1] if m else np.zeros(0, np.int64)
     n_parts = int(pid.max()) + 1 if m else 0
     group_of_part = np.zeros(n_parts, np.int64)
     group_of_part[pid] = gid
-    group_values = [(tuple(plain(cols[a].values[i]) for a in cq.group_by), i) for i in gfirst.tolist()]
+    group_values = [(tuple(plain(cols[a].values[i]) for a in group_by), i) for i in gfirst.tolist()]
     return pid, group_of_part, group_values
 
 

@@ -12,17 +12,23 @@ from typing import Any
 
 import numpy as np
 
+from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import INT
 from greta_stream.engine.engine import group_order
 from greta_stream.engine.rows import ExactSum, RowFinisher
 from greta_stream.engine.timebase import Timebase
 
 
-def result_rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_values, time_kind):  # noqa: ANN001, ANN202
-    """Sum partial rows per (group, window) and build the result rows."""
+def result_rows(cq: CompiledQuery, out: Any, field_of: list[int] | None = None) -> list[dict[str, Any]]:
+    """Sum the kernel's partial rows (`driver.KernelOutput`) per (group,
+    window) and build the result rows of `cq`. `field_of[f]` is the kernel's
+    field for the query's field f (a shared pass computes the union of its
+    queries' fields); by default the same."""
     from greta_stream.engine.columnar import kernel
 
-    cq = plan.cq
+    ks, gids, cells, mm, group_values = out.ks, out.gids, out.cells, out.mm, out.group_values
+    cell_spec, sums, mm_spec, time_kind = out.cell_spec, out.sums, out.mm_spec, out.time_kind
+    field_of = field_of if field_of is not None else list(range(len(cq.fields)))
     if len(ks) == 0:
         return []
     order = np.lexsort((ks, gids))
@@ -50,15 +56,16 @@ def result_rows(plan, ks, gids, cells, mm, cell_spec, sums, mm_spec, group_value
             return int.from_bytes(as_bytes[r, c].tobytes(), "little")
 
         def count_of(field: int, big: Any = big) -> int:
-            return big(slot_cell[(field, "n")])
+            return big(slot_cell[(field_of[field], "n")])
 
         def sum_of(field: int, big: Any = big) -> ExactSum:
-            scale, _, signs, vkind = sums[field]
-            total = sum(-big(slot_cell[(field, sg)]) if sg == "-" else big(slot_cell[(field, sg)]) for sg in signs)
+            u = field_of[field]
+            scale, _, signs, vkind = sums[u]
+            total = sum(-big(slot_cell[(u, sg)]) if sg == "-" else big(slot_cell[(u, sg)]) for sg in signs)
             return ExactSum(total, 0 if vkind == INT else scale, vkind != INT)
 
         def extreme_of(field: int, r: int = r) -> Any:
-            j, kind, vkind = slot_mm[field]
+            j, kind, vkind = slot_mm[field_of[field]]
             x = float(mins[r, j] if kind == "min" else maxs[r, j])
             return int(x) if vkind == INT else x
 

@@ -28,10 +28,17 @@ dead-lettered as "late". When some input is not for the columnar engine
 hands over to a general `Engine` for good: it replays the kept events into
 it, lets it pass the windows already reported (their rows are dropped: they
 were emitted before) and delegates from then on.
+
+One stream may serve a family of queries (`passes.PassSpec`): the kept
+events are prepared once per micro-batch and each pass (a window spec) runs
+the kernel for its windows as they close, its rows rolled up per member
+query (`advance_members`); a hand-over then gives every member query a
+general engine of its own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import pickle
 from collections.abc import Iterable
@@ -48,52 +55,84 @@ from greta_stream.engine.columnar import (
     Prepared,
     Unsupported,
     columnar_plan,
-    compute,
     prepare,
     warm_up,
 )
 from greta_stream.engine.columnar.columns import frame_values
-from greta_stream.engine.engine import Engine, fingerprint, load_snapshot
+from greta_stream.engine.columnar.driver import compute_cells
+from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
+from greta_stream.engine.columnar.prepare import window_in
+from greta_stream.engine.columnar.rows import result_rows
+from greta_stream.engine.engine import Engine, fingerprint
 from greta_stream.engine.ingest import DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time
+from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time, window_bounds
+from greta_stream.errors import SnapshotError
 
-SNAPSHOT_FORMAT = 1
+SNAPSHOT_FORMAT = 1  # one query; 2: a family of queries (passes)
 
 
 class ColumnarStream:
-    """Aggregates of one columnar query over a stream of micro-batches."""
+    """Aggregates of one columnar query, or of a family of them, over a stream of micro-batches."""
 
     def __init__(
         self,
-        plan: ColumnarPlan | CompiledQuery,
+        plan: ColumnarPlan | CompiledQuery | list[PassSpec],
         *,
         fields: FieldNames = FieldNames(),
         dead_letter: DeadLetterSink | None = None,
         threads: int | None = None,
     ) -> None:
-        self.plan = plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan)
+        if isinstance(plan, list):
+            self.passes = plan
+        else:
+            self.passes = [single_pass(plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan))]
+        self.plan = self.passes[0].plan  # prepares the events: validation is the family's
         self.threads = threads  # of the kernel (None: one per core); not part of the state
         self.cq = self.plan.cq
         self.fields = fields
         self._metrics = Metrics()
+        self.rows_emitted: dict[str, int] = {}  # per member query
         # The front's watermark: windows ending by it are reported. Its buffer
         # stays empty: the kept events are columns (`_kept`, `_prep`).
         self.front = Front(self.cq, fields, self._metrics, dead_letter)
+        # A member query's own dead-letter sink, for the general engine it gets on a hand-over.
+        self.member_sinks: dict[str, DeadLetterSink | None] = {}
         # valid events with a window not reported yet: one object array of raw values per field
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
         self._kept: list[dict[str, np.ndarray]] = []  # in chunks, joined when read (`kept`)
         self._prep: list[Prepared] | None = []  # the kept events prepared, in the same chunks (None: type again)
-        self.next_k: int | None = None  # first window not reported (None: none reported yet)
-        self.general: Engine | None = None  # the general engine, once it took over
+        self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
+        self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
 
     @property
+    def members(self) -> list[Member]:
+        return [m for p in self.passes for m in p.members]
+
+    @property
+    def single(self) -> bool:
+        return len(self.passes) == 1 and len(self.passes[0].members) == 1
+
+    @property
+    def next_k(self) -> int | None:
+        """First window not reported (one query)."""
+        return self.next_ks[0]
+
+    @property
+    def general(self) -> Engine | None:
+        """The general engine that took over (one query), else None."""
+        return next(iter(self.generals.values())) if self.generals and self.single else None
+
+    def _tb(self, i: int) -> Timebase:
+        """Windows of pass i in the unit of this stream's times (seconds until timestamps came)."""
+        w = self.passes[i].plan.cq.window
+        return _timebase(self.front.time_kind or NUMERIC, w.within, w.slide)
+
+    @property
     def tb(self) -> Timebase:
-        """Windows in the unit of this stream's times (seconds until timestamps came)."""
-        w = self.cq.window
-        return _timebase(self.validator.time_kind or NUMERIC, w.within, w.slide)
+        return self._tb(0)
 
     @property
     def kept(self) -> dict[str, np.ndarray]:
@@ -113,11 +152,20 @@ class ColumnarStream:
 
     @property
     def time_kind(self) -> str | None:
-        return self.validator.time_kind
+        if self.generals:
+            return next(iter(self.generals.values())).validator.time_kind
+        return self.front.time_kind
 
     @property
     def metrics(self) -> Metrics:
         return self.general.metrics if self.general is not None else self._metrics
+
+    def member_metrics(self, name: str) -> dict[str, int]:
+        if name in self.generals:
+            return dict(self.generals[name].metrics)
+        out = dict(self._metrics)
+        out["rows_emitted"] = self.rows_emitted.get(name, 0)
+        return out
 
     @property
     def watermark(self) -> Any:
@@ -130,14 +178,14 @@ class ColumnarStream:
     @dead_letter.setter
     def dead_letter(self, sink: DeadLetterSink | None) -> None:
         self.front.dead_letter = sink
-        if self.general is not None:
-            self.general.dead_letter = sink
+        for name, engine in self.generals.items():
+            engine.dead_letter = self.member_sinks.get(name, sink)
 
     # -------------------------------------------------------------- input
     def expect(self, watermark: Any) -> None:
         """Events before `watermark` are late from now on (see `Engine.expect`)."""
-        if self.general is not None:
-            self.general.expect(watermark)
+        for engine in self.generals.values():
+            engine.expect(watermark)
         self.front.expect(watermark)
 
     def add_many(self, records: Iterable[Any] | pd.DataFrame, watermark_of: WatermarkOf | None = None) -> None:
@@ -152,7 +200,7 @@ class ColumnarStream:
         """
         frame = records if isinstance(records, pd.DataFrame) else None
         records = [] if frame is not None else records if isinstance(records, list) else list(records)
-        if self.general is None:
+        if not self.generals:
             inp = Input(frame if frame is not None else records)
             front = self.front
             kind_before = front.time_kind
@@ -166,7 +214,7 @@ class ColumnarStream:
                 if watermark_of is not None and kind_before is None and front.time_kind is not None:
                     self.expect(watermark_of(front.time_kind))  # the watermark in the stream's unit
                 for name, value in prep.metrics.items():
-                    self.metrics.inc(name, value)
+                    self._metrics.inc(name, value)
                 for dl in prep.dead:
                     front.reject(dl, counted=True)  # `prepare` counted them
                 if len(prep.good):
@@ -179,33 +227,54 @@ class ColumnarStream:
                     else:
                         self._kept.append({f: inp.raw(f, prep.good) for f in self.names})
                 return
-        self.general.add_many(frame if frame is not None else records, watermark_of)
+        for engine in self.generals.values():
+            engine.add_many(frame if frame is not None else records, watermark_of)
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
-        """Rows of every window that ends by `watermark` and was not reported."""
-        if self.general is not None:
-            return self.general.advance(watermark)
+        """Rows of every window that ends by `watermark` and was not reported (one query)."""
+        return [row for _, row in self.advance_members(watermark)]
+
+    def advance_members(self, watermark: Any) -> list[tuple[str, dict[str, Any]]]:
+        """(member query, row) of every window that ends by `watermark` and was not reported."""
+        if self.generals:
+            return [(name, row) for name, engine in self.generals.items() for row in engine.advance(watermark)]
         if watermark <= self.watermark:
             return []
-        target = None if watermark == math.inf else self.tb.first_window(watermark)
-        if not self.n_kept or (target is not None and target == self.next_k):  # no window closes
-            self.front.watermark, self.next_k = watermark, target
+        targets = [None if watermark == math.inf else self._tb(i).first_window(watermark)
+                   for i in range(len(self.passes))]
+        if not self.n_kept or all(t is not None and t == k for t, k in zip(targets, self.next_ks)):
+            self.front.watermark, self.next_ks = watermark, targets  # no window closes
             return []
         inp = Input.of_columns(self.kept, self.n_kept)
         try:
             prep = _joined(self._prep) if self._prep else prepare(self.plan, inp, self.fields)
-            rows = compute(self.plan, prep, inp, self.next_k, target, threads=self.threads)
+            rows, stay = self._passes(prep, inp, targets)
         except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
             self._hand_over(str(exc))
-            assert self.general is not None
-            return self.general.advance(watermark)
-        self.front.watermark, self.next_k = watermark, target
-        stay = np.zeros(len(prep.good), bool) if target is None else prep.kmax >= target
+            return self.advance_members(watermark)
+        self.front.watermark, self.next_ks = watermark, targets
         self._kept = [{f: col[prep.good[stay]] for f, col in self.kept.items()}]
         self._prep = [_subset(prep, stay)]
-        self.metrics.inc("rows_emitted", len(rows))
+        for name, _ in rows:
+            self.rows_emitted[name] = self.rows_emitted.get(name, 0) + 1
+        self._metrics.inc("rows_emitted", len(rows))
         return rows
+
+    def _passes(self, prep: Prepared, inp: Input, targets: list[int | None]) -> tuple[list[Any], np.ndarray]:
+        """Every pass's rows of the windows that close, and which kept events some window still needs."""
+        rows: list[tuple[str, dict[str, Any]]] = []
+        stay = np.zeros(len(prep.good), bool)
+        for p, k_from, target in zip(self.passes, self.next_ks, targets):
+            prep_p = prep if p.plan is self.plan else _rewindowed(prep, p.plan)
+            if target is None or target != k_from:
+                out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads, fields=p.fields,
+                                    group_by=p.group_by)
+                for m in p.members:
+                    rows += [(m.name, r) for r in result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of)]
+            if target is not None:
+                stay |= prep_p.kmax >= target
+        return rows, stay
 
     def finish(self) -> list[dict[str, Any]]:
         """End of input: report every window."""
@@ -214,59 +283,115 @@ class ColumnarStream:
     @property
     def idle(self) -> bool:
         """Nothing kept: safe to drop entirely."""
-        return self.general.idle if self.general is not None else not self.n_kept
+        if self.generals:
+            return all(engine.idle for engine in self.generals.values())
+        return not self.n_kept
 
     def next_window_end(self) -> Any:
         """End of the first window not yet reported (after the watermark), or None."""
-        if self.general is not None:
-            return self.general.next_window_end()
+        ends = self.next_window_ends()
+        return min(ends.values()) if ends else None
+
+    def next_window_ends(self) -> dict[str, Any]:
+        """Per member query, the end of its first window not yet reported (after the watermark)."""
+        if self.generals:
+            ends = {name: engine.next_window_end() for name, engine in self.generals.items()}
+            return {name: end for name, end in ends.items() if end is not None}
         if not self.n_kept or self.watermark == math.inf:
-            return None
+            return {}
         t = self.watermark
         if t == -math.inf:
             t = min(parse_time(v)[1] for v in self.kept[self.fields.time].tolist())
-        return self.tb.end(self.tb.first_window(t))
+        out = {}
+        for i, p in enumerate(self.passes):
+            tb = self._tb(i)
+            for m in p.members:
+                out[m.name] = tb.end(tb.first_window(t))
+        return out
 
     def _hand_over(self, why: str) -> None:
-        """Continue on the general engine, from the kept events."""
-        engine = Engine(self.cq, fields=self.fields, dead_letter=self.dead_letter)
-        engine.add_many(Input.of_columns(self.kept, self.n_kept).materialized())
-        if self.watermark != -math.inf:
-            engine.advance(self.watermark)  # these windows were reported already: drop their rows
-        engine.expect(self.front.late_before)
-        engine.metrics.clear()
-        engine.metrics.update(self._metrics)
-        engine.metrics.inc("columnar_hand_overs")
-        self.general, self._kept, self._prep = engine, [], []
+        """Continue on a general engine per member query, from the kept events."""
+        records = Input.of_columns(self.kept, self.n_kept).materialized()
+        for m in self.members:
+            engine = Engine(m.cq, fields=self.fields, dead_letter=self.member_sinks.get(m.name, self.dead_letter))
+            engine.add_many(records)
+            if self.watermark != -math.inf:
+                engine.advance(self.watermark)  # these windows were reported already: drop their rows
+            engine.expect(self.front.late_before)
+            engine.metrics.clear()
+            engine.metrics.update(self.member_metrics(m.name))
+            engine.metrics.inc("columnar_hand_overs")
+            self.generals[m.name] = engine
+        self._kept, self._prep = [], []
         self.handed_over_because = why
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
-        """State as bytes (format-versioned, tied to the query text)."""
-        state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": fingerprint(self.cq)}
-        if self.general is not None:
-            state["general"] = self.general.snapshot()
+        """State as bytes (format-versioned; one query's tied to its text)."""
+        if self.single:
+            state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": fingerprint(self.cq)}
+            if self.general is not None:
+                state["general"] = self.general.snapshot()
+            else:
+                state.update(kept=self.kept, watermark=self.front.watermark, late_before=self.front.late_before,
+                             next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        state = {"format": 2, "members": [m.name for m in self.members]}
+        if self.generals:
+            state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
         else:
             state.update(kept=self.kept, watermark=self.front.watermark, late_before=self.front.late_before,
-                         next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
+                         next_ks={p.window: k for p, k in zip(self.passes, self.next_ks)},
+                         time_kind=self.front.time_kind, metrics=dict(self._metrics), rows=dict(self.rows_emitted))
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
-    def restore(cls, query: ColumnarPlan | CompiledQuery, data: bytes, **kwargs: Any) -> ColumnarStream:
-        """A stream that continues exactly where `snapshot()` left off."""
+    def restore(cls, query: ColumnarPlan | CompiledQuery | list[PassSpec], data: bytes, **kwargs: Any) -> ColumnarStream:
+        """A stream that continues exactly where `snapshot()` left off. A
+        family's state restores any family of some of its member queries
+        (or one of them alone): events, watermarks and each window spec's
+        position are the family's; a member query's rows are its own."""
         stream = cls(query, **kwargs)
-        state = load_snapshot(data, SNAPSHOT_FORMAT, fingerprint(stream.cq), "columnar stream")
-        if "general" in state:
-            stream.general = Engine.restore(stream.cq, state["general"], fields=stream.fields,
-                                            dead_letter=stream.dead_letter)
+        state = _loaded(data)
+        if state["format"] == SNAPSHOT_FORMAT:
+            if state["query"] != fingerprint(stream.cq) or not stream.single:
+                raise SnapshotError("columnar stream state belongs to a different query")
+            if "general" in state:
+                stream.generals = {stream.passes[0].members[0].name: Engine.restore(
+                    stream.cq, state["general"], fields=stream.fields, dead_letter=stream.dead_letter)}
+                return stream
+            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, rows={})
+        missing = {m.name for m in stream.members} - set(state["members"]) if stream.members[0].name else set()
+        if missing:
+            raise SnapshotError(f"the family's state has no query {sorted(missing)}")
+        if "generals" in state:
+            stream.generals = {m.name: Engine.restore(m.cq, state["generals"][m.name], fields=stream.fields,
+                                                      dead_letter=stream.dead_letter) for m in stream.members}
             return stream
         stream._kept = [{f: _objects(col) for f, col in state["kept"].items()}]  # lists before the arrays
         stream._prep = None if stream.n_kept else []
         stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]
-        stream.next_k = state["next_k"]
+        stream.next_ks = [state["next_ks"][p.window] for p in stream.passes]
         stream.front.validator.time_kind = state["time_kind"]
         stream._metrics.update(state["metrics"])
+        stream.rows_emitted = {m.name: state["rows"].get(m.name, 0) for m in stream.members}
         return stream
+
+
+def _loaded(data: bytes) -> dict[str, Any]:
+    try:
+        state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
+    except Exception as exc:  # noqa: BLE001
+        raise SnapshotError(f"cannot read columnar stream state: {exc}") from exc
+    if not isinstance(state, dict) or state.get("format") not in (SNAPSHOT_FORMAT, 2):
+        raise SnapshotError("unsupported columnar stream state format")
+    return state
+
+
+def _rewindowed(prep: Prepared, plan: ColumnarPlan) -> Prepared:
+    """The prepared events with the first and last windows of `plan`'s window spec."""
+    kmin, kmax = window_bounds(prep.t, *window_in(plan, prep.time_kind), prep.int_time)
+    return dataclasses.replace(prep, kmin=kmin, kmax=kmax)
 
 
 @lru_cache(maxsize=64)

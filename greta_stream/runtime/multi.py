@@ -1,0 +1,229 @@
+"""Many queries over one stream: `QuerySet` and `MultiRunner`.
+
+A stream read once serves every query registered on it. `QuerySet` names
+the queries (name -> `RunSpec`) and derives what the stream needs of them
+all: one set of field names, the stream's watermark delay (the smallest
+lateness; each query's own watermark trails it by the rest of its own) and
+the shard attributes (the GROUP-BY attributes every query groups by, so each
+query's groups, and so its partitions, stay inside one shard).
+
+`MultiRunner` runs a `QuerySet` behind one interface. Records are handed
+over once per micro-batch (parsed once) to the planner's units
+(`greta_stream.runtime.planner`): a unit serves one query (its own runner)
+or several (a shared pass). Rows and dead letters carry their query's name.
+Its state is one blob holding every query's state under the query's name and
+run fingerprint, so a stream restarted with another query set restores the
+queries it still has, starts new ones empty (at the stream's position),
+keeps the saved state of paused queries as it is and drops the rest.
+
+Call order (as `greta_stream.runtime.runner.Runner`, with watermarks given
+per query by `watermark_of(spec, time_kind)`):
+
+    multi = MultiRunner(queries)                  # or MultiRunner.restore(queries, blob)
+    multi.expect(watermark_of)
+    multi.add_many(records, watermark_of)         # once per micro-batch
+    rows = multi.advance(watermark_of)            # [(query name, row), ...]
+    blob = multi.snapshot()                       # when not multi.idle
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import pickle
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from greta_stream.engine import DeadLetter, FieldNames
+from greta_stream.errors import ConfigError, SnapshotError
+from greta_stream.runtime.spec import RunSpec
+
+SNAPSHOT_FORMAT = 1
+
+WatermarkOf = Callable[[RunSpec, str | None], Any]  # a query's watermark in its stream's time unit
+QueryDeadLetter = Callable[[str, DeadLetter], None]
+
+
+@dataclass(frozen=True, eq=False)
+class QuerySet:
+    """The queries of one stream, by name, in registration order; `paused`
+    names queries that do not run now but whose saved state the stream keeps
+    (a stopped query that may start again)."""
+
+    specs: tuple[tuple[str, RunSpec], ...]
+    paused: frozenset[str] = frozenset()
+    sharing: bool = True  # False: every query on a runner of its own (no shared families)
+
+    @classmethod
+    def of(cls, specs: Mapping[str, RunSpec] | Iterable[tuple[str, RunSpec]],
+           paused: Iterable[str] = (), sharing: bool = True) -> QuerySet:
+        items = tuple(specs.items()) if isinstance(specs, Mapping) else tuple(specs)
+        names = [n for n, _ in items]
+        if not items:
+            raise ConfigError("a stream needs at least one query")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"query names must be unique in a stream: {names}")
+        fields = {s.fields for _, s in items}
+        if len(fields) > 1:
+            raise ConfigError("the queries of one stream must read the same type, time and id fields")
+        return cls(items, frozenset(paused) - set(names), sharing)
+
+    def __iter__(self) -> Any:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.specs)
+
+    def __getitem__(self, name: str) -> RunSpec:
+        return dict(self.specs)[name]
+
+    @property
+    def fields(self) -> FieldNames:
+        return self.specs[0][1].fields
+
+    @property
+    def lateness_s(self) -> float:
+        """The stream's watermark delay: the smallest lateness of its queries."""
+        return min(s.lateness_s for _, s in self.specs)
+
+    def extra_lateness_s(self, spec: RunSpec) -> float:
+        """How far a query's own watermark trails the stream's."""
+        return spec.lateness_s - self.lateness_s
+
+    @cached_property
+    def shard_attrs(self) -> tuple[str, ...]:
+        """The GROUP-BY attributes every query groups by (in the first query's
+        order): a shard keyed by them holds whole groups of every query, and
+        so whole partitions (a partition lies inside one group)."""
+        first = self.specs[0][1].query.group_by
+        common = set(first).intersection(*(s.query.group_by for _, s in self.specs))
+        return tuple(a for a in first if a in common)
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        return (tuple((n, s.key) for n, s in self.specs), tuple(sorted(self.paused)), self.sharing)
+
+    def plan(self) -> Any:
+        """The sharing plan of these queries (`greta_stream.runtime.planner.SharePlan`)."""
+        from greta_stream.runtime.planner import plan_units
+
+        return plan_units(self)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, QuerySet) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+def run_fingerprint(spec: RunSpec) -> str:
+    """What a query's saved state is tied to: its text and the options that change results."""
+    text = repr((spec.query.text, spec.mode, spec.fields, spec.cet))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class MultiRunner:
+    """Every query of a `QuerySet` over one stream of records; see the module docstring."""
+
+    def __init__(self, queries: QuerySet, *, dead_letter: QueryDeadLetter | None = None,
+                 plan: Any = None) -> None:
+        from greta_stream.runtime.planner import plan_units
+
+        self.queries = queries
+        self._dead_letter = dead_letter
+        self.plan = plan if plan is not None else plan_units(queries)
+        self.units = [unit.build(self._sink_of) for unit in self.plan.units]
+        self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
+
+    def _sink_of(self, name: str) -> Callable[[DeadLetter], None]:
+        def sink(dl: DeadLetter) -> None:
+            if self._dead_letter is not None:
+                self._dead_letter(name, dl)
+        return sink
+
+    @property
+    def dead_letter(self) -> QueryDeadLetter | None:
+        return self._dead_letter
+
+    @dead_letter.setter
+    def dead_letter(self, sink: QueryDeadLetter | None) -> None:
+        self._dead_letter = sink  # the units' sinks read it on every dead letter
+
+    # ------------------------------------------------------------ the run
+    def expect(self, watermark_of: WatermarkOf) -> None:
+        for unit in self.units:
+            unit.expect(watermark_of)
+
+    def add_many(self, records: Any, watermark_of: WatermarkOf | None = None) -> None:
+        """Hand one micro-batch (dicts or a DataFrame) to every unit."""
+        if not isinstance(records, list) and not hasattr(records, "columns"):
+            records = list(records)
+        for unit in self.units:
+            unit.add_many(records, watermark_of)
+
+    def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        for unit in self.units:
+            out += unit.advance(watermark_of)
+        return out
+
+    def finish(self) -> list[tuple[str, dict[str, Any]]]:
+        return self.advance(lambda spec, kind: math.inf)
+
+    @property
+    def idle(self) -> bool:
+        return not self.carried and all(unit.idle for unit in self.units)
+
+    def next_window_ends(self) -> dict[str, Any]:
+        """Per query, the end of its first window not reported yet (queries with none are left out)."""
+        out: dict[str, Any] = {}
+        for unit in self.units:
+            out.update(unit.next_window_ends())
+        return out
+
+    def time_kinds(self) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        for unit in self.units:
+            out.update(unit.time_kinds())
+        return out
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for unit in self.units:
+            out.update(unit.metrics())
+        return out
+
+    # ----------------------------------------------------------- snapshot
+    def snapshot(self) -> bytes:
+        """Every query's state, under its name and run fingerprint; `state_sizes`
+        then says how many bytes each query's part took (0: no state)."""
+        states: dict[str, tuple[str, bytes]] = dict(self.carried)
+        for unit in self.units:
+            states.update(unit.snapshot())
+        names = (*self.queries.names, *sorted(self.queries.paused))
+        self.state_sizes = {name: len(states[name][1]) if name in states else 0 for name in names}
+        return pickle.dumps({"format": SNAPSHOT_FORMAT, "queries": states}, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def restore(cls, queries: QuerySet, blob: bytes, *, dead_letter: QueryDeadLetter | None = None,
+                plan: Any = None) -> MultiRunner:
+        """The runner of `queries`, each query continuing from its saved state
+        when the blob has one for its name and fingerprint (else new)."""
+        try:
+            state = pickle.loads(blob)  # noqa: S301 - our own state store's bytes
+        except Exception as exc:  # noqa: BLE001
+            raise SnapshotError(f"cannot read the stream's state: {exc}") from exc
+        if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
+            raise SnapshotError("unsupported stream state format: start from a new checkpoint")
+        multi = cls(queries, dead_letter=dead_letter, plan=plan)
+        saved: dict[str, tuple[str, bytes]] = state["queries"]
+        for unit in multi.units:
+            unit.restore(saved)
+        multi.carried = {name: saved[name] for name in queries.paused if name in saved}
+        return multi

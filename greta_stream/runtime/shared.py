@@ -1,0 +1,327 @@
+"""Shared evaluation of columnar queries: families, the planner's cost model, and their unit.
+
+**Families.** Queries whose patterns, predicates, partitioning, validation
+and lateness are the same (`family_key`: alias names do not matter, window
+specs, GROUP-BY and aggregates may differ) see the same events build the
+same event graph. A family is evaluated by one `ColumnarStream` with one
+kernel pass per window spec (`greta_stream.engine.columnar.passes`): the
+events are validated, typed and kept once; a pass computes the union of its
+queries' aggregates per group of the union of their GROUP-BY attributes,
+and each query rolls that up into its own rows, on exact values.
+
+**Cost model.** Per event, a query alone costs a preparation (validation,
+typing, windows: `PREPARE` units) and a kernel pass of `W` windows times its
+cells (`1 + cells` limbs per lane, `cell_units`); a family costs one
+preparation and one pass per window spec over the union of cells. That
+always favours sharing, but streaming adds a cost the batch does not have:
+a family keeps every event until its longest window is reported, and each
+pass re-reads the kept events whenever one of its windows closes, so a
+10-second window next to a 1-day window would re-read a day of events every
+10 seconds. So a family only spans window lengths within `MAX_WITHIN_RATIO`
+of each other; queries further apart form families of their own (or run
+alone). `FamilyPlan.explain()` shows the estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from greta_stream.compiler.expressions import format_expr
+from greta_stream.engine import DeadLetter
+from greta_stream.engine.columnar import ColumnarPlan, columnar_plan
+from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
+from greta_stream.engine.columnar.stream import ColumnarStream
+from greta_stream.query import ast
+from greta_stream.runtime.multi import QuerySet, WatermarkOf, run_fingerprint
+from greta_stream.runtime.spec import RunSpec
+
+PREPARE = 2.0  # units per event of validating, typing and windowing it (a 1-window COUNT(*) pass is 1)
+MAX_WITHIN_RATIO = 4  # a family spans window lengths within this factor (streaming re-reads kept events)
+FAMILY_TAG = b"F"  # a family's state in a stream's state, under each of its queries' names
+
+
+def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
+    """What queries must share to be evaluated together (None: not a columnar aggregate query)."""
+    plan = spec.columnar
+    if spec.mode != "aggregate" or plan is None:
+        return None
+    cq = plan.cq
+    index = {s.alias: i for i, s in enumerate(plan.states)}
+    if plan.neg is not None:
+        index[plan.neg.alias] = len(plan.states)
+    single = plan.states[0].alias if len(plan.states) == 1 else None
+
+    def canon(e: ast.Expr) -> str:
+        return format_expr(_renamed(e, index, single))
+
+    edge = None if plan.edge is None else (plan.edge[0], canon(plan.edge[1]), canon(plan.edge[2]))
+    return (
+        tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
+        edge, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
+        frozenset(plan.part_attrs), _frozen(cq.needed_by_type), _frozen(cq.numeric_by_type),
+        spec.fields, spec.lateness_s, spec.time_kind,
+    )
+
+
+def _renamed(e: ast.Expr, index: dict[str, int], single: str | None) -> ast.Expr:
+    """`e` with every alias replaced by its state's number (a query's alias names are its own)."""
+    if isinstance(e, ast.AttrRef):
+        alias = e.alias if e.alias is not None else single
+        return dataclasses.replace(e, alias=f"s{index[alias]}" if alias in index else alias)
+    if isinstance(e, ast.Unary):
+        return dataclasses.replace(e, operand=_renamed(e.operand, index, single))
+    if isinstance(e, ast.Binary):
+        return dataclasses.replace(e, left=_renamed(e.left, index, single), right=_renamed(e.right, index, single))
+    return e
+
+
+def _frozen(by_type: dict[str, set[str]]) -> tuple[Any, ...]:
+    return tuple(sorted((t, tuple(sorted(v))) for t, v in by_type.items()))
+
+
+def cell_units(fields: Any) -> float:
+    """Limbs per lane of a pass's cells: the trend count, one per COUNT(X), two per SUM, half a MIN/MAX."""
+    return 1 + sum({"count": 1.0, "sum": 2.0}.get(f.kind, 0.5) for f in fields)
+
+
+def _windows(plan: ColumnarPlan) -> int:
+    return math.ceil(plan.within / plan.slide)
+
+
+@dataclass(frozen=True)
+class FamilyPlan:
+    """Queries evaluated together: their passes and the cost estimate that chose them."""
+
+    members: tuple[tuple[str, RunSpec], ...]
+    passes: tuple[PassSpec, ...]
+    shared_cost: float
+    separate_cost: float
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.members)
+
+    def build(self, sink_of: Callable[[str], Callable[[DeadLetter], None]]) -> FamilyUnit:
+        return FamilyUnit(self, sink_of)
+
+    def explain(self) -> str:
+        lines = [f"shared family of {len(self.members)} queries ({', '.join(self.names)}): one preparation, "
+                 f"{len(self.passes)} kernel pass(es); estimated cost per event {self.shared_cost:.1f} vs "
+                 f"{self.separate_cost:.1f} alone"]
+        for p in self.passes:
+            lines.append(f"  pass WITHIN {p.plan.within} s SLIDE {p.plan.slide} s: "
+                         f"{', '.join(m.name for m in p.members)}; {len(p.fields)} aggregate field(s), "
+                         f"GROUP-BY {list(p.group_by) or 'none'}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "shared", "queries": list(self.names), "shared_cost": self.shared_cost,
+                "separate_cost": self.separate_cost,
+                "passes": [{"within_s": p.plan.within, "slide_s": p.plan.slide,
+                            "queries": [m.name for m in p.members], "fields": len(p.fields),
+                            "group_by": list(p.group_by)} for p in self.passes]}
+
+
+def share_families(queries: QuerySet) -> tuple[list[FamilyPlan], list[tuple[str, RunSpec, str]]]:
+    """(shared families, solo queries with the reason they run alone)."""
+    groups: dict[Any, list[tuple[str, RunSpec]]] = {}
+    solos: list[tuple[str, RunSpec, str]] = []
+    for name, spec in queries:
+        key = family_key(spec)
+        if key is None:
+            solos.append((name, spec, "" if spec.mode == "cet" else f"not columnar: {spec.columnar_refusal}"))
+        else:
+            groups.setdefault(key, []).append((name, spec))
+    families = []
+    for members in groups.values():
+        for chunk in _by_window_length(members):
+            if len(chunk) == 1:
+                solos.append((chunk[0][0], chunk[0][1], "no other query shares its pattern, predicates and "
+                                                        "partitioning within a window length ratio of "
+                                                        f"{MAX_WITHIN_RATIO}"))
+                continue
+            family = plan_family(chunk)
+            if family.shared_cost < family.separate_cost:
+                families.append(family)
+            else:
+                solos += [(n, s, "sharing would cost more than it saves") for n, s in chunk]
+    return families, solos
+
+
+def _by_window_length(members: list[tuple[str, RunSpec]]) -> list[list[tuple[str, RunSpec]]]:
+    """Members cut into runs of window lengths within MAX_WITHIN_RATIO (shortest first)."""
+    ordered = sorted(members, key=lambda m: m[1].columnar.within)  # type: ignore[union-attr]
+    chunks: list[list[tuple[str, RunSpec]]] = []
+    for m in ordered:
+        if chunks and m[1].columnar.within <= MAX_WITHIN_RATIO * chunks[-1][0][1].columnar.within:  # type: ignore[union-attr]
+            chunks[-1].append(m)
+        else:
+            chunks.append([m])
+    order = {n: i for i, (n, _) in enumerate(members)}
+    return [sorted(c, key=lambda m: order[m[0]]) for c in chunks]
+
+
+def plan_family(members: list[tuple[str, RunSpec]]) -> FamilyPlan:
+    """The passes of a family (one per window spec) and its cost estimate."""
+    by_window: dict[tuple[int, int], list[tuple[str, ColumnarPlan]]] = {}
+    for name, spec in members:
+        plan = spec.columnar
+        assert plan is not None
+        by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
+    passes = tuple(shared_pass(plans) for plans in by_window.values())
+    separate = sum(PREPARE + _windows(s.columnar) * cell_units(s.query.fields) for _, s in members)  # type: ignore[arg-type]
+    shared = PREPARE + sum(_windows(p.plan) * cell_units(p.fields) for p in passes)
+    return FamilyPlan(tuple(members), passes, shared, separate)
+
+
+class FamilyUnit:
+    """A family inside a `MultiRunner`: its queries on one `ColumnarStream`.
+
+    After a restart with another query set, its queries may come back from
+    different states: those saved together continue together, a query saved
+    alone continues alone, and queries with no state start together anew
+    (they must not see the events the others kept). Each group is a *part*.
+    """
+
+    def __init__(self, plan: FamilyPlan, sink_of: Callable[[str], Callable[[DeadLetter], None]]) -> None:
+        self.plan = plan
+        self.specs = dict(plan.members)
+        self.sinks = {name: sink_of(name) for name in plan.names}
+        self.parts: list[tuple[tuple[str, ...], ColumnarStream]] = [(plan.names, self._stream(plan.names))]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return self.plan.names
+
+    def _passes(self, names: tuple[str, ...]) -> list[PassSpec]:
+        if len(names) == 1:
+            return [single_pass(self.specs[names[0]].columnar, names[0])]  # type: ignore[arg-type]
+        return list(plan_family([(n, self.specs[n]) for n in names]).passes)
+
+    def _stream(self, names: tuple[str, ...], blob: bytes | None = None) -> ColumnarStream:
+        passes = self._passes(names)
+        spec = self.specs[names[0]]
+        sinks = [self.sinks[n] for n in names]
+
+        def fan_out(dl: DeadLetter) -> None:  # every query of the family judges every record alike
+            for sink in sinks:
+                sink(dl)
+
+        kw = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads}
+        stream = ColumnarStream(passes, **kw) if blob is None else ColumnarStream.restore(passes, blob, **kw)
+        stream.member_sinks = {n: self.sinks[n] for n in names}
+        stream.dead_letter = fan_out
+        return stream
+
+    def _spec(self, names: tuple[str, ...]) -> RunSpec:
+        return self.specs[names[0]]  # the family's lateness and fields are its queries'
+
+    def expect(self, watermark_of: WatermarkOf) -> None:
+        for names, stream in self.parts:
+            stream.expect(watermark_of(self._spec(names), stream.time_kind))
+
+    def add_many(self, records: Any, watermark_of: WatermarkOf | None) -> None:
+        for names, stream in self.parts:
+            spec = self._spec(names)
+            stream.add_many(records, (lambda kind, spec=spec: watermark_of(spec, kind)) if watermark_of else None)
+
+    def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        for names, stream in self.parts:
+            out += stream.advance_members(watermark_of(self._spec(names), stream.time_kind))
+        return out
+
+    @property
+    def idle(self) -> bool:
+        return all(stream.idle for _, stream in self.parts)
+
+    def next_window_ends(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for _, stream in self.parts:
+            out.update(stream.next_window_ends())
+        return out
+
+    def time_kinds(self) -> dict[str, str | None]:
+        return {n: stream.time_kind for names, stream in self.parts for n in names}
+
+    def metrics(self) -> dict[str, dict[str, int]]:
+        return {n: stream.member_metrics(n) for names, stream in self.parts for n in names}
+
+    def snapshot(self) -> dict[str, tuple[str, bytes]]:
+        out: dict[str, tuple[str, bytes]] = {}
+        for names, stream in self.parts:
+            if stream.idle:
+                continue
+            if isinstance(stream, _Solo):
+                blob = self.specs[names[0]].snapshot(stream.runner)
+            else:
+                blob = FAMILY_TAG + stream.snapshot()  # one object under every name: pickled once
+            for n in names:
+                out[n] = (run_fingerprint(self.specs[n]), blob)
+        return out
+
+    def restore(self, saved: dict[str, tuple[str, bytes]]) -> None:
+        together: dict[int, list[str]] = {}
+        blobs: dict[int, bytes] = {}
+        fresh: list[str] = []
+        for n in self.names:
+            entry = saved.get(n)
+            if entry is None or entry[0] != run_fingerprint(self.specs[n]):
+                fresh.append(n)
+                continue
+            together.setdefault(id(entry[1]), []).append(n)
+            blobs[id(entry[1])] = entry[1]
+        parts = []
+        for key, names in together.items():
+            blob = blobs[key]
+            if blob[:1] == FAMILY_TAG:
+                parts.append((tuple(names), self._stream(tuple(names), blob[1:])))
+            else:  # saved alone (a runner of its own): one part each
+                for n in names:
+                    parts.append(((n,), _as_stream(self.specs[n].restore(blob, dead_letter=self.sinks[n]), n)))
+        if fresh:
+            parts.append((tuple(fresh), self._stream(tuple(fresh))))
+        self.parts = parts
+
+
+def _as_stream(runner: Any, name: str) -> Any:
+    """A query restored alone, as a part of a family (a columnar stream, or a runner that answers alike)."""
+    if isinstance(runner, ColumnarStream):
+        member = runner.passes[0].members[0]
+        runner.passes[0] = dataclasses.replace(runner.passes[0], members=(dataclasses.replace(member, name=name),))
+        return runner
+    return _Solo(runner, name)
+
+
+class _Solo:
+    """A general engine in the place of a family part (a query whose saved state is a general engine's)."""
+
+    def __init__(self, runner: Any, name: str) -> None:
+        self.runner, self.name = runner, name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.runner, attr)
+
+    def advance_members(self, watermark: Any) -> list[tuple[str, dict[str, Any]]]:
+        return [(self.name, row) for row in self.runner.advance(watermark)]
+
+    def next_window_ends(self) -> dict[str, Any]:
+        end = self.runner.next_window_end()
+        return {} if end is None else {self.name: end}
+
+    def member_metrics(self, name: str) -> dict[str, int]:
+        return dict(self.runner.metrics)
+
+
+
+def restore_alone(spec: RunSpec, name: str, blob: bytes, sink: Callable[[DeadLetter], None]) -> Any:
+    """A query planned alone whose saved state is its family's: a columnar stream of it alone."""
+    plan = spec.columnar or columnar_plan(spec.query)
+    stream = ColumnarStream.restore([single_pass(plan, name)], blob[1:], fields=spec.fields, dead_letter=sink,
+                                    threads=spec.kernel_threads)
+    stream.member_sinks = {name: sink}
+    return stream

@@ -1,0 +1,179 @@
+"""Many queries over one stream: every query's rows and dead letters are what it gives alone.
+
+The shard step runs a `QuerySet` with one `MultiRunner` per shard; here it
+is driven over random query sets (windows, slides, edge directions, GROUP-BY,
+aggregates, local constants, lateness, a CET query, a general-engine query),
+random streams with bad and late events, random micro-batch splits and shard
+counts, and compared query by query with the same query run alone.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from greta_stream import MultiRunner, QuerySet, RunSpec, evaluate
+from greta_stream.connectors import loads
+from greta_stream.spark.shard import step
+
+
+def template(i: int) -> str:
+    """One query of a family of Q1 variants; i picks windows, direction, grouping, aggregates, constants."""
+    within, slide = [(20, 10), (30, 10), (40, 20)][i % 3]
+    op = "><"[(i // 3) % 2]
+    group = ["sector", "company", None][(i // 6) % 3]
+    aggs = ["COUNT(*)", "COUNT(*), AVG(S.price)", "SUM(S.price), MAX(S.price)"][(i // 18) % 3]
+    local = ["", " AND S.price > 100"][(i // 54) % 2]
+    ret = f"{group}, {aggs}" if group else aggs
+    by = f" GROUP-BY {group}" if group else ""
+    return (f"RETURN {ret} PATTERN Stock S+ WHERE [company, sector] AND S.price {op} NEXT(S).price{local}"
+            f"{by} WITHIN {within} s SLIDE {slide} s")
+
+
+OTHERS = [
+    # CET: one record per trend (a cap, so the lists stay short)
+    "RETURN TRENDS PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price GROUP-BY sector "
+    "WITHIN 10 s SLIDE 10 s",
+    # the general engine: a middle NOT and a second type
+    "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, NOT Halt H, Stock T) WHERE [sector] GROUP-BY sector "
+    "WITHIN 20 s SLIDE 10 s",
+]
+
+
+def stream(seed: int, n: int = 120, bad_time: bool = False, int_prices: bool = False) -> list:
+    """Stock events (float prices; with `int_prices` some are ints: a SUM over both
+    sends the columnar engine to the general one), halts, bad events."""
+    rnd = random.Random(seed)
+    events: list = []
+    prices = [98.0, 99.5, 100.0, 101.25, 102.0, 103.5] + ([99, 101] if int_prices else [])
+    for i in range(n):
+        c = rnd.randrange(4)
+        events.append({"type": "Stock", "time": i // 2 + rnd.choice([0, 0.5]), "company": c, "sector": c % 2,
+                       "price": rnd.choice(prices), "id": i})
+    events += [{"type": "Halt", "time": rnd.randrange(n // 2), "sector": rnd.randrange(2), "id": f"h{k}"}
+               for k in range(3)]
+    events += [{"type": "Stock", "time": 5, "company": 1},  # no sector, no price: dead for every query
+               "not an object"]
+    if bad_time:  # text among numeric times: the columnar engine hands over to the general one
+        events.append({"type": "Stock", "time": "soon", "company": 1, "sector": 1, "price": 1})
+    return events
+
+
+def spec_of(text: str, lateness: float) -> RunSpec:
+    return RunSpec.create(text, lateness_s=lateness, max_trends=3 if "TRENDS" in text else None)
+
+
+def drive(queries: QuerySet, batches: list[list], n_shards: int) -> tuple[dict[str, list], dict[str, list]]:
+    """Each query's rows and dead letters through the shard step, `n_shards` shards by the stream's shard attributes."""
+    delay_ms = round(queries.lateness_s * 1000)
+    states: dict[int, bytes] = {}
+    rows: dict[str, list] = {n: [] for n in queries.names}
+    dead: dict[str, list] = {n: [] for n in queries.names}
+    watermark, max_ms = 0, 0
+    for batch in [*batches, [], []]:
+        by_shard: dict[int, list] = {}
+        for e in batch:
+            key = repr([e.get(a) for a in queries.shard_attrs]) if isinstance(e, dict) else ""
+            by_shard.setdefault(zlib.crc32(key.encode()) % n_shards, []).append(e)
+        for k in sorted(set(by_shard) | set(states)):
+            out, state, _ = step(queries, states.pop(k, None), by_shard.get(k, []), watermark)
+            for o in out:
+                if o["kind"] == "row":
+                    rows[o["query"]].append(loads(o["payload"]))
+                elif o["kind"] == "dead":
+                    dead[o["query"]].append(loads(o["payload"])["reason"])
+            if state is not None:
+                states[k] = state
+        times = [int(e["time"] * 1000) for e in batch if isinstance(e, dict) and isinstance(e.get("time"), (int, float))]
+        max_ms = max([max_ms, *times])
+        watermark = 10**12 if not batch else max(watermark, max_ms - delay_ms)
+    assert not states
+    return rows, dead
+
+
+def split(events: list, n_batches: int, seed: int) -> list[list]:
+    rnd = random.Random(seed)
+    ordered = sorted(events, key=lambda e: e["time"] if isinstance(e, dict) and isinstance(e.get("time"), (int, float))
+                     else 0)
+    cuts = sorted(rnd.sample(range(1, len(ordered)), n_batches - 1))
+    batches = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)])]
+    for b in batches:
+        rnd.shuffle(b)
+    return batches
+
+
+def key(row: dict) -> str:
+    return repr(sorted(row.items()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.integers(0, 107), min_size=1, max_size=6, unique=True),
+    st.lists(st.sampled_from([0, 4, 15]), min_size=8, max_size=8),
+    st.booleans(), st.integers(0, 2**16), st.integers(1, 5), st.integers(1, 3), st.integers(0, 3),
+)
+def test_each_query_of_a_stream_gives_its_own_rows(picks: list[int], lateness: list[int], others: bool, seed: int,
+                                                    n_batches: int, n_shards: int, bad_time: int) -> None:
+    texts = [template(i) for i in picks] + (OTHERS if others else [])
+    queries = QuerySet.of([(f"q{i}", spec_of(t, lateness[i % 8])) for i, t in enumerate(texts)])
+    events = stream(seed, bad_time=bad_time == 0, int_prices=bad_time == 1)
+    batches = split(events, n_batches, seed)
+    rows, dead = drive(queries, batches, n_shards)
+    for name, spec in queries:
+        alone = QuerySet.of({name: spec})
+        want_rows, want_dead = drive(alone, batches, 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
+        assert sorted(dead[name]) == sorted(want_dead[name]), name
+        if lateness[0] == 0 and spec.lateness_s == 0 and n_batches == 1:
+            got = sorted(map(key, rows[name]))
+            assert got == sorted(map(key, evaluate(spec, events))), name
+
+
+def test_a_restarted_stream_keeps_the_state_of_the_queries_it_still_has() -> None:
+    """The query set changes between two micro-batches: a kept query goes on
+    from its state, a new one starts empty, a removed one is dropped."""
+    a, b, c = (spec_of(template(i), 0) for i in (0, 7, 20))
+    events = stream(3)
+
+    def before(e: object, t: float) -> bool:
+        return isinstance(e, dict) and isinstance(e.get("time"), (int, float)) and e["time"] < t
+
+    first = [e for e in events if before(e, 30)]
+    second = [e for e in events if not before(e, 30)]
+    multi = MultiRunner(QuerySet.of({"a": a, "b": b}))
+    inf = lambda spec, kind: float("inf")  # noqa: E731
+    wm = lambda spec, kind: 30  # noqa: E731
+    multi.add_many(first)  # the first batch: no watermark yet
+    early = multi.advance(wm)
+    blob = multi.snapshot()
+    later = MultiRunner.restore(QuerySet.of({"a": a, "c": c}), blob)
+    later.add_many(second, wm)
+    rows = early + later.advance(inf)
+    got_a = sorted(key(r) for n, r in rows if n == "a")
+    assert got_a == sorted(map(key, evaluate(a, events)))
+    got_c = sorted(key(r) for n, r in rows if n == "c")
+    assert got_c == sorted(map(key, evaluate(c, second)))  # it started at the stream's position
+    assert [n for n, _ in rows[len(early):]] and all(n in ("a", "c") for n, _ in rows[len(early):])
+    assert {n for n, _ in early} == {"a", "b"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 8), st.integers(1, 3))
+def test_a_family_of_several_window_specs_and_groupings(seed: int, n_batches: int, n_shards: int) -> None:
+    """Queries that differ only in windows, GROUP-BY and aggregates share
+    one preparation and one pass per window spec; each gets its own rows."""
+    from greta_stream.runtime.planner import plan_units
+
+    picks = [18, 19, 20, 24, 31, 36, 37, 38, 42]  # 3 window specs, 3 groupings, 2 aggregate lists, one direction
+    queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in picks])
+    units = plan_units(queries).units
+    assert len(units) == 1 and len(units[0].passes) == 3  # one family, a pass per window spec
+    batches = split(stream(seed, n=200), n_batches, seed)
+    rows, dead = drive(queries, batches, n_shards)
+    for name, spec in queries:
+        want_rows, want_dead = drive(QuerySet.of({name: spec}), batches, 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
+        assert sorted(dead[name]) == sorted(want_dead[name]), name
