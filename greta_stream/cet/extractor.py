@@ -47,6 +47,7 @@ from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.engine.engine import load_snapshot
 from greta_stream.engine.ingest import DeadLetterSink, Event, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
+from greta_stream.engine.rows import RowFinisher
 from greta_stream.engine.timebase import Timebase
 from greta_stream.query import ast
 
@@ -206,6 +207,7 @@ class TrendExtractor:
     def _records(self, totals: dict[tuple[Any, tuple[Any, ...]], int]) -> list[dict[str, Any]]:
         pending, self._pending = self._pending, {}
         tb = self.plan.tb  # type: ignore[union-attr]
+        finisher = RowFinisher(self.cq, tb)
         cap = self.config.max_trends
         out: list[dict[str, Any]] = []
         for (k, group) in sorted(pending, key=lambda kg: (kg[0], canonical(kg[1]))):
@@ -220,8 +222,7 @@ class TrendExtractor:
                 total = engine_total if engine_total is not None else total
             if cap is not None:
                 trends = trends[:cap]
-            head = {"window_start": start, "window_end": tb.export(tb.end(k))}
-            head.update(zip(self.cq.group_columns, group, strict=True))
+            head = finisher.head(k, group)
             for ids, vs in trends:
                 rec = dict(head, trend=list(ids), total=total, truncated=len(trends) < total)
                 if self.config.with_events:

@@ -26,7 +26,7 @@ from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, Event, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.partition import Partition
 from greta_stream.engine.plan import Metrics, Plan
-from greta_stream.engine.rows import ExactSum, RowFinisher
+from greta_stream.engine.rows import RowFinisher, SumColumn
 from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import FLOAT_BITS
 from greta_stream.errors import SnapshotError
@@ -167,25 +167,29 @@ class Engine:
 
     def _rows(self) -> list[dict[str, Any]]:
         pending, self._pending = self._pending, {}
-        rows = [self._row(k, g, acc) for (k, g), acc in pending.items() if acc[0]]
+        items = [(k, g, acc) for (k, g), acc in pending.items() if acc[0]]
+        rows = self._finished(items) if items else []
         rows.sort(key=_row_order(self.cq))
         self.metrics.inc("rows_emitted", len(rows))
         return rows
 
-    def _row(self, k: int, group: tuple[Any, ...], acc: list[Any]) -> dict[str, Any]:
+    def _finished(self, items: list[tuple[int, tuple[Any, ...], list[Any]]]) -> list[dict[str, Any]]:
+        """Rows of (window, group, aggregate slots), through the one row finisher."""
         plan = self.plan
         assert plan is not None
         slot_of = plan.slot_of
+        accs = [acc for _, _, acc in items]
 
-        def slot(field: int) -> Any:
-            return acc[slot_of[field]]
+        def slot(field: int) -> list[Any]:
+            return [acc[slot_of[field]] for acc in accs]
 
-        def exact_sum(field: int) -> ExactSum:  # three slots: int sum, float sum in 2**-1074 units, any float
+        def exact_sum(field: int) -> SumColumn:  # three slots: int sum, float sum in 2**-1074 units, any float
             v = slot_of[field]
-            isum, fsum, has_float = acc[v], acc[v + 1], acc[v + 2]
-            return ExactSum((isum << FLOAT_BITS) + fsum, FLOAT_BITS, True) if has_float else ExactSum(isum)
+            return SumColumn([((a[v] << FLOAT_BITS) + a[v + 1]) if a[v + 2] else a[v] for a in accs],
+                             [FLOAT_BITS if a[v + 2] else 0 for a in accs], [bool(a[v + 2]) for a in accs])
 
-        return RowFinisher(self.cq, plan.tb).row(k, group, acc[0], slot, exact_sum, slot)
+        return RowFinisher(self.cq, plan.tb).rows([k for k, _, _ in items], [g for _, g, _ in items],
+                                                  [acc[0] for acc in accs], slot, exact_sum, slot)
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:

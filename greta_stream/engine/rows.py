@@ -37,6 +37,34 @@ class ExactSum:
         return divide(self.num, n << self.scale)
 
 
+@dataclass(frozen=True)
+class SumColumn:
+    """The exact sums of one aggregate field, one per row: `nums[i] / 2**scale`
+    (`scale` and `is_float` one value for every row, or one per row)."""
+
+    nums: list[int]
+    scale: int | list[int] = 0
+    is_float: bool | list[bool] = False
+
+    def at(self, i: int) -> ExactSum:
+        scale = self.scale if isinstance(self.scale, int) else self.scale[i]
+        is_float = self.is_float if isinstance(self.is_float, bool) else self.is_float[i]
+        return ExactSum(self.nums[i], scale, is_float)
+
+    def values(self) -> list[int | float]:
+        if isinstance(self.scale, int) and isinstance(self.is_float, bool):
+            if not self.is_float:
+                return list(self.nums)
+            den = 1 << self.scale
+            return [divide(x, den) for x in self.nums]
+        return [self.at(i).value() for i in range(len(self.nums))]
+
+    def means(self, counts: list[int]) -> list[float]:
+        if isinstance(self.scale, int):
+            return [divide(x, n << self.scale) for x, n in zip(self.nums, counts)]
+        return [self.at(i).mean(n) for i, n in enumerate(counts)]
+
+
 class RowFinisher:
     """Builds the result rows of one query in one time unit."""
 
@@ -51,30 +79,36 @@ class RowFinisher:
         row.update(zip(self.cq.group_columns, group, strict=True))
         return row
 
-    def row(
+    def rows(
         self,
-        k: int,
-        group: tuple[Any, ...],
-        count: int,
-        count_of: Callable[[int], int],
-        sum_of: Callable[[int], ExactSum],
-        extreme_of: Callable[[int], Any],
-    ) -> dict[str, Any]:
-        """The row of window k and `group` with `count` trends; the aggregate
-        fields (`CompiledQuery.fields`) read by index: COUNT(X) from
-        `count_of`, SUM and AVG from `sum_of`, MIN and MAX from `extreme_of`."""
-        row = self.head(k, group)
+        ks: list[int],
+        groups: list[tuple[Any, ...]],
+        counts: list[int],
+        count_of: Callable[[int], list[int]],
+        sum_of: Callable[[int], SumColumn],
+        extreme_of: Callable[[int], list[Any]],
+    ) -> list[dict[str, Any]]:
+        """The rows of windows `ks[i]` and groups `groups[i]` with `counts[i]`
+        trends, built column by column; the aggregate fields
+        (`CompiledQuery.fields`) read by index: COUNT(X) from `count_of`, SUM
+        and AVG from `sum_of`, MIN and MAX from `extreme_of`."""
+        tb = self.tb
+        bounds = {k: (tb.export(tb.start(k)), tb.export(tb.end(k))) for k in set(ks)}
+        names = ["window_start", "window_end", *self.cq.group_columns]
+        columns: list[list[Any]] = [[bounds[k][0] for k in ks], [bounds[k][1] for k in ks]]
+        columns += [[g[i] for g in groups] for i in range(len(self.cq.group_columns))]
         for out in self.cq.outputs:
+            names.append(out.column)
             if out.count_field is None:
-                row[out.column] = count
+                columns.append(counts)
                 continue
             n = count_of(out.count_field)
             if out.func == "COUNT":
-                row[out.column] = n
+                columns.append(n)
             elif out.func == "SUM":
-                row[out.column] = sum_of(out.value_field).value()  # type: ignore[arg-type]
+                columns.append(sum_of(out.value_field).values())  # type: ignore[arg-type]
             elif out.func == "AVG":
-                row[out.column] = sum_of(out.value_field).mean(n)  # type: ignore[arg-type]
+                columns.append(sum_of(out.value_field).means(n))  # type: ignore[arg-type]
             else:
-                row[out.column] = extreme_of(out.value_field)  # type: ignore[arg-type]
-        return row
+                columns.append(extreme_of(out.value_field))  # type: ignore[arg-type]
+        return [dict(zip(names, values)) for values in zip(*columns)]

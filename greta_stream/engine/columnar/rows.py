@@ -15,7 +15,7 @@ import numpy as np
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import INT
 from greta_stream.engine.engine import group_order
-from greta_stream.engine.rows import ExactSum, RowFinisher
+from greta_stream.engine.rows import RowFinisher, SumColumn
 from greta_stream.engine.timebase import Timebase
 
 
@@ -46,30 +46,44 @@ def result_rows(cq: CompiledQuery, out: Any, field_of: list[int] | None = None) 
         len(group_values))
     order = np.lexsort((rank[gids], ks))
     ks, gids, cells, mins, maxs = ks[order], gids[order], cells[order], mins[order], maxs[order]
-    as_bytes = cells.astype("<u4")
+    counted = cells[:, 0, :].any(axis=1)  # only windows with a trend have a row
+    ks, gids, cells, mins, maxs = ks[counted], gids[counted], cells[counted], mins[counted], maxs[counted]
     finisher = RowFinisher(cq, Timebase.create(time_kind, cq.window.within, cq.window.slide))
     slot_cell = {spec: j + 1 for j, (spec, _) in enumerate(cell_spec)}
     slot_mm = {i: (j, kind, vkind) for j, (kind, _, i, vkind) in enumerate(mm_spec)}
-    out = []
-    for r in range(len(ks)):
-        def big(c: int, r: int = r) -> int:
-            return int.from_bytes(as_bytes[r, c].tobytes(), "little")
 
-        def count_of(field: int, big: Any = big) -> int:
-            return big(slot_cell[(field_of[field], "n")])
+    def count_of(field: int) -> list[int]:
+        return exact_ints(cells[:, slot_cell[(field_of[field], "n")], :])
 
-        def sum_of(field: int, big: Any = big) -> ExactSum:
-            u = field_of[field]
-            scale, _, signs, vkind = sums[u]
-            total = sum(-big(slot_cell[(u, sg)]) if sg == "-" else big(slot_cell[(u, sg)]) for sg in signs)
-            return ExactSum(total, 0 if vkind == INT else scale, vkind != INT)
+    def sum_of(field: int) -> SumColumn:
+        u = field_of[field]
+        scale, _, signs, vkind = sums[u]
+        nums = [0] * len(ks)
+        for sg in signs:
+            part = exact_ints(cells[:, slot_cell[(u, sg)], :])
+            nums = [a - b for a, b in zip(nums, part)] if sg == "-" else [a + b for a, b in zip(nums, part)]
+        return SumColumn(nums, 0 if vkind == INT else scale, vkind != INT)
 
-        def extreme_of(field: int, r: int = r) -> Any:
-            j, kind, vkind = slot_mm[field_of[field]]
-            x = float(mins[r, j] if kind == "min" else maxs[r, j])
-            return int(x) if vkind == INT else x
+    def extreme_of(field: int) -> list[Any]:
+        j, kind, vkind = slot_mm[field_of[field]]
+        values = (mins if kind == "min" else maxs)[:, j]
+        return values.astype(np.int64).tolist() if vkind == INT else values.tolist()
 
-        count = big(0)
-        if count:
-            out.append(finisher.row(int(ks[r]), group_values[gids[r]], count, count_of, sum_of, extreme_of))
+    groups = [group_values[g] for g in gids.tolist()]
+    return finisher.rows(ks.tolist(), groups, exact_ints(cells[:, 0, :]), count_of, sum_of, extreme_of)
+
+
+def exact_ints(limbs: np.ndarray) -> list[int]:
+    """Python ints of rows of 32-bit limbs (least significant first, each
+    below 2**32): two limbs at once in numpy, wider values one at a time."""
+    n, width = limbs.shape
+    if width == 0:
+        return [0] * n
+    low = limbs[:, 0].astype(np.uint64)
+    if width > 1:
+        low = low | (limbs[:, 1].astype(np.uint64) << np.uint64(32))
+    out = low.tolist()
+    if width > 2:
+        for i in np.flatnonzero(limbs[:, 2:].any(axis=1)).tolist():
+            out[i] = int.from_bytes(limbs[i].astype("<u4").tobytes(), "little")
     return out
