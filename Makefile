@@ -17,6 +17,7 @@ $(BIN)/greta-stream: pyproject.toml service/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[all,dev]' -e ./service
+	$(BIN)/greta-stream warm-up  # the numba kernels compiled now, not in the first run
 	touch $@
 
 run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/

@@ -1,9 +1,12 @@
 """Shared evaluation of columnar queries: families, the planner's cost model, and their unit.
 
-**Families.** Queries whose patterns, predicates, partitioning, validation
-and lateness are the same (`family_key`: alias names do not matter, window
-specs, GROUP-BY and aggregates may differ) see the same events build the
-same event graph. A family is evaluated by one `ColumnarStream` with one
+**Families.** Queries whose patterns, predicates, partitioning and lateness
+are the same (`family_key`: alias names do not matter; window specs,
+GROUP-BY and aggregates may differ) see the same events build the same
+event graph. Their validation may differ (an aggregate makes an attribute
+needed and numeric): a family validates with everything any of its queries
+asks, gives each query its own wording of a rejection, and splits by
+validation at the first record its queries would judge differently. A family is evaluated by one `ColumnarStream` with one
 kernel pass per window spec (`greta_stream.engine.columnar.passes`): the
 events are validated, typed and kept once; a pass computes the union of its
 queries' aggregates per group of the union of their GROUP-BY attributes,
@@ -34,7 +37,7 @@ from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import ColumnarPlan, columnar_plan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
-from greta_stream.engine.columnar.stream import ColumnarStream
+from greta_stream.engine.columnar.stream import ColumnarStream, Diverged
 from greta_stream.query import ast
 from greta_stream.runtime.multi import QuerySet, WatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
@@ -49,7 +52,6 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     plan = spec.columnar
     if spec.mode != "aggregate" or plan is None:
         return None
-    cq = plan.cq
     index = {s.alias: i for i, s in enumerate(plan.states)}
     if plan.neg is not None:
         index[plan.neg.alias] = len(plan.states)
@@ -59,12 +61,30 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         return format_expr(_renamed(e, index, single))
 
     edge = None if plan.edge is None else (plan.edge[0], canon(plan.edge[1]), canon(plan.edge[2]))
+    # Validation may differ (one query aggregates an attribute another does not read):
+    # the family validates with what any of them asks and splits at the first record
+    # they would judge differently (`ColumnarStream._judged`).
     return (
         tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
         edge, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
-        frozenset(plan.part_attrs), _frozen(cq.needed_by_type), _frozen(cq.numeric_by_type),
-        spec.fields, spec.lateness_s, spec.time_kind,
+        frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.time_kind,
     )
+
+
+def validation_plan(plans: list[ColumnarPlan]) -> ColumnarPlan:
+    """The first plan with what every plan's validation asks of each event type: needed
+    attributes, and numbers where any query aggregates them."""
+    base = plans[0]
+    cq = base.cq
+    if all(_frozen(p.cq.needed_by_type) == _frozen(cq.needed_by_type) and
+           _frozen(p.cq.numeric_by_type) == _frozen(cq.numeric_by_type) for p in plans):
+        return base
+    aliases = {}
+    for name, a in cq.aliases.items():
+        needed = set().union(*(p.cq.needed_by_type.get(a.type, set()) for p in plans))
+        numeric = set().union(*(p.cq.numeric_by_type.get(a.type, set()) for p in plans))
+        aliases[name] = dataclasses.replace(a, needed=needed, numeric=numeric)
+    return dataclasses.replace(base, cq=dataclasses.replace(cq, aliases=aliases))
 
 
 def _renamed(e: ast.Expr, index: dict[str, int], single: str | None) -> ast.Expr:
@@ -211,7 +231,8 @@ class FamilyUnit:
             for sink in sinks:
                 sink(dl)
 
-        kw = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads}
+        validation = validation_plan([self.specs[n].columnar for n in names])  # type: ignore[misc]
+        kw = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads, "validation": validation}
         stream = ColumnarStream(passes, **kw) if blob is None else ColumnarStream.restore(passes, blob, **kw)
         stream.member_sinks = {n: self.sinks[n] for n in names}
         stream.dead_letter = fan_out
@@ -225,9 +246,27 @@ class FamilyUnit:
             stream.expect(watermark_of(self._spec(names), stream.time_kind))
 
     def add_many(self, records: Any, watermark_of: WatermarkOf | None) -> None:
+        parts = []
         for names, stream in self.parts:
             spec = self._spec(names)
-            stream.add_many(records, (lambda kind, spec=spec: watermark_of(spec, kind)) if watermark_of else None)
+            of = (lambda kind, spec=spec: watermark_of(spec, kind)) if watermark_of else None
+            try:
+                stream.add_many(records, of)
+                parts.append((names, stream))
+            except Diverged:  # its queries judge a record differently: one part per validation from now on
+                for sub_names, sub in self._split(names, stream):
+                    sub.add_many(records, of)
+                    parts.append((sub_names, sub))
+        self.parts = parts
+
+    def _split(self, names: tuple[str, ...], stream: ColumnarStream) -> list[tuple[tuple[str, ...], ColumnarStream]]:
+        """The part's queries grouped by their own validation, each group on the part's state."""
+        blob = stream.snapshot()
+        groups: dict[Any, list[str]] = {}
+        for n in names:
+            cq = self.specs[n].query
+            groups.setdefault((_frozen(cq.needed_by_type), _frozen(cq.numeric_by_type)), []).append(n)
+        return [(tuple(g), self._stream(tuple(g), blob)) for g in groups.values()]
 
     def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []

@@ -43,7 +43,8 @@ OTHERS = [
 ]
 
 
-def stream(seed: int, n: int = 120, bad_time: bool = False, int_prices: bool = False) -> list:
+def stream(seed: int, n: int = 120, bad_time: bool = False, int_prices: bool = False,
+           text_price: bool = False) -> list:
     """Stock events (float prices; with `int_prices` some are ints: a SUM over both
     sends the columnar engine to the general one), halts, bad events."""
     rnd = random.Random(seed)
@@ -59,6 +60,8 @@ def stream(seed: int, n: int = 120, bad_time: bool = False, int_prices: bool = F
                "not an object"]
     if bad_time:  # text among numeric times: the columnar engine hands over to the general one
         events.append({"type": "Stock", "time": "soon", "company": 1, "sector": 1, "price": 1})
+    if text_price:  # valid for a COUNT(*) query, dead for one that aggregates the price: a family splits
+        events.append({"type": "Stock", "time": n // 4, "company": 2, "sector": 0, "price": "n/a", "id": "t"})
     return events
 
 
@@ -119,7 +122,7 @@ def test_each_query_of_a_stream_gives_its_own_rows(picks: list[int], lateness: l
                                                     n_batches: int, n_shards: int, bad_time: int) -> None:
     texts = [template(i) for i in picks] + (OTHERS if others else [])
     queries = QuerySet.of([(f"q{i}", spec_of(t, lateness[i % 8])) for i, t in enumerate(texts)])
-    events = stream(seed, bad_time=bad_time == 0, int_prices=bad_time == 1)
+    events = stream(seed, bad_time=bad_time == 0, int_prices=bad_time == 1, text_price=bad_time == 2)
     batches = split(events, n_batches, seed)
     rows, dead = drive(queries, batches, n_shards)
     for name, spec in queries:
@@ -177,3 +180,26 @@ def test_a_family_of_several_window_specs_and_groupings(seed: int, n_batches: in
         want_rows, want_dead = drive(QuerySet.of({name: spec}), batches, 1)
         assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
         assert sorted(dead[name]) == sorted(want_dead[name]), name
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16), st.integers(1, 6))
+def test_a_family_whose_queries_validate_differently_splits_when_they_disagree(seed: int, n_batches: int) -> None:
+    """COUNT(*) reads a price through its edge predicate only, AVG(S.price)
+    needs it to be a number: one family until a text price comes; then each
+    query gets the rows and dead letters it gets alone."""
+    count, avg = template(0), template(18)  # the same but for AVG(S.price)
+    queries = QuerySet.of({"count": spec_of(count, 0), "avg": spec_of(avg, 0)})
+    assert len(queries.plan().units) == 1
+    events = stream(seed, n=100, text_price=True)
+    batches = split(events, n_batches, seed)
+    rows, dead = drive(queries, batches, 1)
+    for name, spec in queries:
+        want_rows, want_dead = drive(QuerySet.of({name: spec}), batches, 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
+        assert sorted(dead[name]) == sorted(want_dead[name]), name
+    assert "wrong_type" in dead["avg"] and "wrong_type" not in dead["count"]
+    multi = MultiRunner(queries)
+    for b in batches:
+        multi.add_many(b)
+    assert len(multi.units[0].parts) == 2  # split by validation

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -180,6 +181,14 @@ def warm_up() -> None:
     if _WARM:
         return
     _WARM.append(True)
+    compile_kernels()
+
+
+def compile_kernels() -> Path:
+    """Run every kernel once on a tiny input: compiled into numba's on-disk
+    cache (`cache=True`) when not there yet, loaded from it otherwise. Returns
+    the folder of the kernels' module (numba caches beside it in __pycache__,
+    or under NUMBA_CACHE_DIR)."""
     from greta_stream.engine.columnar import kernel
 
     one = np.zeros(1, np.int64)
@@ -188,4 +197,5 @@ def warm_up() -> None:
          one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1,
          np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
+    return Path(kernel.__file__).parent
 

@@ -64,7 +64,7 @@ from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, sin
 from greta_stream.engine.columnar.prepare import window_in
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.engine import Engine, fingerprint
-from greta_stream.engine.ingest import DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
+from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time, window_bounds
 from greta_stream.errors import SnapshotError
@@ -82,12 +82,15 @@ class ColumnarStream:
         fields: FieldNames = FieldNames(),
         dead_letter: DeadLetterSink | None = None,
         threads: int | None = None,
+        validation: ColumnarPlan | None = None,
     ) -> None:
         if isinstance(plan, list):
             self.passes = plan
         else:
             self.passes = [single_pass(plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan))]
-        self.plan = self.passes[0].plan  # prepares the events: validation is the family's
+        # Prepares the events: a family's validation asks what any of its queries asks
+        # (`validation`); a record one of them would take and this rejects is a divergence.
+        self.plan = validation or self.passes[0].plan
         self.threads = threads  # of the kernel (None: one per core); not part of the state
         self.cq = self.plan.cq
         self.fields = fields
@@ -213,10 +216,20 @@ class ColumnarStream:
             else:
                 if watermark_of is not None and kind_before is None and front.time_kind is not None:
                     self.expect(watermark_of(front.time_kind))  # the watermark in the stream's unit
+                judged = self._judged(prep.dead)
+                if judged is None:
+                    front.validator.time_kind = kind_before
+                    raise Diverged("a record one query of the family takes (or rejects otherwise) and another rejects")
                 for name, value in prep.metrics.items():
                     self._metrics.inc(name, value)
-                for dl in prep.dead:
-                    front.reject(dl, counted=True)  # `prepare` counted them
+                for dl, own in judged:
+                    if not own:
+                        front.reject(dl, counted=True)  # `prepare` counted them
+                    for mine, names in own:  # the same reason, in each query's own words
+                        for n in names:
+                            sink = self.member_sinks.get(n)
+                            if sink is not None:
+                                sink(mine)
                 if len(prep.good):
                     if not self.n_kept:
                         self._prep = [_subset(prep, np.ones(len(prep.good), bool))]
@@ -229,6 +242,41 @@ class ColumnarStream:
                 return
         for engine in self.generals.values():
             engine.add_many(frame if frame is not None else records, watermark_of)
+
+    def _classes(self) -> list[tuple[Validator, list[str]]]:
+        """Each distinct validation of the member queries, with the queries it is theirs."""
+        own: dict[Any, tuple[Any, list[str]]] = {}
+        for m in self.members:
+            key = (_frozen(m.cq.needed_by_type), _frozen(m.cq.numeric_by_type))
+            own.setdefault(key, (m.cq, []))[1].append(m.name)
+        out = []
+        for cq, names in own.values():
+            v = Validator(cq, self.fields)
+            v.time_kind = self.front.time_kind
+            out.append((v, names))
+        return out
+
+    def _judged(self, dead: list[Any]) -> list[tuple[Any, list[tuple[Any, list[str]]]]] | None:
+        """The dead letters of a batch as each member query words them (a record
+        rejected for a missing or ill-typed attribute: by its own validation),
+        or None when some query would take a record or reject it for another
+        reason: a divergence."""
+        if self.single or self.plan is self.passes[0].plan and len(self._classes()) == 1:
+            return [(dl, []) for dl in dead]
+        classes = self._classes()
+        out = []
+        for dl in dead:
+            if dl.reason not in ("missing_attribute", "wrong_type"):
+                out.append((dl, []))
+                continue
+            own = []
+            for v, names in classes:
+                mine = v.validate(dl.record, 0)
+                if not isinstance(mine, DeadLetter) or mine.reason != dl.reason:
+                    return None
+                own.append((mine, names))
+            out.append((dl, own))
+        return out
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
@@ -376,6 +424,14 @@ class ColumnarStream:
         stream._metrics.update(state["metrics"])
         stream.rows_emitted = {m.name: state["rows"].get(m.name, 0) for m in stream.members}
         return stream
+
+
+class Diverged(Exception):
+    """A family's queries judge a record differently: the family must split (its state is unchanged)."""
+
+
+def _frozen(by_type: dict[str, set[str]]) -> tuple[Any, ...]:
+    return tuple(sorted((t, tuple(sorted(v))) for t, v in by_type.items()))
 
 
 def _loaded(data: bytes) -> dict[str, Any]:
