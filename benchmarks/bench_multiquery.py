@@ -48,14 +48,16 @@ from greta_stream import MultiRunner, QuerySet, RunSpec, evaluate  # noqa: E402
 
 WINDOWS = [("5 minutes", "10 seconds"), ("10 minutes", "10 seconds"), ("10 minutes", "1 minute"),
            ("20 minutes", "1 minute")]
+GROUPS = ["sector", "company", "company, sector"]
 
 
 def stock_query(rnd: random.Random) -> str:
     within, slide = rnd.choice(WINDOWS)
     op = rnd.choice([">", ">", "<"])
     local = rnd.choice(["", "", " AND S.price > 20"])
-    group = rnd.choice(["sector", "company"])
-    aggs = rnd.choice(["COUNT(*)", "COUNT(*), AVG(S.price)", "COUNT(*), MAX(S.price), AVG(S.price)"])
+    group = rnd.choice(GROUPS)
+    aggs = rnd.choice(["COUNT(*)", "COUNT(*), AVG(S.price)", "COUNT(*), MAX(S.price), AVG(S.price)",
+                       "COUNT(*), SUM(S.volume)"])
     return (f"RETURN {group}, {aggs} PATTERN Stock S+ WHERE [company, sector] AND S.price {op} NEXT(S).price{local} "
             f"GROUP-BY {group} WITHIN {within} SLIDE {slide}")
 
@@ -64,19 +66,23 @@ def cluster_query(rnd: random.Random) -> str:
     within, slide = rnd.choice([("1 minute", "30 seconds"), ("2 minutes", "30 seconds"), ("2 minutes", "1 minute")])
     op = rnd.choice(["<", "<", ">"])
     local = rnd.choice(["", "", " AND M.load > 2"])
-    group = rnd.choice(["mapper", "job"])
-    aggs = rnd.choice(["COUNT(*), SUM(M.cpu), AVG(M.load)", "COUNT(*), AVG(M.load)", "COUNT(*), MAX(M.load), SUM(M.cpu)"])
+    group = rnd.choice(["mapper", "job", "mapper, job"])
+    aggs = rnd.choice(["COUNT(*), SUM(M.cpu), AVG(M.load)", "COUNT(*), AVG(M.load)", "COUNT(*), MAX(M.load), SUM(M.cpu)",
+                       "COUNT(*)"])
     return (f"RETURN {group}, {aggs} PATTERN SEQ(Start S, Measurement M+, End E) WHERE [mapper, job] AND "
             f"M.load {op} NEXT(M).load{local} GROUP-BY {group} WITHIN {within} SLIDE {slide}")
 
 
 def traffic_query(rnd: random.Random) -> str:
-    within, slide = rnd.choice([("5 minutes", "1 minute"), ("10 minutes", "1 minute"), ("10 minutes", "2 minutes")])
+    within, slide = rnd.choice([("5 minutes", "1 minute"), ("10 minutes", "1 minute"), ("10 minutes", "2 minutes"),
+                                ("20 minutes", "2 minutes")])
     op = rnd.choice([">", ">", "<"])
     local = rnd.choice(["", "", " AND P.speed > 30"])
-    aggs = rnd.choice(["COUNT(*), AVG(P.speed)", "COUNT(*)", "COUNT(*), MIN(P.speed), AVG(P.speed)"])
-    return (f"RETURN segment, {aggs} PATTERN SEQ(NOT Accident A, Position P+) WHERE [P.vehicle, segment] AND "
-            f"P.speed {op} NEXT(P).speed{local} GROUP-BY segment WITHIN {within} SLIDE {slide}")
+    aggs = rnd.choice(["COUNT(*), AVG(P.speed)", "COUNT(*)", "COUNT(*), MIN(P.speed), AVG(P.speed)",
+                       "COUNT(*), MAX(P.speed)"])
+    by, ret = rnd.choice([(" GROUP-BY segment", "segment, "), ("", "")])
+    return (f"RETURN {ret}{aggs} PATTERN SEQ(NOT Accident A, Position P+) WHERE [P.vehicle, segment] AND "
+            f"P.speed {op} NEXT(P).speed{local}{by} WITHIN {within} SLIDE {slide}")
 
 
 STREAMS = {
@@ -91,10 +97,14 @@ def workload(stream: str, n: int, seed: int) -> list[tuple[str, str]]:
     rnd = random.Random(seed)
     make = STREAMS[stream][0]
     texts: list[str] = []
-    while len(texts) < n:
+    for _ in range(100 * n):
         t = make(rnd)
         if t not in texts:
             texts.append(t)
+        if len(texts) == n:
+            break
+    else:
+        raise ValueError(f"the {stream} templates make fewer than {n} distinct queries")
     return [(f"q{i:03d}", t) for i, t in enumerate(texts)]
 
 
