@@ -408,7 +408,10 @@ class ColumnarStream:
                 stream.generals = {stream.passes[0].members[0].name: Engine.restore(
                     stream.cq, state["general"], fields=stream.fields, dead_letter=stream.dead_letter)}
                 return stream
-            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, rows={})
+            # one query's state, whatever the member is called now
+            name = stream.members[0].name
+            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, members=[name],
+                         rows={name: state["metrics"].get("rows_emitted", 0)})
         missing = {m.name for m in stream.members} - set(state["members"]) if stream.members[0].name else set()
         if missing:
             raise SnapshotError(f"the family's state has no query {sorted(missing)}")
