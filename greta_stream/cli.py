@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
 from greta_stream.engine import DeadLetter, FieldNames
@@ -21,6 +22,7 @@ from greta_stream.runtime import RunSpec, evaluate_spec
 from greta_stream.runtime.spec import compile_once
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
+app.add_typer(queries_app, name="queries")
 
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
