@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
 from greta_service.routes import health, page, plan, queries, results
 from greta_service.runner import short_error
@@ -60,8 +61,9 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     store = open_store(settings.resolved_store_url)
     registry = Registry(settings, store)
     app.state.registry = registry
+    app.state.metrics = ServiceMetrics(registry)
     stopping = threading.Event()
-    boot = threading.Thread(target=_boot, args=(registry,), name="greta-boot", daemon=True)
+    boot = threading.Thread(target=_boot, args=(registry, app.state.metrics), name="greta-boot", daemon=True)
     monitor = threading.Thread(target=_monitor, args=(registry, stopping), name="greta-monitor", daemon=True)
     boot.start()
     monitor.start()
@@ -81,13 +83,14 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("service stopped")
 
 
-def _boot(registry: Registry) -> None:
+def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
     try:
-        from greta_stream.spark import get_session
+        from greta_stream.spark import get_session, on_progress
 
         s = registry.settings
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
                                      shuffle_partitions=s.spark_shuffle_partitions)
+        on_progress(registry.spark, metrics.observe)  # every micro-batch of every stream
         registry.resume_all()
         registry.ready.set()
         log.info("service ready: Spark %s", registry.spark.version)

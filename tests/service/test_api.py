@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import (
     FLUSH,
     Q1,
@@ -233,7 +234,16 @@ def test_health_ready_and_metrics(api: httpx.Client, q1: dict) -> None:
     r = api.get("/metrics")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
-    labels = f'id="{q1["created"]["id"]}",query="q1-api"'
-    assert f"greta_query_result_rows_total{{{labels}}} {len(q1['expected'])}\n" in r.text
-    assert f'greta_query_dead_letters_total{{{labels},reason="malformed"}} 1\n' in r.text
-    assert "greta_ready 1\n" in r.text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(r.text) for s in family.samples}
+    query_id = q1["created"]["id"]
+    stream = api.get(f"/queries/{query_id}").json()["progress"]["stream"]
+    mine = (("id", query_id), ("query", "q1-api"), ("stream", stream))
+    assert samples[("greta_query_result_rows_total", mine)] == len(q1["expected"])
+    assert samples[("greta_query_dead_letters_total", (*mine[:2], ("reason", "malformed"), mine[2]))] == 1
+    assert samples[("greta_ready", ())] == 1
+    # every micro-batch of the query's stream, as Spark reported it: all its input and a duration each
+    assert samples[("greta_stream_input_rows_total", (("stream", stream),))] >= len(sample_events()) + 2
+    batches = samples[("greta_stream_batches_total", (("stream", stream),))]
+    assert batches >= 1
+    assert samples[("greta_stream_batch_duration_seconds_count", (("stream", stream),))] == batches
