@@ -30,7 +30,7 @@ from greta_service.registry import Registry, ServiceError
 from greta_service.routes import health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
-from greta_service.store import open_store
+from greta_service.store import Retention, open_store
 
 log = logging.getLogger("greta_service")
 
@@ -58,7 +58,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     settings.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    store = open_store(settings.resolved_store_url)
+    store = open_store(settings.resolved_store_url,
+                       Retention(settings.result_retention_rows, settings.result_retention_s))
     registry = Registry(settings, store)
     app.state.registry = registry
     app.state.metrics = ServiceMetrics(registry)

@@ -46,6 +46,9 @@ class Settings(BaseModel):
     max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
     max_page_rows: int = Field(1000, ge=1)
+    # Result retention per query in the results store (sinks keep everything): unset, no bound.
+    result_retention_rows: int | None = Field(None, ge=1, description="keep each query's newest rows only")
+    result_retention_s: float | None = Field(None, gt=0, description="keep rows stored within this many seconds")
     # Relative source and sink paths resolve against data_dir; every resolved path
     # must lie under one of path_roots. Unset: anywhere on loopback, only under
     # data_dir when the service binds beyond loopback (see allowed_roots).

@@ -247,3 +247,29 @@ def test_health_ready_and_metrics(api: httpx.Client, q1: dict) -> None:
     batches = samples[("greta_stream_batches_total", (("stream", stream),))]
     assert batches >= 1
     assert samples[("greta_stream_batch_duration_seconds_count", (("stream", stream),))] == batches
+
+
+def test_latest_rows_and_exports(api: httpx.Client, q1: dict) -> None:
+    import csv
+    import io
+
+    import pyarrow.parquet as pq
+
+    query_id, expected = q1["created"]["id"], q1["expected"]
+    newest: dict[str, dict] = {}
+    for row in expected:
+        if row["sector"] not in newest or row["window_start"] > newest[row["sector"]]["window_start"]:
+            newest[row["sector"]] = row
+    latest = api.get(f"/queries/{query_id}/latest").json()
+    assert normalized(latest["rows"]) == normalized(list(newest.values()))
+
+    jsonl = api.get(f"/queries/{query_id}/results/export", params={"format": "jsonl"})
+    assert normalized([loads(line) for line in jsonl.text.splitlines()]) == normalized(expected)
+    csv_rows = list(csv.DictReader(io.StringIO(api.get(f"/queries/{query_id}/results/export",
+                                                      params={"format": "csv"}).text)))
+    assert len(csv_rows) == len(expected) and list(csv_rows[0]) == q1["created"]["columns"]
+    parquet = api.get(f"/queries/{query_id}/results/export", params={"format": "parquet", "group": "3"})
+    assert parquet.headers["content-disposition"] == 'attachment; filename="q1-api.parquet"'
+    table = pq.read_table(io.BytesIO(parquet.content)).to_pylist()
+    assert normalized(table) == normalized([r for r in expected if r["sector"] == 3])
+    assert api.get(f"/queries/{query_id}/results/export", params={"format": "xlsx"}).status_code == 422
