@@ -73,6 +73,10 @@ class ServiceClient:
         """Compile a query without registering it: its explain and result columns."""
         return self._call("POST", "/queries/validate", {"text": text, **({"mode": mode} if mode else {})})
 
+    def update(self, ref: str, **changes: Any) -> dict[str, Any]:
+        """Change a query's text, mode, sinks, dead_letter or options (the service says what keeps its state)."""
+        return self._call("PATCH", f"/queries/{self.resolve(ref)}", changes)
+
     def stop(self, ref: str) -> dict[str, Any]:
         return self._call("POST", f"/queries/{self.resolve(ref)}/stop")
 

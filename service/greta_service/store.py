@@ -116,6 +116,10 @@ class ResultStore(ABC):
         """(seq, payload) of rows stored after `seq`, in store order."""
 
     @abstractmethod
+    def clear_results(self, query_id: str) -> None:
+        """Forget every row and batch count the query stored (its record stays)."""
+
+    @abstractmethod
     def latest(self, query_id: str) -> list[str]:
         """Payloads of each group's row of its latest window, ordered by group."""
 
@@ -264,6 +268,11 @@ class SQLiteStore(Store):
             "SELECT seq, payload FROM results WHERE query_id = ? AND seq > ? ORDER BY seq LIMIT ?",
             (query_id, seq, limit),
         ).fetchall()
+
+    def clear_results(self, query_id: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
+            db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
 
     def latest(self, query_id: str) -> list[str]:
         rows = self._conn().execute(

@@ -50,6 +50,8 @@ def test_cli_and_client_drive_a_query_from_registration_to_deletion(service: Ser
     lines = cli(service, "results", "client-q1").stdout.splitlines()
     assert len(lines) == len(want)
 
+    out = service.root / "out-client-q1"
+    assert client.update("client-q1", sinks=[{"format": "jsonl", "path": str(out)}])["sinks"][0]["path"] == str(out)
     assert cli(service, "stop", "client-q1").stdout.split()[2] == "stopped"
     assert client.query(query_id)["status"] == "stopped"
     assert cli(service, "start", query_id).stdout.split()[2] == "running"
