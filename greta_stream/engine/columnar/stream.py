@@ -43,6 +43,7 @@ import math
 import pickle
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -319,7 +320,7 @@ class ColumnarStream:
                 out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads, fields=p.fields,
                                     group_by=p.group_by)
                 for m in p.members:
-                    rows += [(m.name, r) for r in result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of)]
+                    rows += zip(repeat(m.name), result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of))
             if target is not None:
                 stay |= prep_p.kmax >= target
         return rows, stay
