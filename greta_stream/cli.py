@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream import logs
 from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
@@ -274,9 +275,10 @@ def serve(
     data_dir: Annotated[Path | None, typer.Option(help="state folder (default greta-data)")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn log level (default info)")] = None,
+    log_json: Annotated[bool, typer.Option("--log-json", envvar="GRETA_LOG_JSON",
+                                           help="log one JSON object per line")] = False,
 ) -> None:
     """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
-    import logging
 
     try:
         import uvicorn
@@ -293,11 +295,10 @@ def serve(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    logs.setup(settings.log_level, as_json=log_json)
     # A bounded graceful shutdown: open result streams (SSE) would otherwise hold it forever.
     uvicorn.run(application, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, log_config=None)  # uvicorn's loggers through ours
 
 
 @app.command()

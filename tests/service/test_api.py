@@ -273,3 +273,13 @@ def test_latest_rows_and_exports(api: httpx.Client, q1: dict) -> None:
     table = pq.read_table(io.BytesIO(parquet.content)).to_pylist()
     assert normalized(table) == normalized([r for r in expected if r["sector"] == 3])
     assert api.get(f"/queries/{query_id}/results/export", params={"format": "xlsx"}).status_code == 422
+
+
+def test_logs_are_json_lines(service: Service, q1: dict) -> None:
+    """With --log-json every line the service's Python logs is one JSON object (Spark's JVM lines are its own)."""
+    import json
+
+    lines = [json.loads(line) for line in service.log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    assert any(r["logger"] == "greta_service" and r["message"].startswith("service ready") for r in lines)
+    assert any(r["logger"] == "uvicorn.access" for r in lines)  # requests, through the same handler
+    assert all(set(r) >= {"time", "level", "logger", "message"} for r in lines)
