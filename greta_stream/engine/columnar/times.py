@@ -24,10 +24,10 @@ def renumber(col: Any) -> Any:
     """Times of an OTHER column with numbers (and None/bools) only: the numbers as float64."""
     vals = np.zeros(len(col.values), np.float64)
     nums = col.number
-    vals[nums] = np.asarray(col.values[nums].tolist(), dtype=np.float64)
-    ints = [v for v in col.values[nums].tolist() if type(v) is int]
-    if any(abs(v) > EXACT_FLOAT for v in ints):
+    numbers = col.values[nums].tolist()
+    if any(type(v) is int and abs(v) > EXACT_FLOAT for v in numbers):  # before float(): it may overflow
         raise Unsupported("integer times beyond 2**53")
+    vals[nums] = np.asarray(numbers, dtype=np.float64)
     return type(col)(FLOAT, vals, col.null, nums)
 
 
