@@ -28,9 +28,16 @@ app.add_typer(queries_app, name="queries")
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
 
+def _is_file(text: str) -> bool:
+    """`text` names an existing file (query text too long for a path name is not one)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def _load_query(query: str) -> CompiledQuery:
-    path = Path(query)
-    text = sys.stdin.read() if query == "-" else path.read_text() if path.is_file() else query
+    text = sys.stdin.read() if query == "-" else Path(query).read_text() if _is_file(query) else query
     try:
         return compile_once(text)
     except QueryError as exc:
@@ -256,7 +263,7 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
         queries = []
         for i, q in enumerate(query):
             cq = _load_query(q)
-            name = Path(q).stem if Path(q).is_file() else f"query{i + 1}"
+            name = Path(q).stem if _is_file(q) else f"query{i + 1}"
             out = output if len(query) == 1 else str(Path(output) / name)
             dl = dead_letter or str(Path(out) / "dead_letters")
             queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),

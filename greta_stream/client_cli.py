@@ -98,8 +98,10 @@ def add(
     url: UrlOpt = None, api_key: KeyOpt = None,
 ) -> None:
     """Register and start a query; prints its id."""
-    path = Path(query)
-    text = path.read_text() if path.is_file() else query
+    try:
+        text = Path(query).read_text() if Path(query).is_file() else query
+    except (OSError, ValueError):  # query text too long for a path name
+        text = query
     try:
         made = _client(url, api_key).add(name, text, source=endpoint(source),
                                           sinks=[endpoint(s) for s in sink or []],
