@@ -25,6 +25,20 @@ from greta_stream.runtime.spec import compile_once
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
 app.add_typer(queries_app, name="queries")
 
+
+def _version(show: bool) -> None:
+    if show:
+        from greta_stream import __version__
+
+        typer.echo(f"greta-stream {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Real-time event trend aggregation (GRETA)."""
+
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
 

@@ -54,3 +54,14 @@ def test_explain_prints_templates() -> None:
     res = cli("explain", "--query", "configs/q3_traffic.greta")
     assert res.returncode == 0, res.stderr
     assert "leading NOT" in res.stdout and "partition by: segment" in res.stdout
+
+
+def test_version() -> None:
+    import subprocess
+    import sys
+
+    from greta_stream import __version__
+
+    out = subprocess.run([sys.executable, "-m", "greta_stream", "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"greta-stream {__version__}"
