@@ -503,7 +503,7 @@ def _oracle_input(text: str, events: list[Any]) -> list[dict]:
 def test_columnar_equals_oracle(case: tuple[str, list[dict]]) -> None:
     text, events = case
     expected = oracle_rows(parse(text), _oracle_input(text, events))
-    got = evaluate(text, events)  # auto: the columnar engine from 2,000 events on, handing over
+    got = evaluate(text, events, engine="columnar")
     assert got.engine == "columnar"
     assert_same_rows(text, events, expected, got, ("oracle", "columnar"))
 
