@@ -21,7 +21,7 @@ from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import TimeError, parse_time
+from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,23 @@ class Validator:
         return None
 
 
+def future_bound(watermark: Any, max_future_s: float | None, time_kind: str | None) -> Any:
+    """The latest time an event may have, `max_future_s` ahead of `watermark`
+    (in the unit of `time_kind`); inf when either is unbounded."""
+    if max_future_s is None or watermark == -math.inf:
+        return math.inf
+    return watermark + max_future_s * (US_PER_S if time_kind == TIMESTAMP else 1)
+
+
+def late_letter(record: Any, time: Any, watermark: Any) -> DeadLetter:
+    return DeadLetter("late", record, f"time {time} is behind the watermark {watermark}")
+
+
+def future_letter(record: Any, time: Any, watermark: Any, max_future_s: float | None) -> DeadLetter:
+    return DeadLetter("future", record, f"time {time} is more than max_future_s = {max_future_s:g} s ahead of "
+                                        f"the watermark {watermark}")
+
+
 DeadLetterSink = Callable[[DeadLetter], None]
 WatermarkOf = Callable[[str | None], Any]
 
@@ -122,8 +139,11 @@ class Front:
 
     Lateness (SEMANTICS.md section 6): an event of a pattern type before the
     watermark the runner has processed up to, or before the watermark a
-    driver declared with `expect`, is dead-lettered as "late". Events of
-    other types are counted and ignored, whatever their time.
+    driver declared with `expect`, is dead-lettered as "late". Once there is
+    a watermark, an event more than `max_future_s` ahead of it (None: no
+    bound) is dead-lettered as "future": it is not kept, so it holds back
+    no window and moves nothing. Events of other types are counted and
+    ignored, whatever their time.
     """
 
     def __init__(self, cq: CompiledQuery, fields: FieldNames, metrics: Metrics,
@@ -137,6 +157,7 @@ class Front:
         self.late_before: Any = -math.inf  # declared by `expect`
         self.position = 0  # records seen: the id of a record without one
         self.buffer: list[Event] = []  # valid events waiting for the watermark
+        self.max_future_s: float | None = None  # a setting of the run (RunSpec), not state
 
     @property
     def time_kind(self) -> str | None:
@@ -146,6 +167,11 @@ class Front:
     def late_bound(self) -> Any:
         """Events of a pattern type before this are late."""
         return max(self.watermark, self.late_before)
+
+    @property
+    def future_bound(self) -> Any:
+        """Events of a pattern type after this are "future" (inf: no bound yet)."""
+        return future_bound(self.late_bound, self.max_future_s, self.time_kind)
 
     def expect(self, watermark: Any) -> None:
         self.late_before = max(self.late_before, watermark)
@@ -164,7 +190,10 @@ class Front:
             return None
         late_before = self.late_bound
         if result.time < late_before:
-            self.reject(DeadLetter("late", record, f"time {result.time} is behind the watermark {late_before}"))
+            self.reject(late_letter(record, result.time, late_before))
+            return None
+        if result.time > self.future_bound:
+            self.reject(future_letter(record, result.time, late_before, self.max_future_s))
             return None
         return result
 

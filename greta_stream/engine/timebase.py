@@ -27,6 +27,10 @@ _NUMERIC = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
 
 NUMERIC = "seconds"
 TIMESTAMP = "timestamp"
+# Numeric times are placed exactly below this (float64 window arithmetic, int64
+# kernels): about 35.7 million years of seconds. Beyond it an event is a bad_time
+# on every engine, never an overflow.
+MAX_TIME_S = 2**50
 
 
 class TimeError(ValueError):
@@ -40,13 +44,21 @@ def parse_time(value: Any) -> tuple[str, int | float]:
     if isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
             raise TimeError(f"time must be finite, got {value!r}")
+        if not -MAX_TIME_S < value < MAX_TIME_S:
+            raise TimeError(f"time {_short(value)} is out of range: numeric times lie strictly between "
+                            f"-2**50 and 2**50 seconds")
         return NUMERIC, value
     if hasattr(value, "item") and not isinstance(value, (str, datetime)):  # numpy scalars
         return parse_time(value.item())
     if isinstance(value, str):
         if _NUMERIC.match(value):
             text = value.strip()
-            return parse_time(int(text) if text.lstrip("+-").isdigit() else float(text))
+            digits = text.lstrip("+-")
+            if not digits.isdigit():
+                return parse_time(float(text))
+            if len(digits.lstrip("0")) > 20:  # out of range; and int() refuses 4,300 digits
+                return parse_time(-(2**64) if text[0] == "-" else 2**64)
+            return parse_time(int(text))
         try:
             value = datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError:
@@ -58,6 +70,13 @@ def parse_time(value: Any) -> tuple[str, int | float]:
             value = value.replace(tzinfo=UTC)
         return TIMESTAMP, (value - EPOCH) // timedelta(microseconds=1)
     raise TimeError(f"time must be a number or an ISO-8601 timestamp, got {type(value).__name__}")
+
+
+def _short(value: int | float) -> str:
+    """A number for a message: a 400-digit int is not repeated in full."""
+    if isinstance(value, float) or abs(value) < 2**64:
+        return repr(value)
+    return f"{'-' if value < 0 else ''}2**{abs(value).bit_length() - 1} or more"
 
 
 def exact(t: int | float | Fraction) -> int | Fraction:

@@ -42,18 +42,39 @@ class QuerySyntaxError(QueryError):
     """The query text does not parse."""
 
 
+# Levels of nesting a query may have: patterns, parentheses, Kleene pluses and
+# operator chains (`a AND b AND c` is two levels). Every later stage walks the
+# query recursively; this bound keeps it far from Python's recursion limit.
+MAX_NESTING = 100
+
+
 def parse(text: str) -> ast.Query:
     """Parse query text into a `Query`; raise `QueryError` with a position."""
     try:
         tree = _lark().parse(text)
     except UnexpectedInput as exc:
         raise QuerySyntaxError([_syntax_problem(exc, text)], text) from None
+    _check_nesting(tree, text)
     try:
         return _Build().transform(tree)
     except VisitError as exc:
         if isinstance(exc.orig_exc, QueryError):
             raise QuerySyntaxError(exc.orig_exc.problems, text) from None
         raise
+
+
+def _check_nesting(tree: Tree, text: str) -> None:
+    """`QueryError` at the first part of the query nested deeper than `MAX_NESTING`
+    (the parser itself is iterative; this walk is too)."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            span = _span(node.meta)
+            raise QuerySyntaxError([QueryProblem(
+                f"the query nests too deeply: more than {MAX_NESTING} levels of patterns, parentheses, "
+                f"Kleene pluses or operators", max(span.line, 1), max(span.column, 1))], text)
+        stack.extend((child, depth + 1) for child in reversed(node.children) if isinstance(child, Tree))
 
 
 def _syntax_problem(exc: UnexpectedInput, text: str) -> QueryProblem:

@@ -67,7 +67,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     return (
         tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
         edge, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
-        frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.time_kind,
+        frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
     )
 
 
@@ -236,7 +236,7 @@ class FamilyUnit:
         stream = ColumnarStream(passes, **kw) if blob is None else ColumnarStream.restore(passes, blob, **kw)
         stream.member_sinks = {n: self.sinks[n] for n in names}
         stream.dead_letter = fan_out
-        return stream
+        return spec.armed(stream)
 
     def _spec(self, names: tuple[str, ...]) -> RunSpec:
         return self.specs[names[0]]  # the family's lateness and fields are its queries'
@@ -363,4 +363,4 @@ def restore_alone(spec: RunSpec, name: str, blob: bytes, sink: Callable[[DeadLet
     stream = ColumnarStream.restore([single_pass(plan, name)], blob[1:], fields=spec.fields, dead_letter=sink,
                                     threads=spec.kernel_threads)
     stream.member_sinks = {name: sink}
-    return stream
+    return spec.armed(stream)

@@ -37,6 +37,10 @@ ENGINES: tuple[str, ...] = ("auto", "general", "columnar")
 STREAM_ENGINES: tuple[str, ...] = ("auto", "general")
 TIME_KINDS: tuple[str | None, ...] = (None, NUMERIC, TIMESTAMP)
 CET_COLUMNS = ("trend", "total", "truncated")
+# Events further ahead of the watermark are dead-lettered as "future" (a year-long
+# typo, a clock gone wrong): they would move the watermark and make every later
+# event late. 30 days lets any replay of real streams through.
+DEFAULT_MAX_FUTURE_S = 30 * 86_400.0
 
 # A snapshot starts with a tag byte that names its runner.
 _TAGS: dict[type, bytes] = {Engine: b"G", TrendExtractor: b"T", ColumnarStream: b"C"}
@@ -60,6 +64,8 @@ class RunSpec:
     - `lateness_s`: allowed lateness (the watermark delay) in seconds.
     - `kernel_threads`: a cap on the columnar kernel's threads (None: one
       per core); a setting of this process, not of the results.
+    - `max_future_s`: once there is a watermark, events more than this many
+      seconds ahead of it are dead-lettered as "future" (None: no bound).
     """
 
     query: CompiledQuery
@@ -70,6 +76,7 @@ class RunSpec:
     time_kind: str | None = None
     lateness_s: float = 0.0
     kernel_threads: int | None = None
+    max_future_s: float | None = DEFAULT_MAX_FUTURE_S
 
     @classmethod
     def create(
@@ -85,6 +92,7 @@ class RunSpec:
         time_kind: str | None = None,
         lateness_s: float = 0.0,
         kernel_threads: int | None = None,
+        max_future_s: float | None = DEFAULT_MAX_FUTURE_S,
     ) -> RunSpec:
         """Compile `query` (or take it compiled) and check every option;
         `QueryError` or `ConfigError` (both ValueErrors) say what is wrong."""
@@ -101,6 +109,9 @@ class RunSpec:
         if isinstance(lateness_s, bool) or not isinstance(lateness_s, (int, float)) or not (
                 math.isfinite(lateness_s) and lateness_s >= 0):
             raise ConfigError(f"lateness must be a finite number of seconds >= 0, got {lateness_s!r}")
+        if max_future_s is not None and (isinstance(max_future_s, bool) or not isinstance(max_future_s, (int, float))
+                                         or not (math.isfinite(max_future_s) and max_future_s > 0)):
+            raise ConfigError(f"max_future_s must be a finite number of seconds > 0 or None, got {max_future_s!r}")
         if kernel_threads is not None and (isinstance(kernel_threads, bool) or kernel_threads < 1):
             raise ConfigError(f"kernel_threads must be a positive integer or None, got {kernel_threads!r}")
         if mode == "aggregate" and (trends != "complete" or max_trends is not None or with_events):
@@ -109,7 +120,8 @@ class RunSpec:
             cet = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        spec = cls(cq, mode, engine, fields, cet, time_kind, float(lateness_s), kernel_threads)  # type: ignore[arg-type]
+        spec = cls(cq, mode, engine, fields, cet, time_kind, float(lateness_s), kernel_threads,  # type: ignore[arg-type]
+                   None if max_future_s is None else float(max_future_s))
         if mode == "aggregate" and engine == "columnar" and spec.columnar is None:
             raise ConfigError(f"the columnar engine does not cover this query: {spec.columnar_refusal}")
         return spec
@@ -184,6 +196,11 @@ class RunSpec:
             runner = Engine(self.query, fields=self.fields, dead_letter=dead_letter)
         if self.time_kind is not None:
             runner.validator.time_kind = self.time_kind
+        return self.armed(runner)
+
+    def armed(self, runner: Any) -> Any:
+        """`runner` with this run's settings that are not state (`max_future_s`)."""
+        runner.front.max_future_s = self.max_future_s
         return runner
 
     def snapshot(self, runner: Any) -> bytes:
@@ -197,20 +214,20 @@ class RunSpec:
             raise SnapshotError("the state is of another engine or mode: start from a new checkpoint")
         data = bytes(blob[1:])
         if cls is TrendExtractor:
-            return TrendExtractor.restore(self.query, data, config=self.cet, fields=self.fields,
-                                          dead_letter=dead_letter)
+            return self.armed(TrendExtractor.restore(self.query, data, config=self.cet, fields=self.fields,
+                                                     dead_letter=dead_letter))
         if cls is ColumnarStream:
             plan = self.columnar or _plan_of(self.query)
-            return ColumnarStream.restore(plan, data, fields=self.fields, dead_letter=dead_letter,
-                                          threads=self.kernel_threads)
-        return Engine.restore(self.query, data, fields=self.fields, dead_letter=dead_letter)
+            return self.armed(ColumnarStream.restore(plan, data, fields=self.fields, dead_letter=dead_letter,
+                                                     threads=self.kernel_threads))
+        return self.armed(Engine.restore(self.query, data, fields=self.fields, dead_letter=dead_letter))
 
     # ------------------------------------------------------ identity, pickle
     @property
     def key(self) -> tuple[Any, ...]:
         """What identifies this run's results and state: the query text and every option."""
         return (self.query.text, self.mode, self.engine, self.fields, self.cet, self.time_kind, self.lateness_s,
-                self.kernel_threads)
+                self.kernel_threads, self.max_future_s)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RunSpec) and self.key == other.key
@@ -225,8 +242,10 @@ class RunSpec:
 
 
 def _from_key(text: str, mode: Mode, engine: EngineChoice, fields: FieldNames, cet: CetConfig,
-              time_kind: str | None, lateness_s: float, kernel_threads: int | None) -> RunSpec:
-    return RunSpec(compile_once(text), mode, engine, fields, cet, time_kind, lateness_s, kernel_threads)
+              time_kind: str | None, lateness_s: float, kernel_threads: int | None,
+              max_future_s: float | None) -> RunSpec:
+    return RunSpec(compile_once(text), mode, engine, fields, cet, time_kind, lateness_s, kernel_threads,
+                   max_future_s)
 
 
 @lru_cache(maxsize=256)

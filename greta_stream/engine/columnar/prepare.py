@@ -19,10 +19,10 @@ import pandas as pd
 
 from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Column, Input, Unsupported, numeric
 from greta_stream.engine.columnar.plan import ColumnarPlan
-from greta_stream.engine.columnar.times import MAX_TIME, frame_timestamps, renumber, timestamps
+from greta_stream.engine.columnar.times import MAX_TIME, by_value, frame_timestamps, renumber, timestamps
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.columnar.vector import predicate as vector_predicate
-from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator, future_bound, future_letter, late_letter
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, window_bounds
 
@@ -63,6 +63,7 @@ def prepare(
     late_before: Any = -math.inf,
     late_before_of: Callable[[str], Any] | None = None,
     validator: Validator | None = None,
+    max_future_s: float | None = None,
 ) -> Prepared:
     """Validate and type `events`; `Unsupported` when they are not for us.
 
@@ -72,6 +73,8 @@ def prepare(
     the stream's unit of time (none came before), `late_before_of(unit)` is
     the watermark in that unit from the event after the one that fixed it
     on, as `Front.add_many` declares it again for the general engine.
+    Events more than `max_future_s` ahead of that watermark are "future"
+    (`Front.future_bound`).
 
     1. types and times: rows without either are bad; the first good row
        fixes the stream's kind of time;
@@ -100,12 +103,15 @@ def prepare(
     if late_before_of is not None and kind_before is None and validator.time_kind is not None:
         limit = max(late_before, late_before_of(validator.time_kind))
     late = _late(time.values, rows_t, row_bad, bad, limit, late_before)
-    keep = ~row_bad & ~late
+    ahead = future_bound(limit, max_future_s, validator.time_kind)
+    future = ~row_bad & ~late & (time.values[rows_t] > ahead)
+    keep = ~row_bad & ~late & ~future
     good = rows_t[keep]
-    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late]]))
-    is_late = np.zeros(n, bool)
-    is_late[rows_t[late]] = True
-    dead = _dead_letters(validator, events, bad_rows, is_late, limit)
+    bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late | future]]))
+    is_late = np.zeros(n, np.int8)  # 1: late, 2: future
+    is_late[rows_t[late]] = 1
+    is_late[rows_t[future]] = 2
+    dead = _dead_letters(validator, events, bad_rows, is_late, limit, max_future_s)
 
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
     edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
@@ -150,13 +156,16 @@ def _times(events: Input, name: str, valid_type: np.ndarray, validator: Validato
         if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
             time = renumber(time)  # numbers, missing values and bools (bad times)
         else:
-            time, time_kind = timestamps(time), TIMESTAMP
+            try:
+                time, time_kind = timestamps(time), TIMESTAMP
+            except Unsupported:  # numbers among the timestamps: one value at a time, as the validator reads them
+                time, time_kind = by_value(time, validator.time_kind)
     bad = ~valid_type | time.null | ~time.number
     finite = np.zeros(len(bad), bool)
     finite[~bad] = np.isfinite(time.values[~bad])
     bad |= ~finite
-    if time_kind == NUMERIC and (np.abs(np.where(bad, 0, time.values)) >= MAX_TIME).any():
-        raise Unsupported("times beyond 2**50 seconds")
+    if time_kind == NUMERIC:  # out of parse_time's range: a bad_time, as the validator says
+        bad |= np.abs(np.where(bad, 0, time.values)) >= MAX_TIME
     if not bad.all():  # the first event with a type and a time fixes the stream's kind of time
         if validator.time_kind is None:
             validator.time_kind = time_kind
@@ -225,13 +234,15 @@ def _late(t: np.ndarray, rows: np.ndarray, row_bad: np.ndarray, bad: np.ndarray,
 
 
 def _dead_letters(validator: Validator, events: Input, bad_rows: np.ndarray, is_late: np.ndarray,
-                  limit: Any) -> list[DeadLetter]:
-    """The dead letters of `bad_rows`, in input order, worded by the validator itself."""
+                  limit: Any, max_future_s: float | None) -> list[DeadLetter]:
+    """The dead letters of `bad_rows`, in input order, worded by the validator
+    itself (`is_late`: 1 late, 2 future, as `Front.admit` words them)."""
     dead = []
     for i in bad_rows.tolist():
         dl = validator.validate(events.record(i), i)
         if is_late[i] and not isinstance(dl, DeadLetter):
-            dl = DeadLetter("late", dl.attrs, f"time {dl.time} is behind the watermark {limit}")
+            dl = (late_letter(dl.attrs, dl.time, limit) if is_late[i] == 1
+                  else future_letter(dl.attrs, dl.time, limit, max_future_s))
         if not isinstance(dl, DeadLetter):
             raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
         dead.append(dl)

@@ -211,7 +211,7 @@ class ColumnarStream:
             try:
                 prep = prepare(self.plan, inp, self.fields, late_before=front.late_bound,
                                late_before_of=watermark_of if kind_before is None else None,
-                               validator=front.validator)
+                               validator=front.validator, max_future_s=front.max_future_s)
             except Unsupported as exc:
                 self._hand_over(str(exc))
             else:
@@ -367,6 +367,7 @@ class ColumnarStream:
             if self.watermark != -math.inf:
                 engine.advance(self.watermark)  # these windows were reported already: drop their rows
             engine.expect(self.front.late_before)
+            engine.front.max_future_s = self.front.max_future_s
             engine.metrics.clear()
             engine.metrics.update(self.member_metrics(m.name))
             engine.metrics.inc("columnar_hand_overs")

@@ -13,21 +13,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, Column, Input, Unsupported, missing
-from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
+from greta_stream.engine.columnar.columns import FLOAT, INT, Column, Input, Unsupported, missing
+from greta_stream.engine.timebase import MAX_TIME_S, TIMESTAMP, US_PER_S, TimeError, parse_time
 
-MAX_TIME = 2.0**50  # window arithmetic on float64 times is exact below this
+MAX_TIME = float(MAX_TIME_S)  # window arithmetic on float64 times is exact below this (parse_time's range)
 
 
 
 def renumber(col: Any) -> Any:
-    """Times of an OTHER column with numbers (and None/bools) only: the numbers as float64."""
+    """Times of an OTHER column with numbers (and None/bools) only: the numbers as
+    float64. A number out of range (`parse_time` refuses it: an int too large
+    for a float, say) is no number here: its row is a bad_time."""
+    values = col.values[col.number].tolist()
     vals = np.zeros(len(col.values), np.float64)
-    nums = col.number
-    numbers = col.values[nums].tolist()
-    if any(type(v) is int and abs(v) > EXACT_FLOAT for v in numbers):  # before float(): it may overflow
-        raise Unsupported("integer times beyond 2**53")
-    vals[nums] = np.asarray(numbers, dtype=np.float64)
+    nums = col.number.copy()
+    at = np.flatnonzero(nums)
+    in_range = np.fromiter((-MAX_TIME < v < MAX_TIME for v in values), bool, len(values))
+    nums[at[~in_range]] = False
+    vals[at[in_range]] = np.asarray([v for v, ok in zip(values, in_range.tolist(), strict=True) if ok], np.float64)
     return type(col)(FLOAT, vals, col.null, nums)
 
 
@@ -62,6 +65,32 @@ def timestamps(col: Any) -> Any:
             us[i], ok[i] = t, True
     return Column(INT, us, null, ok & ~null)
 
+
+
+def by_value(col: Any, kind: str | None) -> tuple[Column, str]:
+    """Times of an OTHER column holding both kinds (seconds and timestamps, as
+    numbers or text), each distinct value read by `parse_time`: as the general
+    engine reads them one by one, the stream's kind (`kind`, else the first
+    good row's) wins and a time of the other kind is a bad time."""
+    values = col.values
+    n = len(values)
+    parsed: dict[Any, tuple[str, int | float] | None] = {}
+    got: list[tuple[str, int | float] | None] = []
+    for v in values.tolist():
+        key = (type(v), v) if isinstance(v, (str, int, float)) and not isinstance(v, bool) else None
+        if key is None or key not in parsed:
+            try:
+                p = parse_time(v) if v is not None else None
+            except (TimeError, TypeError):
+                p = None
+            if key is not None:
+                parsed[key] = p
+        got.append(p if key is None else parsed[key])
+    kind = kind or next((p[0] for p in got if p is not None), TIMESTAMP)
+    ok = np.fromiter((p is not None and p[0] == kind for p in got), bool, n)
+    dtype = np.int64 if kind == TIMESTAMP else np.float64
+    vals = np.fromiter(((p[1] if p is not None and p[0] == kind else 0) for p in got), dtype, n)
+    return Column(INT if kind == TIMESTAMP else FLOAT, vals, col.null, ok & ~col.null), kind
 
 
 _ISO_UTC = (r"^(?P<s>\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d)"
