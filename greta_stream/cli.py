@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
 from greta_stream.engine import DeadLetter, FieldNames
@@ -25,11 +26,18 @@ app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
 
-def _load_query(query: str) -> CompiledQuery:
-    path = Path(query)
-    text = sys.stdin.read() if query == "-" else path.read_text() if path.is_file() else query
+def _is_file(query: str) -> bool:
+    """Whether --query names a file (query text may be far longer than a file name can be)."""
     try:
-        return compile_once(text)
+        return "\n" not in query and Path(query).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _load_query(query: str) -> CompiledQuery:
+    text = sys.stdin.read() if query == "-" else Path(query).read_text() if _is_file(query) else query
+    try:
+        return check_limits(compile_once(text))
     except QueryError as exc:
         typer.echo(f"error: invalid query\n{exc}", err=True)
         raise typer.Exit(2) from None
@@ -253,7 +261,7 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
         queries = []
         for i, q in enumerate(query):
             cq = _load_query(q)
-            name = Path(q).stem if Path(q).is_file() else f"query{i + 1}"
+            name = Path(q).stem if _is_file(q) else f"query{i + 1}"
             out = output if len(query) == 1 else str(Path(output) / name)
             dl = dead_letter or str(Path(out) / "dead_letters")
             queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),

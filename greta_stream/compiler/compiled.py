@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any
 
 from greta_stream.compiler.expressions import compile_edge, compile_expr, compile_local, format_expr
+from greta_stream.compiler.limits import LIMITS, Limits, check_limits
 from greta_stream.compiler.templates import Template, Transition, build_templates, format_pattern
 from greta_stream.query import ast
 from greta_stream.query.analyzer import aliases_of, analyze
@@ -121,8 +122,10 @@ class CompiledQuery:
         return explain(self)
 
 
-def compile_query(text_or_query: str | ast.Query | CompiledQuery) -> CompiledQuery:
-    """Parse, analyze and compile; raise `QueryError` on any problem."""
+def compile_query(text_or_query: str | ast.Query | CompiledQuery, *, limits: Limits | None = LIMITS) -> CompiledQuery:
+    """Parse, analyze and compile; raise `QueryError` on any problem, windows
+    beyond `limits` included (None: unchecked; a query compiled before is
+    returned as it is)."""
     if isinstance(text_or_query, CompiledQuery):
         return text_or_query
     if isinstance(text_or_query, str):
@@ -131,7 +134,8 @@ def compile_query(text_or_query: str | ast.Query | CompiledQuery) -> CompiledQue
     else:
         query = analyze(text_or_query)
         text = format_query(query)
-    return _compile(text, query)
+    cq = _compile(text, query)
+    return cq if limits is None else check_limits(cq, limits)
 
 
 def _compile(text: str, query: ast.Query) -> CompiledQuery:

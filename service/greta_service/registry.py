@@ -82,13 +82,11 @@ class Registry:
             limit = self.settings.max_query_chars
             raise config_error(f"query text has {len(text):,} characters; the limit is {limit:,} (max_query_chars)")
         try:
-            return RunSpec.create(text, mode=mode)
+            return RunSpec.create(text, mode=mode, limits=self.settings.limits)
         except QueryError as exc:
             raise query_error(exc) from None
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        except RecursionError:
-            raise config_error("query text is nested too deeply") from None
 
     def prepare(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
         """A record for `req` and its run spec after every check; raises ServiceError (422/409/429)."""
@@ -111,7 +109,7 @@ class Registry:
             raise config_error(str(exc)) from None
         self._limits(rec)
         try:
-            spec = run_spec(rec)
+            spec = run_spec(rec, self.settings)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         return rec, spec
@@ -234,7 +232,7 @@ class Registry:
         specs = dict(specs or {})
         for rec in members:
             if rec.id not in specs:
-                specs[rec.id] = run_spec(rec)
+                specs[rec.id] = run_spec(rec, self.settings)
         paused = tuple(r.id for r in self.store.list_queries()
                        if stream_key(r) == key and r.desired == "stopped" and r.status == "stopped")
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),

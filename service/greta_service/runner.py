@@ -30,6 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
 from greta_stream import ConfigError, FieldNames, QuerySet, RunSpec
 from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_source
@@ -63,14 +64,15 @@ def sink_config(spec: dict[str, Any]) -> SinkConfig:
     return _build(SinkConfig, spec, "sink")
 
 
-def run_spec(rec: QueryRecord) -> RunSpec:
-    """The query's `RunSpec` (its text compiled once per process)."""
+def run_spec(rec: QueryRecord, settings: Settings) -> RunSpec:
+    """The query's `RunSpec` (its text compiled once per process) under the service's limits."""
     opts = rec.options
     f = opts.get("fields") or {}
     fields = FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id"))
     cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
     return RunSpec.create(rec.text, mode=rec.mode, engine=opts.get("engine") or "auto", fields=fields,
-                          lateness_s=float(opts.get("watermark_delay_s") or 0.0), **cet_opts).for_streaming()
+                          lateness_s=float(opts.get("watermark_delay_s") or 0.0), limits=settings.limits,
+                          max_future_s=settings.max_future_s, **cet_opts).for_streaming()
 
 
 def stream_key(rec: QueryRecord) -> str:

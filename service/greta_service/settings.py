@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from greta_stream import ConfigError
+from greta_stream import ConfigError, Limits
 
 ENV_PREFIX = "GRETA_"
 CONFIG_ENV = "GRETA_SERVICE_CONFIG"
@@ -46,6 +46,12 @@ class Settings(BaseModel):
     max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
     max_page_rows: int = Field(1000, ge=1)
+    max_windows_per_event: int = Field(1_000, ge=1, description="per query: windows each event is in "
+                                       "(WITHIN / SLIDE); a query beyond it is refused")
+    max_panes_per_window: int = Field(10_000, ge=1, description="per query: panes of each window "
+                                      "(WITHIN / gcd(WITHIN, SLIDE)); a query beyond it is refused")
+    max_future_s: float = Field(30 * 86_400, gt=0, description="events further ahead of a stream's watermark "
+                                "are dead-lettered as future")
     # Relative source and sink paths resolve against data_dir; every resolved path
     # must lie under one of path_roots. Unset: anywhere on loopback, only under
     # data_dir when the service binds beyond loopback (see allowed_roots).
@@ -71,6 +77,11 @@ class Settings(BaseModel):
         if self.path_roots:
             return self.path_roots
         return () if self.loopback else (self.data_dir,)
+
+    @property
+    def limits(self) -> Limits:
+        """The caps every registered query's windows must fit."""
+        return Limits(self.max_windows_per_event, self.max_panes_per_window)
 
     @property
     def checkpoint_dir(self) -> Path:
