@@ -86,8 +86,10 @@ def _boot(registry: Registry) -> None:
         from greta_stream.spark import get_session
 
         s = registry.settings
+        # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
-                                     shuffle_partitions=s.spark_shuffle_partitions)
+                                     shuffle_partitions=s.spark_shuffle_partitions,
+                                     conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
         registry.resume_all()
         registry.ready.set()
         log.info("service ready: Spark %s", registry.spark.version)

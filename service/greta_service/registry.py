@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from greta_service.guards import FILE_FORMATS, SINK_OPTIONS, SOURCE_OPTIONS, check_kafka_hosts, check_options, check_path_given
 from greta_service.runner import (
-    FILE_FORMATS,
     StreamHandle,
     progress,
     run_spec,
@@ -96,9 +96,11 @@ class Registry:
             options.setdefault("max_trends", self.settings.max_cet_trends)
         rec = QueryRecord(
             id=uuid.uuid4().hex[:12], name=req.name, text=req.text, mode=mode,
-            source=self._paths(req.source.model_dump(), "source", must_exist=True),
-            sinks=[self._paths(s.model_dump(), "sink") for s in req.sinks],
-            dead_letter=self._paths(req.dead_letter.model_dump(), "dead_letter") if req.dead_letter else None,
+            source=self._paths(self._guarded(req.source.model_dump(exclude_none=True), "source"), "source",
+                               must_exist=True),
+            sinks=[self._paths(self._guarded(s.model_dump(exclude_none=True), "sink"), "sink") for s in req.sinks],
+            dead_letter=self._paths(self._guarded(req.dead_letter.model_dump(exclude_none=True), "dead_letter"),
+                                    "dead_letter") if req.dead_letter else None,
             options=options,
         )
         try:
@@ -129,6 +131,16 @@ class Registry:
                                     f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
         if any(q.name == rec.name for q in existing):
             raise ServiceError(409, f"a query named {rec.name!r} is already registered")
+
+    def _guarded(self, spec: dict[str, Any], what: str) -> dict[str, Any]:
+        """`spec` when its options, path and Kafka hosts are allowed (`guards`); else a 422."""
+        try:
+            check_options(spec, what, SOURCE_OPTIONS if what == "source" else SINK_OPTIONS)
+            check_path_given(spec, what)
+            check_kafka_hosts(spec, what, self.settings.kafka_hosts)
+        except ConfigError as exc:
+            raise config_error(str(exc)) from None
+        return spec
 
     def _paths(self, spec: dict[str, Any], what: str, must_exist: bool = False) -> dict[str, Any]:
         """Resolve a file path against data_dir, keep it under path_roots, and (sources) require it."""
@@ -252,8 +264,8 @@ class Registry:
         handle = self.streams.pop(key, None)
         if handle is not None:
             try:
-                stop_stream(handle)
-            except Exception as exc:  # a stream that already died
+                stop_stream(handle, self.settings.stop_timeout_s)
+            except Exception as exc:  # a stream that already died, or did not stop in time (stopTimeout)
                 log.warning("stopping stream %s: %s", key, short_error(exc))
 
     def _forget(self, query_id: str) -> None:

@@ -38,8 +38,6 @@ from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
 
-FILE_FORMATS = ("jsonl", "parquet")
-
 
 def _build(cls: type, spec: dict[str, Any], what: str) -> Any:
     known = {f.name for f in dataclasses.fields(cls)}
@@ -126,9 +124,12 @@ def _to_store(store: ResultStore, query_id: str) -> Any:
     return write
 
 
-def stop_stream(handle: StreamHandle, wait_s: float = 30.0) -> None:
+def stop_stream(handle: StreamHandle, wait_s: float = 10.0) -> None:
     """Stop a stream between micro-batches when one is running (so nothing is
-    replayed on restart), else after `wait_s` seconds anyway."""
+    replayed on restart), else after `wait_s` seconds anyway: Spark then
+    interrupts the batch within its `spark.sql.streaming.stopTimeout` (the
+    service sets it to `wait_s` too), and the interrupted batch is replayed
+    on restart from the checkpoint."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:

@@ -56,6 +56,10 @@ class Settings(BaseModel):
     # must lie under one of path_roots. Unset: anywhere on loopback, only under
     # data_dir when the service binds beyond loopback (see allowed_roots).
     path_roots: tuple[Path, ...] = ()
+    # Kafka hosts a request may name in bootstrap_servers besides loopback ones.
+    kafka_hosts: tuple[str, ...] = ()
+    stop_timeout_s: float = Field(10.0, gt=0, le=600, description="stopping a stream waits this long for its "
+                                  "micro-batch to end, then as long again for Spark to stop it")
     # Runtime cadence.
     trigger_interval_s: float = Field(1.0, ge=0)
     monitor_interval_s: float = Field(1.0, gt=0)
@@ -140,4 +144,6 @@ def _read_file(path: Path) -> dict[str, Any]:
 def _env_value(name: str, value: str) -> Any:
     if name == "path_roots":
         return tuple(p for p in value.split(os.pathsep) if p)
+    if name == "kafka_hosts":
+        return tuple(h.strip() for h in value.split(",") if h.strip())
     return value
