@@ -55,7 +55,7 @@ def test_poison_and_future_events_are_dead_letters_and_move_nothing(spark, tmp_p
                              SinkConfig("jsonl", str(tmp_path / "dead")))],
         checkpoint=str(tmp_path / "chk"), watermark_delay_s=5, once=True, shards=2)
     counts = run(cfg, spark=spark, echo=lambda s: None)["q"]
-    got = sorted((json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out")))
+    got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
     want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid))
     assert got == want and want
     dead = list(read_jsonl_dir(tmp_path / "dead"))
