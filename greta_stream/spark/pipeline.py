@@ -22,6 +22,7 @@ import signal
 import threading
 import time
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,6 +184,12 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     reader = spark.readStream
     if src.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", src.max_files_per_trigger)
+        tied = tied_files(src.path)
+        if tied:
+            log.warning("%d files in %s share their modification time with another: Spark may read them in any "
+                        "order over several micro-batches, and the events of a file read after a later one may be "
+                        "late. Touch them one by one in the order of their events, or leave max_files_per_trigger "
+                        "unset (docs/SECURITY.md, file sources)", tied, src.path)
     for k, v in src.options.items():
         reader = reader.option(k, v)
     if src.format == "jsonl":
@@ -191,6 +198,17 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
         schema = spark.read.parquet(src.path).schema
         return reader.schema(schema).parquet(src.path)
     raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet or kafka")
+
+
+def tied_files(folder: str) -> int:
+    """How many files of `folder` share their modification time with another one
+    (Spark's file source orders new files by it; ties come in any order)."""
+    try:
+        stamps = Counter(p.stat().st_mtime_ns for p in Path(folder).iterdir() if p.is_file()
+                         and not p.name.startswith((".", "_")))
+    except OSError:  # not a local folder (an object store): nothing to say
+        return 0
+    return sum(n for n in stamps.values() if n > 1)
 
 
 BatchHook = Callable[[int, list[Any], dict[str, int]], None]
