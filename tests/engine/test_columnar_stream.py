@@ -298,3 +298,17 @@ def test_other_field_names() -> None:
     rows_want += want.finish()
     rows_got += got.finish()
     assert got.general is None and rows_got == rows_want and rows_got
+
+
+def test_a_family_part_of_one_named_query_restores() -> None:
+    """A family part left with one query snapshots as a single stream; it restores
+    as the same named part (a Spark worker that did not keep the live runner)."""
+    from greta_stream import compile_query
+    from greta_stream.engine.columnar import columnar_plan
+    from greta_stream.engine.columnar.passes import single_pass
+
+    plan = columnar_plan(compile_query("RETURN COUNT(*) PATTERN A+ WITHIN 10 s"))
+    stream = ColumnarStream([single_pass(plan, "q")])
+    stream.add_many([{"type": "A", "time": 1}, {"type": "A", "time": 2}])
+    again = ColumnarStream.restore([single_pass(plan, "q")], stream.snapshot())
+    assert again.finish() == stream.finish() == [{"window_start": 0, "window_end": 10, "count": 3}]

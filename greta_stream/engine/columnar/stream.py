@@ -409,7 +409,9 @@ class ColumnarStream:
                 stream.generals = {stream.passes[0].members[0].name: Engine.restore(
                     stream.cq, state["general"], fields=stream.fields, dead_letter=stream.dead_letter)}
                 return stream
-            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, rows={})
+            # a family part of one query saves this format too: its one member is the query
+            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, rows={},
+                         members=[m.name for m in stream.members])
         missing = {m.name for m in stream.members} - set(state["members"]) if stream.members[0].name else set()
         if missing:
             raise SnapshotError(f"the family's state has no query {sorted(missing)}")
