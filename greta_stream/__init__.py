@@ -14,12 +14,12 @@ from greta_stream.compiler import Limits
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import ResultRows, Runner, RunSpec
-from greta_stream.runtime.multi import MultiRunner, QuerySet
+from greta_stream.runtime.multi import MultiRunner, QuerySet, run_fingerprint
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CetConfig", "ConfigError", "DeadLetter", "Engine", "FieldNames", "Limits", "MultiRunner", "QueryError", "QuerySet",
     "ResultRows", "RunSpec", "Runner",
-    "TrendExtractor", "compile_query", "evaluate", "open_stream", "__version__",
+    "TrendExtractor", "compile_query", "evaluate", "open_stream", "run_fingerprint", "__version__",
 ]

@@ -13,6 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream import logs
+from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
@@ -22,14 +24,29 @@ from greta_stream.runtime import RunSpec, evaluate_spec
 from greta_stream.runtime.spec import compile_once
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
+app.add_typer(queries_app, name="queries")
+
+
+def _version(show: bool) -> None:
+    if show:
+        from greta_stream import __version__
+
+        typer.echo(f"greta-stream {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """Real-time event trend aggregation (GRETA)."""
 
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
 
-def _is_file(query: str) -> bool:
-    """Whether --query names a file (query text may be far longer than a file name can be)."""
+def _is_file(text: str) -> bool:
+    """`text` names an existing file (query text too long for a path name is not one)."""
     try:
-        return "\n" not in query and Path(query).is_file()
+        return Path(text).is_file()
     except (OSError, ValueError):
         return False
 
@@ -280,9 +297,10 @@ def serve(
     data_dir: Annotated[Path | None, typer.Option(help="state folder (default greta-data)")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
     log_level: Annotated[str | None, typer.Option(help="uvicorn log level (default info)")] = None,
+    log_json: Annotated[bool, typer.Option("--log-json", envvar="GRETA_LOG_JSON",
+                                           help="log one JSON object per line")] = False,
 ) -> None:
     """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
-    import logging
 
     try:
         import uvicorn
@@ -299,11 +317,10 @@ def serve(
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    logs.setup(settings.log_level, as_json=log_json)
     # A bounded graceful shutdown: open result streams (SSE) would otherwise hold it forever.
     uvicorn.run(application, host=settings.host, port=settings.port, log_level=settings.log_level,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, log_config=None)  # uvicorn's loggers through ours
 
 
 @app.command()

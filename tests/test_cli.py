@@ -67,3 +67,14 @@ def test_deep_and_costly_queries_exit_2_with_position(tmp_path: Path) -> None:
     res = cli("evaluate", "--query", "RETURN COUNT(*) PATTERN A+ WITHIN 1 day SLIDE 1 ms", "--events", str(src))
     assert res.returncode == 2
     assert "max_windows_per_event = 1,000 (a longer SLIDE or a shorter WITHIN fits) (line 1, column 47)" in res.stderr
+
+
+def test_version() -> None:
+    import subprocess
+    import sys
+
+    from greta_stream import __version__
+
+    out = subprocess.run([sys.executable, "-m", "greta_stream", "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == f"greta-stream {__version__}"

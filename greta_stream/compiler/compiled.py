@@ -9,6 +9,7 @@ ones (checked on transitions). `explain()` prints it all.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -17,6 +18,7 @@ from typing import Any
 from greta_stream.compiler.expressions import compile_edge, compile_expr, compile_local, format_expr
 from greta_stream.compiler.limits import LIMITS, Limits, check_limits
 from greta_stream.compiler.templates import Template, Transition, build_templates, format_pattern
+from greta_stream.errors import QueryError, QueryProblem
 from greta_stream.query import ast
 from greta_stream.query.analyzer import aliases_of, analyze
 from greta_stream.query.parser import parse
@@ -128,14 +130,43 @@ def compile_query(text_or_query: str | ast.Query | CompiledQuery, *, limits: Lim
     returned as it is)."""
     if isinstance(text_or_query, CompiledQuery):
         return text_or_query
-    if isinstance(text_or_query, str):
-        text = text_or_query
-        query = analyze(parse(text), text)
-    else:
-        query = analyze(text_or_query)
-        text = format_query(query)
-    cq = _compile(text, query)
+    try:
+        if isinstance(text_or_query, str):
+            text = text_or_query
+            query = analyze(parse(text), text)
+        else:
+            query = analyze(text_or_query)
+            text = format_query(query)
+        cq = _compile(text, query)
+    except RecursionError:  # a safety net: the parser refuses nesting past MAX_NESTING before this
+        source = text_or_query if isinstance(text_or_query, str) else None
+        raise QueryError([_too_deep(source)], source) from None
     return cq if limits is None else check_limits(cq, limits)
+
+
+_CONNECTIVES = re.compile(r"(?i)\b(?:AND|OR)\b")
+
+
+def _too_deep(text: str | None) -> QueryProblem:
+    """Where a query nests too deeply: its deepest parenthesis, else its longest run of + or *, else its start."""
+    if not text:
+        return QueryProblem("the query is nested too deeply", 1, 1)
+    depth = best = 0
+    at = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth > best:
+            best, at = depth, i
+    runs = [(m.end() - m.start(), m.start()) for m in re.finditer(r"[+*]{2,}", text)]
+    what = f"{best} nested parentheses"
+    if runs and max(runs)[0] > best:
+        (length, at) = max(runs)
+        what = f"{length} repeated Kleene operators"
+    elif best < 20:
+        at, what = 0, f"{len(_CONNECTIVES.findall(text))} conditions in one chain"
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return QueryProblem(f"the query is nested too deeply ({what}); simplify it", line, column)
 
 
 def _compile(text: str, query: ast.Query) -> CompiledQuery:

@@ -49,8 +49,9 @@ def text_to_int(s: str) -> int:
     return text_to_int(s[:half]) * 10 ** (len(s) - half) + text_to_int(s[half:])
 
 
-def encode_value(v: Any) -> str:
-    """JSON text of one value: big ints exact, datetimes as ISO-8601, inf as null."""
+def encode_value(v: Any, compact: bool = False) -> str:
+    """JSON text of one value: big ints exact, datetimes as ISO-8601, inf as null
+    (`compact`: no space after `,` and `:`)."""
     if isinstance(v, bool) or v is None:
         return json.dumps(v)
     if isinstance(v, int):
@@ -59,12 +60,13 @@ def encode_value(v: Any) -> str:
         return json.dumps(v) if math.isfinite(v) else "null"
     if isinstance(v, datetime):
         return json.dumps(v.isoformat().replace("+00:00", "Z"))
+    sep, kv = (",", ":") if compact else (", ", ": ")
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{json.dumps(str(k))}: {encode_value(x)}" for k, x in v.items()) + "}"
+        return "{" + sep.join(f"{json.dumps(str(k))}{kv}{encode_value(x, compact)}" for k, x in v.items()) + "}"
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(encode_value(x) for x in v) + "]"
+        return "[" + sep.join(encode_value(x, compact) for x in v) + "]"
     if hasattr(v, "item"):  # numpy scalar
-        return encode_value(v.item())
+        return encode_value(v.item(), compact)
     return json.dumps(v, default=str)
 
 
@@ -78,9 +80,26 @@ def dumps_row(row: Any) -> str:
     the same text for plain values and refuses the rest (non-finite floats,
     ints past its digit limit, datetimes, numpy scalars), which `dumps` writes."""
     try:
-        return json.dumps(row, allow_nan=False)
+        return _STRICT.encode(row)
     except (TypeError, ValueError):
         return encode_value(row)
+
+
+_STRICT = json.JSONEncoder(allow_nan=False)  # what json.dumps(x, allow_nan=False) builds at every call
+
+
+def dumps_payload(row: Any) -> str:
+    """A result row as compact JSON, as the operator ships it: orjson's encoder
+    (several times the json module's), and for what it refuses (ints past 64
+    bits, numpy scalars, keys that are not text) `encode_value`, compact too.
+    Non-finite floats are null and UTC times end in Z either way; text other
+    than ASCII is escaped as the json module does (orjson would write U+2028
+    raw, which line readers take for a line break)."""
+    try:
+        text = orjson.dumps(row, option=orjson.OPT_UTC_Z).decode()
+    except TypeError:
+        return encode_value(row, compact=True)
+    return text if text.isascii() else encode_value(row, compact=True)
 
 
 _BIG = 2.0**63  # orjson reads an int outside [-2**63, 2**64) as a float of at least this size

@@ -81,7 +81,10 @@ class QuerySet:
         return tuple(n for n, _ in self.specs)
 
     def __getitem__(self, name: str) -> RunSpec:
-        return dict(self.specs)[name]
+        for n, spec in self.specs:
+            if n == name:
+                return spec
+        raise KeyError(name)
 
     @property
     def fields(self) -> FieldNames:

@@ -5,7 +5,8 @@
 (`trend_aggregates` for one query); `shard.step` is the per-shard, per-micro-batch
 function (testable without a JVM); `pipeline` runs whole jobs (sources,
 queries, sinks, checkpoints); `kafka` reads and writes Kafka through Spark's
-connector; `session` builds a SparkSession with the settings that matter.
+connector; `progress` reports every micro-batch to a callback; `session`
+builds a SparkSession with the settings that matter.
 """
 
 from greta_stream.spark.operator import stream_outputs, trend_aggregates
@@ -22,9 +23,11 @@ from greta_stream.spark.pipeline import (
     start_stream,
     streams,
 )
+from greta_stream.spark.progress import on_progress
 from greta_stream.spark.session import get_session
 
 __all__ = [
     "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamWriter",
-    "get_session", "read_source", "start", "start_stream", "stream_outputs", "streams", "trend_aggregates",
+    "get_session", "on_progress", "read_source", "start", "start_stream", "stream_outputs", "streams",
+    "trend_aggregates",
 ]

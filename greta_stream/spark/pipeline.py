@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 import tomllib
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -328,6 +328,16 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
     return list(out.values())
 
 
+Output = namedtuple("Output", ["query", "kind", "window_start", "window_end", "grp", "payload"])
+
+
+def collected(outputs: DataFrame) -> list[Output]:
+    """A micro-batch's operator outputs on the driver, through Arrow (columns, not pickled Rows:
+    several times faster once a batch carries many queries' rows)."""
+    table = outputs.toArrow()
+    return list(map(Output._make, zip(*(table.column(f).to_pylist() for f in Output._fields))))
+
+
 class StreamWriter:
     """foreachBatch target of a stream: each query's outputs to that query's `BatchWriter`."""
 
@@ -340,7 +350,7 @@ class StreamWriter:
         return sum(size for (query, _), size in self._state.items() if query == name)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        outputs = batch.select("query", "kind", "window_start", "window_end", "grp", "payload").collect()
+        outputs = collected(batch.select(*Output._fields))
         by_query: dict[str, list[Any]] = {name: [] for name in self.writers}
         for o in outputs:
             if o.kind == "state":

@@ -42,7 +42,7 @@ from typing import Any
 
 import pandas as pd
 
-from greta_stream.connectors.jsonl import dumps, dumps_row
+from greta_stream.connectors.jsonl import dumps, dumps_payload, dumps_row
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import SnapshotError
@@ -202,7 +202,8 @@ def step(
     multi.expect(declared)
     multi.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
     rows = multi.advance(declared)
-    out = [_row_output(queries[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
+    specs = dict(queries.specs)
+    out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
     if multi.idle:
         return out + [_state_output(name, shard, 0) for name in queries.names], None, None
     blob = shard.header() + zlib.compress(multi.snapshot(), 1)
@@ -234,7 +235,7 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
         "window_start": _seconds(row["window_start"]),
         "window_end": _seconds(row["window_end"]),
         "grp": dumps_row([row[c] for c in spec.group_columns]),
-        "payload": dumps_row(row),
+        "payload": dumps_payload(row),
     }
 
 

@@ -25,11 +25,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
 from greta_service.routes import health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
-from greta_service.store import open_store
+from greta_service.store import Retention, open_store
 
 log = logging.getLogger("greta_service")
 
@@ -57,11 +58,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     settings.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    store = open_store(settings.resolved_store_url)
+    store = open_store(settings.resolved_store_url,
+                       Retention(settings.result_retention_rows, settings.result_retention_s))
     registry = Registry(settings, store)
     app.state.registry = registry
+    app.state.metrics = ServiceMetrics(registry)
     stopping = threading.Event()
-    boot = threading.Thread(target=_boot, args=(registry,), name="greta-boot", daemon=True)
+    boot = threading.Thread(target=_boot, args=(registry, app.state.metrics), name="greta-boot", daemon=True)
     monitor = threading.Thread(target=_monitor, args=(registry, stopping), name="greta-monitor", daemon=True)
     boot.start()
     monitor.start()
@@ -81,15 +84,16 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         log.info("service stopped")
 
 
-def _boot(registry: Registry) -> None:
+def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
     try:
-        from greta_stream.spark import get_session
+        from greta_stream.spark import get_session, on_progress
 
         s = registry.settings
         # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
                                      shuffle_partitions=s.spark_shuffle_partitions,
                                      conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
+        on_progress(registry.spark, metrics.observe)  # every micro-batch of every stream
         registry.resume_all()
         registry.ready.set()
         log.info("service ready: Spark %s", registry.spark.version)

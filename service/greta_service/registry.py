@@ -34,10 +34,10 @@ from greta_service.runner import (
     stop_stream,
     stream_key,
 )
-from greta_service.schemas import QueryCreate
+from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSpec, SourceSpec
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
-from greta_stream import ConfigError, QueryError, RunSpec
+from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
 
 log = logging.getLogger("greta_service")
 
@@ -88,7 +88,7 @@ class Registry:
         except ConfigError as exc:
             raise config_error(str(exc)) from None
 
-    def prepare(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
+    def prepare(self, req: QueryCreate, replacing: str | None = None) -> tuple[QueryRecord, RunSpec]:
         """A record for `req` and its run spec after every check; raises ServiceError (422/409/429)."""
         mode = self.compile(req.text, req.mode).mode
         options = req.options.model_dump(exclude_none=True)
@@ -109,14 +109,14 @@ class Registry:
                 sink_config(s)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        self._limits(rec)
+        self._limits(rec, replacing)
         try:
             spec = run_spec(rec, self.settings)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         return rec, spec
 
-    def _limits(self, rec: QueryRecord) -> None:
+    def _limits(self, rec: QueryRecord, replacing: str | None = None) -> None:
         s = self.settings
         shards = rec.options.get("shards")
         if shards is not None and shards > s.max_shards:
@@ -124,7 +124,7 @@ class Registry:
         trends = rec.options.get("max_trends")
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
-        existing = self.store.list_queries()
+        existing = [q for q in self.store.list_queries() if q.id != replacing]
         used = sum(self.state_bytes(q.id) for q in existing)
         if used >= s.state_budget_bytes:
             raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
@@ -179,6 +179,37 @@ class Registry:
                 self._restart_quietly(stream_key(rec))  # the stream's other queries go on without it
                 raise config_error(f"the query could not start: {short_error(exc)}") from None
             return rec, spec
+
+    def update(self, query_id: str, req: QueryUpdate) -> tuple[QueryRecord, RunSpec]:
+        """Change a query's text, mode, sinks or options (see `QueryUpdate` for what keeps its state)."""
+        self._need_spark()
+        with self.lock:
+            old = self.get(query_id)
+            given = req.model_fields_set
+            text = req.text if "text" in given and req.text is not None else old.text
+            body = QueryCreate(
+                name=old.name, text=text,
+                mode=req.mode if "mode" in given else None if "text" in given else old.mode,  # type: ignore[arg-type]
+                source=SourceSpec(**old.source),
+                sinks=req.sinks if "sinks" in given and req.sinks is not None else [SinkSpec(**x) for x in old.sinks],
+                dead_letter=req.dead_letter if "dead_letter" in given else (
+                    SinkSpec(**old.dead_letter) if old.dead_letter else None),
+                options=req.options if "options" in given and req.options is not None else QueryOptions(
+                    **old.options),
+            )
+            if body.options.backfill != bool(old.options.get("backfill")):
+                raise config_error("backfill cannot change: register a new query to read the source again")
+            rec, spec = self.prepare(body, replacing=old.id)
+            rec.id, rec.created_at, rec.desired, rec.status = old.id, old.created_at, old.desired, old.status
+            rec.error = old.error
+            fresh = run_fingerprint(spec) != run_fingerprint(run_spec(old, self.settings, checked=False))
+            self.store.save_query(rec)
+            if fresh:
+                self.store.clear_results(rec.id)
+            if rec.desired == "running" and rec.status != "failed":
+                self._restart_quietly(stream_key(rec))
+            log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
+            return self.get(rec.id), spec
 
     def get(self, query_id: str) -> QueryRecord:
         rec = self.store.get_query(query_id)

@@ -32,7 +32,7 @@ from typing import Any
 
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream import ConfigError, FieldNames, QuerySet, RunSpec
+from greta_stream import ConfigError, FieldNames, Limits, QuerySet, RunSpec
 from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
@@ -62,14 +62,16 @@ def sink_config(spec: dict[str, Any]) -> SinkConfig:
     return _build(SinkConfig, spec, "sink")
 
 
-def run_spec(rec: QueryRecord, settings: Settings) -> RunSpec:
-    """The query's `RunSpec` (its text compiled once per process) under the service's limits."""
+def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True) -> RunSpec:
+    """The query's `RunSpec` (its text compiled once per process) under the service's limits
+    (`checked=False`: a registered query as it was, whatever the limits are now)."""
     opts = rec.options
     f = opts.get("fields") or {}
     fields = FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id"))
     cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
     return RunSpec.create(rec.text, mode=rec.mode, engine=opts.get("engine") or "auto", fields=fields,
-                          lateness_s=float(opts.get("watermark_delay_s") or 0.0), limits=settings.limits,
+                          lateness_s=float(opts.get("watermark_delay_s") or 0.0),
+                          limits=settings.limits if checked else Limits(None, None),
                           max_future_s=settings.max_future_s, **cet_opts).for_streaming()
 
 

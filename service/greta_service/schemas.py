@@ -99,6 +99,21 @@ class QueryCreate(BaseModel):
     options: QueryOptions = QueryOptions()
 
 
+class QueryUpdate(BaseModel):
+    """What to change of a registered query; fields left out stay as they are. A new text, mode or
+    result-changing option (fields, trends, max_trends) makes it a new query under the same id and
+    name: its state and stored results start afresh at the stream's position. New sinks, lateness
+    or shards keep both."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str | None = Field(None, min_length=1)
+    mode: Mode | None = None
+    sinks: list[SinkSpec] | None = Field(None, max_length=8)
+    dead_letter: SinkSpec | None = None
+    options: QueryOptions | None = None
+
+
 class QueryValidate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -52,6 +52,9 @@ class Settings(BaseModel):
                                       "(WITHIN / gcd(WITHIN, SLIDE)); a query beyond it is refused")
     max_future_s: float = Field(30 * 86_400, gt=0, description="events further ahead of a stream's watermark "
                                 "are dead-lettered as future")
+    # Result retention per query in the results store (sinks keep everything): unset, no bound.
+    result_retention_rows: int | None = Field(None, ge=1, description="keep each query's newest rows only")
+    result_retention_s: float | None = Field(None, gt=0, description="keep rows stored within this many seconds")
     # Relative source and sink paths resolve against data_dir; every resolved path
     # must lie under one of path_roots. Unset: anywhere on loopback, only under
     # data_dir when the service binds beyond loopback (see allowed_roots).

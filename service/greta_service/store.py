@@ -9,6 +9,11 @@ attempt of the same (query, batch id) wrote, in one transaction. Spark
 replays an uncommitted micro-batch after a crash with the same id and the
 same outputs, so the store holds each result row once.
 
+Retention (`Retention`): a store may keep, per query, only the newest
+`max_rows` rows and only rows stored within `max_age_s` seconds; it trims
+when a batch is written. Counts (rows, batches, dead letters) stay those of
+everything ever written.
+
 Imports nothing from Spark or the engine.
 """
 
@@ -28,6 +33,14 @@ from typing import Any
 from greta_stream import ConfigError
 
 STATUSES = ("running", "stopped", "failed")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How many result rows a store keeps per query (None: no bound)."""
+
+    max_rows: int | None = None
+    max_age_s: float | None = None
 
 
 @dataclass
@@ -103,6 +116,14 @@ class ResultStore(ABC):
         """(seq, payload) of rows stored after `seq`, in store order."""
 
     @abstractmethod
+    def clear_results(self, query_id: str) -> None:
+        """Forget every row and batch count the query stored (its record stays)."""
+
+    @abstractmethod
+    def latest(self, query_id: str) -> list[str]:
+        """Payloads of each group's row of its latest window, ordered by group."""
+
+    @abstractmethod
     def last_seq(self, query_id: str) -> int: ...
 
     @abstractmethod
@@ -136,8 +157,9 @@ CREATE TABLE IF NOT EXISTS batches (
 class SQLiteStore(Store):
     """Registry and results in one SQLite file; one connection per thread."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, retention: Retention = Retention()) -> None:
         self.path = Path(path)
+        self.retention = retention
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
@@ -205,6 +227,18 @@ class SQLiteStore(Store):
                 "INSERT OR REPLACE INTO batches (query_id, batch_id, rows, dead, written_at) VALUES (?, ?, ?, ?, ?)",
                 (query_id, batch_id, len(rows), json.dumps(dead), time.time()),
             )
+            self._trim(db, query_id)
+
+    def _trim(self, db: sqlite3.Connection, query_id: str) -> None:
+        """Apply the retention to one query's rows (its batch records stay: counts are of everything)."""
+        keep = self.retention
+        if keep.max_age_s is not None:
+            db.execute("DELETE FROM results WHERE query_id = ? AND batch_id IN "
+                       "(SELECT batch_id FROM batches WHERE query_id = ? AND written_at < ?)",
+                       (query_id, query_id, time.time() - keep.max_age_s))
+        if keep.max_rows is not None:
+            db.execute("DELETE FROM results WHERE query_id = ? AND seq <= (SELECT seq FROM results WHERE "
+                       "query_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)", (query_id, query_id, keep.max_rows))
 
     def page(
         self, query_id: str, *, start_min: float | None = None, start_max: float | None = None,
@@ -235,6 +269,19 @@ class SQLiteStore(Store):
             (query_id, seq, limit),
         ).fetchall()
 
+    def clear_results(self, query_id: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
+            db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
+
+    def latest(self, query_id: str) -> list[str]:
+        rows = self._conn().execute(
+            "SELECT payload FROM (SELECT payload, grp, ROW_NUMBER() OVER (PARTITION BY grp "
+            "ORDER BY window_start DESC, seq DESC) AS n FROM results WHERE query_id = ?) WHERE n = 1 ORDER BY grp",
+            (query_id,),
+        ).fetchall()
+        return [r[0] for r in rows]
+
     def last_seq(self, query_id: str) -> int:
         row = self._conn().execute("SELECT MAX(seq) FROM results WHERE query_id = ?", (query_id,)).fetchone()
         return row[0] or 0
@@ -259,8 +306,8 @@ class SQLiteStore(Store):
         self._local = threading.local()
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, retention: Retention = Retention()) -> Store:
     """A store from a URL; `sqlite:///path/to/file.sqlite` is the embedded default."""
     if url.startswith("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///"):])
+        return SQLiteStore(url[len("sqlite:///"):], retention)
     raise ConfigError(f"unsupported store URL {url!r}; use sqlite:///<path>")

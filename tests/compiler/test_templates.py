@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from greta_stream import compile_query
+import pytest
+
+from greta_stream import QueryError, compile_query
 
 
 def shape(text: str) -> list[tuple]:
@@ -55,3 +57,23 @@ def test_explain_names_everything() -> None:
     for fragment in ["template T0 (positive)", "state S: Stock START END", "transition S -> S (kleene) if (S.price > NEXT(S).price)",
                      "partition by: sector, company", "panes of 10 s", "60 window(s) per event"]:
         assert fragment in text
+
+
+@pytest.mark.parametrize(("text", "what", "column"), [
+    ("RETURN COUNT(*) PATTERN " + "SEQ(" * 500 + "A a" + ")" * 500 + " WITHIN 10 s", "500 nested parentheses", 2024),
+    ("RETURN COUNT(*) PATTERN A a" + "+" * 500 + " WITHIN 10 s", "500 repeated Kleene operators", 28),
+    ("RETURN COUNT(*) PATTERN A a+ WHERE " + " AND ".join(["a.x > 1"] * 20000) + " WITHIN 10 s",
+     "19999 conditions", 1),
+])
+def test_a_query_nested_too_deeply_is_a_query_error_with_its_position(text: str, what: str, column: int) -> None:
+    """`what` and `column`: where the deepest point is (the parser reports the first level past its bound)."""
+    import subprocess
+    import sys
+
+    with pytest.raises(QueryError) as exc:
+        compile_query(text)
+    problem = exc.value.first
+    assert "deep" in problem.msg and problem.line == 1 and 1 <= problem.column <= len(text)
+    cli = subprocess.run([sys.executable, "-m", "greta_stream", "explain", "-q", "-"], input=text, capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 2 and "too deeply" in cli.stderr and "Traceback" not in cli.stderr

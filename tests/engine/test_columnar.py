@@ -942,3 +942,16 @@ def test_vectorized_iso_text_reads_as_parse_time(texts: list[str]) -> None:
     assert not ok.any()
     with pytest.raises(TimeError):
         parse_time("2023-02-29T00:00:00Z")
+
+
+@pytest.mark.parametrize("poison", [10**400, -(10**30), 2**53 + 1])
+def test_an_integer_time_past_floats_gives_the_general_engines_rows(poison: int) -> None:
+    """An int time float() cannot hold (or hold exactly) among thousands of events: no OverflowError,
+    the rows and dead letters the general engine gives."""
+    text = "RETURN COUNT(*) PATTERN Stock S+ WHERE [company] AND S.price > NEXT(S).price WITHIN 50 s SLIDE 10 s"
+    events = [{"type": "Stock", "time": i, "company": i % 3, "price": (i * 7) % 11} for i in range(2500)]
+    events.insert(1200, {"type": "Stock", "time": poison, "company": 1, "price": 3})
+    got = evaluate(text, events)  # auto: the columnar engine from 2,000 events on, handing over
+    want = evaluate(text, events, engine="general")
+    assert list(got) == list(want)
+    assert [d.reason for d in got.dead_letters] == [d.reason for d in want.dead_letters]

@@ -300,15 +300,22 @@ def test_other_field_names() -> None:
     assert got.general is None and rows_got == rows_want and rows_got
 
 
-def test_a_family_part_of_one_named_query_restores() -> None:
-    """A family part left with one query snapshots as a single stream; it restores
-    as the same named part (a Spark worker that did not keep the live runner)."""
-    from greta_stream import compile_query
-    from greta_stream.engine.columnar import columnar_plan
+def test_a_named_query_alone_restores_its_own_state() -> None:
+    """A family part with one query snapshots as that query alone; restored
+    under its name it goes on exactly (its rows and its row count)."""
     from greta_stream.engine.columnar.passes import single_pass
 
-    plan = columnar_plan(compile_query("RETURN COUNT(*) PATTERN A+ WITHIN 10 s"))
-    stream = ColumnarStream([single_pass(plan, "q")])
-    stream.add_many([{"type": "A", "time": 1}, {"type": "A", "time": 2}])
-    again = ColumnarStream.restore([single_pass(plan, "q")], stream.snapshot())
-    assert again.finish() == stream.finish() == [{"window_start": 0, "window_end": 10, "count": 3}]
+    events = stock(200, 7)
+    plan = columnar_plan(compile_query(STOCK))
+    alone = ColumnarStream([single_pass(plan, "down")])
+    alone.add_many(events[:100])
+    first = alone.advance(100)
+    again = ColumnarStream.restore([single_pass(plan, "down")], alone.snapshot())
+    again.add_many(events[100:])
+    rest = again.finish()
+    assert again.member_metrics("down")["rows_emitted"] == len(first) + len(rest)
+    general = Engine(compile_query(STOCK))
+    general.add_many(events[:100])
+    want = general.advance(100)
+    general.add_many(events[100:])
+    assert_same_rows(STOCK, events, want + general.finish(), first + rest)

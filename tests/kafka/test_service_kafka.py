@@ -7,13 +7,7 @@ result topic and the service's own results store both equal `evaluate`.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -22,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from service_process import serving
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
@@ -37,39 +32,9 @@ FLUSH = {"type": "Flush", "time": 100_000}
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[str]:
-    """`greta-stream serve` in its own process group; yields its base URL."""
-    httpx = pytest.importorskip("httpx")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    (tmp_path / "service.toml").write_text("trigger_interval_s = 1.0\nmonitor_interval_s = 0.5\n")
-    cmd = [sys.executable, "-m", "greta_stream", "serve", "--config", str(tmp_path / "service.toml"), "--port",
-           str(port), "--data-dir", str(tmp_path / "data"), "--log-level", "warning"]
-    log = tmp_path / "service.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=tmp_path, start_new_session=True,
-                                env={**os.environ, "GRETA_API_KEY": API_KEY})
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 240
-        while True:
-            assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
-            try:
-                if httpx.get(url + "/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "service not ready:\n" + log.read_text(errors="replace")[-3000:]
-            time.sleep(0.5)
+    """`greta-stream serve` on a free loopback port; yields its base URL."""
+    with serving(tmp_path, API_KEY) as url:
         yield url
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(120)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # what is left of its group (the JVM, Python workers)
-        proc.wait(30)
 
 
 def test_query_with_kafka_source_and_sink_through_the_service(service: str, kafka_broker: KafkaBroker, topics,  # noqa: ANN001

@@ -60,7 +60,7 @@ class Service:
     def start(self) -> None:
         env = {**os.environ, "GRETA_API_KEY": API_KEY, "GRETA_SPARK_LOG_LEVEL": "ERROR"}
         cmd = [sys.executable, "-m", "greta_stream", "serve", "--config", str(self.config), "--port", str(self.port),
-               "--data-dir", str(self.data), "--log-level", "info"]
+               "--data-dir", str(self.data), "--log-level", "info", "--log-json"]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
                                          start_new_session=True, env=env)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import (
     FLUSH,
     Q1,
@@ -234,7 +235,52 @@ def test_health_ready_and_metrics(api: httpx.Client, q1: dict) -> None:
     r = api.get("/metrics")
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/plain")
-    labels = f'id="{q1["created"]["id"]}",query="q1-api"'
-    assert f"greta_query_result_rows_total{{{labels}}} {len(q1['expected'])}\n" in r.text
-    assert f'greta_query_dead_letters_total{{{labels},reason="malformed"}} 1\n' in r.text
-    assert "greta_ready 1\n" in r.text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(r.text) for s in family.samples}
+    query_id = q1["created"]["id"]
+    stream = api.get(f"/queries/{query_id}").json()["progress"]["stream"]
+    mine = (("id", query_id), ("query", "q1-api"), ("stream", stream))
+    assert samples[("greta_query_result_rows_total", mine)] == len(q1["expected"])
+    assert samples[("greta_query_dead_letters_total", (*mine[:2], ("reason", "malformed"), mine[2]))] == 1
+    assert samples[("greta_ready", ())] == 1
+    # every micro-batch of the query's stream, as Spark reported it: all its input and a duration each
+    assert samples[("greta_stream_input_rows_total", (("stream", stream),))] >= len(sample_events()) + 2
+    batches = samples[("greta_stream_batches_total", (("stream", stream),))]
+    assert batches >= 1
+    assert samples[("greta_stream_batch_duration_seconds_count", (("stream", stream),))] == batches
+
+
+def test_latest_rows_and_exports(api: httpx.Client, q1: dict) -> None:
+    import csv
+    import io
+
+    import pyarrow.parquet as pq
+
+    query_id, expected = q1["created"]["id"], q1["expected"]
+    newest: dict[str, dict] = {}
+    for row in expected:
+        if row["sector"] not in newest or row["window_start"] > newest[row["sector"]]["window_start"]:
+            newest[row["sector"]] = row
+    latest = api.get(f"/queries/{query_id}/latest").json()
+    assert normalized(latest["rows"]) == normalized(list(newest.values()))
+
+    jsonl = api.get(f"/queries/{query_id}/results/export", params={"format": "jsonl"})
+    assert normalized([loads(line) for line in jsonl.text.splitlines()]) == normalized(expected)
+    csv_rows = list(csv.DictReader(io.StringIO(api.get(f"/queries/{query_id}/results/export",
+                                                      params={"format": "csv"}).text)))
+    assert len(csv_rows) == len(expected) and list(csv_rows[0]) == q1["created"]["columns"]
+    parquet = api.get(f"/queries/{query_id}/results/export", params={"format": "parquet", "group": "3"})
+    assert parquet.headers["content-disposition"] == 'attachment; filename="q1-api.parquet"'
+    table = pq.read_table(io.BytesIO(parquet.content)).to_pylist()
+    assert normalized(table) == normalized([r for r in expected if r["sector"] == 3])
+    assert api.get(f"/queries/{query_id}/results/export", params={"format": "xlsx"}).status_code == 422
+
+
+def test_logs_are_json_lines(service: Service, q1: dict) -> None:
+    """With --log-json every line the service's Python logs is one JSON object (Spark's JVM lines are its own)."""
+    import json
+
+    lines = [json.loads(line) for line in service.log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    assert any(r["logger"] == "greta_service" and r["message"].startswith("service ready") for r in lines)
+    assert any(r["logger"] == "uvicorn.access" for r in lines)  # requests, through the same handler
+    assert all(set(r) >= {"time", "level", "logger", "message"} for r in lines)

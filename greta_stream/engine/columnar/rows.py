@@ -84,6 +84,16 @@ def exact_ints(limbs: np.ndarray) -> list[int]:
         low = low | (limbs[:, 1].astype(np.uint64) << np.uint64(32))
     out = low.tolist()
     if width > 2:
-        for i in np.flatnonzero(limbs[:, 2:].any(axis=1)).tolist():
-            out[i] = int.from_bytes(limbs[i].astype("<u4").tobytes(), "little")
+        wide = np.flatnonzero(limbs[:, 2:].any(axis=1))
+        if len(wide):
+            # the wide rows 64 bits at a time: numpy pairs the limbs, Python shifts and adds the words
+            rows = limbs[wide]
+            if width % 2:
+                rows = np.concatenate([rows, np.zeros((len(wide), 1), rows.dtype)], axis=1)
+            words = rows[:, 0::2].astype(np.uint64) | (rows[:, 1::2].astype(np.uint64) << np.uint64(32))
+            values = words[:, -1].tolist()
+            for j in range(words.shape[1] - 2, -1, -1):
+                values = [(v << 64) | w for v, w in zip(values, words[:, j].tolist())]
+            for i, v in zip(wide.tolist(), values):
+                out[i] = v
     return out

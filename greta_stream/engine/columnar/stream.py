@@ -43,6 +43,7 @@ import math
 import pickle
 from collections.abc import Iterable
 from functools import lru_cache
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -319,7 +320,7 @@ class ColumnarStream:
                 out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads, fields=p.fields,
                                     group_by=p.group_by)
                 for m in p.members:
-                    rows += [(m.name, r) for r in result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of)]
+                    rows += zip(repeat(m.name), result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of))
             if target is not None:
                 stay |= prep_p.kmax >= target
         return rows, stay
@@ -409,9 +410,10 @@ class ColumnarStream:
                 stream.generals = {stream.passes[0].members[0].name: Engine.restore(
                     stream.cq, state["general"], fields=stream.fields, dead_letter=stream.dead_letter)}
                 return stream
-            # a family part of one query saves this format too: its one member is the query
-            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, rows={},
-                         members=[m.name for m in stream.members])
+            # one query's state, whatever the member is called now
+            name = stream.members[0].name
+            state = dict(state, next_ks={stream.passes[0].window: state["next_k"]}, members=[name],
+                         rows={name: state["metrics"].get("rows_emitted", 0)})
         missing = {m.name for m in stream.members} - set(state["members"]) if stream.members[0].name else set()
         if missing:
             raise SnapshotError(f"the family's state has no query {sorted(missing)}")

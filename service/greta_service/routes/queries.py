@@ -1,4 +1,4 @@
-"""`/queries`: register, validate, list, inspect, stop, start and delete queries.
+"""`/queries`: register, validate, list, inspect, update, stop, start and delete queries.
 
 Thin: every decision is the registry's. Handlers are plain functions, so
 FastAPI runs them in its thread pool (Spark and SQLite calls block).
@@ -18,6 +18,7 @@ from greta_service.schemas import (
     QueryCreated,
     QueryInfo,
     QueryList,
+    QueryUpdate,
     QueryValidate,
     ValidateResponse,
 )
@@ -71,6 +72,14 @@ def list_queries(registry: RegistryDep) -> QueryList:
 def get_query(query_id: str, registry: RegistryDep) -> QueryInfo:
     """Status (running, stopped, failed with the error) and progress of one query."""
     return query_info(registry, registry.get(query_id))
+
+
+@router.patch("/{query_id}", dependencies=Mutating, responses=errors(400, 401, 404, 413, 422, 429, 503))
+def update_query(query_id: str, body: QueryUpdate, registry: RegistryDep) -> QueryInfo:
+    """Change a query's text, mode, sinks or options. New sinks, lateness or shards keep its state and results;
+    a new text, mode, field names or CET options start both afresh (from the stream's position)."""
+    rec, _ = registry.update(query_id, body)
+    return query_info(registry, rec)
 
 
 @router.post("/{query_id}/stop", dependencies=Mutating, responses=errors(401, 404))

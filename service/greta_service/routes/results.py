@@ -18,6 +18,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from greta_service.export import MEDIA_TYPES, Format, export
 from greta_service.registry import ServiceError
 from greta_service.routes.deps import RegistryDep, SettingsDep, errors
 from greta_service.routes.queries import query_columns
@@ -84,6 +85,43 @@ def read_results(
             "limit": limit, "next_offset": next_offset, "last_seq": last_seq}
     body = json.dumps(head)[:-1] + ', "rows": [' + ", ".join(payloads) + "]}"
     return Response(body, media_type="application/json")
+
+
+@router.get("/{query_id}/latest", responses={200: {"model": ResultsPage}, **errors(404)})
+def latest_results(query_id: str, registry: RegistryDep) -> Response:
+    """Each group's row of its latest window (what a dashboard shows now), ordered by group."""
+    rec = registry.get(query_id)
+    payloads = registry.store.latest(query_id)
+    head = {"query_id": query_id, "columns": query_columns(rec.text, rec.mode)[0], "total": len(payloads),
+            "offset": 0, "limit": len(payloads), "next_offset": None, "last_seq": registry.store.last_seq(query_id)}
+    body = json.dumps(head)[:-1] + ', "rows": [' + ", ".join(payloads) + "]}"
+    return Response(body, media_type="application/json")
+
+
+@router.get("/{query_id}/results/export", response_class=Response,
+            responses={200: {"content": {t: {} for t in MEDIA_TYPES.values()},
+                             "description": "the rows as a file"}, **errors(404, 422)})
+def export_results(
+    query_id: str, registry: RegistryDep,
+    format: Annotated[Format, Query(description="csv, parquet or jsonl")] = "jsonl",  # noqa: A002
+    window_from: Annotated[str | None, Query(alias="from", max_length=64)] = None,
+    window_to: Annotated[str | None, Query(alias="to", max_length=64)] = None,
+    group: Annotated[str | None, Query(max_length=4096)] = None,
+) -> Response:
+    """Every stored row (filtered as `/results`) as one CSV, Parquet or JSON-lines file."""
+    rec = registry.get(query_id)
+    filters = {"start_min": _seconds(window_from, "from"), "start_max": _seconds(window_to, "to"),
+               "grp": None if group is None else group_key(group)}
+    payloads: list[str] = []
+    while True:
+        _, page = registry.store.page(query_id, **filters, limit=10_000, offset=len(payloads))
+        payloads += page
+        if len(page) < 10_000:
+            break
+    data = export(format, query_columns(rec.text, rec.mode)[0], payloads)
+    name = f"{rec.name}.{format}"
+    return Response(data, media_type=MEDIA_TYPES[format],
+                    headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.get(

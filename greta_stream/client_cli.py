@@ -1,0 +1,174 @@
+"""`greta-stream queries ...`: the service's queries from the command line (through `greta_stream.client`).
+
+    greta-stream queries add --name q1 --query configs/q1_stock.greta --source jsonl:samples/stock
+    greta-stream queries list
+    greta-stream queries results q1
+    greta-stream queries stop q1 | start q1 | delete q1
+
+The service's address comes from `--url` or $GRETA_URL (default
+http://127.0.0.1:8000), its API key from `--api-key` or $GRETA_API_KEY.
+Sources and sinks are JSON objects (`{"format": "kafka", "topic": "stock"}`)
+or `FORMAT:WHERE` shorthands: `jsonl:PATH`, `parquet:PATH`, `kafka:TOPIC` or
+`kafka:TOPIC@HOST:PORT`, `console:`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
+from greta_stream.connectors.jsonl import dumps
+
+app = typer.Typer(help="Queries of a running service (greta-stream serve).", no_args_is_help=True)
+
+UrlOpt = Annotated[str | None, typer.Option("--url", envvar="GRETA_URL", help=f"the service (default {DEFAULT_URL})")]
+KeyOpt = Annotated[str | None, typer.Option("--api-key", envvar="GRETA_API_KEY", show_default=False,
+                                            help="API key for changes")]
+Ref = Annotated[str, typer.Argument(help="query id or name")]
+
+
+def _client(url: str | None, api_key: str | None) -> ServiceClient:
+    return ServiceClient(url, api_key=api_key)
+
+
+def _fail(exc: ServiceError) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(1)
+
+
+def endpoint(spec: str) -> dict[str, Any]:
+    """A source or sink from JSON or a `FORMAT:WHERE` shorthand."""
+    text = spec.strip()
+    if text.startswith("{"):
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise typer.BadParameter(f"not JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise typer.BadParameter("a JSON object is needed")
+        return value
+    fmt, sep, where = text.partition(":")
+    if not sep or not fmt:
+        raise typer.BadParameter(f"{spec!r}: use FORMAT:WHERE (jsonl:PATH, kafka:TOPIC[@HOST:PORT]) or JSON")
+    if fmt == "kafka":
+        topic, _, servers = where.partition("@")
+        return {"format": "kafka", "topic": topic, **({"bootstrap_servers": servers} if servers else {})}
+    if fmt == "console":
+        return {"format": "console"}
+    return {"format": fmt, "path": str(Path(where).resolve()) if where else where}
+
+
+@app.command("list")
+def list_(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """Every query: name, id, status, mode, result rows, dead letters."""
+    try:
+        queries = _client(url, api_key).queries()
+    except ServiceError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"{'name':20} {'id':14} {'status':8} {'mode':9} {'rows':>8} {'dead':>6}")
+    for q in queries:
+        p = q["progress"]
+        typer.echo(f"{q['name']:20} {q['id']:14} {q['status']:8} {q['mode']:9} {p['result_rows']:>8} "
+                   f"{p['dead_letters']:>6}")
+
+
+@app.command()
+def show(ref: Ref, url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """One query's record and progress, as JSON."""
+    try:
+        typer.echo(json.dumps(_client(url, api_key).query(ref), indent=2))
+    except ServiceError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def add(
+    name: Annotated[str, typer.Option(help="the query's name (letters, digits, _ . -)")],
+    query: Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")],
+    source: Annotated[str, typer.Option(help="where events come from: jsonl:PATH, kafka:TOPIC, or JSON")],
+    sink: Annotated[list[str] | None, typer.Option(help="where rows go too (repeatable); the service stores them "
+                                                   "anyway")] = None,
+    dead_letter: Annotated[str | None, typer.Option(help="where bad and late events go")] = None,
+    watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
+    backfill: Annotated[bool, typer.Option(help="read the source from its start on a stream of its own")] = False,
+    url: UrlOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """Register and start a query; prints its id."""
+    try:
+        text = Path(query).read_text() if Path(query).is_file() else query
+    except (OSError, ValueError):  # query text too long for a path name
+        text = query
+    try:
+        made = _client(url, api_key).add(name, text, source=endpoint(source),
+                                          sinks=[endpoint(s) for s in sink or []],
+                                          dead_letter=endpoint(dead_letter) if dead_letter else None,
+                                          watermark_delay_s=watermark, backfill=backfill)
+    except ServiceError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"{made['name']} {made['id']} {made['status']}")
+
+
+def _change(action: str, ref: str, url: str | None, api_key: str | None) -> None:
+    client = _client(url, api_key)
+    try:
+        if action == "delete":
+            client.delete(ref)
+            typer.echo(f"{ref} deleted")
+        else:
+            info = getattr(client, action)(ref)
+            typer.echo(f"{info['name']} {info['id']} {info['status']}")
+    except ServiceError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def stop(ref: Ref, url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """Stop a query; its state and results stay (start resumes it)."""
+    _change("stop", ref, url, api_key)
+
+
+@app.command()
+def start(ref: Ref, url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """Start a stopped query again, from where it stopped."""
+    _change("start", ref, url, api_key)
+
+
+@app.command()
+def delete(ref: Ref, url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """Stop a query and forget it with its stored results."""
+    _change("delete", ref, url, api_key)
+
+
+@app.command()
+def results(
+    ref: Ref,
+    window_from: Annotated[str | None, typer.Option("--from", help="least window start (seconds or ISO-8601)")] = None,
+    window_to: Annotated[str | None, typer.Option("--to", help="greatest window start")] = None,
+    group: Annotated[str | None, typer.Option(help='GROUP-BY values as JSON, e.g. \'["tech"]\'')] = None,
+    url: UrlOpt = None, api_key: KeyOpt = None,
+) -> None:
+    """The query's stored result rows as JSON lines, by window then group."""
+    try:
+        groups = None if group is None else json.loads(group)
+    except ValueError:
+        groups = [group]
+    try:
+        for row in _client(url, api_key).results(ref, window_from=window_from, window_to=window_to,
+                                                 group=groups if isinstance(groups, list) or groups is None
+                                                 else [groups]):
+            typer.echo(dumps(row))
+    except ServiceError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def plan(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
+    """How the running queries share streams and evaluation, as JSON."""
+    try:
+        typer.echo(json.dumps(_client(url, api_key).plan(), indent=2))
+    except ServiceError as exc:
+        raise _fail(exc) from None

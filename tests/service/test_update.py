@@ -1,0 +1,95 @@
+"""`PATCH /queries/{id}`: new sinks keep a query's state and results; a new text starts both afresh.
+
+The source is one folder read a file per micro-batch (modification times in
+file order). A sink change between the two halves of the input must give
+exactly `evaluate` over all of it (windows spanning the change included), the
+rows split between the old and the new sink with none twice; a text change
+clears the stored rows and the query sees the input from the stream's
+position on, as a new query would.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from service_helpers import (
+    FLUSH,
+    Q1,
+    Service,
+    all_results,
+    batches_over,
+    normalized,
+    sample_events,
+    settled,
+    wait_for,
+    write_file,
+)
+
+from greta_stream import evaluate
+from greta_stream.connectors.sinks import read_jsonl_dir
+
+pytestmark = pytest.mark.service
+
+WIDE = Q1.replace("WITHIN 10 minutes", "WITHIN 20 minutes")
+
+
+def register(api, service: Service, name: str):  # noqa: ANN001, ANN201
+    spec = {"name": name, "text": Q1,
+            "source": {"format": "jsonl", "path": str(service.root / f"in-{name}"), "max_files_per_trigger": 1},
+            "sinks": [{"format": "jsonl", "path": str(service.root / f"out-{name}-a")}], "options": {"shards": 2}}
+    (service.root / f"in-{name}").mkdir()
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def halves() -> tuple[list, list, list]:
+    events = sorted(sample_events(), key=lambda e: e["time"])
+    return events, events[:1000], events[1000:]
+
+
+def test_new_sinks_keep_the_state_and_the_rows(service: Service) -> None:
+    events, first, second = halves()
+    src, base = service.root / "in-upd-sinks", time.time() - 3600
+    with service.client() as api:
+        query_id = register(api, service, "upd-sinks")
+        write_file(src, "events-0.jsonl", first, stamp=base)
+        wait_for(batches_over(api, query_id, 0), "a first batch", service)
+        before = api.get(f"/queries/{query_id}").json()["progress"]["result_rows"]
+        r = api.patch(f"/queries/{query_id}", json={"sinks": [{"format": "jsonl",
+                                                               "path": str(service.root / "out-upd-sinks-b")}]})
+        assert r.status_code == 200, r.text
+        assert r.json()["sinks"][0]["path"].endswith("out-upd-sinks-b") and r.json()["status"] == "running"
+        assert r.json()["progress"]["result_rows"] >= before  # kept
+        write_file(src, "events-1.jsonl", [*second, FLUSH], stamp=base + 1)
+        want = evaluate(Q1, events)
+        wait_for(settled(api, query_id, len(want)), "every window", service)
+        assert normalized(all_results(api, query_id)) == normalized(want)
+        assert api.delete(f"/queries/{query_id}").status_code == 204
+    sinks = [list(read_jsonl_dir(service.root / f"out-upd-sinks-{x}")) for x in "ab"]
+    assert all(sinks) and normalized(sinks[0] + sinks[1]) == normalized(want)
+
+
+def test_a_new_text_starts_afresh_where_the_stream_is(service: Service) -> None:
+    _, first, second = halves()
+    src, base = service.root / "in-upd-text", time.time() - 3600
+    with service.client() as api:
+        query_id = register(api, service, "upd-text")
+        write_file(src, "events-0.jsonl", first, stamp=base)
+        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+        r = api.patch(f"/queries/{query_id}", json={"text": WIDE})
+        assert r.status_code == 200, r.text
+        assert (r.json()["id"], r.json()["name"], r.json()["text"]) == (query_id, "upd-text", WIDE)
+        assert r.json()["progress"]["result_rows"] == 0 and all_results(api, query_id) == []
+        write_file(src, "events-1.jsonl", [*second, FLUSH], stamp=base + 1)
+        want = evaluate(WIDE, second)
+        wait_for(settled(api, query_id, len(want)), "the new text's windows", service)
+        assert normalized(all_results(api, query_id)) == normalized(want)
+
+        bad = api.patch(f"/queries/{query_id}", json={"text": "RETURN COUNT(*) PATTERN S+ WITHIN"})
+        assert bad.status_code == 422 and bad.json()["errors"][0]["line"] == 1
+        assert api.get(f"/queries/{query_id}").json()["text"] == WIDE  # a refused update changes nothing
+        assert api.patch(f"/queries/{query_id}", json={"source": {"format": "jsonl"}}).status_code == 422
+        assert api.patch("/queries/nope", json={"text": WIDE}).status_code == 404
+        assert api.delete(f"/queries/{query_id}").status_code == 204
