@@ -10,6 +10,7 @@ interface (`greta_stream.runtime`).
 
 from greta_stream.api import compile_query, evaluate, open_stream
 from greta_stream.cet import CetConfig, TrendExtractor
+from greta_stream.compiler import Limits
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import ResultRows, Runner, RunSpec
@@ -18,7 +19,7 @@ from greta_stream.runtime.multi import MultiRunner, QuerySet, run_fingerprint
 __version__ = "0.1.0"
 
 __all__ = [
-    "CetConfig", "ConfigError", "DeadLetter", "Engine", "FieldNames", "MultiRunner", "QueryError", "QuerySet",
+    "CetConfig", "ConfigError", "DeadLetter", "Engine", "FieldNames", "Limits", "MultiRunner", "QueryError", "QuerySet",
     "ResultRows", "RunSpec", "Runner",
     "TrendExtractor", "compile_query", "evaluate", "open_stream", "run_fingerprint", "__version__",
 ]

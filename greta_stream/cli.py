@@ -15,6 +15,7 @@ import typer
 
 from greta_stream import logs
 from greta_stream.client_cli import app as queries_app
+from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps, read_events
 from greta_stream.engine import DeadLetter, FieldNames
@@ -53,7 +54,7 @@ def _is_file(text: str) -> bool:
 def _load_query(query: str) -> CompiledQuery:
     text = sys.stdin.read() if query == "-" else Path(query).read_text() if _is_file(query) else query
     try:
-        return compile_once(text)
+        return check_limits(compile_once(text))
     except QueryError as exc:
         typer.echo(f"error: invalid query\n{exc}", err=True)
         raise typer.Exit(2) from None

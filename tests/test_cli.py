@@ -56,6 +56,19 @@ def test_explain_prints_templates() -> None:
     assert "leading NOT" in res.stdout and "partition by: segment" in res.stdout
 
 
+def test_deep_and_costly_queries_exit_2_with_position(tmp_path: Path) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text('{"type": "A", "time": 1}\n')
+    deep = "RETURN COUNT(*) PATTERN " + "SEQ(A, " * 500 + "B" + ")" * 500 + " WITHIN 10 s"
+    res = cli("evaluate", "--query", deep, "--events", str(src))
+    assert res.returncode == 2
+    assert "the query nests too deeply" in res.stderr and "(line 1, column" in res.stderr
+    assert "RecursionError" not in res.stderr
+    res = cli("evaluate", "--query", "RETURN COUNT(*) PATTERN A+ WITHIN 1 day SLIDE 1 ms", "--events", str(src))
+    assert res.returncode == 2
+    assert "max_windows_per_event = 1,000 (a longer SLIDE or a shorter WITHIN fits) (line 1, column 47)" in res.stderr
+
+
 def test_version() -> None:
     import subprocess
     import sys

@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from greta_stream.compiler.expressions import compile_edge, compile_expr, compile_local, format_expr
+from greta_stream.compiler.limits import LIMITS, Limits, check_limits
 from greta_stream.compiler.templates import Template, Transition, build_templates, format_pattern
 from greta_stream.errors import QueryError, QueryProblem
 from greta_stream.query import ast
@@ -123,8 +124,10 @@ class CompiledQuery:
         return explain(self)
 
 
-def compile_query(text_or_query: str | ast.Query | CompiledQuery) -> CompiledQuery:
-    """Parse, analyze and compile; raise `QueryError` on any problem."""
+def compile_query(text_or_query: str | ast.Query | CompiledQuery, *, limits: Limits | None = LIMITS) -> CompiledQuery:
+    """Parse, analyze and compile; raise `QueryError` on any problem, windows
+    beyond `limits` included (None: unchecked; a query compiled before is
+    returned as it is)."""
     if isinstance(text_or_query, CompiledQuery):
         return text_or_query
     try:
@@ -134,10 +137,11 @@ def compile_query(text_or_query: str | ast.Query | CompiledQuery) -> CompiledQue
         else:
             query = analyze(text_or_query)
             text = format_query(query)
-        return _compile(text, query)
-    except RecursionError:  # 500 nested SEQ(, a run of 500 +, 20,000 ANDs: each level is a Python frame
+        cq = _compile(text, query)
+    except RecursionError:  # a safety net: the parser refuses nesting past MAX_NESTING before this
         source = text_or_query if isinstance(text_or_query, str) else None
         raise QueryError([_too_deep(source)], source) from None
+    return cq if limits is None else check_limits(cq, limits)
 
 
 _CONNECTIVES = re.compile(r"(?i)\b(?:AND|OR)\b")

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from greta_stream.cet import CetConfig, TrendExtractor
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
+from greta_stream.compiler.limits import LIMITS, Limits, check_limits
 from greta_stream.engine import Engine, FieldNames
 from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
 from greta_stream.engine.columnar.stream import ColumnarStream
@@ -93,10 +94,13 @@ class RunSpec:
         lateness_s: float = 0.0,
         kernel_threads: int | None = None,
         max_future_s: float | None = DEFAULT_MAX_FUTURE_S,
+        limits: Limits = LIMITS,
     ) -> RunSpec:
         """Compile `query` (or take it compiled) and check every option;
-        `QueryError` or `ConfigError` (both ValueErrors) say what is wrong."""
-        cq = compile_once(query) if isinstance(query, str) else compile_query(query)
+        `QueryError` or `ConfigError` (both ValueErrors) say what is wrong.
+        `limits` caps the windows of the query (`greta_stream.compiler.Limits`)."""
+        cq = check_limits(compile_once(query) if isinstance(query, str) else compile_query(query, limits=None),
+                          limits)
         mode = mode or ("cet" if cq.query.trends else "aggregate")
         if mode not in MODES:
             raise ConfigError(f"mode must be 'aggregate' or 'cet', got {mode!r}")
@@ -252,7 +256,7 @@ def _from_key(text: str, mode: Mode, engine: EngineChoice, fields: FieldNames, c
 def compile_once(text: str) -> CompiledQuery:
     """A query text compiled once per process (compiled queries are immutable configuration):
     every entry point of a run compiles through here."""
-    return compile_query(text)
+    return compile_query(text, limits=None)  # a run's own limits are checked where it is set up
 
 
 def _plan_of(cq: CompiledQuery) -> ColumnarPlan:

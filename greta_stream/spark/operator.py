@@ -67,8 +67,8 @@ STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("e
 _TS = "__greta_ts"
 SHARD_COLUMN = "__greta_shard"
 # The watermark column is event time shifted by a horizon (see trend_aggregates),
-# clamped so that it stays inside pandas' nanosecond range (1677-2262) when
-# Spark hands it to Python, and never overflows Spark's own timestamp math.
+# null outside a range that keeps it inside pandas' nanosecond range (1677-2262)
+# when Spark hands it to Python, and never overflows Spark's own timestamp math.
 _HORIZON_S = 100 * 365 * 86_400  # rows later than this are dropped by Spark itself
 _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # about 1811 to 2156
 
@@ -158,8 +158,11 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, *, shards: in
     # the watermark column and its delay by the same horizon leaves the watermark
     # unchanged (max(ts) - delay) but lets every row through: the engine then
     # dead-letters late events itself, with reason "late".
-    clamped = F.least(F.greatest(seconds, F.lit(_CLAMP_S[0])), F.lit(_CLAMP_S[1]))  # both skip nulls
-    shifted = F.when(seconds.isNotNull(), F.timestamp_seconds(clamped + _HORIZON_S))
+    # A time outside the clamp range (NaN, infinities, 1e18: poison; far-future years) is no
+    # watermark time: it would move the watermark past every later event. The engine judges
+    # the event itself (a bad_time, or late / future against the watermark).
+    in_range = seconds.isNotNull() & ~F.isnan(seconds) & seconds.between(_CLAMP_S[0], _CLAMP_S[1])
+    shifted = F.when(in_range, F.timestamp_seconds(seconds + _HORIZON_S))
     delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
     keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
     return keyed.withColumn(SHARD_COLUMN, shard), json_input

@@ -22,7 +22,7 @@ import signal
 import threading
 import time
 import tomllib
-from collections import namedtuple
+from collections import Counter, namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +31,13 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
+from greta_stream.compiler import LIMITS, Limits
 from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.operator import stream_outputs
 
@@ -79,11 +81,13 @@ class QueryConfig:
     engine: str = "auto"  # aggregate mode: "auto" (the columnar engine where it covers the query) or "general"
     spec: RunSpec | None = None  # the run, built once by `PipelineConfig` (the pipeline's fields and lateness)
 
-    def run_spec(self, fields: FieldNames, lateness_s: float) -> RunSpec:
+    def run_spec(self, fields: FieldNames, lateness_s: float, max_future_s: float | None = DEFAULT_MAX_FUTURE_S,
+                 limits: Limits = LIMITS) -> RunSpec:
         """This query's `RunSpec`: compiled and checked once, where the run begins."""
         try:
             return RunSpec.create(self.text, mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
-                                  max_trends=self.max_trends, lateness_s=lateness_s).for_streaming()
+                                  max_trends=self.max_trends, lateness_s=lateness_s, max_future_s=max_future_s,
+                                  limits=limits).for_streaming()
         except ConfigError as exc:
             raise ConfigError(f"query {self.name!r}: {exc}") from None
 
@@ -105,10 +109,13 @@ class PipelineConfig:
     # Within a stream, queries of one pattern, predicates and partitioning share their
     # evaluation (runtime/shared.py); False runs each on a runner of its own.
     sharing: bool = True
+    # Events further ahead of the watermark are dead-lettered as "future" (None: no bound).
+    max_future_s: float | None = DEFAULT_MAX_FUTURE_S
+    limits: Limits = LIMITS  # caps on windows per event and panes per window
 
     def __post_init__(self) -> None:
         for q in self.queries:  # each query compiled and checked once, here
-            q.spec = q.run_spec(self.fields, self.watermark_delay_s)
+            q.spec = q.run_spec(self.fields, self.watermark_delay_s, self.max_future_s, self.limits)
 
     @classmethod
     def from_file(cls, path: str | Path, *, engine: str | None = None) -> PipelineConfig:
@@ -141,6 +148,8 @@ class PipelineConfig:
                 trigger_interval_s=raw.get("trigger_interval_s"), master=raw.get("master"), shards=raw.get("shards"),
                 fields=FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id")),
                 shared_streams=bool(raw.get("shared_streams", True)), sharing=bool(raw.get("sharing", True)),
+                max_future_s=raw.get("max_future_s", DEFAULT_MAX_FUTURE_S),
+                limits=Limits(**{k: raw[k] for k in ("max_windows_per_event", "max_panes_per_window") if k in raw}),
             )
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"bad pipeline config: {exc}") from exc
@@ -175,6 +184,12 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     reader = spark.readStream
     if src.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", src.max_files_per_trigger)
+        tied = tied_files(src.path)
+        if tied:
+            log.warning("%d files in %s share their modification time with another: Spark may read them in any "
+                        "order over several micro-batches, and the events of a file read after a later one may be "
+                        "late. Touch them one by one in the order of their events, or leave max_files_per_trigger "
+                        "unset (docs/SECURITY.md, file sources)", tied, src.path)
     for k, v in src.options.items():
         reader = reader.option(k, v)
     if src.format == "jsonl":
@@ -183,6 +198,17 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
         schema = spark.read.parquet(src.path).schema
         return reader.schema(schema).parquet(src.path)
     raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet or kafka")
+
+
+def tied_files(folder: str) -> int:
+    """How many files of `folder` share their modification time with another one
+    (Spark's file source orders new files by it; ties come in any order)."""
+    try:
+        stamps = Counter(p.stat().st_mtime_ns for p in Path(folder).iterdir() if p.is_file()
+                         and not p.name.startswith((".", "_")))
+    except OSError:  # not a local folder (an object store): nothing to say
+        return 0
+    return sum(n for n in stamps.values() if n > 1)
 
 
 BatchHook = Callable[[int, list[Any], dict[str, int]], None]

@@ -89,8 +89,10 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
         from greta_stream.spark import get_session, on_progress
 
         s = registry.settings
+        # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
-                                     shuffle_partitions=s.spark_shuffle_partitions)
+                                     shuffle_partitions=s.spark_shuffle_partitions,
+                                     conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
         on_progress(registry.spark, metrics.observe)  # every micro-batch of every stream
         registry.resume_all()
         registry.ready.set()

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from greta_service.guards import FILE_FORMATS, SINK_OPTIONS, SOURCE_OPTIONS, check_kafka_hosts, check_options, check_path_given
 from greta_service.runner import (
-    FILE_FORMATS,
     StreamHandle,
     progress,
     run_spec,
@@ -82,13 +82,11 @@ class Registry:
             limit = self.settings.max_query_chars
             raise config_error(f"query text has {len(text):,} characters; the limit is {limit:,} (max_query_chars)")
         try:
-            return RunSpec.create(text, mode=mode)
+            return RunSpec.create(text, mode=mode, limits=self.settings.limits)
         except QueryError as exc:
             raise query_error(exc) from None
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        except RecursionError:
-            raise config_error("query text is nested too deeply") from None
 
     def prepare(self, req: QueryCreate, replacing: str | None = None) -> tuple[QueryRecord, RunSpec]:
         """A record for `req` and its run spec after every check; raises ServiceError (422/409/429)."""
@@ -98,9 +96,11 @@ class Registry:
             options.setdefault("max_trends", self.settings.max_cet_trends)
         rec = QueryRecord(
             id=uuid.uuid4().hex[:12], name=req.name, text=req.text, mode=mode,
-            source=self._paths(req.source.model_dump(), "source", must_exist=True),
-            sinks=[self._paths(s.model_dump(), "sink") for s in req.sinks],
-            dead_letter=self._paths(req.dead_letter.model_dump(), "dead_letter") if req.dead_letter else None,
+            source=self._paths(self._guarded(req.source.model_dump(exclude_none=True), "source"), "source",
+                               must_exist=True),
+            sinks=[self._paths(self._guarded(s.model_dump(exclude_none=True), "sink"), "sink") for s in req.sinks],
+            dead_letter=self._paths(self._guarded(req.dead_letter.model_dump(exclude_none=True), "dead_letter"),
+                                    "dead_letter") if req.dead_letter else None,
             options=options,
         )
         try:
@@ -111,7 +111,7 @@ class Registry:
             raise config_error(str(exc)) from None
         self._limits(rec, replacing)
         try:
-            spec = run_spec(rec)
+            spec = run_spec(rec, self.settings)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         return rec, spec
@@ -131,6 +131,16 @@ class Registry:
                                     f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
         if any(q.name == rec.name for q in existing):
             raise ServiceError(409, f"a query named {rec.name!r} is already registered")
+
+    def _guarded(self, spec: dict[str, Any], what: str) -> dict[str, Any]:
+        """`spec` when its options, path and Kafka hosts are allowed (`guards`); else a 422."""
+        try:
+            check_options(spec, what, SOURCE_OPTIONS if what == "source" else SINK_OPTIONS)
+            check_path_given(spec, what)
+            check_kafka_hosts(spec, what, self.settings.kafka_hosts)
+        except ConfigError as exc:
+            raise config_error(str(exc)) from None
+        return spec
 
     def _paths(self, spec: dict[str, Any], what: str, must_exist: bool = False) -> dict[str, Any]:
         """Resolve a file path against data_dir, keep it under path_roots, and (sources) require it."""
@@ -192,7 +202,7 @@ class Registry:
             rec, spec = self.prepare(body, replacing=old.id)
             rec.id, rec.created_at, rec.desired, rec.status = old.id, old.created_at, old.desired, old.status
             rec.error = old.error
-            fresh = run_fingerprint(spec) != run_fingerprint(run_spec(old))
+            fresh = run_fingerprint(spec) != run_fingerprint(run_spec(old, self.settings, checked=False))
             self.store.save_query(rec)
             if fresh:
                 self.store.clear_results(rec.id)
@@ -265,7 +275,7 @@ class Registry:
         specs = dict(specs or {})
         for rec in members:
             if rec.id not in specs:
-                specs[rec.id] = run_spec(rec)
+                specs[rec.id] = run_spec(rec, self.settings)
         paused = tuple(r.id for r in self.store.list_queries()
                        if stream_key(r) == key and r.desired == "stopped" and r.status == "stopped")
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
@@ -285,8 +295,8 @@ class Registry:
         handle = self.streams.pop(key, None)
         if handle is not None:
             try:
-                stop_stream(handle)
-            except Exception as exc:  # a stream that already died
+                stop_stream(handle, self.settings.stop_timeout_s)
+            except Exception as exc:  # a stream that already died, or did not stop in time (stopTimeout)
                 log.warning("stopping stream %s: %s", key, short_error(exc))
 
     def _forget(self, query_id: str) -> None:

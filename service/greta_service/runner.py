@@ -30,14 +30,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream import ConfigError, FieldNames, QuerySet, RunSpec
+from greta_stream import ConfigError, FieldNames, Limits, QuerySet, RunSpec
 from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
-
-FILE_FORMATS = ("jsonl", "parquet")
 
 
 def _build(cls: type, spec: dict[str, Any], what: str) -> Any:
@@ -63,14 +62,17 @@ def sink_config(spec: dict[str, Any]) -> SinkConfig:
     return _build(SinkConfig, spec, "sink")
 
 
-def run_spec(rec: QueryRecord) -> RunSpec:
-    """The query's `RunSpec` (its text compiled once per process)."""
+def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True) -> RunSpec:
+    """The query's `RunSpec` (its text compiled once per process) under the service's limits
+    (`checked=False`: a registered query as it was, whatever the limits are now)."""
     opts = rec.options
     f = opts.get("fields") or {}
     fields = FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id"))
     cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
     return RunSpec.create(rec.text, mode=rec.mode, engine=opts.get("engine") or "auto", fields=fields,
-                          lateness_s=float(opts.get("watermark_delay_s") or 0.0), **cet_opts).for_streaming()
+                          lateness_s=float(opts.get("watermark_delay_s") or 0.0),
+                          limits=settings.limits if checked else Limits(None, None),
+                          max_future_s=settings.max_future_s, **cet_opts).for_streaming()
 
 
 def stream_key(rec: QueryRecord) -> str:
@@ -124,9 +126,12 @@ def _to_store(store: ResultStore, query_id: str) -> Any:
     return write
 
 
-def stop_stream(handle: StreamHandle, wait_s: float = 30.0) -> None:
+def stop_stream(handle: StreamHandle, wait_s: float = 10.0) -> None:
     """Stop a stream between micro-batches when one is running (so nothing is
-    replayed on restart), else after `wait_s` seconds anyway."""
+    replayed on restart), else after `wait_s` seconds anyway: Spark then
+    interrupts the batch within its `spark.sql.streaming.stopTimeout` (the
+    service sets it to `wait_s` too), and the interrupted batch is replayed
+    on restart from the checkpoint."""
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:

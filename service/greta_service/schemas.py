@@ -1,9 +1,9 @@
 """Request and response bodies of the API, one family per resource.
 
-Sources and sinks are open objects (`format` plus that format's fields) so
-that formats added to `greta_stream.spark.pipeline` (Kafka) need no change
-here; the registry maps them onto `SourceConfig` / `SinkConfig` and reports
-unknown fields as 422.
+Every request model is strict: unknown fields and formats are a 422. Sources
+and sinks carry the fields of `greta_stream.spark.SourceConfig` /
+`SinkConfig`; what they may name (options, paths, hosts) is checked by
+`greta_service.guards` and the registry.
 """
 
 from __future__ import annotations
@@ -28,20 +28,36 @@ class ErrorResponse(BaseModel):
     errors: list[ErrorItem] = []
 
 
+OptionValue = str | int | float | bool
+
+
 class SourceSpec(BaseModel):
-    """Where events come from: `format` (jsonl, parquet, and what the pipeline adds) and its fields."""
+    """Where events come from: a folder of JSON-lines or Parquet files (`path`), or a Kafka `topic`.
+    `options` are allow-listed per format (docs/SECURITY.md)."""
 
-    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
 
-    format: str = Field("jsonl", min_length=1, max_length=32)
+    format: Literal["jsonl", "parquet", "kafka"] = "jsonl"
+    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats: the folder to read")
+    max_files_per_trigger: int | None = Field(None, ge=1, le=1_000_000)
+    options: dict[str, OptionValue] = Field({}, max_length=32, description="reader options allowed for the format")
+    bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
+                                          description="kafka: host:port list; loopback or the kafka_hosts setting")
+    topic: str | None = Field(None, min_length=1, max_length=249)
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
 
 
 class SinkSpec(BaseModel):
     """Where result rows (or dead letters) go besides the results store."""
 
-    model_config = ConfigDict(extra="allow", json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
 
-    format: str = Field("jsonl", min_length=1, max_length=32)
+    format: Literal["jsonl", "parquet", "console", "kafka"] = "jsonl"
+    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats: the folder to write")
+    options: dict[str, OptionValue] = Field({}, max_length=32, description="writer options allowed for the format")
+    bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
+                                          description="kafka: host:port list; loopback or the kafka_hosts setting")
+    topic: str | None = Field(None, min_length=1, max_length=249)
 
 
 class FieldNamesSpec(BaseModel):

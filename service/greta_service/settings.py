@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from greta_stream import ConfigError
+from greta_stream import ConfigError, Limits
 
 ENV_PREFIX = "GRETA_"
 CONFIG_ENV = "GRETA_SERVICE_CONFIG"
@@ -46,6 +46,12 @@ class Settings(BaseModel):
     max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
     max_page_rows: int = Field(1000, ge=1)
+    max_windows_per_event: int = Field(1_000, ge=1, description="per query: windows each event is in "
+                                       "(WITHIN / SLIDE); a query beyond it is refused")
+    max_panes_per_window: int = Field(10_000, ge=1, description="per query: panes of each window "
+                                      "(WITHIN / gcd(WITHIN, SLIDE)); a query beyond it is refused")
+    max_future_s: float = Field(30 * 86_400, gt=0, description="events further ahead of a stream's watermark "
+                                "are dead-lettered as future")
     # Result retention per query in the results store (sinks keep everything): unset, no bound.
     result_retention_rows: int | None = Field(None, ge=1, description="keep each query's newest rows only")
     result_retention_s: float | None = Field(None, gt=0, description="keep rows stored within this many seconds")
@@ -53,6 +59,10 @@ class Settings(BaseModel):
     # must lie under one of path_roots. Unset: anywhere on loopback, only under
     # data_dir when the service binds beyond loopback (see allowed_roots).
     path_roots: tuple[Path, ...] = ()
+    # Kafka hosts a request may name in bootstrap_servers besides loopback ones.
+    kafka_hosts: tuple[str, ...] = ()
+    stop_timeout_s: float = Field(10.0, gt=0, le=600, description="stopping a stream waits this long for its "
+                                  "micro-batch to end, then as long again for Spark to stop it")
     # Runtime cadence.
     trigger_interval_s: float = Field(1.0, ge=0)
     monitor_interval_s: float = Field(1.0, gt=0)
@@ -74,6 +84,11 @@ class Settings(BaseModel):
         if self.path_roots:
             return self.path_roots
         return () if self.loopback else (self.data_dir,)
+
+    @property
+    def limits(self) -> Limits:
+        """The caps every registered query's windows must fit."""
+        return Limits(self.max_windows_per_event, self.max_panes_per_window)
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -132,4 +147,6 @@ def _read_file(path: Path) -> dict[str, Any]:
 def _env_value(name: str, value: str) -> Any:
     if name == "path_roots":
         return tuple(p for p in value.split(os.pathsep) if p)
+    if name == "kafka_hosts":
+        return tuple(h.strip() for h in value.split(",") if h.strip())
     return value

@@ -53,7 +53,7 @@ class Service:
         self.config.write_text(
             f'path_roots = ["{root}"]\n'
             "max_query_chars = 4000\nmax_request_bytes = 16384\nmax_shards = 8\n"
-            "trigger_interval_s = 1.0\nmonitor_interval_s = 0.5\nsse_poll_s = 0.2\n"
+            "trigger_interval_s = 1.0\nmonitor_interval_s = 0.5\nsse_poll_s = 0.2\nstop_timeout_s = 4.0\n"
         )
         self.proc: subprocess.Popen[bytes] | None = None
 

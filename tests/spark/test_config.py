@@ -57,3 +57,33 @@ def test_engine_is_auto_or_general(tmp_path: Path) -> None:
     p.write_text(body + 'engine = "columnar"\n')
     with pytest.raises(ConfigError, match="engine"):
         PipelineConfig.from_file(p)
+
+
+def test_files_that_share_a_modification_time_are_counted(tmp_path: Path) -> None:
+    """Spark reads new files in modification-time order; ties come in any order, so
+    the pipeline warns (docs/SECURITY.md) when max_files_per_trigger splits them."""
+    import os
+
+    from greta_stream.spark.pipeline import tied_files
+
+    for i, stamp in enumerate([100, 100, 100, 200, 300, 300]):
+        (tmp_path / f"e{i}.jsonl").write_text("{}\n")
+        os.utime(tmp_path / f"e{i}.jsonl", (stamp, stamp))
+    (tmp_path / ".hidden").write_text("")
+    assert tied_files(str(tmp_path)) == 5
+    assert tied_files(str(tmp_path / "nope")) == 0
+
+
+def test_future_bound_and_window_caps_are_pipeline_settings(tmp_path: Path) -> None:
+    head = 'checkpoint = "c"\n'
+    query = '[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 60 s SLIDE 1 s"\n'
+    p = tmp_path / "p.toml"
+    p.write_text(head + query)
+    spec = PipelineConfig.from_file(p).queries[0].spec
+    assert spec is not None and spec.max_future_s == 30 * 86_400
+    p.write_text(head + "max_future_s = 60\nmax_windows_per_event = 59\n" + query)
+    with pytest.raises(QueryError, match="max_windows_per_event = 59"):
+        PipelineConfig.from_file(p)
+    p.write_text(head + "max_future_s = 60\nmax_windows_per_event = 60\n" + query)
+    spec = PipelineConfig.from_file(p).queries[0].spec
+    assert spec is not None and spec.max_future_s == 60

@@ -23,15 +23,15 @@ from greta_service.schemas import (
     ValidateResponse,
 )
 from greta_service.store import QueryRecord
-from greta_stream import RunSpec
+from greta_stream import Limits, RunSpec
 
 router = APIRouter(prefix="/queries", tags=["queries"])
 
 
 @lru_cache(maxsize=256)
 def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
-    """(result columns, GROUP-BY columns) of a registered (so valid) query text."""
-    spec = RunSpec.create(text, mode=mode)
+    """(result columns, GROUP-BY columns) of a registered (so valid: its limits were checked) query text."""
+    spec = RunSpec.create(text, mode=mode, limits=Limits(None, None))
     return spec.columns, list(spec.group_columns)
 
 
