@@ -38,6 +38,7 @@ from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
+from greta_stream.spark import config_file
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.operator import stream_outputs
 
@@ -125,49 +126,63 @@ class PipelineConfig:
         relative to the config file's folder. `engine` overrides every
         query's engine.
         """
-        p = Path(path)
-        text = p.read_text()
-        if p.suffix == ".toml":
-            raw = tomllib.loads(text)
-        else:
-            import yaml
+        import yaml
 
-            raw = yaml.safe_load(text)
-        return cls.from_dict(raw, base=p.parent, engine=engine)
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as exc:
+            raise ConfigError(f"cannot read the pipeline config {p}: {exc.strerror or exc}") from None
+        try:
+            raw = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
+        except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+            raise ConfigError(f"{p} is not valid {'TOML' if p.suffix == '.toml' else 'YAML'}: {exc}") from None
+        return cls.from_dict(raw, base=p.parent, engine=engine, origin=str(p))
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any], base: Path = Path("."), *, engine: str | None = None) -> PipelineConfig:
+    def from_dict(cls, raw: Any, base: Path = Path("."), *, engine: str | None = None,
+                  origin: str = "pipeline config") -> PipelineConfig:
+        """The pipeline of a config document, checked by `config_file` first:
+        unknown keys, bad formats and queries without sinks are `ConfigError`s."""
+        doc = config_file.check(raw, origin)
+        src = _source(doc.source, base)
+        return cls(
+            source=src, queries=[_query_config(q, base, engine) for q in doc.queries],
+            checkpoint=_resolve(doc.checkpoint, base), watermark_delay_s=doc.watermark_delay_s, once=doc.once,
+            trigger_interval_s=doc.trigger_interval_s, master=doc.master, shards=doc.shards,
+            fields=FieldNames(doc.fields.type, doc.fields.time, doc.fields.id),
+            shared_streams=doc.shared_streams, sharing=doc.sharing,
+            max_future_s=doc.max_future_s if "max_future_s" in doc.model_fields_set else DEFAULT_MAX_FUTURE_S,
+            limits=Limits(**{k: getattr(doc, k) for k in ("max_windows_per_event", "max_panes_per_window")
+                             if getattr(doc, k) is not None}),
+        )
+
+
+def _source(doc: config_file.SourceFile, base: Path) -> SourceConfig:
+    src = SourceConfig(**doc.model_dump())
+    src.path = _resolve(src.path, base)
+    return src
+
+
+def _sink(doc: config_file.SinkFile, base: Path) -> SinkConfig:
+    sink = SinkConfig(**doc.model_dump())
+    if sink.path and sink.format in ("jsonl", "parquet"):
+        sink.path = _resolve(sink.path, base)
+    return sink
+
+
+def _query_config(q: config_file.QueryFile, base: Path, engine: str | None) -> QueryConfig:
+    if q.text is not None:
+        text = q.text
+    else:
+        path = base / str(q.file)
         try:
-            src = SourceConfig(**raw["source"])
-            src.path = _resolve(src.path, base)
-            queries = [_query_config(q, base, engine) for q in raw["queries"]]
-            f = raw.get("fields", {})
-            return cls(
-                source=src, queries=queries, checkpoint=_resolve(raw["checkpoint"], base),
-                watermark_delay_s=float(raw.get("watermark_delay_s", 0)), once=bool(raw.get("once", False)),
-                trigger_interval_s=raw.get("trigger_interval_s"), master=raw.get("master"), shards=raw.get("shards"),
-                fields=FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id")),
-                shared_streams=bool(raw.get("shared_streams", True)), sharing=bool(raw.get("sharing", True)),
-                max_future_s=raw.get("max_future_s", DEFAULT_MAX_FUTURE_S),
-                limits=Limits(**{k: raw[k] for k in ("max_windows_per_event", "max_panes_per_window") if k in raw}),
-            )
-        except (KeyError, TypeError) as exc:
-            raise ConfigError(f"bad pipeline config: {exc}") from exc
-
-
-def _query_config(q: dict[str, Any], base: Path, engine: str | None) -> QueryConfig:
-    text = q.get("text") or (base / q["file"]).read_text()
-    sinks = [SinkConfig(**s) for s in q.get("sinks", [])]
-    dl = q.get("dead_letter")
-    dead = SinkConfig(**dl) if dl else None
-    for sink in [*sinks, dead]:
-        if sink is not None and sink.path and sink.format in ("jsonl", "parquet"):
-            sink.path = _resolve(sink.path, base)
-    source = SourceConfig(**q["source"]) if q.get("source") else None
-    if source is not None:
-        source.path = _resolve(source.path, base)
-    return QueryConfig(q["name"], text, sinks, dead, q.get("mode"), source, q.get("trends", "complete"),
-                       q.get("max_trends"), engine or q.get("engine", "auto"))
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"query {q.name!r}: cannot read its file {path}: {exc.strerror or exc}") from None
+    return QueryConfig(q.name, text, [_sink(s, base) for s in q.sinks],
+                       _sink(q.dead_letter, base) if q.dead_letter else None, q.mode,
+                       _source(q.source, base) if q.source else None, q.trends, q.max_trends, engine or q.engine)
 
 
 def _resolve(path: str, base: Path) -> str:

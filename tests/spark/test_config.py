@@ -41,14 +41,14 @@ def test_missing_key_is_a_config_error(tmp_path: Path) -> None:
 
 def test_bad_query_fails_before_anything_starts(tmp_path: Path) -> None:
     p = tmp_path / "bad.toml"
-    p.write_text('checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN"\n')
+    p.write_text('checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\nsinks = [{format = "console"}]\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN"\n')
     with pytest.raises(QueryError) as err:
         PipelineConfig.from_file(p)
     assert err.value.problems[0].line == 1
 
 
 def test_engine_is_auto_or_general(tmp_path: Path) -> None:
-    body = 'checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"\n'
+    body = 'checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\nsinks = [{format = "console"}]\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"\n'
     p = tmp_path / "ok.toml"
     p.write_text(body + 'engine = "general"\n')
     assert PipelineConfig.from_file(p).queries[0].engine == "general"
@@ -76,7 +76,7 @@ def test_files_that_share_a_modification_time_are_counted(tmp_path: Path) -> Non
 
 def test_future_bound_and_window_caps_are_pipeline_settings(tmp_path: Path) -> None:
     head = 'checkpoint = "c"\n'
-    query = '[source]\npath = "in"\n[[queries]]\nname = "q"\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 60 s SLIDE 1 s"\n'
+    query = '[source]\npath = "in"\n[[queries]]\nname = "q"\nsinks = [{format = "console"}]\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 60 s SLIDE 1 s"\n'
     p = tmp_path / "p.toml"
     p.write_text(head + query)
     spec = PipelineConfig.from_file(p).queries[0].spec
@@ -87,3 +87,41 @@ def test_future_bound_and_window_caps_are_pipeline_settings(tmp_path: Path) -> N
     p.write_text(head + "max_future_s = 60\nmax_windows_per_event = 60\n" + query)
     spec = PipelineConfig.from_file(p).queries[0].spec
     assert spec is not None and spec.max_future_s == 60
+
+
+def test_typos_and_missing_sinks_are_refused_with_their_place_and_the_known_keys(tmp_path: Path) -> None:
+    p = tmp_path / "typo.yaml"
+    p.write_text("source: {format: jsonl, path: in}\ncheckpoint: c\nwatermark_delay: 30\nqueries:\n"
+                 "  - {name: q, text: 'RETURN COUNT(*) PATTERN A+ WITHIN 5 s', sink: {format: console}}\n"
+                 "  - {name: r, text: 'RETURN COUNT(*) PATTERN A+ WITHIN 5 s', sinks: [{format: csv, path: o}]}\n")
+    with pytest.raises(ConfigError) as err:
+        PipelineConfig.from_file(p)
+    message = str(err.value)
+    assert "unknown key 'watermark_delay' (did you mean 'watermark_delay_s'?" in message
+    assert "unknown key 'sink' in queries[0] (did you mean 'sinks'?" in message
+    assert "queries[0].sinks is required" in message
+    assert "queries[1].sinks[0].format" in message and "'jsonl'" in message
+
+
+def test_a_query_needs_one_text_and_unique_names(tmp_path: Path) -> None:
+    p = tmp_path / "two.toml"
+    q = '[[queries]]\nname = "q"\nsinks = [{format = "console"}]\ntext = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"\n'
+    p.write_text('checkpoint = "c"\n[source]\npath = "in"\n' + q + q)
+    with pytest.raises(ConfigError, match="query names must be unique: q"):
+        PipelineConfig.from_file(p)
+    p.write_text('checkpoint = "c"\n[source]\npath = "in"\n[[queries]]\nname = "q"\nsinks = [{format = "console"}]\n')
+    with pytest.raises(ConfigError, match="as text or as file"):
+        PipelineConfig.from_file(p)
+
+
+def test_unreadable_files_are_config_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read the pipeline config"):
+        PipelineConfig.from_file(tmp_path / "absent.yaml")
+    p = tmp_path / "broken.yaml"
+    p.write_text("source: [unclosed\n")
+    with pytest.raises(ConfigError, match="is not valid YAML"):
+        PipelineConfig.from_file(p)
+    p.write_text("source: {format: jsonl, path: in}\ncheckpoint: c\nqueries:\n"
+                 "  - {name: q, file: absent.greta, sinks: [{format: console}]}\n")
+    with pytest.raises(ConfigError, match="query 'q': cannot read its file"):
+        PipelineConfig.from_file(p)
