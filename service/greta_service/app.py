@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
-from greta_service.routes import health, page, plan, queries, results
+from greta_service.routes import docs, health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
 from greta_service.store import Retention, open_store
@@ -44,13 +44,15 @@ query errors carry the 1-based line and column in the query text."""
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = (settings or Settings.load()).check()
-    app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan)
+    app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan,
+                  docs_url=None, redoc_url=None)  # routes/docs.py serves both pages from local assets
     app.state.settings = settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)  # type: ignore[arg-type]
     app.add_exception_handler(ServiceError, _service_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    for module in (queries, results, plan, health, page):
+    for module in (queries, results, plan, health, page, docs):
         app.include_router(module.router)
+    docs.mount_assets(app)
     return app
 
 

@@ -212,9 +212,12 @@ class Registry:
             return self.get(rec.id), spec
 
     def get(self, query_id: str) -> QueryRecord:
+        """The query of this id, or else of this name (names are unique)."""
         rec = self.store.get_query(query_id)
         if rec is None:
-            raise ServiceError(404, f"no query {query_id!r}")
+            rec = next((q for q in self.store.list_queries() if q.name == query_id), None)
+        if rec is None:
+            raise ServiceError(404, f"no query with id or name {query_id!r}")
         return rec
 
     def start(self, query_id: str) -> QueryRecord:

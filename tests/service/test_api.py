@@ -83,6 +83,16 @@ def test_results_equal_evaluate_in_store_and_sinks(api: httpx.Client, q1: dict, 
     assert info["progress"]["watermark_s"] == FLUSH["time"]
 
 
+def test_queries_are_addressed_by_name_as_well_as_id(api: httpx.Client, q1: dict) -> None:
+    query_id = q1["created"]["id"]
+    assert api.get("/queries/q1-api").json()["id"] == query_id
+    by_name = api.get("/queries/q1-api/results", params={"limit": 5}).json()
+    assert by_name == api.get(f"/queries/{query_id}/results", params={"limit": 5}).json()
+    assert api.get("/queries/q1-api/latest").status_code == 200
+    r = api.get("/queries/no-such-query/results")
+    assert r.status_code == 404 and "no-such-query" in r.json()["detail"]
+
+
 def test_results_filter_by_window_and_group_and_page(api: httpx.Client, q1: dict) -> None:
     query_id, expected = q1["created"]["id"], q1["expected"]
     want = [r for r in expected if r["sector"] == 2 and -100 <= r["window_start"] <= 50]

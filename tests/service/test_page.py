@@ -69,3 +69,26 @@ def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"screenshot: {shot}")
     page.close()
+
+
+def test_api_docs_render_without_the_internet(service: Service, browser: Any) -> None:
+    page = browser.new_page()
+    outside: list[str] = []
+
+    def local_only(route: Any) -> None:
+        if route.request.url.startswith(service.url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", local_only)
+    page.goto(service.url + "/docs")
+    page.wait_for_selector(".opblock-summary-path", timeout=60_000)  # Swagger UI drew the operations
+    paths = page.locator(".opblock-summary-path").all_inner_texts()
+    assert any("/queries/{query_id}/results" in p for p in paths), paths
+    page.goto(service.url + "/redoc")
+    page.wait_for_selector("[data-section-id]", timeout=60_000)  # ReDoc drew its sections
+    assert "greta-stream" in page.locator("h1").first.inner_text()
+    assert outside == []
+    page.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 from typing import Annotated, Any
 
-from fastapi import Depends, Request, Security
+from fastapi import Depends, Path, Request, Security
 from fastapi.security import APIKeyHeader
 
 from greta_service.registry import Registry, ServiceError
@@ -32,6 +32,15 @@ def require_api_key(request: Request, key: Annotated[str | None, Security(_api_k
 
 
 RegistryDep = Annotated[Registry, Depends(get_registry)]
+
+
+def query_id_of(query_id: Annotated[str, Path(description="the query's id, or its name")],
+                registry: RegistryDep) -> str:
+    """The id of the query a path names by id or by name (404 when neither)."""
+    return registry.get(query_id).id
+
+
+QueryId = Annotated[str, Depends(query_id_of)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 Mutating = [Depends(require_api_key)]
 

@@ -11,7 +11,7 @@ from functools import lru_cache
 from fastapi import APIRouter, Response, status
 
 from greta_service.registry import Registry
-from greta_service.routes.deps import Mutating, RegistryDep, errors
+from greta_service.routes.deps import Mutating, QueryId, RegistryDep, errors
 from greta_service.schemas import (
     Progress,
     QueryCreate,
@@ -69,13 +69,13 @@ def list_queries(registry: RegistryDep) -> QueryList:
 
 
 @router.get("/{query_id}", responses=errors(404))
-def get_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+def get_query(query_id: QueryId, registry: RegistryDep) -> QueryInfo:
     """Status (running, stopped, failed with the error) and progress of one query."""
     return query_info(registry, registry.get(query_id))
 
 
 @router.patch("/{query_id}", dependencies=Mutating, responses=errors(400, 401, 404, 413, 422, 429, 503))
-def update_query(query_id: str, body: QueryUpdate, registry: RegistryDep) -> QueryInfo:
+def update_query(query_id: QueryId, body: QueryUpdate, registry: RegistryDep) -> QueryInfo:
     """Change a query's text, mode, sinks or options. New sinks, lateness or shards keep its state and results;
     a new text, mode, field names or CET options start both afresh (from the stream's position)."""
     rec, _ = registry.update(query_id, body)
@@ -83,20 +83,20 @@ def update_query(query_id: str, body: QueryUpdate, registry: RegistryDep) -> Que
 
 
 @router.post("/{query_id}/stop", dependencies=Mutating, responses=errors(401, 404))
-def stop_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+def stop_query(query_id: QueryId, registry: RegistryDep) -> QueryInfo:
     """Stop the stream; its checkpoint and results stay, `start` resumes it."""
     return query_info(registry, registry.stop(query_id))
 
 
 @router.post("/{query_id}/start", dependencies=Mutating, responses=errors(401, 404, 409, 503))
-def start_query(query_id: str, registry: RegistryDep) -> QueryInfo:
+def start_query(query_id: QueryId, registry: RegistryDep) -> QueryInfo:
     """Start (or resume) the stream from its checkpoint."""
     return query_info(registry, registry.start(query_id))
 
 
 @router.delete("/{query_id}", status_code=status.HTTP_204_NO_CONTENT, dependencies=Mutating,
                responses=errors(401, 404))
-def delete_query(query_id: str, registry: RegistryDep) -> Response:
+def delete_query(query_id: QueryId, registry: RegistryDep) -> Response:
     """Stop the stream and forget the query, its checkpoint and its stored results (sink files stay)."""
     registry.delete(query_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)

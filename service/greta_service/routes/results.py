@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from greta_service.export import MEDIA_TYPES, Format, export
 from greta_service.registry import ServiceError
-from greta_service.routes.deps import RegistryDep, SettingsDep, errors
+from greta_service.routes.deps import QueryId, RegistryDep, SettingsDep, errors
 from greta_service.routes.queries import query_columns
 from greta_service.schemas import ResultsPage
 from greta_stream.connectors import dumps, loads
@@ -62,7 +62,7 @@ def group_key(text: str) -> str:
 
 @router.get("/{query_id}/results", responses={200: {"model": ResultsPage}, **errors(404, 422)})
 def read_results(
-    query_id: str, registry: RegistryDep, settings: SettingsDep,
+    query_id: QueryId, registry: RegistryDep, settings: SettingsDep,
     window_from: Annotated[str | None, Query(alias="from", max_length=64,
                                              description="least window_start (seconds or ISO-8601)")] = None,
     window_to: Annotated[str | None, Query(alias="to", max_length=64,
@@ -88,7 +88,7 @@ def read_results(
 
 
 @router.get("/{query_id}/latest", responses={200: {"model": ResultsPage}, **errors(404)})
-def latest_results(query_id: str, registry: RegistryDep) -> Response:
+def latest_results(query_id: QueryId, registry: RegistryDep) -> Response:
     """Each group's row of its latest window (what a dashboard shows now), ordered by group."""
     rec = registry.get(query_id)
     payloads = registry.store.latest(query_id)
@@ -102,7 +102,7 @@ def latest_results(query_id: str, registry: RegistryDep) -> Response:
             responses={200: {"content": {t: {} for t in MEDIA_TYPES.values()},
                              "description": "the rows as a file"}, **errors(404, 422)})
 def export_results(
-    query_id: str, registry: RegistryDep,
+    query_id: QueryId, registry: RegistryDep,
     format: Annotated[Format, Query(description="csv, parquet or jsonl")] = "jsonl",  # noqa: A002
     window_from: Annotated[str | None, Query(alias="from", max_length=64)] = None,
     window_to: Annotated[str | None, Query(alias="to", max_length=64)] = None,
@@ -131,7 +131,7 @@ def export_results(
                **errors(404, 422)},
 )
 async def stream_results(
-    query_id: str, request: Request, registry: RegistryDep, settings: SettingsDep,
+    query_id: QueryId, request: Request, registry: RegistryDep, settings: SettingsDep,
     after: Annotated[int | None, Query(ge=0, le=2**62, description="replay rows stored after this id (0: all)")] = None,
     last_event_id: Annotated[str | None, Header(max_length=32)] = None,
 ) -> StreamingResponse:
