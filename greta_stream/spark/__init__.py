@@ -2,14 +2,14 @@
 
 `operator.stream_outputs` runs every query of a stream (a `QuerySet` of
 `greta_stream.RunSpec`s) in one `applyInPandasWithState` operator
-(`trend_aggregates` for one query); `shard.step` is the per-shard, per-micro-batch
+(`typed.trend_aggregates`: one query as typed DataFrames); `shard.step` is the per-shard, per-micro-batch
 function (testable without a JVM); `pipeline` runs whole jobs (sources,
 queries, sinks, checkpoints); `kafka` reads and writes Kafka through Spark's
 connector; `progress` reports every micro-batch to a callback; `session`
 builds a SparkSession with the settings that matter.
 """
 
-from greta_stream.spark.operator import stream_outputs, trend_aggregates
+from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.pipeline import (
     BatchWriter,
     PipelineConfig,
@@ -25,9 +25,10 @@ from greta_stream.spark.pipeline import (
 )
 from greta_stream.spark.progress import on_progress
 from greta_stream.spark.session import get_session
+from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
 
 __all__ = [
     "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamWriter",
-    "get_session", "on_progress", "read_source", "start", "start_stream", "stream_outputs", "streams",
-    "trend_aggregates",
+    "TrendOutputs", "check_session", "get_session", "on_progress", "read_source", "start", "start_stream",
+    "stream_outputs", "streams", "trend_aggregates",
 ]

@@ -41,7 +41,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark.shard import (
@@ -76,39 +75,6 @@ _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # about 1811 to 2156
 def default_shards(spark_cores: int | None = None) -> int:
     """A small multiple of the cores (SPARK_NOTES: sharding)."""
     return 2 * (spark_cores or os.cpu_count() or 2)
-
-
-def trend_aggregates(
-    events: DataFrame,
-    query: str | RunSpec,
-    *,
-    watermark_delay_s: float | None = None,
-    shards: int | None = None,
-    fields: FieldNames = FieldNames(),
-    mode: str | None = None,
-    trends: str = "complete",
-    max_trends: int | None = None,
-    engine: str = "auto",
-) -> DataFrame:
-    """Streaming outputs (rows and dead letters) of `query` over `events`:
-    the columns of `shard.OUTPUT_COLUMNS` but `query`.
-
-    `query` is a `RunSpec` (the run's options are its own) or query text with
-    the options of `RunSpec.create`: `watermark_delay_s` (the allowed
-    lateness, default 0), `fields`, `mode` ("cet", the default for
-    `RETURN TRENDS`, outputs one row per trend, with `trends` and
-    `max_trends` as in `evaluate`) and `engine` ("auto": the columnar
-    engine where it covers the query, "general" always the general one).
-    """
-    if isinstance(query, RunSpec):
-        spec = query
-        if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
-            raise ValueError("watermark_delay_s given with a RunSpec: set lateness_s on the spec")
-    else:
-        spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
-                              lateness_s=watermark_delay_s or 0.0)
-    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=shards)
-    return outputs.where(F.col("kind") != "state").drop("query")
 
 
 SINGLE = "query"  # the name of the one query of `trend_aggregates`

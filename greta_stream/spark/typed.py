@@ -1,0 +1,152 @@
+"""`trend_aggregates`: one query over a streaming DataFrame, as typed DataFrames.
+
+The operator (`operator.stream_outputs`) emits one row per output with the
+row's JSON text, which keeps counts of any size exact through Spark; this
+module turns that into what a PySpark user expects: a `rows` DataFrame with a
+column per result column, and the skipped events with their reasons in a
+second DataFrame, `dead_letters`.
+
+Column types of `rows`:
+
+- `window_start`, `window_end`: timestamps when event times are timestamps
+  (a timestamp column, or `time_kind="timestamp"`), else doubles (seconds);
+- GROUP-BY columns: the input column's type for typed input, strings for
+  JSON text input (`value`);
+- `COUNT` and `SUM`: decimal text, exact at any size (trend counts grow
+  exponentially; cast to `decimal(38,0)` or `double` where they are known to
+  fit); `AVG`: double; `MIN`/`MAX`: the attribute's type for typed input,
+  double for JSON text.
+
+CET mode (`RETURN TRENDS`): `rows` has the bounds, the group, `trend` (the
+event ids as strings), `total` (decimal text) and `truncated`.
+
+`rows` and `dead_letters` come from the same operator: each started query
+runs it once, so start one of them per input unless both are wanted.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from typing import NamedTuple
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from greta_stream.engine import FieldNames
+from greta_stream.runtime import RunSpec
+from greta_stream.runtime.multi import QuerySet
+from greta_stream.spark.operator import SINGLE, default_shards, stream_outputs
+
+log = logging.getLogger("greta_stream.spark")
+
+
+class TrendOutputs(NamedTuple):
+    rows: DataFrame
+    dead_letters: DataFrame  # reason, detail, event (the record as JSON text)
+
+
+def trend_aggregates(
+    events: DataFrame,
+    query: str | RunSpec,
+    *,
+    watermark_delay_s: float | None = None,
+    shards: int | None = None,
+    fields: FieldNames = FieldNames(),
+    mode: str | None = None,
+    trends: str = "complete",
+    max_trends: int | None = None,
+    engine: str = "auto",
+    time_kind: str | None = None,
+) -> TrendOutputs:
+    """`query` over the streaming `events` (JSON text in a `value` column, or
+    typed columns): its result rows and its dead letters (module docstring).
+
+    `query` is a `RunSpec` or query text with the options of `RunSpec.create`:
+    `watermark_delay_s` (allowed lateness, default 0), `fields`, `mode`,
+    `trends`, `max_trends`, `engine`, `time_kind`. Spark's settings are
+    checked first (`check_session`).
+    """
+    if isinstance(query, RunSpec):
+        spec = query
+        if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
+            raise ValueError("watermark_delay_s given with a RunSpec: set lateness_s on the spec")
+    else:
+        spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
+                              lateness_s=watermark_delay_s or 0.0, time_kind=time_kind)
+    n = shards or default_shards()
+    check_session(events, n)
+    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=n)
+    schema = _payload_schema(spec, events)
+    timestamps = spec.time_kind == "timestamp" or _typed(events, spec.fields.time) == TimestampType()
+    bounds = [_bound(F.col(c), timestamps).alias(c) for c in ("window_start", "window_end")]
+    parsed = outputs.where(F.col("kind") == "row").select(*bounds, F.from_json("payload", schema).alias("r"))
+    typed = parsed.select("window_start", "window_end", *[F.col("r").getField(c).alias(c) for c in schema.names])
+    dead = outputs.where(F.col("kind") == "dead").select(
+        F.from_json("payload", "reason string, detail string, event string").alias("d")).select("d.*")
+    return TrendOutputs(typed, dead)
+
+
+def _bound(col: Column, timestamps: bool) -> Column:
+    return F.timestamp_seconds(col) if timestamps else col
+
+
+def _typed(events: DataFrame, name: str) -> DataType | None:
+    if _json_input(events) or name not in events.columns:
+        return None
+    return events.schema[name].dataType
+
+
+def _json_input(events: DataFrame) -> bool:
+    return "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
+
+
+def _payload_schema(spec: RunSpec, events: DataFrame) -> StructType:
+    """The schema `from_json` reads a row's JSON text with (types as in the module docstring)."""
+    fields = [StructField(g, _typed(events, g) or StringType()) for g in spec.group_columns]
+    if spec.mode == "cet":
+        fields += [StructField("trend", ArrayType(StringType())), StructField("total", StringType()),
+                   StructField("truncated", BooleanType())]
+        return StructType(fields)
+    query = spec.query
+    for out in query.outputs:
+        func = out.func.lower()
+        attr = query.fields[out.value_field].attr if out.value_field is not None else None
+        if func in ("count", "sum"):
+            dtype: DataType = StringType()  # the JSON number's text: exact at any size
+        elif func in ("min", "max") and attr is not None:
+            dtype = _typed(events, attr) or DoubleType()
+        else:
+            dtype = DoubleType()
+        fields.append(StructField(out.column, dtype))
+    return StructType(fields)
+
+
+def check_session(events: DataFrame, shards: int) -> None:
+    """Fail with what to set when Spark's Python workers cannot import
+    greta_stream; bring the shuffle partitions (Spark's default 200: hundreds
+    of tasks per micro-batch) down to the shard count."""
+    spark = events.sparkSession
+    context = spark.sparkContext
+    python = context.pythonExec or "python3"
+    if context.master.startswith("local") and python != sys.executable:
+        probe = subprocess.run([python, "-c", "import greta_stream"], capture_output=True, timeout=60)
+        if probe.returncode != 0:
+            raise RuntimeError(
+                f"Spark's Python workers run {python!r}, which cannot import greta_stream: set "
+                f"PYSPARK_PYTHON={sys.executable} before the SparkSession starts (or build the session with "
+                f"greta_stream.spark.get_session())")
+    if spark.conf.get("spark.sql.shuffle.partitions") == "200" and shards != 200:
+        log.info("spark.sql.shuffle.partitions 200 -> %d (the operator's shards)", shards)
+        spark.conf.set("spark.sql.shuffle.partitions", str(shards))
