@@ -6,7 +6,7 @@ Parquet files of typed columns) of ``rows`` events each and read back with
 ``maxFilesPerTrigger=1``, so every micro-batch holds one file.
 Two streaming queries run over it on ``local[2]``, one after the other:
 
-- **greta**: ``trend_aggregates`` (the sharded ``applyInPandasWithState``
+- **greta**: ``trend_aggregates(...).rows`` (the sharded ``applyInPandasWithState``
   operator) over the query of ``configs/``;
 - **spark-native**: parse the same JSON (or read the same columns), ``withWatermark`` and
   ``groupBy(window(time, WITHIN, SLIDE), <GROUP-BY>).count()`` in append
@@ -154,8 +154,8 @@ def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
         rows = sum(len(pdf) for pdf in pdfs)
         state.update((4, b"x" * 1000))
         state.setTimeoutTimestamp(max(state.getCurrentWatermarkMs(), 1) + 10**12)
-        yield pd.DataFrame({"kind": ["row"], "window_start": [0.0], "window_end": [0.0], "grp": [str(rows)],
-                            "payload": [""]})
+        yield pd.DataFrame({"query": ["query"], "kind": ["row"], "window_start": [0.0], "window_end": [0.0],
+                            "grp": [str(rows)], "payload": [""]})
 
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         nothing, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
 
-    from greta_stream.spark.operator import trend_aggregates
+    from greta_stream.spark import trend_aggregates
     from greta_stream.spark.session import get_session
 
     spark = get_session("local[2]", app_name="greta-bench")
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                     return spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(base / folder))
 
                 streams = {
-                    "greta": lambda src, q=text: trend_aggregates(src, q, watermark_delay_s=args.watermark),
+                    "greta": lambda src, q=text: trend_aggregates(src, q, watermark_delay_s=args.watermark).rows,
                     "native": lambda src, q=text: native_count(spark, src, q, args.watermark),
                 }
                 if args.floor:
