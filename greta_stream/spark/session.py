@@ -1,6 +1,6 @@
 """SparkSession for greta-stream: local or cluster, with the settings that matter.
 
-SPARK_NOTES.md: shuffle partitions default to the number of cores (200 makes
+Measured: shuffle partitions default to the number of cores (200 makes
 every stateful micro-batch 10-70x slower here); Python workers must be this
 interpreter (pyarrow lives in its environment); times are UTC.
 """

