@@ -337,7 +337,8 @@ def demo(
     rate: Annotated[float, typer.Option(help="events per second that the producer replays")] = 200.0,
     seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: Ctrl-C)")] = None,
     rows: Annotated[int | None, typer.Option(help="stop after this many result rows")] = None,
-    config: Annotated[Path | None, typer.Option(help="pipeline config (default configs/demo/pipeline.yaml)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="pipeline config (default: the demo's own, configs/demo/pipeline.yaml)")] = None,
 ) -> None:
     """Kafka (KRaft), the event producer and the pipeline as local processes: docker-compose.yml without Docker."""
     from greta_stream.demo import DEFAULT_CONFIG, run_demo
