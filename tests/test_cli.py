@@ -229,3 +229,29 @@ def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None
     assert "--spark-logs" in res.stdout and "--flush-at-end" in res.stdout
     (mvn,) = [line for line in (ROOT / "scripts/setup_jvm.sh").read_text().splitlines() if line.strip().startswith("mvn ")]
     assert "-q -B -Dstyle.color=never" in mvn
+
+
+@pytest.mark.spark
+def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
+    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out."""
+    from greta_stream.connectors.jsonl import dumps
+
+    (tmp_path / "in").mkdir()
+    events = [{"type": "A", "time": f"2024-05-01T12:{m:02d}:{s:02d}Z", "k": m % 2} for m in range(3) for s in (5, 35)]
+    (tmp_path / "in" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    query = "RETURN k, COUNT(*) PATTERN A+ WHERE [k] GROUP-BY k WITHIN 1 minute SLIDE 30 seconds"
+    (tmp_path / "pipeline.yaml").write_text(json.dumps({
+        "source": {"format": "jsonl", "path": "in"}, "checkpoint": "chk", "once": True,
+        "queries": [{"name": "q", "text": query, "sinks": [{"format": "jsonl", "path": "out"}],
+                     "dead_letter": {"format": "jsonl", "path": "dead"}}]}))
+    res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "-c", str(tmp_path / "pipeline.yaml"),
+                          "--flush-at-end"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr
+    streamed = sorted(json.dumps(json.loads(line), sort_keys=True) for f in (tmp_path / "out").glob("part-*.jsonl")
+                      for line in f.read_text().splitlines())
+    batch = evaluate(query, events)
+    assert len(batch) == 9  # k=0: windows from 11:59:30 to 12:02:30; k=1: 12:00:30 to 12:01:30
+    assert streamed == sorted(json.dumps(json.loads(dumps(r)), sort_keys=True) for r in batch)
+    assert "q: 9 rows, 0 dead letters" in res.stderr
+    assert not [f for f in (tmp_path / "dead").glob("*.jsonl") if f.read_text()]
+    assert "watermark 2024-05-01T12:02:35.000Z" in res.stderr
