@@ -20,10 +20,10 @@ $(BIN)/greta-stream: pyproject.toml service/pyproject.toml
 	$(BIN)/greta-stream warm-up  # the numba kernels compiled now, not in the first run
 	touch $@
 
-run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/
+run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/ (every window)
 	rm -rf out/q1_stock out/checkpoints/q1_stock
 	$(BIN)/greta-stream run --query configs/q1_stock.greta --input samples/stock --output out/q1_stock \
-		--checkpoint out/checkpoints/q1_stock --watermark 10 --once
+		--checkpoint out/checkpoints/q1_stock --watermark 10 --once --flush-at-end
 	@echo "results: out/q1_stock/part-*.jsonl ($$(cat out/q1_stock/part-*.jsonl | wc -l) rows)"
 
 evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_stock.jsonl

@@ -1,4 +1,4 @@
-"""Issue 7 report: how the engine scales with events per window, scan vs index.
+"""How the engine scales with events per window, scan vs index.
 
 Tables (each cell the median of ``--repeat`` runs, every run a fresh child
 process so its peak RSS is its own; event generation is never timed):

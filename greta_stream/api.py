@@ -1,7 +1,7 @@
 """The library entry points: `compile_query`, `evaluate` and `open_stream`.
 
 `evaluate` runs a query over a finite collection of events and returns the
-result rows of SEMANTICS.md section 4, or, in CET mode, one record per trend
+result rows of docs/QUERY_LANGUAGE.md section 4, or, in CET mode, one record per trend
 (section 5, `greta_stream.cet`). `open_stream` returns a runner for a stream
 of micro-batches. Both build a `RunSpec` and go through the runner interface
 (`greta_stream.runtime`).

@@ -14,6 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from greta_stream import logs
+from greta_stream.cli_args import Engine, LogLevel, Mode, StreamEngine, Trends, existing_file, existing_folder, fail, is_file
+from greta_stream.cli_args import query_text as _query_text
 from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
@@ -43,16 +45,8 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_version, 
 QueryOpt = Annotated[str, typer.Option("--query", "-q", help="query file, or the query text itself")]
 
 
-def _is_file(text: str) -> bool:
-    """`text` names an existing file (query text too long for a path name is not one)."""
-    try:
-        return Path(text).is_file()
-    except (OSError, ValueError):
-        return False
-
-
 def _load_query(query: str) -> CompiledQuery:
-    text = sys.stdin.read() if query == "-" else Path(query).read_text() if _is_file(query) else query
+    text = _query_text(query)
     try:
         return check_limits(compile_once(text))
     except QueryError as exc:
@@ -68,8 +62,9 @@ def explain(
 ) -> None:
     """Print the compiled query (templates, transitions, predicates, partitions, panes), or a pipeline's shared plan."""
     if (query is None) == (config is None):
-        typer.echo("error: give --query or --config", err=True)
-        raise typer.Exit(2)
+        fail("give --query or --config")
+    if config is not None:
+        existing_file(config, "config")
     if query is not None:
         typer.echo(_load_query(query).explain())
         return
@@ -78,8 +73,7 @@ def explain(
     try:
         cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
     except (ConfigError, QueryError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     for stream in streams(cfg):
         typer.echo(f"stream {stream.name} ({stream.source.format} {stream.source.path or stream.source.topic}):")
         typer.echo("  " + stream.query_set().plan().explain().replace("\n", "\n  "))
@@ -95,19 +89,21 @@ def evaluate(
     time_field: Annotated[str, typer.Option(help="name of the event time field")] = "time",
     id_field: Annotated[str, typer.Option(help="name of the event id field")] = "id",
     progress: Annotated[bool, typer.Option(help="report progress on stderr")] = True,
-    mode: Annotated[str | None, typer.Option(
+    mode: Annotated[Mode | None, typer.Option(
         help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
-    trends: Annotated[str, typer.Option(help="CET mode: complete (maximal trends) or all")] = "complete",
+    trends: Annotated[Trends, typer.Option(help="CET mode: complete (maximal trends) or all")] = Trends.complete,
     max_trends: Annotated[int | None, typer.Option(
         help="CET mode: at most this many trends per window and group")] = None,
     with_events: Annotated[bool, typer.Option(help="CET mode: also print each trend's aliases and events")] = False,
-    engine_name: Annotated[str, typer.Option("--engine", help=(
-        "aggregate mode: auto (columnar where the query allows, else general), columnar or general"))] = "auto",
+    engine_name: Annotated[Engine, typer.Option("--engine", help=(
+        "aggregate mode: auto (columnar where the query allows, else general), columnar or general"))] = Engine.auto,
 ) -> None:
     """Aggregate trends over a file of events, or list them (--mode cet); print one JSON object per row."""
+    existing_file(events, "events file")
     cq = _load_query(query)
-    spec = _run_spec(cq, mode=mode, engine=engine_name, fields=FieldNames(type_field, time_field, id_field),
-                     trends=trends, max_trends=max_trends, with_events=with_events)
+    spec = _run_spec(cq, mode=mode and mode.value, engine=engine_name.value,
+                     fields=FieldNames(type_field, time_field, id_field), trends=trends.value, max_trends=max_trends,
+                     with_events=with_events)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     dl_out = open(dead_letter, "w", encoding="utf-8") if dead_letter else None  # noqa: SIM115
     dead = 0
@@ -135,8 +131,7 @@ def _run_spec(cq: CompiledQuery, **options: Any) -> RunSpec:
     try:
         return RunSpec.create(cq, **options)
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
 
 
 def _read(events: Path, on_dead: Any, progress: bool) -> Any:
@@ -191,8 +186,7 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progr
     try:
         rows = evaluate_spec(spec, records)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     for dl in rows.dead_letters:
         on_dead(dl)
     for row in rows:
@@ -229,29 +223,42 @@ def run(
     checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
     watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
     once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
+    flush_at_end: Annotated[bool, typer.Option("--flush-at-end", help=(
+        "with --once: when the input is drained, emit every window still open, as if the watermark passed the "
+        "end of time (the rows `evaluate` gives)"))] = False,
     dead_letter: Annotated[str | None, typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
     shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
     max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
     trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
-    engine_name: Annotated[str, typer.Option("--engine", help=(
-        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = "auto",
+    engine_name: Annotated[StreamEngine, typer.Option("--engine", help=(
+        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = StreamEngine.auto,
+    spark_logs: Annotated[bool, typer.Option("--spark-logs", help=(
+        "show Spark's own warnings (default: its errors only; $GRETA_SPARK_LOG_LEVEL sets any level)"))] = False,
 ) -> None:
     """Run queries continuously on Spark Structured Streaming (the main job)."""
     import logging
+    import os
 
+    from greta_stream.spark.flush import run_to_end
     from greta_stream.spark.pipeline import run as run_pipeline
 
+    if spark_logs:
+        os.environ["GRETA_SPARK_LOG_LEVEL"] = "WARN"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
     try:
         cfg = _pipeline_config(config, query, input, output, checkpoint, watermark, once, dead_letter, master, shards,
-                               max_files_per_trigger, trigger_interval, engine_name)
+                               max_files_per_trigger, trigger_interval, engine_name.value)
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
+    if flush_at_end and not cfg.once:
+        fail("--flush-at-end needs a bounded run: add --once")
     started = time.monotonic()
-    counts = run_pipeline(cfg, echo=lambda line: typer.echo(line, err=True))
+    try:
+        counts = (run_to_end if flush_at_end else run_pipeline)(cfg, echo=lambda line: typer.echo(line, err=True))
+    except ConfigError as exc:
+        fail(str(exc))
     for name, c in counts.items():
         typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
                    err=True)
@@ -265,6 +272,7 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
     from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 
     if config is not None:
+        existing_file(config, "config")
         cfg = PipelineConfig.from_file(config, engine=None if engine_name == "auto" else engine_name)
         if once:
             cfg.once = True
@@ -273,12 +281,12 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
         return cfg
     else:
         if not (query and input and output and checkpoint):
-            typer.echo("error: give --config, or --query, --input, --output and --checkpoint", err=True)
-            raise typer.Exit(2)
+            fail("give --config, or --query, --input, --output and --checkpoint")
+        existing_folder(input, "input folder")
         queries = []
         for i, q in enumerate(query):
             cq = _load_query(q)
-            name = Path(q).stem if _is_file(q) else f"query{i + 1}"
+            name = Path(q).stem if is_file(q) else f"query{i + 1}"
             out = output if len(query) == 1 else str(Path(output) / name)
             dl = dead_letter or str(Path(out) / "dead_letters")
             queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),
@@ -296,7 +304,7 @@ def serve(
     port: Annotated[int | None, typer.Option(help="port (default 8000)")] = None,
     data_dir: Annotated[Path | None, typer.Option(help="state folder (default greta-data)")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
-    log_level: Annotated[str | None, typer.Option(help="uvicorn log level (default info)")] = None,
+    log_level: Annotated[LogLevel | None, typer.Option(help="uvicorn log level (default info)")] = None,
     log_json: Annotated[bool, typer.Option("--log-json", envvar="GRETA_LOG_JSON",
                                            help="log one JSON object per line")] = False,
 ) -> None:
@@ -311,12 +319,11 @@ def serve(
         raise typer.Exit(2) from None
 
     try:
-        settings = Settings.load(config, host=host, port=port, data_dir=data_dir, spark_master=master,
-                                 log_level=log_level)
+        settings = Settings.load(config and existing_file(config, "config"), host=host, port=port,
+                                 data_dir=data_dir, spark_master=master, log_level=log_level and log_level.value)
         application = create_app(settings)
     except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc))
     logs.setup(settings.log_level, as_json=log_json)
     # A bounded graceful shutdown: open result streams (SSE) would otherwise hold it forever.
     uvicorn.run(application, host=settings.host, port=settings.port, log_level=settings.log_level,
@@ -330,15 +337,17 @@ def demo(
     rate: Annotated[float, typer.Option(help="events per second that the producer replays")] = 200.0,
     seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: Ctrl-C)")] = None,
     rows: Annotated[int | None, typer.Option(help="stop after this many result rows")] = None,
-    config: Annotated[Path | None, typer.Option(help="pipeline config (default configs/demo/pipeline.yaml)")] = None,
+    config: Annotated[Path | None, typer.Option(
+        help="pipeline config (default: the demo's own, configs/demo/pipeline.yaml)")] = None,
 ) -> None:
     """Kafka (KRaft), the event producer and the pipeline as local processes: docker-compose.yml without Docker."""
     from greta_stream.demo import DEFAULT_CONFIG, run_demo
     from greta_stream.jvm import SETUP_HINT, jars
 
+    if config is not None:
+        existing_file(config, "config")
     if not jars("kafka") or not jars("spark-kafka"):
-        typer.echo(f"error: the Kafka jars are missing: {SETUP_HINT}", err=True)
-        raise typer.Exit(2)
+        fail(f"the Kafka jars are missing: {SETUP_HINT}")
     code = run_demo(workdir, config or DEFAULT_CONFIG, rate=rate, seconds=seconds, rows=rows, echo=typer.echo)
     raise typer.Exit(code)
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream.cli_args import query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
 from greta_stream.connectors.jsonl import dumps
 
@@ -98,10 +99,7 @@ def add(
     url: UrlOpt = None, api_key: KeyOpt = None,
 ) -> None:
     """Register and start a query; prints its id."""
-    try:
-        text = Path(query).read_text() if Path(query).is_file() else query
-    except (OSError, ValueError):  # query text too long for a path name
-        text = query
+    text = query_text(query)
     try:
         made = _client(url, api_key).add(name, text, source=endpoint(source),
                                           sinks=[endpoint(s) for s in sink or []],

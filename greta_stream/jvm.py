@@ -1,9 +1,12 @@
 """Where the JVM artifacts fetched by `scripts/setup_jvm.sh` live.
 
-`.cache/jvm/spark-kafka/` holds Spark's Kafka connector jars (handed to Spark
-as `spark.jars`), `.cache/jvm/kafka/` Apache Kafka for the local KRaft broker.
-`GRETA_JVM_CACHE` points elsewhere (the Docker image sets it). Imports nothing
-from the package, so any layer may use it.
+`<cache>/spark-kafka/` holds Spark's Kafka connector jars (handed to Spark
+as `spark.jars`), `<cache>/kafka/` Apache Kafka for the local KRaft broker.
+The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
+checkout's `.cache/jvm/` when it is there, else the user's cache folder
+`~/.cache/greta-stream/jvm` (`$XDG_CACHE_HOME/greta-stream/jvm`), where an
+installed wheel looks. Imports nothing from the package, so any layer may
+use it.
 """
 
 from __future__ import annotations
@@ -11,12 +14,27 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SETUP_HINT = "run `make setup-jvm` (scripts/setup_jvm.sh) to fetch them from Maven Central"
+SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh) in a checkout to fetch them from Maven Central, "
+              "or set GRETA_JVM_CACHE to a folder that holds them")
+
+
+CHECKOUT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "jvm"  # where scripts/setup_jvm.sh puts them
 
 
 def cache_dir() -> Path:
+    """Where the jars are looked up (see the module docstring)."""
     env = os.environ.get("GRETA_JVM_CACHE")
-    return Path(env) if env else Path(__file__).resolve().parents[1] / ".cache" / "jvm"
+    if env:
+        return Path(env)
+    if CHECKOUT_CACHE.is_dir():
+        return CHECKOUT_CACHE
+    return user_cache_dir()
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder for the jars: $XDG_CACHE_HOME (default ~/.cache)/greta-stream/jvm."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "greta-stream" / "jvm"
 
 
 def jars(profile: str) -> list[Path]:

@@ -23,7 +23,7 @@ for profile in spark-kafka kafka; do
   fi
   echo "setup_jvm: fetching $profile jars into $dest"
   rm -rf "$dest.tmp"
-  mvn -q -B -s jvm/settings.xml -f jvm/pom.xml -P "$profile" \
+  mvn -q -B -Dstyle.color=never -s jvm/settings.xml -f jvm/pom.xml -P "$profile" \
     dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dest.tmp"
   echo "$stamp" > "$dest.tmp/.stamp"
   rm -rf "$dest"

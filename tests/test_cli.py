@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads
 
@@ -78,3 +80,178 @@ def test_version() -> None:
     out = subprocess.run([sys.executable, "-m", "greta_stream", "--version"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == f"greta-stream {__version__}"
+
+
+def one_line_error(res: subprocess.CompletedProcess[str], text: str) -> None:
+    """Exit status 2 and a single `error: ...` line on stderr that holds `text`, no traceback."""
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
+    assert text in res.stderr and "Traceback" not in res.stderr
+
+
+def test_missing_files_and_folders_are_one_line_errors(tmp_path: Path) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type": "A", "time": 1}\n')
+    one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", str(tmp_path / "nope.jsonl")),
+                   f"events file '{tmp_path / 'nope.jsonl'}': no such file")
+    one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", str(tmp_path)), "is a folder, not a file")
+    one_line_error(cli("explain", "-c", "configs/nope.yaml"), "config 'configs/nope.yaml': no such file")
+    one_line_error(cli("run", "-c", "configs/nope.yaml", "--once"), "config 'configs/nope.yaml': no such file")
+    one_line_error(cli("run", "-q", "configs/q1_stock.greta", "-i", str(tmp_path / "in"), "-o", str(tmp_path / "o"),
+                       "--checkpoint", str(tmp_path / "c")), "input folder")
+    one_line_error(cli("serve", "--config", "nope.toml"), "config 'nope.toml': no such file")
+
+
+def test_a_query_that_looks_like_a_path_must_exist(tmp_path: Path) -> None:
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type": "A", "time": 1}\n')
+    for missing in ("q1.greta", "notes.txt", "queries/q1"):
+        one_line_error(cli("evaluate", "-q", missing, "-e", str(events)), f"query file {missing!r}: no such file")
+    one_line_error(cli("explain", "-q", "configs/q9.greta"), "no such file")
+    one_line_error(cli("queries", "add", "--name", "x", "-q", "q9.greta", "--source", "jsonl:x"), "no such file")
+    # text with a '/' and spaces is query text: parsed, with a division in it
+    res = cli("evaluate", "-q", "RETURN COUNT(*) PATTERN A+ WHERE A.time / 2 > 0 WITHIN 10 s", "-e", str(events),
+              "--no-progress")
+    assert res.returncode == 0, res.stderr
+    assert [loads(line)["count"] for line in res.stdout.splitlines()] == [1]
+
+
+def flat(text: str) -> str:
+    """Text of a boxed (rich) message on one line."""
+    return " ".join("".join(" " if c in "│╭╮╰╯─" else c for c in text).split())
+
+
+def test_fixed_values_are_choices(tmp_path: Path) -> None:
+    from greta_stream.cli_args import Engine, Mode, StreamEngine
+    from greta_stream.runtime.spec import ENGINES, MODES, STREAM_ENGINES
+
+    assert [set(MODES), set(ENGINES), set(STREAM_ENGINES)] == [{c.value for c in e} for e in (Mode, Engine, StreamEngine)]
+    events = tmp_path / "e.jsonl"
+    events.write_text('{"type": "A", "time": 1}\n')
+    for option, value in (("--mode", "aggregates"), ("--trends", "maximal"), ("--engine", "fast")):
+        res = cli("evaluate", "-q", "configs/q1_stock.greta", "-e", str(events), option, value)
+        assert res.returncode == 2 and "Traceback" not in res.stderr
+        assert f"Invalid value for '{option}'" in flat(res.stderr) and value in res.stderr
+    res = cli("run", "-q", "configs/q1_stock.greta", "-i", str(tmp_path), "-o", "o", "--checkpoint", "c",
+              "--engine", "columnar")
+    assert res.returncode == 2 and "'auto', 'general'" in flat(res.stderr)
+    res = cli("serve", "--log-level", "loud")
+    assert res.returncode == 2 and "'critical', 'error', 'warning', 'info', 'debug', 'trace'" in flat(res.stderr)
+    res = cli("evaluate", "--help")
+    assert res.returncode == 0 and "aggregate|cet" in res.stdout and "complete|all" in res.stdout
+
+
+def test_explain_prints_the_query_as_written_first() -> None:
+    res = cli("explain", "-q", "configs/q1_stock.greta")
+    assert res.returncode == 0, res.stderr
+    written = (ROOT / "configs/q1_stock.greta").read_text().strip().splitlines()
+    lines = res.stdout.splitlines()
+    assert lines[0] == "query:" and [line[2:] for line in lines[1:1 + len(written)]] == written
+    assert written[0].startswith("-- ") and lines[1 + len(written)] == ""
+    assert lines[2 + len(written)].startswith("template T0")
+
+
+def test_progress_watermark_reads_as_the_stream_times() -> None:
+    from greta_stream.spark.progress import progress_line, watermark_text
+
+    assert watermark_text("1970-01-01T00:03:09.514Z", {"seconds"}) == "189.514"
+    assert watermark_text("1970-01-01T00:03:10.000Z", {"seconds"}) == "190"
+    assert watermark_text("2024-05-01T12:00:00.000Z", {"timestamp"}) == "2024-05-01T12:00:00.000Z"
+    assert watermark_text("1970-01-01T00:03:10.000Z", set()) == "1970-01-01T00:03:10.000Z"  # kind not known yet
+    assert watermark_text("1970-01-01T00:00:00.000Z", {"seconds"}) == "-"  # Spark's: none yet
+    assert watermark_text(None, {"seconds"}) == "-"
+    line = progress_line("s", {"batchId": 3, "numInputRows": 5, "eventTime": {"watermark": "1970-01-01T00:01:40.000Z"}},
+                         ["seconds"])
+    assert "batch 3: 5 events" in line and "watermark 100;" in line
+
+
+def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
+    from greta_stream.errors import ConfigError
+    from greta_stream.spark.flush import FLUSH_TIME_S, FLUSH_TYPE, flush_glob, flushable, write_flush
+    from greta_stream.spark.pipeline import PipelineConfig, SourceConfig
+
+    one_line_error(cli("run", "-q", "configs/q1_stock.greta", "-i", str(tmp_path), "-o", str(tmp_path / "o"),
+                       "--checkpoint", str(tmp_path / "c"), "--flush-at-end"), "--flush-at-end needs a bounded run")
+    folder = tmp_path / "chk" / "flush"
+    assert flush_glob(str(tmp_path / "in"), folder) == f"{tmp_path}/{{in,chk/flush}}" and folder.is_dir()
+    with pytest.raises(ConfigError, match="may not hold"):
+        flush_glob(str(tmp_path / "in{1,2}"), folder)
+    cfg = PipelineConfig.from_dict({"source": {"format": "parquet", "path": "x"}, "checkpoint": str(tmp_path),
+                                    "queries": [{"name": "q", "text": "RETURN COUNT(*) PATTERN A+ WITHIN 1 s"}],
+                                    "once": True})
+    with pytest.raises(ConfigError, match="jsonl folders, not a parquet source"):
+        flushable(cfg)
+    staged, folders = flushable(PipelineConfig(SourceConfig("jsonl", str(tmp_path / "in")), cfg.queries,
+                                               str(tmp_path / "chk"), once=True))
+    (folder,) = folders.values()
+    assert staged.source.path == f"{tmp_path}/{{in,chk/flush/{folder.name}}}"
+    numeric = json.loads(write_flush(folder, "kind", "ts", {"seconds"}).read_text())
+    stamp = json.loads(write_flush(folder, "type", "time", {"timestamp"}).read_text())
+    assert numeric == {"kind": FLUSH_TYPE, "ts": FLUSH_TIME_S}
+    assert stamp == {"type": FLUSH_TYPE, "time": "2153-10-17T15:06:40Z"}
+
+
+@pytest.mark.spark
+def test_run_once_flush_at_end_gives_the_rows_of_evaluate(tmp_path: Path) -> None:
+    """The command of the README (`make run`): quiet Spark, numeric watermarks, every window."""
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--query", "configs/q1_stock.greta",
+                          "--input", "samples/stock", "--output", str(out), "--checkpoint", str(tmp_path / "chk"),
+                          "--watermark", "10", "--once", "--flush-at-end"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr
+    streamed = sorted(json.dumps(loads(line), sort_keys=True) for f in sorted(out.glob("part-*.jsonl"))
+                      for line in f.read_text().splitlines())
+    events = [json.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
+    batch = evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)
+    assert len(batch) > 100
+    assert streamed == sorted(json.dumps(loads(json.dumps(r, default=str)), sort_keys=True) for r in batch)
+    assert " WARN " not in res.stderr and "log4j" not in res.stderr and "Setting default log level" not in res.stderr
+    watermarks = [line.split("watermark ")[1].split(";")[0] for line in res.stderr.splitlines() if "watermark " in line]
+    assert watermarks[0] == "-" and float(watermarks[-1]) > 5e9, res.stderr
+    assert "input drained: flushing every open window" in res.stderr
+    assert not list((out / "dead_letters").glob("*.jsonl")) or all(
+        not f.read_text() for f in (out / "dead_letters").glob("*.jsonl"))
+
+
+def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    from greta_stream.spark import session
+
+    monkeypatch.delenv("GRETA_SPARK_LOG_LEVEL", raising=False)
+    assert session.log_level() == "ERROR"
+    options = session._log_options("ERROR").split()
+    config = Path(options[0].removeprefix("-Dlog4j.configurationFile=file://"))
+    assert config.is_file() and "ThresholdFilter" in config.read_text()
+    assert options[1:] == ["-Dgreta.spark.log.level=ERROR", "-Dgreta.spark.root.level=WARN"]
+    monkeypatch.setenv("GRETA_SPARK_LOG_LEVEL", "warn")  # what `run --spark-logs` sets
+    assert session.log_level() == "WARN"
+    res = cli("run", "--help")
+    assert "--spark-logs" in res.stdout and "--flush-at-end" in res.stdout
+    (mvn,) = [line for line in (ROOT / "scripts/setup_jvm.sh").read_text().splitlines() if line.strip().startswith("mvn ")]
+    assert "-q -B -Dstyle.color=never" in mvn
+
+
+@pytest.mark.spark
+def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
+    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out."""
+    from greta_stream.connectors.jsonl import dumps
+
+    (tmp_path / "in").mkdir()
+    events = [{"type": "A", "time": f"2024-05-01T12:{m:02d}:{s:02d}Z", "k": m % 2} for m in range(3) for s in (5, 35)]
+    (tmp_path / "in" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    query = "RETURN k, COUNT(*) PATTERN A+ WHERE [k] GROUP-BY k WITHIN 1 minute SLIDE 30 seconds"
+    (tmp_path / "pipeline.yaml").write_text(json.dumps({
+        "source": {"format": "jsonl", "path": "in"}, "checkpoint": "chk", "once": True,
+        "queries": [{"name": "q", "text": query, "sinks": [{"format": "jsonl", "path": "out"}],
+                     "dead_letter": {"format": "jsonl", "path": "dead"}}]}))
+    res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "-c", str(tmp_path / "pipeline.yaml"),
+                          "--flush-at-end"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert res.returncode == 0, res.stderr
+    streamed = sorted(json.dumps(json.loads(line), sort_keys=True) for f in (tmp_path / "out").glob("part-*.jsonl")
+                      for line in f.read_text().splitlines())
+    batch = evaluate(query, events)
+    assert len(batch) == 9  # k=0: windows from 11:59:30 to 12:02:30; k=1: 12:00:30 to 12:01:30
+    assert streamed == sorted(json.dumps(json.loads(dumps(r)), sort_keys=True) for r in batch)
+    assert "q: 9 rows, 0 dead letters" in res.stderr
+    assert not [f for f in (tmp_path / "dead").glob("*.jsonl") if f.read_text()]
+    assert "watermark 2024-05-01T12:02:35.000Z" in res.stderr

@@ -10,7 +10,7 @@ ALL = "all"
 
 @dataclass(frozen=True)
 class CetConfig:
-    """Options of CET mode (SEMANTICS.md section 5).
+    """Options of CET mode (docs/QUERY_LANGUAGE.md section 5).
 
     - `trends`: "complete" (maximal by containment, the default) or "all"
       (every trend that COUNT(*) counts).

@@ -5,7 +5,7 @@ edges; like the aggregation engine (docs/DESIGN.md, "Negation as
 thresholds") we state negation as a threshold instead. A vertex of N keeps
 the latest start of the N-matches that end at it; the running maximum over
 N's END vertices, as a step function of time, is M_N(tau) = the latest start
-of an N-match whose last event is before tau. Then (SEMANTICS.md section 3):
+of an N-match whose last event is before tau. Then (docs/QUERY_LANGUAGE.md section 3):
 
 - middle `SEQ(.., X, NOT N, Y, ..)`: x may precede y iff x.time >= M_N(y.time);
 - leading: a trend starting at e counts in window k iff start_k > M_N(e.time);

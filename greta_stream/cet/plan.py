@@ -3,7 +3,7 @@
 Built once per extractor from a `CompiledQuery` and a `Timebase`, never
 pickled (it holds the compiled predicate closures). Predicate calls go through
 `local_ok` / `edge_ok`, which turn evaluation errors into "false" and count
-them (SEMANTICS.md section 2), exactly as aggregation mode does.
+them (docs/QUERY_LANGUAGE.md section 2), exactly as aggregation mode does.
 """
 
 from __future__ import annotations

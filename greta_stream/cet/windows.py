@@ -4,7 +4,7 @@ For window k the vertices inside it form a DAG (graph.py). A trend is a path
 from a vertex that may *start* a trend in k (a START alias, leading NOT
 clear) to one that may *end* it (an END alias, trailing NOT clear).
 
-`all` trends are every such path. `complete` trends (SEMANTICS.md section 5:
+`all` trends are every such path. `complete` trends (docs/QUERY_LANGUAGE.md section 5:
 no trend of the window and partition holds all of their events) are, when
 no event can bind to two positive aliases, exactly the paths that
 1. start at a vertex with no predecessor that some trend of k can reach

@@ -13,8 +13,9 @@ def _num(x: object) -> str:
 
 
 def explain(cq: CompiledQuery) -> str:
-    """Templates, transitions, predicates, partition keys, aggregates and panes."""
-    out = [f"query: {' '.join(cq.text.split())}", ""]
+    """The query as written (comments and line breaks kept), then its templates,
+    transitions, predicates, partition keys, aggregates and panes."""
+    out = ["query:", *(f"  {line}".rstrip() for line in cq.text.strip("\n").splitlines()), ""]
     for tpl in cq.templates:
         kind = "negative" if tpl.negative else "positive"
         out.append(f"template T{tpl.id} ({kind}): {tpl.text}")

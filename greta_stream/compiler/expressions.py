@@ -2,7 +2,7 @@
 
 A local predicate compiles to `f(x) -> bool`, an edge predicate to
 `f(x, y) -> bool`, where `x` and `y` are attribute dicts of the events bound
-to `X` and `NEXT(Y)`. Arithmetic follows Python (SEMANTICS.md section 2).
+to `X` and `NEXT(Y)`. Arithmetic follows Python (docs/QUERY_LANGUAGE.md section 2).
 An evaluation error propagates as an exception; the engine turns it into
 "false" and counts it, so a bad value never stops a stream.
 """

@@ -6,6 +6,9 @@
      generated samples of the three workloads;
   3. the pipeline (`greta-stream run --config configs/demo/pipeline.yaml`,
      its checkpoint moved into the work folder), Kafka in and Kafka out;
+     the paper's queries and this pipeline are package data
+     (`greta_stream/demo/configs/`, found through importlib.resources, so an
+     installed wheel has them; a checkout's `configs/` links to them);
   4. this process reads the results topic and prints each row, until it has
      seen `rows` rows, `seconds` passed, Ctrl-C, or a child process died;
      then it stops the children in reverse order.
@@ -26,6 +29,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +37,8 @@ import yaml
 
 from greta_stream.demo.broker import KafkaBroker, client_config, create_topics
 
-ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CONFIG = ROOT / "configs" / "demo" / "pipeline.yaml"
+CONFIGS = Path(str(resources.files("greta_stream.demo") / "configs"))  # q1_stock.greta ... and demo/
+DEFAULT_CONFIG = CONFIGS / "demo" / "pipeline.yaml"
 TOPICS = {"stock": 2, "cluster": 2, "traffic": 2, "results": 2, "dead-letters": 1}
 
 

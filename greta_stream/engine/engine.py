@@ -11,7 +11,7 @@ Call order:
     blob = engine.snapshot()            # state as bytes; Engine.restore(query, blob)
 
 Results do not depend on arrival order or on where the watermark advances
-(SEMANTICS.md section 6). Partitions roll up to GROUP-BY groups here.
+(docs/QUERY_LANGUAGE.md section 6). Partitions roll up to GROUP-BY groups here.
 """
 
 from __future__ import annotations

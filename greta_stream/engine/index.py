@@ -1,4 +1,4 @@
-"""Indexes of predecessor aggregates for edge predicates (issue 7).
+"""Indexes of predecessor aggregates for edge predicates.
 
 GRETA (section 4) combines the aggregates of every earlier vertex that an
 edge predicate admits, a scan that is O(n) per event. For a predicate

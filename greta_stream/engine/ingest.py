@@ -1,6 +1,6 @@
 """The ingest front: raw records -> validated `Event`s, or dead letters with a reason.
 
-SEMANTICS.md sections 1 and 6: an event needs a type and a time; an event of
+docs/QUERY_LANGUAGE.md sections 1 and 6: an event needs a type and a time; an event of
 a pattern type must carry every attribute that a predicate, partition or
 aggregate of an alias of its type needs, and aggregated attributes must be
 numbers (finite: a SUM over inf or NaN has no exact value). Anything else is
@@ -137,7 +137,7 @@ WatermarkOf = Callable[[str | None], Any]
 class Front:
     """Validation, time kind, lateness, watermark buffer and dead letters of one runner.
 
-    Lateness (SEMANTICS.md section 6): an event of a pattern type before the
+    Lateness (docs/QUERY_LANGUAGE.md section 6): an event of a pattern type before the
     watermark the runner has processed up to, or before the watermark a
     driver declared with `expect`, is dead-lettered as "late". Once there is
     a watermark, an event more than `max_future_s` ahead of it (None: no

@@ -4,7 +4,7 @@ Built once per engine from a `CompiledQuery` and never pickled (it holds
 closures); engine state refers to it only through method arguments, so state
 snapshots stay plain data. Predicate calls go through `Plan.local_ok` and
 `Plan.edge_ok`, which turn evaluation errors into "false" and count them
-(SEMANTICS.md section 2: an error never stops processing).
+(docs/QUERY_LANGUAGE.md section 2: an error never stops processing).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Result rows: the one place a window's exact aggregates become a row.
 
-SEMANTICS.md section 4: a row per (window, group) with at least one trend:
+docs/QUERY_LANGUAGE.md section 4: a row per (window, group) with at least one trend:
 `window_start`, `window_end` (in the input's time form: numbers, or UTC
 datetimes for timestamps), the GROUP-BY columns, then the RETURN aggregates
 in order. Every runner (the general engine, the columnar kernels, CET

@@ -3,7 +3,7 @@
 Numeric times are seconds (int or float) and stay as given. ISO-8601
 timestamps become integer microseconds since the Unix epoch (UTC when no
 offset is given). Window k covers [k*slide, k*slide + within) in the same
-unit (SEMANTICS.md section 3); comparisons mix ints, floats and Fractions
+unit (docs/QUERY_LANGUAGE.md section 3); comparisons mix ints, floats and Fractions
 exactly, so no window boundary is rounded.
 """
 

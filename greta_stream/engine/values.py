@@ -5,7 +5,7 @@ of int values, the exact sum of float values in units of 2**-1074 (every
 finite float is an integer multiple of that), and a flag saying whether any
 float was summed. All three combine with plain int operations, and the
 result is rounded once, when a row is finalized (`greta_stream.engine.rows`), so huge counts times float
-values neither overflow nor lose precision (SEMANTICS.md section 4).
+values neither overflow nor lose precision (docs/QUERY_LANGUAGE.md section 4).
 MIN/MAX keep input values unchanged, with +-inf as the empty element.
 """
 

@@ -1,4 +1,4 @@
-"""Semantic checks of a parsed query (SEMANTICS.md section 2).
+"""Semantic checks of a parsed query (docs/QUERY_LANGUAGE.md section 2).
 
 `analyze(query, text)` collects every problem at once and raises one
 `QueryError` listing them with positions; a query that passes is safe to

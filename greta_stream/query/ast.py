@@ -1,4 +1,4 @@
-"""AST of the query language (SEMANTICS.md section 2).
+"""AST of the query language (docs/QUERY_LANGUAGE.md section 2).
 
 Plain frozen dataclasses. Every node carries a `span` that points into the
 query text; spans do not take part in equality, so `parse(format(ast)) == ast`

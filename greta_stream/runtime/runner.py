@@ -17,7 +17,7 @@ Call order:
     runner.next_window_end()               # when to advance again without input (a timer)
 
 Rows are the same whatever the arrival order and wherever the watermark
-advances (SEMANTICS.md section 6). Watermarks and window bounds are in the
+advances (docs/QUERY_LANGUAGE.md section 6). Watermarks and window bounds are in the
 stream's time unit: seconds for numeric times, microseconds since the epoch
 for timestamps (`time_kind`, fixed by the first valid event unless the spec
 declares it). A driver that knows its watermark only in another unit passes

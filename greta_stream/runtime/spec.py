@@ -53,7 +53,7 @@ class RunSpec:
     """A validated, immutable description of one query's run.
 
     - `query`: the compiled query.
-    - `mode`: "aggregate" (result rows, SEMANTICS.md section 4) or "cet"
+    - `mode`: "aggregate" (result rows, docs/QUERY_LANGUAGE.md section 4) or "cet"
       (one record per trend, section 5; the default for `RETURN TRENDS`).
     - `engine`: "auto" (the columnar kernels where they cover the query,
       else the general engine), "general" or "columnar" (an error when the
@@ -137,7 +137,7 @@ class RunSpec:
 
     @property
     def columns(self) -> list[str]:
-        """Columns of the runner's rows: SEMANTICS.md section 4, or section 5's records."""
+        """Columns of the runner's rows: docs/QUERY_LANGUAGE.md section 4, or section 5's records."""
         if self.mode == "cet":
             extra = ["aliases", "events"] if self.cet.with_events else []
             return ["window_start", "window_end", *self.query.group_columns, *CET_COLUMNS, *extra]

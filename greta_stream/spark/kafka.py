@@ -25,7 +25,7 @@ query's checkpoint) the sink makes the replay idempotent:
   3. otherwise log "started" with the time, send, then log "done".
 
 A replayed batch has the same input offsets and restored state, so it emits
-the same keys (SPARK_NOTES: restart from checkpoint is deterministic). The
+the same keys (a restart from a checkpoint replays a batch deterministically). The
 producer is idempotent (kafka-clients 3.x default), so its own retries, e.g.
 across a broker restart, add no copies either. What remains: a Spark *task*
 retry inside one batch attempt (`spark.task.maxFailures` > 1, i.e. not in

@@ -41,6 +41,7 @@ from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark import config_file
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.operator import stream_outputs
+from greta_stream.spark.progress import progress_line
 
 log = logging.getLogger("greta_stream.pipeline")
 
@@ -359,6 +360,7 @@ class StreamWriter:
     def __init__(self, writers: dict[str, BatchWriter]) -> None:
         self.writers = writers
         self._state: dict[tuple[str, int], int] = {}  # (query, shard) -> bytes, as last reported
+        self.time_kinds: dict[str, str] = {}  # query -> "seconds" or "timestamp", once a shard knows it
 
     def state_bytes(self, name: str) -> int:
         """The bytes a query's state takes over all shards (as each shard last reported)."""
@@ -370,13 +372,18 @@ class StreamWriter:
         for o in outputs:
             if o.kind == "state":
                 self._state[(o.query, int(o.window_start))] = int(o.payload)
+                if o.grp:
+                    self.time_kinds[o.query] = o.grp
             else:
                 by_query[o.query].append(o)
         for name, writer in self.writers.items():
             writer.route(batch.sparkSession, batch_id, by_query[name])
 
 
-def start(spark: SparkSession, cfg: PipelineConfig) -> list[tuple[StreamingQuery, StreamWriter]]:
+Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with their writers
+
+
+def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
     """Start one streaming query per source; return them with their writers."""
     started = []
     for stream in streams(cfg):
@@ -406,23 +413,18 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
     return query
 
 
-def progress_line(name: str, p: dict[str, Any]) -> str:
-    """One human line from a StreamingQueryProgress dict."""
-    state = p.get("stateOperators") or [{}]
-    wm = (p.get("eventTime") or {}).get("watermark", "-")
-    return (
-        f"[{name}] batch {p.get('batchId')}: {p.get('numInputRows', 0):,} events "
-        f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
-        f"watermark {wm}; state {state[0].get('numRowsTotal', 0)} shard(s), {state[0].get('memoryUsedBytes', 0):,} bytes"
-    )
-
-
 def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, int]]:
     """Run the pipeline until it ends (`once`) or is interrupted; report
     progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session
 
-    spark = spark or get_session(cfg.master)
+    started, _ = drive(spark or get_session(cfg.master), cfg, echo)
+    return counts(started)
+
+
+def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started, str | None]:
+    """Start the pipeline's streams and report their progress until they end
+    (`once`) or a signal stops them: the streams, and the signal's name or None."""
     queries = start(spark, cfg)
     seen: dict[str, int] = {}
     stop = _StopSignal()  # Ctrl-C or SIGTERM: a flag, so a signal inside a py4j call is not lost
@@ -438,7 +440,12 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
         for q, _ in queries:
             q.stop()
     _report(queries, seen, echo)
-    return {name: dict(w.counts) for _, sw in queries for name, w in sw.writers.items()}
+    return queries, stop.requested
+
+
+def counts(started: Started) -> dict[str, dict[str, int]]:
+    """The rows and dead letters written, per query."""
+    return {name: dict(w.counts) for _, sw in started for name, w in sw.writers.items()}
 
 
 class _StopSignal:
@@ -462,10 +469,10 @@ class _StopSignal:
             signal.signal(sig, old)
 
 
-def _report(queries: list[tuple[StreamingQuery, StreamWriter]], seen: dict[str, int], echo: Any) -> None:
-    for q, _ in queries:
+def _report(queries: Started, seen: dict[str, int], echo: Any) -> None:
+    for q, writer in queries:
         name = q.name
         for p in q.recentProgress:
             if p["batchId"] > seen.get(name, -1):
                 seen[name] = p["batchId"]
-                echo(progress_line(name, json.loads(json.dumps(p, default=str))))
+                echo(progress_line(name, json.loads(json.dumps(p, default=str)), writer.time_kinds.values()))

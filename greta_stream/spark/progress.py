@@ -4,17 +4,22 @@ A `StreamingQueryListener` on the session: each stream's report (its name,
 batch id, input rows, durations, event-time watermark, state operators) as
 the dict of Spark's own JSON, whatever the stream. Monitoring (the service's
 metrics) observes every batch this way, not the last few reports a query
-keeps in `recentProgress`.
+keeps in `recentProgress`. `progress_line` words a report for the command
+line.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
+
+from greta_stream.engine.timebase import NUMERIC
+from greta_stream.spark.shard import engine_watermark
 
 log = logging.getLogger(__name__)
 
@@ -45,3 +50,29 @@ def on_progress(spark: Any, callback: Callable[[dict[str, Any]], None]) -> Any:
     listener = _Listener(callback)
     spark.streams.addListener(listener)
     return listener
+
+
+def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = ()) -> str:
+    """One human line from a StreamingQueryProgress dict; the watermark in
+    seconds when the stream's times are numbers (`time_kinds` of its queries)."""
+    state = p.get("stateOperators") or [{}]
+    wm = watermark_text((p.get("eventTime") or {}).get("watermark"), set(time_kinds))
+    return (
+        f"[{name}] batch {p.get('batchId')}: {p.get('numInputRows', 0):,} events "
+        f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
+        f"watermark {wm}; state {state[0].get('numRowsTotal', 0)} shard(s), {state[0].get('memoryUsedBytes', 0):,} bytes"
+    )
+
+
+def watermark_text(spark_watermark: str | None, time_kinds: set[str]) -> str:
+    """Spark's watermark (ISO-8601 text, the epoch when there is none yet) as the
+    stream's times read: seconds for numeric times, else the timestamp; "-" for none."""
+    if not spark_watermark:
+        return "-"
+    at = datetime.fromisoformat(spark_watermark.replace("Z", "+00:00"))
+    ms = round(at.timestamp() * 1000)
+    if ms <= 0:
+        return "-"
+    if time_kinds == {NUMERIC}:
+        return str(engine_watermark(NUMERIC, ms))
+    return spark_watermark

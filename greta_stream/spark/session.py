@@ -1,14 +1,18 @@
 """SparkSession for greta-stream: local or cluster, with the settings that matter.
 
-SPARK_NOTES.md: shuffle partitions default to the number of cores (200 makes
+Measured: shuffle partitions default to the number of cores (200 makes
 every stateful micro-batch 10-70x slower here); Python workers must be this
-interpreter (pyarrow lives in its environment); times are UTC.
+interpreter (pyarrow lives in its environment); times are UTC. Spark's own
+log is errors only ($GRETA_SPARK_LOG_LEVEL sets another level), through
+`log4j2.properties` beside this module, so its start-up warnings stay out of
+the command line's output.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -24,6 +28,7 @@ def get_session(
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ and not master  # under spark-submit: its --master wins
     master = master or os.environ.get("GRETA_SPARK_MASTER", "local[2]")
+    level = log_level()
     cores = _cores(master)
     builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
     builder = (
@@ -35,6 +40,7 @@ def get_session(
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+        .config("spark.driver.extraJavaOptions", _log_options(level))
     )
     kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once scripts/setup_jvm.sh fetched it
     if kafka_jars:  # local paths: nothing is downloaded at run time (no spark.jars.packages)
@@ -42,8 +48,20 @@ def get_session(
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel(os.environ.get("GRETA_SPARK_LOG_LEVEL", "ERROR"))
+    spark.sparkContext.setLogLevel(level)
     return spark
+
+
+def log_level() -> str:
+    """The level of Spark's JVM log: $GRETA_SPARK_LOG_LEVEL, default ERROR."""
+    return os.environ.get("GRETA_SPARK_LOG_LEVEL", "ERROR").upper()
+
+
+def _log_options(level: str) -> str:
+    """Driver JVM options that configure log4j from the start (before Spark's default profile speaks)."""
+    config = Path(__file__).with_name("log4j2.properties").resolve().as_uri()
+    root = level if level in ("INFO", "DEBUG", "TRACE", "ALL") else "WARN"
+    return f"-Dlog4j.configurationFile={config} -Dgreta.spark.log.level={level} -Dgreta.spark.root.level={root}"
 
 
 def _cores(master: str) -> int:

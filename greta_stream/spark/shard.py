@@ -1,7 +1,7 @@
 """One micro-batch of one shard, as a plain function (no JVM needed).
 
 Spark calls the stateful operator once per shard per micro-batch; a shard
-holds every partition whose shard attributes hash to it (SPARK_NOTES: per-group
+holds every partition whose shard attributes hash to it (measured: per-group
 calls cost 2-4 ms each, so many small partitions share one call and one state
 blob). The shard attributes are GROUP-BY attributes of every query of the
 stream (`QuerySet.shard_attrs`), so all partitions of a group of any query
@@ -205,9 +205,11 @@ def step(
     specs = dict(queries.specs)
     out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
     if multi.idle:
-        return out + [_state_output(name, shard, 0) for name in queries.names], None, None
+        kinds = multi.time_kinds()
+        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
     blob = shard.header() + zlib.compress(multi.snapshot(), 1)
-    out += [_state_output(name, shard, size) for name, size in multi.state_sizes.items()]
+    kinds = multi.time_kinds()
+    out += [_state_output(name, shard, size, kinds.get(name)) for name, size in multi.state_sizes.items()]
     _LIVE[(queries, shard)] = (blob, multi)
     while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
         _LIVE.pop(next(iter(_LIVE)))  # the least recently written
@@ -239,10 +241,11 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _state_output(name: str, shard: Shard, size: int) -> dict[str, Any]:
-    """How many bytes (uncompressed) a query's state takes in this shard now."""
-    return {"query": name, "kind": "state", "window_start": float(shard.index), "window_end": None, "grp": "",
-            "payload": str(size)}
+def _state_output(name: str, shard: Shard, size: int, time_kind: str | None) -> dict[str, Any]:
+    """How many bytes (uncompressed) a query's state takes in this shard now, and
+    the query's time kind as its runner knows it ("": not known yet)."""
+    return {"query": name, "kind": "state", "window_start": float(shard.index), "window_end": None,
+            "grp": time_kind or "", "payload": str(size)}
 
 
 def _dead_output(name: str, d: DeadLetter) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """A Spark standalone cluster on 127.0.0.1 from the pyspark package: one master, N workers.
 
-`sbin/start-master.sh` is not in the pip package (SPARK_NOTES.md), so the
+`sbin/start-master.sh` is not in the pip package, so the
 daemons start through `bin/spark-class`. Used by the cluster test and handy
 for trying `greta-stream run --master spark://127.0.0.1:PORT` by hand:
 

@@ -34,7 +34,7 @@ def test_a_plus_has_one_complete_trend_and_all_subsets() -> None:
 
 def test_paper_figure_3_all_and_complete() -> None:
     q = "RETURN TRENDS PATTERN (SEQ(A+, B))+ WITHIN 100 s"
-    assert len(trends(q, ev("a1 b2 a3 a4 b7"), trends="all")) == 11  # SEMANTICS.md section 7
+    assert len(trends(q, ev("a1 b2 a3 a4 b7"), trends="all")) == 11  # docs/QUERY_LANGUAGE.md section 7
     assert trends(q, ev("a1 b2 a3 a4 b7")) == [["a1", "b2", "a3", "a4", "b7"]]
 
 

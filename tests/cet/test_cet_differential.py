@@ -1,7 +1,7 @@
 """CET mode against the brute-force oracle on small random queries and streams.
 
 The oracle (`greta_stream.testing.oracle`) enumerates trends straight from
-SEMANTICS.md; the extractor must report exactly the same trends per
+docs/QUERY_LANGUAGE.md; the extractor must report exactly the same trends per
 (window, group) with the same bindings: `enumerate_trends` for `all`,
 `complete_trends` for `complete`. The generators cover every operator,
 predicates, GROUP-BY, negation of every kind, sliding and fractional windows

@@ -4,9 +4,9 @@ Random small queries and streams (at most 9 events, so the exponential
 oracle stays fast) are run through `greta_stream.evaluate` and through
 `greta_stream.testing.oracle.oracle_rows`; the rows must agree one by one:
 same keys in the same order, ints (counts, integer sums, int MIN/MAX) exact
-and of type int, floats within a relative 1e-9 (SEMANTICS.md section 4).
+and of type int, floats within a relative 1e-9 (docs/QUERY_LANGUAGE.md section 4).
 
-The query generator covers every operator of SEMANTICS.md section 2: event
+The query generator covers every operator of docs/QUERY_LANGUAGE.md section 2: event
 types with and without aliases, Kleene plus, SEQ of 2-3 parts, `(SEQ(...))+`,
 `(A+)+`, the same type under two aliases, middle NOT (also under `+` and
 nested inside a negative SEQ), leading and trailing NOT (outermost SEQ
@@ -19,7 +19,7 @@ windows, negative window indexes, fractional durations with float times and
 frequent equal timestamps.
 
 The targeted tests at the end pin each NOT kind on hand-picked streams with
-counts computed by hand from SEMANTICS.md.
+counts computed by hand from docs/QUERY_LANGUAGE.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Packed aggregates at their promotion boundaries (engine/lanes.py, issue 7 round 2).
+"""Packed aggregates at their promotion boundaries (engine/lanes.py).
 
 Round 2 made cells whole bytes (so a widening repack copies byte columns),
 scales float cells in steps of 32 bits, and routes run events by key. These

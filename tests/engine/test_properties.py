@@ -1,7 +1,7 @@
 """Engine properties: results depend only on the set of events.
 
 Arrival order, the points where the watermark advances and a snapshot /
-restore in the middle must all leave the rows unchanged (SEMANTICS.md
+restore in the middle must all leave the rows unchanged (docs/QUERY_LANGUAGE.md
 sections 1 and 6).
 """
 

@@ -1,4 +1,4 @@
-"""Parser: the grammar of SEMANTICS.md section 2, spans, errors, round trip."""
+"""Parser: the grammar of docs/QUERY_LANGUAGE.md section 2, spans, errors, round trip."""
 
 from __future__ import annotations
 

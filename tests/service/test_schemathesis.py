@@ -22,7 +22,7 @@ pytestmark = pytest.mark.service
 
 EXAMPLES = 25
 # A schema-valid body can still hold a query text that does not compile, a source path that does not
-# exist, or a limit the settings forbid: the API answers 422 with positions by design (SEMANTICS.md,
+# exist, or a limit the settings forbid: the API answers 422 with positions by design (docs/QUERY_LANGUAGE.md,
 # section 2), which JSON Schema cannot express. Every other check stays on.
 EXCLUDED = [positive_data_acceptance]
 

@@ -1,6 +1,6 @@
 """Hand-checked cases for the brute-force oracle (greta_stream.testing.oracle).
 
-Section 7 of SEMANTICS.md uses hand-built ASTs; the other cases are written
+Section 7 of docs/QUERY_LANGUAGE.md uses hand-built ASTs; the other cases are written
 as query text and parsed.
 """
 
@@ -49,7 +49,7 @@ def count(text, events):
     }
 
 
-# ------------------------------------------------ SEMANTICS.md section 7
+# ------------------------------------------------ docs/QUERY_LANGUAGE.md section 7
 
 A, B, C, D, E = (EventPattern(t, t) for t in "ABCDE")
 AGGS = (

@@ -15,7 +15,7 @@ event, its intermediate aggregates for every window of the block it falls in
   needs more than `L` limbs, every array is widened in place to 1.5 L + 1
   limbs and the event is computed again (exact big counts, fixed-width
   speed while they are small; nothing already computed is redone);
-- **predecessors are combined by index** (issue 7): a Fenwick tree over the
+- **predecessors are combined by index**: a Fenwick tree over the
   ranks of the edge predicate's key answers "sum of the admitted
   predecessors' aggregates" for an order comparison in O(log n) per lane
   block; an equality keeps one bucket per key; no predicate, one bucket;

@@ -25,7 +25,7 @@ NO_BOUND = -(2**62)  # no window bound from a negated event
 def negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
     """Per event, the first window in which it may start a trend: with a
     leading `NOT N`, a window whose start is after the last N event before
-    it in its partition of the common attributes (SEMANTICS.md section 3:
+    it in its partition of the common attributes (docs/QUERY_LANGUAGE.md section 3:
     excluded if `window.start <= n.time < first.time`)."""
     kneg = np.full(len(prep.t), NO_BOUND, np.int64)
     if plan.neg is None or not len(prep.t):

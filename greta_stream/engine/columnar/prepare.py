@@ -1,7 +1,7 @@
 """Records -> the typed, windowed events of the pattern's types (`prepare`), and dead letters.
 
 The columnar engine's ingest: the checks of the general engine's `Validator`
-(SEMANTICS.md sections 1 and 6), vectorized over columns; a row the checks
+(docs/QUERY_LANGUAGE.md sections 1 and 6), vectorized over columns; a row the checks
 reject is judged once more by the validator itself, so dead letters carry
 its reasons word for word. Input the engine cannot take exactly raises
 `Unsupported` before any result.

@@ -8,7 +8,7 @@ one list of raw values per field the query reads); when the
 watermark passes the end of some windows, it runs the batch kernels over the
 kept events for exactly those windows, then forgets the events whose last
 window is among them. Every (event, window) pair is computed once over the
-whole stream, as in a batch run, so the rows are the batch rows (SEMANTICS.md
+whole stream, as in a batch run, so the rows are the batch rows (docs/QUERY_LANGUAGE.md
 section 6) and the per-event work is the kernel's, not Python's.
 
 Per micro-batch the work follows the batch, not the open windows: the kept

@@ -2,7 +2,7 @@
 
 Evaluates the side of an edge comparison (`X.price * 1.05`) for every event
 at once, giving the values the query language would compute one event at a
-time (SEMANTICS.md section 2: Python arithmetic). It only answers where
+time (docs/QUERY_LANGUAGE.md section 2: Python arithmetic). It only answers where
 float64 gives exactly Python's result: numbers within 2**53 (ints exact),
 `+ - *` and `/` (true division), no division by zero, finite results.
 Anything else raises `Unsupported` and the general engine runs instead.

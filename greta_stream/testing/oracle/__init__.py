@@ -1,4 +1,4 @@
-"""Brute-force reference oracle for the query semantics (SEMANTICS.md).
+"""Brute-force reference oracle for the query semantics (docs/QUERY_LANGUAGE.md).
 
 This module enumerates event trends one by one, straight from the written
 semantics, and aggregates them naively. It is the yardstick the engine is
@@ -11,10 +11,10 @@ ten events.
 Public API:
 - `enumerate_trends(query, events)`: every trend counted by COUNT(*), per
   (window_start, window_end, group values);
-- `oracle_rows(query, events)`: the result rows of SEMANTICS.md section 4;
+- `oracle_rows(query, events)`: the result rows of docs/QUERY_LANGUAGE.md section 4;
 - `complete_trends(query, events)`: the maximal trends of section 5.
 
-Choices where SEMANTICS.md is silent:
+Choices where docs/QUERY_LANGUAGE.md is silent:
 - a binding is a trend when SOME parse of it satisfies every middle NOT
   (with distinct aliases all parses create the same adjacencies anyway);
 - a trend is complete when no trend of the same window and partition has a
@@ -168,7 +168,7 @@ def enumerate_trends(
 def complete_trends(
     query: Query, events: list[dict], **field_names: str
 ) -> dict[Key, list[Trend]]:
-    """Maximal trends (SEMANTICS.md section 5), judged per partition, keyed per group."""
+    """Maximal trends (docs/QUERY_LANGUAGE.md section 5), judged per partition, keyed per group."""
     out: dict[Key, list[Trend]] = {}
     for key, items in _collect(query, events, **field_names).items():
         partitions: dict[tuple, list[tuple]] = defaultdict(list)
@@ -190,7 +190,7 @@ def _is_maximal(seq: tuple, others: list[tuple]) -> bool:
 
 
 def oracle_rows(query: Query, events: list[dict], **field_names: str) -> list[dict]:
-    """Result rows of SEMANTICS.md section 4, sorted by window and group."""
+    """Result rows of docs/QUERY_LANGUAGE.md section 4, sorted by window and group."""
     renames = {}
     for item in query.returns:
         if isinstance(item, GroupItem):

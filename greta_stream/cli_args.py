@@ -1,0 +1,97 @@
+"""Checked arguments of the command line: choices, files that must exist, query text.
+
+Shared by `greta-stream` (cli.py) and `greta-stream queries` (client_cli.py).
+A bad argument ends the command with a one-line `error: ...` on stderr and
+exit status 2, never a traceback. The choices are those of
+`greta_stream.runtime.spec` (a test keeps them equal). Imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import NoReturn
+
+import typer
+
+
+class Mode(StrEnum):
+    aggregate = "aggregate"
+    cet = "cet"
+
+
+class Trends(StrEnum):
+    complete = "complete"
+    all = "all"
+
+
+class Engine(StrEnum):
+    auto = "auto"
+    columnar = "columnar"
+    general = "general"
+
+
+class StreamEngine(StrEnum):
+    auto = "auto"
+    general = "general"
+
+
+class LogLevel(StrEnum):
+    critical = "critical"
+    error = "error"
+    warning = "warning"
+    info = "info"
+    debug = "debug"
+    trace = "trace"
+
+
+def fail(message: str) -> NoReturn:
+    """End the command: `error: message` on stderr, exit status 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def existing_file(path: Path, what: str) -> Path:
+    """`path` when it names a readable file ('-' for stdin passes), else a one-line error."""
+    if str(path) != "-" and not path.is_file():
+        fail(f"{what} {str(path)!r}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+    return path
+
+
+def existing_folder(path: str, what: str) -> str:
+    """`path` when it names a folder (a URL such as s3a://... is not checked), else a one-line error."""
+    if "://" not in path and not Path(path).is_dir():
+        fail(f"{what} {path!r}: {'is a file, not a folder' if Path(path).is_file() else 'no such folder'}")
+    return path
+
+
+def is_file(text: str) -> bool:
+    """`text` names an existing file (query text too long for a path name is not one)."""
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def looks_like_path(text: str) -> bool:
+    """A -q value meant as a file: ends in .greta or .txt, or holds a '/' and no whitespace."""
+    stripped = text.strip()
+    if not stripped or any(c.isspace() for c in stripped):
+        return False
+    return stripped.endswith((".greta", ".txt")) or "/" in stripped
+
+
+def query_text(query: str) -> str:
+    """The text of a -q value: stdin for '-', a file's content, or the value itself;
+    a value that looks like a path to a missing file is a one-line error."""
+    if query == "-":
+        return sys.stdin.read()
+    if is_file(query):
+        try:
+            return Path(query).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"query file {query!r}: {exc}")
+    if looks_like_path(query):
+        fail(f"query file {query!r}: no such file (give a file, or the query text itself)")
+    return query

@@ -1,0 +1,105 @@
+"""`greta-stream run --once --flush-at-end`: every window of a bounded input, emitted.
+
+A stream emits a window when the watermark passes its end, so when a bounded
+input is drained its last windows stay open in the checkpoint's state,
+waiting for later events: fewer rows than `evaluate` gives over the same file,
+which treats the end of the file as the end of time. To flush them:
+
+1. each JSON-lines source is read through a glob that covers its folder and
+   an empty folder of greta-stream's own, `<checkpoint>/flush/<source key>`;
+2. the pipeline runs once (`availableNow`) over the input;
+3. one event of a type no query uses (`FLUSH_TYPE`) at `FLUSH_TIME_S` is
+   written to each flush folder and the pipeline runs once more from its
+   checkpoint: the watermark passes every window and the shards emit them.
+
+An event of another type moves event time but is never evaluated; its time
+is written in the kind the stream's times have (seconds or a timestamp) so
+that no validator dead-letters it. The checkpoint's watermark then stands
+past every window: later input to it would be late.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from greta_stream.connectors.jsonl import dumps
+from greta_stream.engine.timebase import TIMESTAMP
+from greta_stream.errors import ConfigError
+from greta_stream.spark.pipeline import PipelineConfig, SourceConfig, counts, drive, source_key, streams
+
+FLUSH_TYPE = "__greta_flush__"
+# In 2153: inside the range where the operator's watermark column is defined (up to 2156).
+FLUSH_TIME_S = 5_800_000_000
+_GLOB_CHARS = set("{}[]*?,\\")
+
+
+def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, int]]:
+    """Run a bounded pipeline (`once`), then flush every window still open;
+    the rows and dead letters written, per query, over both runs."""
+    from greta_stream.spark.session import get_session
+
+    if not cfg.once:
+        raise ConfigError("--flush-at-end needs a bounded run: add --once (or once: true in the config)")
+    staged, folders = flushable(cfg)
+    spark = spark or get_session(cfg.master)
+    first, stopped = drive(spark, staged, echo)
+    if stopped:
+        return counts(first)
+    kinds = {source_key(s.source): set(w.time_kinds.values()) for s, (_, w) in zip(streams(staged), first, strict=True)}
+    for key, folder in folders.items():
+        write_flush(folder, staged.fields.type, staged.fields.time, kinds.get(key, set()))
+    echo("input drained: flushing every open window")
+    second, _ = drive(spark, staged, echo)
+    total = counts(first)
+    for name, c in counts(second).items():
+        total[name] = {k: total.get(name, {}).get(k, 0) + v for k, v in c.items()}
+    return total
+
+
+def flushable(cfg: PipelineConfig) -> tuple[PipelineConfig, dict[str, Path]]:
+    """`cfg` with each source read through its flush glob, and the flush folder
+    of each rewritten source (by `source_key`)."""
+    folders: dict[str, Path] = {}
+
+    def rewrite(src: SourceConfig) -> SourceConfig:
+        if src.format != "jsonl" or not src.path:
+            raise ConfigError(f"--flush-at-end works with jsonl folders, not a {src.format} source")
+        folder = Path(cfg.checkpoint).resolve() / "flush" / source_key(src)
+        new = dataclasses.replace(src, path=flush_glob(src.path, folder))
+        folders[source_key(new)] = folder
+        return new
+
+    queries = [q if q.source is None else dataclasses.replace(q, source=rewrite(q.source)) for q in cfg.queries]
+    return dataclasses.replace(cfg, source=rewrite(cfg.source), queries=queries), folders
+
+
+def flush_glob(path: str, folder: Path) -> str:
+    """A Hadoop glob matching the files of folder `path` and of `folder` (made here)."""
+    if "://" in path:
+        raise ConfigError(f"--flush-at-end reads local folders, not {path!r}")
+    if _GLOB_CHARS & set(path + str(folder)):
+        raise ConfigError(f"--flush-at-end: the paths may not hold any of {''.join(sorted(_GLOB_CHARS))}: {path!r}")
+    folder.mkdir(parents=True, exist_ok=True)
+    source = Path(path).resolve()
+    common = os.path.commonpath([source, folder])
+    # Hadoop expands {a,b} holding slashes, but not when a part starts with one
+    return f"{common.rstrip('/')}/{{{os.path.relpath(source, common)},{os.path.relpath(folder, common)}}}"
+
+
+def write_flush(folder: Path, type_field: str, time_field: str, time_kinds: set[str]) -> Path:
+    """Write the flush event into `folder` (atomically: Spark may list it any time)."""
+    at: Any = FLUSH_TIME_S
+    if TIMESTAMP in time_kinds:
+        at = datetime.fromtimestamp(FLUSH_TIME_S, UTC).isoformat().replace("+00:00", "Z")
+    target = folder / f"flush-{time.time_ns()}.jsonl"
+    temp = folder / f".{target.name}.tmp"
+    temp.write_text(dumps({type_field: FLUSH_TYPE, time_field: at}) + "\n")
+    temp.rename(target)
+    return target
