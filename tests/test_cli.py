@@ -177,7 +177,8 @@ def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="may not hold"):
         flush_glob(str(tmp_path / "in{1,2}"), folder)
     cfg = PipelineConfig.from_dict({"source": {"format": "parquet", "path": "x"}, "checkpoint": str(tmp_path),
-                                    "queries": [{"name": "q", "text": "RETURN COUNT(*) PATTERN A+ WITHIN 1 s"}],
+                                    "queries": [{"name": "q", "text": "RETURN COUNT(*) PATTERN A+ WITHIN 1 s",
+                                                 "sinks": [{"format": "console"}]}],
                                     "once": True})
     with pytest.raises(ConfigError, match="jsonl folders, not a parquet source"):
         flushable(cfg)
