@@ -7,9 +7,9 @@ outputs of every query of a `QuerySet`, with the columns of
 row, JSON in `payload`), "dead" (a dead letter) or "state" (the bytes the
 query's state takes in shard `window_start`). One operator serves every
 query of the stream: events are read, parsed and shuffled once.
-`trend_aggregates(events, query, ...)` is the same for one query.
+`typed.trend_aggregates(events, query, ...)` runs one query on it and types its rows.
 
-Layout (see SPARK_NOTES.md): events are keyed by a *shard*, a hash of their
+Layout (docs/DESIGN.md): events are keyed by a *shard*, a hash of their
 shard attributes (GROUP-BY attributes of every query) modulo a small number,
 not by partition: per-group calls cost
 milliseconds each, so one call per shard handles many partitions with one
@@ -73,7 +73,7 @@ _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # about 1811 to 2156
 
 
 def default_shards(spark_cores: int | None = None) -> int:
-    """A small multiple of the cores (SPARK_NOTES: sharding)."""
+    """A small multiple of the cores: enough shards to keep both tasks of a core busy, few enough calls per batch."""
     return 2 * (spark_cores or os.cpu_count() or 2)
 
 

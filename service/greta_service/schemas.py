@@ -91,7 +91,7 @@ class QueryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(..., min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    text: str = Field(..., min_length=1, description="the query (SEMANTICS.md); never executed as code")
+    text: str = Field(..., min_length=1, description="the query (docs/QUERY_LANGUAGE.md); never executed as code")
     mode: Mode | None = Field(None, description="default: cet when the query says RETURN TRENDS, else aggregate")
     source: SourceSpec
     sinks: list[SinkSpec] = Field([], max_length=8)

@@ -37,7 +37,7 @@ class Settings(BaseModel):
     spark_master: str | None = None
     spark_shuffle_partitions: int | None = Field(None, ge=1)
     log_level: str = "info"
-    # Request and query limits (issue 5, point 4).
+    # Request and query limits.
     max_request_bytes: int = Field(1 << 20, ge=1024)
     max_query_chars: int = Field(20_000, ge=10)
     state_budget_bytes: int = Field(4 << 30, ge=1, description="all queries: a new query is refused while the "
