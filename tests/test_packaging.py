@@ -76,9 +76,12 @@ def test_the_package_comes_from_the_wheel(installed: Path, tmp_path: Path) -> No
         "import greta_stream, greta_stream.demo as d, greta_stream.jvm as j, pathlib;"
         "print(greta_stream.__file__); print(d.DEFAULT_CONFIG.is_file(), sorted(p.name for p in d.CONFIGS.glob('*.greta')));"
         "print(pathlib.Path(greta_stream.__file__).with_name('spark').joinpath('log4j2.properties').is_file());"
+        "from greta_stream.demo.producer import DEFAULT_SAMPLES as s;"
+        "print(sorted(p.parent.name for p in s.glob('*/events.jsonl')));"
         "print(j.cache_dir())"))
     assert res.returncode == 0, res.stderr
-    where, data, log_config, jvm_cache = res.stdout.splitlines()
+    where, data, log_config, samples, jvm_cache = res.stdout.splitlines()
+    assert samples == "['cluster', 'stock', 'traffic']"  # what the demo's producer replays
     assert Path(where).is_relative_to(installed.parent) and not Path(where).is_relative_to(ROOT)
     assert data == "True ['q1_stock.greta', 'q2_cluster.greta', 'q3_traffic.greta']" and log_config == "True"
     assert jvm_cache == str(tmp_path / "cache" / "greta-stream" / "jvm")  # no checkout beside an installed wheel

@@ -28,6 +28,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from greta_stream.demo.broker import client_config, create_topics
 
 WORKLOADS = ("stock", "cluster", "traffic")
 KEYS = {"stock": "company", "cluster": "mapper", "traffic": "segment"}  # partition key: one key's events stay in order
-DEFAULT_SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+DEFAULT_SAMPLES = Path(str(resources.files("greta_stream.demo") / "samples"))  # package data (a checkout links samples/ here)
 Event = dict[str, Any]
 
 
