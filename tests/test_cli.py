@@ -160,6 +160,8 @@ def test_progress_watermark_reads_as_the_stream_times() -> None:
     assert watermark_text("1970-01-01T00:03:10.000Z", set()) == "1970-01-01T00:03:10.000Z"  # kind not known yet
     assert watermark_text("1970-01-01T00:00:00.000Z", {"seconds"}) == "-"  # Spark's: none yet
     assert watermark_text(None, {"seconds"}) == "-"
+    assert watermark_text("2153-10-17T15:06:30.000Z", {"seconds"}) == "end of input"  # --flush-at-end's event
+    assert watermark_text("2026-11-25T08:00:00.000Z", {"timestamp"}) == "2026-11-25T08:00:00.000Z"
     line = progress_line("s", {"batchId": 3, "numInputRows": 5, "eventTime": {"watermark": "1970-01-01T00:01:40.000Z"}},
                          ["seconds"])
     assert "batch 3: 5 events" in line and "watermark 100;" in line

@@ -33,10 +33,9 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
 from greta_stream.spark.pipeline import PipelineConfig, SourceConfig, counts, drive, source_key, streams
+from greta_stream.spark.progress import FLUSH_TIME_S
 
 FLUSH_TYPE = "__greta_flush__"
-# In 2153: inside the range where the operator's watermark column is defined (up to 2156).
-FLUSH_TIME_S = 5_800_000_000
 _GLOB_CHARS = set("{}[]*?,\\")
 
 

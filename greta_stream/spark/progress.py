@@ -64,15 +64,24 @@ def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = ()) 
     )
 
 
+# The time of `--flush-at-end`'s event (flush.py): in 2153, inside the range where the
+# operator's watermark column is defined (up to 2156). A watermark past it is the end of input.
+FLUSH_TIME_S = 5_800_000_000
+_END_MS = (FLUSH_TIME_S - 365 * 86_400) * 1000  # a year before it: no real stream is there
+
+
 def watermark_text(spark_watermark: str | None, time_kinds: set[str]) -> str:
     """Spark's watermark (ISO-8601 text, the epoch when there is none yet) as the
-    stream's times read: seconds for numeric times, else the timestamp; "-" for none."""
+    stream's times read: seconds for numeric times, else the timestamp; "-" for none,
+    "end of input" once a flush (`--flush-at-end`) moved it past every event."""
     if not spark_watermark:
         return "-"
     at = datetime.fromisoformat(spark_watermark.replace("Z", "+00:00"))
     ms = round(at.timestamp() * 1000)
     if ms <= 0:
         return "-"
+    if ms >= _END_MS:
+        return "end of input"
     if time_kinds == {NUMERIC}:
         return str(engine_watermark(NUMERIC, ms))
     return spark_watermark
