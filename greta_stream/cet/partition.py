@@ -28,9 +28,10 @@ Close = Callable[[int, "CetPartition", tuple[Any, ...], TrendGraph], None]
 class CetPartition:
     """Runs of one partition, the next window to report and replay history."""
 
-    def __init__(self, key: tuple[Any, ...], reduced: bool) -> None:
+    def __init__(self, key: tuple[Any, ...], reduced: bool, graph_cls: type = TrendGraph) -> None:
         self.key = key
         self.reduced = reduced
+        self.graph_cls = graph_cls  # TrendGraph, or RangeGraph when every edge is an equality (ranges.py)
         self.runs: dict[tuple[Any, ...], TrendGraph] = {}
         self.next_k: int | None = None
         self.retained: list[tuple[Any, Bound]] = []  # (time, bindings), only with runs
@@ -48,7 +49,7 @@ class CetPartition:
         if not plan.has_runs:
             run = self.runs.get(())
             if run is None:
-                run = self.runs[()] = TrendGraph(self.reduced)
+                run = self.runs[()] = self.graph_cls(self.reduced)
             run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
             return released
         if not self.values:
@@ -64,7 +65,7 @@ class CetPartition:
 
     def _create_runs(self, plan: CetPlan) -> None:
         for key in sorted(set(itertools.product(*self.values)) - set(self.runs), key=repr):
-            run = self.runs[key] = TrendGraph(self.reduced)
+            run = self.runs[key] = self.graph_cls(self.reduced)
             for past_t, past in self.retained:
                 sub = compatible(plan.cq, key, past)
                 if sub:
