@@ -40,8 +40,8 @@ from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.partition import CetPartition, canonical
 from greta_stream.cet.plan import CetPlan
-from greta_stream.cet.rangeview import RangeView
 from greta_stream.cet.ranges import RangeGraph, ranged
+from greta_stream.cet.rangeview import RangeView
 from greta_stream.cet.windows import Trend, WindowView
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
