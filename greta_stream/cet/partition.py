@@ -74,6 +74,8 @@ class CetPartition:
     def close_until(self, plan: CetPlan, target: int | None, close: Close) -> int:
         """Report every window k < target (all when None); return cache units released."""
         tb = plan.tb
+        if target is not None and self.next_k is not None and target <= self.next_k:
+            return 0  # the common case, once per time stamp: nothing closes
         ranges = [(tb.first_window(r.times[0]), tb.last_window(r.times[-1])) for r in self.runs.values() if r.times]
         if target is None:
             target = max((hi for _, hi in ranges), default=self.next_k or 0) + 1

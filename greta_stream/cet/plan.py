@@ -54,6 +54,8 @@ class CetPlan:
         self.templates = [self._template(t, self.indexing and t.id == 0) for t in cq.templates]
         self.template_of = {a: s.template for a, s in cq.aliases.items()}
         self.root = self.templates[0]
+        self.outgoing = {a: tuple(tr for trs in self.root.incoming.values() for tr in trs if tr.src == a)
+                         for a in cq.aliases}  # the root's transitions out of each alias
         self.has_runs = bool(cq.run_components)
         positive_by_type: dict[str, int] = {}
         for spec in cq.aliases.values():

@@ -82,10 +82,13 @@ class RangeGraph:
     def process(self, plan: CetPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
         """Add the bindings of time stamp t (computed from the graph before t, then inserted)."""
         self.ensure_index(plan)
+        tb = plan.tb
+        kmin = max(tb.first_window(t), next_k)
+        lo = tb.start(kmin) if tb.last_window(t) >= kmin else None  # None: in no open window
         made_neg, made_pos = [], []
         for ev, alias, ekey in bound:
             if plan.positive(alias):
-                ins = self._ins(plan, alias, t, ev.attrs, next_k)
+                ins = None if lo is None else self._ins(plan, alias, t, ev.attrs, lo)
                 if ins is not None:
                     made_pos.append((ev, alias, ekey, ins))
             else:
@@ -94,21 +97,16 @@ class RangeGraph:
                     made_neg.append((alias, nv))
         for alias, nv in made_neg:
             self.negation.insert(plan, alias, nv)
-        pane = plan.tb.pane_index(t)
+        pane = tb.pane_index(t)
         for ev, alias, ekey, ins in made_pos:
             v = RVertex(self.next_gi, t, ev.id, ekey, alias, ev.attrs, pane)
             v.ins = ins
             self._insert(plan, v)
 
-    def _ins(self, plan: CetPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int) -> tuple | None:
+    def _ins(self, plan: CetPlan, alias: str, t: Any, attrs: dict[str, Any], lo: Any) -> tuple | None:
         """(bucket, lo) per incoming edge source, or None if the vertex can be in no trend."""
-        tb = plan.tb
-        kmin = max(tb.first_window(t), next_k)
-        if tb.last_window(t) < kmin:
-            return None
-        lo = tb.start(kmin)
         ins: list[tuple[Any, Any]] = []
-        found = False
+        found = start = alias in plan.root.start  # a START needs no predecessor: skip the check
         for tr in plan.root.incoming[alias]:
             entry = self.by_alias.get(tr.src)
             if not entry:
@@ -116,14 +114,13 @@ class RangeGraph:
             lo_tr = lo
             if tr.negation is not None:
                 lo_tr = max(lo, self.negation.threshold(tr.negation, t))
-            found |= self._probe(plan, tr, entry, attrs, lo_tr, t, ins)
-        if not found and alias not in plan.root.start:
-            return None
-        return tuple(ins)
+            found |= self._probe(plan, tr, entry, attrs, lo_tr, t, ins, start)
+        return tuple(ins) if found else None
 
     def _probe(self, plan: CetPlan, tr: Incoming, entry: tuple[list[RVertex], list[Any]], attrs: dict[str, Any],
-               lo: Any, t: Any, ins: list[tuple[Any, Any]]) -> bool:
-        """Record y's edges across one transition in `ins`; True if it has a predecessor."""
+               lo: Any, t: Any, ins: list[tuple[Any, Any]], start: bool) -> bool:
+        """Record y's edges across one transition in `ins`; True if it has a predecessor
+        (not checked for a START: False)."""
         probe = ANY if tr.edge is None else tr.index.probe(attrs)  # type: ignore[union-attr]
         if probe is UNSAFE:
             return self._explicit(plan, tr, *entry, attrs, lo, t, ins)
@@ -131,8 +128,9 @@ class RangeGraph:
         if probe is not None:
             bucket = (tr.tid, probe)
             ins.append((bucket, lo))
-            times = self.buckets.get(bucket, ((), ()))[1]
-            found = bisect_left(times, lo) < bisect_left(times, t)
+            if not start:
+                times = self.buckets.get(bucket, ((), ()))[1]
+                found = bisect_left(times, lo) < bisect_left(times, t)
         side = self.side.get(tr.tid)
         if side:
             found |= self._explicit(plan, tr, *side, attrs, lo, t, ins)
@@ -161,20 +159,17 @@ class RangeGraph:
     def _index(self, plan: CetPlan, v: RVertex) -> None:
         """Put v in the buckets it is a source of (its `outs`)."""
         outs = [("e", v.gi)]
-        for trs in plan.root.incoming.values():
-            for tr in trs:
-                if tr.src != v.alias:
-                    continue
-                key = ANY if tr.edge is None else tr.index.key(v.attrs)  # type: ignore[union-attr]
-                if key is None:
-                    continue  # NaN: equal to nothing
-                if key is UNSAFE:
-                    verts, times = self.side.setdefault(tr.tid, ([], []))
-                else:
-                    outs.append((tr.tid, key))
-                    verts, times = self.buckets.setdefault((tr.tid, key), ([], []))
-                verts.append(v)
-                times.append(v.time)
+        for tr in plan.outgoing[v.alias]:
+            key = ANY if tr.edge is None else tr.index.key(v.attrs)  # type: ignore[union-attr]
+            if key is None:
+                continue  # NaN: equal to nothing
+            if key is UNSAFE:
+                verts, times = self.side.setdefault(tr.tid, ([], []))
+            else:
+                outs.append((tr.tid, key))
+                verts, times = self.buckets.setdefault((tr.tid, key), ([], []))
+            verts.append(v)
+            times.append(v.time)
         v.outs = tuple(outs)
 
     def window_slice(self, lo: Any, hi: Any) -> tuple[int, int]:
