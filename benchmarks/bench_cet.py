@@ -22,7 +22,7 @@ Usage::
 
     .venv/bin/python benchmarks/bench_cet.py [--events 400] [--seed 0] [--budget-s 60]
     .venv/bin/python benchmarks/bench_cet.py --scale [--sizes 10000,50000] [--caps 1000,1000000]
-        [--graphs indexed,edges] [--workloads kiting,rising] [--budget-s 60]
+        [--graphs indexed,edges] [--workloads kiting,rising] [--threads 1,2] [--budget-s 60]
 
 `--scale` measures one big window per run (`cet_scale.py`): graph
 construction alone, then complete and all trends under each cap, in a fresh
@@ -192,12 +192,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--caps", default="1000,1000000", help="--scale: max_trends values")
     ap.add_argument("--graphs", default="indexed,edges", help="--scale: indexed and/or edges")
     ap.add_argument("--workloads", default="kiting,rising", help="--scale: kiting and/or rising")
+    ap.add_argument("--threads", default="1,2", help="--scale: CetConfig.threads of complete trends")
     args = ap.parse_args(argv)
     if args.scale:
         print(f"# bench_cet --scale: {platform.python_implementation()} {platform.python_version()}, "
               f"command: {' '.join(sys.argv)}")
         cet_scale.run([int(x) for x in args.sizes.split(",")], [int(x) for x in args.caps.split(",")],
-                      args.graphs.split(","), args.workloads.split(","), args.budget_s, args.seed)
+                      args.graphs.split(","), args.workloads.split(","), args.budget_s, args.seed,
+                      [int(x) for x in args.threads.split(",")])
         return 0
     print(f"# bench_cet: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
           f"command: {' '.join(sys.argv)}")

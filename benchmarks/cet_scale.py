@@ -66,7 +66,7 @@ def one(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["mode"] == "graph":
         records, total = graph_only(text, evs), 0
     else:
-        ex = TrendExtractor(text, config=CetConfig(trends=spec["mode"], max_trends=cap))
+        ex = TrendExtractor(text, config=CetConfig(trends=spec["mode"], max_trends=cap, threads=spec["threads"]))
         ex.add_many(evs)
         rows = ex.finish()
         records, total = len(rows), (rows[0]["total"] if rows else 0)
@@ -98,23 +98,25 @@ def measure(spec: dict[str, Any], budget_s: float) -> dict[str, Any] | None:
 
 
 def run(sizes: list[int], caps: list[int | None], graphs: list[str], workloads: list[str], budget_s: float,
-        seed: int, big_cap_events: int = 50_000) -> None:
+        seed: int, threads: list[int], big_cap_events: int = 50_000) -> None:
     """Print the table; caps above 1,000 run up to `big_cap_events` events only (a million
     long trends held as records take gigabytes)."""
-    print(f"{'workload':8} {'graph':8} {'mode':9} {'cap':>9} {'events':>8} {'seconds':>9} {'cpu s':>7} {'records':>8} "
+    print(f"{'workload':8} {'graph':8} {'mode':9} {'thr':>3} {'cap':>9} {'events':>8} {'seconds':>9} {'cpu s':>7} {'records':>8} "
           f"{'total':>14} {'peak MB':>8}", flush=True)
     for workload in workloads:
         for graph in graphs:
-            for mode, cap in [("graph", None)] + [(m, c) for m in ("complete", "all") for c in caps]:
+            runs = [("graph", None, 1)] + [("complete", c, t) for c in caps for t in threads]
+            for mode, cap, thr in runs + [("all", c, 1) for c in caps]:  # threads: complete's reduction
                 for n in sizes:
                     if cap is not None and cap > 1000 and n > big_cap_events:
                         continue
-                    spec = {"workload": workload, "graph": graph, "mode": mode, "cap": cap, "n": n, "seed": seed}
+                    spec = {"workload": workload, "graph": graph, "mode": mode, "cap": cap, "n": n, "seed": seed,
+                            "threads": thr}
                     r = measure(spec, budget_s)
                     cells = (f"> {budget_s:.0f}", "-", "-", "-", "-") if r is None else (
                         ("error", "-", "-", "-", "-") if "error" in r else
                         (f"{r['s']:.2f}", f"{r['cpu']:.2f}", str(r["records"]), _big(r["total"]), f"{r['peak_mb']:.0f}"))
-                    print(f"{workload:8} {graph:8} {mode:9} {cap or '-':>9} {n:>8} {cells[0]:>9} {cells[1]:>7} "
+                    print(f"{workload:8} {graph:8} {mode:9} {thr:>3} {cap or '-':>9} {n:>8} {cells[0]:>9} {cells[1]:>7} "
                           f"{cells[2]:>8} {cells[3]:>14} {cells[4]:>8}", flush=True)
                     if r is None:
                         break  # larger sizes would blow the budget too

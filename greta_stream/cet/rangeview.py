@@ -159,8 +159,8 @@ class RangeView(WindowView):
         for own in self.outs:
             out_bid += own
             out_ptr.append(len(out_bid))
-        xs, ys = reduced_edges(tg, *(np.array(a, dtype=np.int64) for a in (in_ptr, in_bid, in_lo, out_ptr, out_bid)),
-                               np.array(need, dtype=np.bool_), len(self.mem))
+        arrays = (tg, *(np.array(a, dtype=np.int64) for a in (in_ptr, in_bid, in_lo, out_ptr, out_bid)))
+        xs, ys = reduced_edges(arrays, np.array(need, dtype=np.bool_), len(self.mem), self.cfg.threads)
         rsucc: list[list[int]] = [[] for _ in range(self.n)]
         for x, y in zip(xs.tolist(), ys.tolist(), strict=True):
             rsucc[x].append(y)

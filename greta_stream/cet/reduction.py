@@ -14,17 +14,37 @@ the next reachable member of one's own bucket, not its edges.
 
 Inputs are CSR arrays over window positions (`tg` = time group rank, `lo` as
 a group rank); the output is the reduced edges as (x, y) position pairs in
-increasing order of x, then y.
+increasing order of x, then y. Sweeps are independent: `reduced_edges` cuts
+the sources into `threads` consecutive slices and runs the kernel (which
+releases the GIL) on each in a thread, then concatenates the slices in
+order, so the result does not depend on the number of threads.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
 import numpy as np
 from numba import njit
 
+MIN_SLICE = 2048  # fewer sources per thread are not worth a thread
 
-@njit(cache=True)
-def reduced_edges(tg, in_ptr, in_bid, in_lo, out_ptr, out_bid, need, nb):  # noqa: ANN001, ANN201 - numba kernel
+
+def reduced_edges(arrays: tuple[np.ndarray, ...], need: np.ndarray, nb: int, threads: int = 1) -> Any:
+    """(xs, ys): the reduced edges; `arrays` = (tg, in_ptr, in_bid, in_lo, out_ptr, out_bid)."""
+    n = need.shape[0]
+    parts = max(1, min(threads, n // MIN_SLICE))
+    if parts == 1:
+        return _sweeps(*arrays, need, nb, 0, n)
+    cuts = [n * i // parts for i in range(parts + 1)]
+    with ThreadPoolExecutor(parts) as pool:
+        done = list(pool.map(lambda i: _sweeps(*arrays, need, nb, cuts[i], cuts[i + 1]), range(parts)))
+    return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done])
+
+
+@njit(cache=True, nogil=True)
+def _sweeps(tg, in_ptr, in_bid, in_lo, out_ptr, out_bid, need, nb, x_lo, x_hi):  # noqa: ANN001, ANN202 - numba kernel
     n = tg.shape[0]
     last = np.full(nb, -1, np.int64)  # latest group of a reached member, this sweep
     direct = np.zeros(nb, np.bool_)  # x is a member
@@ -34,7 +54,7 @@ def reduced_edges(tg, in_ptr, in_bid, in_lo, out_ptr, out_bid, need, nb):  # noq
     xs = np.empty(max(16, n), np.int64)
     ys = np.empty(max(16, n), np.int64)
     m = 0
-    for x in range(n):
+    for x in range(x_lo, x_hi):
         if not need[x]:
             continue
         nt = 0

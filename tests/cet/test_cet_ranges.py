@@ -19,7 +19,7 @@ from cet_support import SETTINGS, cases, describe, extract, keyed
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from greta_stream.cet import CetConfig, TrendExtractor
+from greta_stream.cet import CetConfig, TrendExtractor, reduction
 from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.ranges import RangeGraph
 from greta_stream.query import parse
@@ -117,3 +117,22 @@ def test_snapshot_restores_range_graph(trends: str) -> None:
     ex.add_many(events[100:])
     out += ex.finish()
     assert out == extract(KITING, events, trends=trends, max_trends=20, with_events=False)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(st.integers(0, 10**6), st.integers(1, 120), st.integers(2, 5))
+def test_threads_do_not_change_the_records(seed: int, n: int, threads: int) -> None:
+    events = kiting(n, seed, [0, 1, 2, 3, 4])
+    one = extract(KITING, events, trends="complete")
+    old = reduction.MIN_SLICE
+    reduction.MIN_SLICE = 1  # split even tiny windows
+    try:
+        many = extract(KITING, events, trends="complete", threads=threads)
+    finally:
+        reduction.MIN_SLICE = old
+    assert many == one
+
+
+def test_threads_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="threads"):
+        CetConfig(threads=0)
