@@ -28,6 +28,8 @@ Close = Callable[[int, "CetPartition", tuple[Any, ...], TrendGraph], None]
 class CetPartition:
     """Runs of one partition, the next window to report and replay history."""
 
+    graph_cls: type = TrendGraph  # also for partitions pickled before range graphs existed
+
     def __init__(self, key: tuple[Any, ...], reduced: bool, graph_cls: type = TrendGraph) -> None:
         self.key = key
         self.reduced = reduced
