@@ -147,8 +147,13 @@ class RangeView(WindowView):
     def _reduced(self, need: list[bool]) -> list[list[int]]:
         """Reduced successors of each vertex (reduction.py), in position order."""
         tms = self.tms
-        groups = sorted(set(tms))
-        tg = np.searchsorted(np.array(groups, dtype=np.float64), np.array(tms, dtype=np.float64)).astype(np.int64)
+        groups: list[Any] = []  # distinct times in order (the window is sorted by time): exact, any time type
+        rank = []
+        for t in tms:
+            if not groups or groups[-1] != t:
+                groups.append(t)
+            rank.append(len(groups) - 1)
+        tg = np.array(rank, dtype=np.int64)
         in_ptr, in_bid, in_lo = [0], [], []
         for entries in self.ins:
             for j, lo, _ in entries:
