@@ -21,6 +21,12 @@ between two of its events. Both must report the same trends per window
 Usage::
 
     .venv/bin/python benchmarks/bench_cet.py [--events 400] [--seed 0] [--budget-s 60]
+    .venv/bin/python benchmarks/bench_cet.py --scale [--sizes 10000,50000] [--caps 1000,1000000]
+        [--graphs indexed,edges] [--workloads kiting,rising] [--threads 1,2] [--budget-s 60]
+
+`--scale` measures one big window per run (`cet_scale.py`): graph
+construction alone, then complete and all trends under each cap, in a fresh
+process each, with the peak RSS.
 
 Prints one line per (query, trends, window): trends, seconds and trends/s of
 both, and the speedup. Numbers, not tests.
@@ -39,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cet_scale  # noqa: E402
 import generators  # noqa: E402
 
 from greta_stream import compile_query  # noqa: E402
@@ -180,7 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=600)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budget-s", type=float, default=60.0, help="seconds the naive run may take")
+    ap.add_argument("--scale", action="store_true", help="one big window per run (cet_scale.py)")
+    ap.add_argument("--sizes", default="10000,20000,50000,100000,500000", help="--scale: events per window")
+    ap.add_argument("--caps", default="1000,1000000", help="--scale: max_trends values")
+    ap.add_argument("--graphs", default="indexed,edges", help="--scale: indexed and/or edges")
+    ap.add_argument("--workloads", default="kiting,rising", help="--scale: kiting and/or rising")
+    ap.add_argument("--threads", default="1,2", help="--scale: CetConfig.threads of complete trends")
     args = ap.parse_args(argv)
+    if args.scale:
+        print(f"# bench_cet --scale: {platform.python_implementation()} {platform.python_version()}, "
+              f"command: {' '.join(sys.argv)}")
+        cet_scale.run([int(x) for x in args.sizes.split(",")], [int(x) for x in args.caps.split(",")],
+                      args.graphs.split(","), args.workloads.split(","), args.budget_s, args.seed,
+                      [int(x) for x in args.threads.split(",")])
+        return 0
     print(f"# bench_cet: {platform.python_implementation()} {platform.python_version()} on {platform.machine()}, "
           f"command: {' '.join(sys.argv)}")
     windows = {"kiting": [(100, 100), (100, 20)], "downtrend": [(60, 60), (60, 10)]}

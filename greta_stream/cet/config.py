@@ -23,6 +23,8 @@ class CetConfig:
       one unit), over the whole extractor.
     - `graphlet_units`: the most units one graphlet may cache; a pane whose
       partial trends need more is cut into several time-centric graphlets.
+    - `threads`: threads that compute a window's reduced edges (complete
+      trends over range edges, docs/DESIGN.md); the result never depends on it.
     """
 
     trends: str = COMPLETE
@@ -30,12 +32,15 @@ class CetConfig:
     with_events: bool = False
     cache_units: int = 2_000_000
     graphlet_units: int = 200_000
+    threads: int = 1
 
     def __post_init__(self) -> None:
         if self.trends not in (COMPLETE, ALL):
             raise ValueError(f"trends must be {COMPLETE!r} or {ALL!r}, got {self.trends!r}")
         if self.max_trends is not None and (isinstance(self.max_trends, bool) or self.max_trends < 1):
             raise ValueError(f"max_trends must be a positive integer or None, got {self.max_trends!r}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {self.threads!r}")
         if self.cache_units < 0 or self.graphlet_units < 0:
             raise ValueError("cache_units and graphlet_units must not be negative")
 

@@ -40,6 +40,8 @@ from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.partition import CetPartition, canonical
 from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.ranges import RangeGraph, ranged
+from greta_stream.cet.rangeview import RangeView
 from greta_stream.cet.windows import Trend, WindowView
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
@@ -126,6 +128,13 @@ class TrendExtractor:
         if self.counter is not None:
             self.counter.expect(watermark)
 
+    def _graph_cls(self, plan: CetPlan) -> type:
+        """Range edges (ranges.py) when every edge is one equality or none and no event
+        binds to two aliases of a complete query (that needs the exact check of windows.py)."""
+        if ranged(plan) and plan.indexing and not (self.config.complete and plan.rebinding):
+            return RangeGraph
+        return TrendGraph
+
     def _plan(self) -> CetPlan:
         w = self.cq.window
         tb = Timebase.create(self.front.time_kind or "seconds", w.within, w.slide)
@@ -155,7 +164,7 @@ class TrendExtractor:
         for key, events in by_partition.items():
             part = self.partitions.get(key)
             if part is None:
-                part = self.partitions[key] = CetPartition(key, self.config.complete)
+                part = self.partitions[key] = CetPartition(key, self.config.complete, self._graph_cls(plan))
             for t, same in itertools.groupby(events, key=lambda e: e.time):
                 bound = []
                 for ev in same:
@@ -197,7 +206,8 @@ class TrendExtractor:
     # ------------------------------------------------------------ records
     def _close(self, k: int, part: CetPartition, run_key: tuple[Any, ...], graph: TrendGraph) -> None:
         """Window k of one run closed: collect its trends (up to the cap) and count."""
-        view = WindowView(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
+        view_cls = RangeView if isinstance(graph, RangeGraph) else WindowView
+        view = view_cls(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
         trends, total = view.collect(self.config.max_trends)
         if total:
             group = tuple(part.key[i] for i in self._group_at)

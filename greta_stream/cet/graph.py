@@ -15,7 +15,15 @@ is not complete. Ancestor sets (ints used as bitsets, bit = position in the
 run) decide this when y is inserted; nothing later can change it, since
 every vertex between x and y is in by then.
 
-Snapshots store edges as positions, so pickling never recurses along paths.
+Predecessors through an equality edge (`X.a = NEXT(X).b`, any arithmetic of
+one side) come from a hash index per transition (`KeyIndex`: the source
+alias's vertices by key, in time order), so building the graph never checks
+the edge against every earlier vertex; other edges are checked one by one.
+Keys and probes of unsafe types (`engine.plan.IndexSpec`) take the full
+predicate, so results and the `predicate_errors` metric equal the scan's.
+
+Snapshots store edges as positions, so pickling never recurses along paths;
+the key indexes are derived and rebuilt on first use.
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from bisect import bisect_left
 from typing import Any
 
 from greta_stream.cet.negation import NEG_INF, Negation
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import CetPlan, Incoming
+from greta_stream.engine.plan import UNSAFE
 
 
 class Vertex:
@@ -55,6 +64,35 @@ class Vertex:
         return f"Vertex({self.alias}:{self.eid}@{self.time})"
 
 
+class KeyIndex:
+    """The vertices of one transition's source alias by edge key, each list in time order."""
+
+    __slots__ = ("buckets", "side")
+
+    def __init__(self) -> None:
+        self.buckets: dict[Any, tuple[list[Vertex], list[Any]]] = {}
+        self.side: tuple[list[Vertex], list[Any]] = ([], [])  # keys of unsafe types: full predicate
+
+    def insert(self, tr: Incoming, v: Vertex) -> None:
+        key = tr.index.key(v.attrs)  # type: ignore[union-attr]
+        if key is None:
+            return  # NaN: equal to nothing
+        verts, times = self.side if key is UNSAFE else self.buckets.setdefault(key, ([], []))
+        verts.append(v)
+        times.append(v.time)
+
+    def expire(self, horizon: Any) -> None:
+        for key in list(self.buckets):
+            verts, times = self.buckets[key]
+            cut = bisect_left(times, horizon)
+            if cut == len(times):
+                del self.buckets[key]
+            elif cut:
+                del verts[:cut], times[:cut]
+        cut = bisect_left(self.side[1], horizon)
+        del self.side[0][:cut], self.side[1][:cut]
+
+
 class TrendGraph:
     """Vertices of one run in time order (positions are `gi - verts[0].gi`)."""
 
@@ -66,6 +104,7 @@ class TrendGraph:
         self.next_gi = 0
         self.negation = Negation()
         self.graphlets: dict[int, list[Any]] = {}  # pane -> graphlets (cache, not state)
+        self.index: dict[int, KeyIndex] | None = None  # transition -> key index (derived, not state)
 
     @property
     def empty(self) -> bool:
@@ -94,7 +133,7 @@ class TrendGraph:
             neg.insert(plan, alias, nv)
         pane = plan.tb.pane_index(t)
         for ev, alias, ekey, preds in made_pos:
-            self._insert(Vertex(self.next_gi, t, ev.id, ekey, alias, ev.attrs, pane), preds)
+            self._insert(plan, Vertex(self.next_gi, t, ev.id, ekey, alias, ev.attrs, pane), preds)
 
     def _preds(self, plan: CetPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int) -> list[Vertex] | None:
         """Predecessors of a new vertex in time order, or None if it can be in no trend."""
@@ -109,25 +148,70 @@ class TrendGraph:
             entry = self.by_alias.get(tr.src)
             if not entry:
                 continue
-            verts, times = entry
             lo_tr = lo
             if tr.negation is not None:
                 m = self.negation.threshold(tr.negation, t)
                 if m > lo_tr:
                     lo_tr = m
-            found = False
-            for u in verts[bisect_left(times, lo_tr):bisect_left(times, t)]:
-                if tr.edge is None or plan.edge_ok(tr.edge, u.attrs, attrs):
-                    preds.append(u)
-                    found = True
-            sources += found
+            found = self._from(plan, tr, entry, attrs, lo_tr, t)
+            if found:
+                preds += found
+                sources += 1
         if sources > 1:
             preds.sort(key=lambda u: u.gi)
         if not preds and alias not in plan.root.start:
             return None
         return preds
 
-    def _insert(self, v: Vertex, preds: list[Vertex]) -> None:
+    def _from(self, plan: CetPlan, tr: Incoming, entry: tuple[list[Vertex], list[Any]], attrs: dict[str, Any],
+              lo: Any, t: Any) -> list[Vertex]:
+        """Predecessors across one transition, time in [lo, t), in time order."""
+        spec = tr.index
+        probe = UNSAFE if spec is None else spec.probe(attrs)
+        if probe is UNSAFE:
+            verts, times = entry
+            return self._checked(plan, tr.edge, verts, times, attrs, lo, t)
+        index = self._key_index(plan)[tr.tid]
+        out: list[Vertex] = []
+        bucket = index.buckets.get(probe) if probe is not None else None
+        if bucket is not None:
+            verts, times = bucket
+            out = verts[bisect_left(times, lo):bisect_left(times, t)]
+            if spec.residual is not None:  # type: ignore[union-attr]
+                out = [u for u in out if plan.edge_ok(spec.residual, u.attrs, attrs)]  # type: ignore[union-attr]
+        if index.side[0]:
+            side = self._checked(plan, tr.edge, *index.side, attrs, lo, t)
+            if side:
+                out = sorted(out + side, key=lambda u: u.gi)
+        return out
+
+    @staticmethod
+    def _checked(plan: CetPlan, edge: Any, verts: list[Vertex], times: list[Any], attrs: dict[str, Any],
+                 lo: Any, t: Any) -> list[Vertex]:
+        window = verts[bisect_left(times, lo):bisect_left(times, t)]
+        if edge is None:
+            return window
+        return [u for u in window if plan.edge_ok(edge, u.attrs, attrs)]
+
+    def _key_index(self, plan: CetPlan) -> dict[int, KeyIndex]:
+        """The key indexes of the indexed transitions, built from the live vertices on first use."""
+        if self.index is None:
+            self.index = {}
+            for tr in self._indexed(plan):
+                idx = self.index[tr.tid] = KeyIndex()
+                for v in self.by_alias.get(tr.src, ((), ()))[0]:
+                    idx.insert(tr, v)
+        return self.index
+
+    @staticmethod
+    def _indexed(plan: CetPlan) -> list[Incoming]:
+        return [tr for trs in plan.root.incoming.values() for tr in trs if tr.index is not None]
+
+    def _insert(self, plan: CetPlan, v: Vertex, preds: list[Vertex]) -> None:
+        if self.index is not None:
+            for tr in self._indexed(plan):
+                if tr.src == v.alias:
+                    self.index[tr.tid].insert(tr, v)
         self.next_gi += 1
         self.verts.append(v)
         self.times.append(v.time)
@@ -169,6 +253,8 @@ class TrendGraph:
         cut = bisect_left(self.times, horizon)
         if not cut:
             return 0
+        for idx in (self.index or {}).values():
+            idx.expire(horizon)
         first_gi = self.verts[cut].gi if cut < len(self.verts) else self.next_gi
         for v in self.verts[:cut]:  # break the pred/succ cycles: refcounting frees them
             v.pred = v.succ = v.rpred = v.rsucc = []  # type: ignore[assignment]
@@ -225,4 +311,4 @@ class TrendGraph:
                 v.anc = anc
 
 
-__all__ = ["NEG_INF", "TrendGraph", "Vertex"]
+__all__ = ["NEG_INF", "KeyIndex", "TrendGraph", "Vertex"]

@@ -28,9 +28,12 @@ Close = Callable[[int, "CetPartition", tuple[Any, ...], TrendGraph], None]
 class CetPartition:
     """Runs of one partition, the next window to report and replay history."""
 
-    def __init__(self, key: tuple[Any, ...], reduced: bool) -> None:
+    graph_cls: type = TrendGraph  # also for partitions pickled before range graphs existed
+
+    def __init__(self, key: tuple[Any, ...], reduced: bool, graph_cls: type = TrendGraph) -> None:
         self.key = key
         self.reduced = reduced
+        self.graph_cls = graph_cls  # TrendGraph, or RangeGraph when every edge is an equality (ranges.py)
         self.runs: dict[tuple[Any, ...], TrendGraph] = {}
         self.next_k: int | None = None
         self.retained: list[tuple[Any, Bound]] = []  # (time, bindings), only with runs
@@ -48,7 +51,7 @@ class CetPartition:
         if not plan.has_runs:
             run = self.runs.get(())
             if run is None:
-                run = self.runs[()] = TrendGraph(self.reduced)
+                run = self.runs[()] = self.graph_cls(self.reduced)
             run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
             return released
         if not self.values:
@@ -64,7 +67,7 @@ class CetPartition:
 
     def _create_runs(self, plan: CetPlan) -> None:
         for key in sorted(set(itertools.product(*self.values)) - set(self.runs), key=repr):
-            run = self.runs[key] = TrendGraph(self.reduced)
+            run = self.runs[key] = self.graph_cls(self.reduced)
             for past_t, past in self.retained:
                 sub = compatible(plan.cq, key, past)
                 if sub:
@@ -73,6 +76,8 @@ class CetPartition:
     def close_until(self, plan: CetPlan, target: int | None, close: Close) -> int:
         """Report every window k < target (all when None); return cache units released."""
         tb = plan.tb
+        if target is not None and self.next_k is not None and target <= self.next_k:
+            return 0  # the common case, once per time stamp: nothing closes
         ranges = [(tb.first_window(r.times[0]), tb.last_window(r.times[-1])) for r in self.runs.values() if r.times]
         if target is None:
             target = max((hi for _, hi in ranges), default=self.next_k or 0) + 1

@@ -13,17 +13,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.plan import Metrics
+from greta_stream.engine.plan import IndexSpec, Metrics, index_spec
 from greta_stream.engine.timebase import Timebase
 
 
 @dataclass(frozen=True)
 class Incoming:
-    """A transition into a state: from `src`, across negative template `negation`."""
+    """A transition into a state: from `src`, across negative template `negation`.
+
+    `index` (equality edges only) finds the predecessors by key instead of
+    checking the edge against every earlier vertex (graph.py); `tid` names
+    the transition's index in a graph.
+    """
 
     src: str
     negation: int | None
     edge: Callable[[Any, Any], bool] | None
+    index: IndexSpec | None = None
+    tid: int = 0
 
 
 @dataclass(frozen=True)
@@ -40,11 +47,15 @@ class TemplateInfo:
 class CetPlan:
     """Templates, alias roles and predicate wrappers of one query."""
 
+    indexing = True  # equality edges through hash buckets (False: the scan, for tests and benchmarks)
+
     def __init__(self, cq: CompiledQuery, tb: Timebase, metrics: Metrics) -> None:
         self.cq, self.tb, self.metrics = cq, tb, metrics
-        self.templates = [self._template(t) for t in cq.templates]
+        self.templates = [self._template(t, self.indexing and t.id == 0) for t in cq.templates]
         self.template_of = {a: s.template for a, s in cq.aliases.items()}
         self.root = self.templates[0]
+        self.outgoing = {a: tuple(tr for trs in self.root.incoming.values() for tr in trs if tr.src == a)
+                         for a in cq.aliases}  # the root's transitions out of each alias
         self.has_runs = bool(cq.run_components)
         positive_by_type: dict[str, int] = {}
         for spec in cq.aliases.values():
@@ -56,10 +67,13 @@ class CetPlan:
         self.rebinding = any(n > 1 for n in positive_by_type.values())
 
     @staticmethod
-    def _template(t: Any) -> TemplateInfo:
+    def _template(t: Any, indexing: bool) -> TemplateInfo:
         incoming: dict[str, list[Incoming]] = {s: [] for s in t.states}
-        for tr in t.transitions:
-            incoming[tr.dst].append(Incoming(tr.src, tr.negation, tr.edge))
+        for tid, tr in enumerate(t.transitions):
+            spec = index_spec(tr) if indexing else None
+            if spec is not None and spec.op != "=":
+                spec = None  # order comparisons: the scan (a range of keys is not a range of time)
+            incoming[tr.dst].append(Incoming(tr.src, tr.negation, tr.edge, spec, tid))
         return TemplateInfo(
             t.id, t.negative, frozenset(t.start), frozenset(t.end),
             {s: tuple(v) for s, v in incoming.items()}, t.leading, t.trailing,

@@ -137,7 +137,7 @@ class Plan:
     def _template(self, t: Any) -> TemplatePlan:
         incoming: dict[str, list[TransitionPlan]] = {s: [] for s in t.states}
         for tr in t.transitions:
-            spec = None if t.negative or self.has_mm else _index_spec(tr)
+            spec = None if t.negative or self.has_mm else index_spec(tr)
             incoming[tr.dst].append(TransitionPlan(tr.src, tr.negation, tr.edge, index=spec))
         return TemplatePlan(
             t.id, t.negative, list(t.states), frozenset(t.start), frozenset(t.end), incoming, t.leading, t.trailing
@@ -278,7 +278,7 @@ class Plan:
             return False
 
 
-def _index_spec(tr: Any) -> IndexSpec | None:
+def index_spec(tr: Any) -> IndexSpec | None:
     """Index the first equality (else the first order comparison) among the
     leading simple comparisons of the edge; None when there is none."""
     if not Plan.indexing or tr.edge is None:
@@ -300,4 +300,4 @@ def _index_spec(tr: Any) -> IndexSpec | None:
     )
 
 
-__all__ = ["Plan", "Metrics", "TemplatePlan", "TransitionPlan", "IndexSpec", "UNSAFE", "NEG_INF"]
+__all__ = ["Plan", "Metrics", "TemplatePlan", "TransitionPlan", "IndexSpec", "UNSAFE", "NEG_INF", "index_spec"]

@@ -21,9 +21,11 @@ from greta_stream.testing.files import write_batches
 
 pytestmark = pytest.mark.spark
 
-QUERIES = {  # one streaming query: every query costs its own micro-batches
+QUERIES = {  # every query costs its own micro-batches
     "negation": "RETURN TRENDS PATTERN SEQ(NOT E, A+, NOT SEQ(C, D), B) WHERE [g] AND A.v <= NEXT(A).v "
                 "GROUP-BY g WITHIN 8 s SLIDE 4 s",
+    # equality edges: range-edge graphs (cet/ranges.py) in the shards' pickled state
+    "equality": "RETURN TRENDS PATTERN SEQ(A+, B) WHERE [g] AND A.v = NEXT(A).v GROUP-BY g WITHIN 8 s SLIDE 4 s",
 }
 
 
