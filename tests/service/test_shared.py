@@ -47,10 +47,12 @@ def test_queries_of_one_source_share_a_stream_that_restarts_as_queries_come_and_
     first, second = events[:1000], events[1000:]
     src = service.root / "in-shared"
     base = time.time() - 3600  # the file source reads files in modification time order
-    write_file(src, "events-0.jsonl", first, stamp=base)
+    src.mkdir(parents=True, exist_ok=True)
     with service.client() as api:
         down = register(api, service, "shared-down", Q1)
         up = register(api, service, "shared-up", UP)
+        # the file comes once both are registered: a query registered after a batch starts where the stream is
+        write_file(src, "events-0.jsonl", first, stamp=base)
         wait_for(batches_over(api, down, 0), "a first batch", service)
         # the first file's closed windows leave on the batch after it (the watermark moves at a batch's end)
         wait_for(settled(api, up, 1), "the second query's first rows", service)
