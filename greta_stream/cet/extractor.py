@@ -38,6 +38,8 @@ from typing import Any
 from greta_stream.cet.config import CetConfig
 from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
+from greta_stream.cet.orders import OrderGraph, ordered
+from greta_stream.cet.orderview import OrderView
 from greta_stream.cet.partition import CetPartition, canonical
 from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.ranges import RangeGraph, ranged
@@ -130,7 +132,10 @@ class TrendExtractor:
 
     def _graph_cls(self, plan: CetPlan) -> type:
         """Range edges (ranges.py) when every edge is one equality or none and no event
-        binds to two aliases of a complete query (that needs the exact check of windows.py)."""
+        binds to two aliases of a complete query (that needs the exact check of windows.py);
+        order edges (orders.py) for `S+` with one order comparison and nothing else."""
+        if ordered(plan):
+            return OrderGraph
         if ranged(plan) and plan.indexing and not (self.config.complete and plan.rebinding):
             return RangeGraph
         return TrendGraph
@@ -206,7 +211,10 @@ class TrendExtractor:
     # ------------------------------------------------------------ records
     def _close(self, k: int, part: CetPartition, run_key: tuple[Any, ...], graph: TrendGraph) -> None:
         """Window k of one run closed: collect its trends (up to the cap) and count."""
-        view_cls = RangeView if isinstance(graph, RangeGraph) else WindowView
+        if isinstance(graph, OrderGraph):
+            graph = graph.fallback or graph  # type: ignore[assignment]
+        view_cls = RangeView if isinstance(graph, RangeGraph) else OrderView if isinstance(graph, OrderGraph) \
+            else WindowView
         view = view_cls(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
         trends, total = view.collect(self.config.max_trends)
         if total:
