@@ -93,7 +93,8 @@ class OrderView(WindowView):
         sat = self.sat[self.sources] if self.reduced else self.sat
         if sat.max() < K.SAT and float(sat.sum(dtype=np.float64)) < K.SAT:  # no count saturated
             return int(sat.sum())
-        return sum(self._exact()[i] for i in self.sources)
+        cnt = self._exact()
+        return sum(cnt[i] for i in self.sources)
 
     def _exact(self) -> list[int]:
         """Exact path counts per vertex (Python integers)."""
