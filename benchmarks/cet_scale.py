@@ -10,8 +10,10 @@ Every size fits one window (2 days, or as many days as the events span). Each me
 script with `--one`), killed past `--budget-s`; it reports seconds, the
 records, the exact total and the peak RSS. `graph` is the CET graph alone
 (`TrendGraph` construction, no extraction); `indexed` the current graph
-(attribute-indexed, range edges) and `edges` the event-to-event graph of
-earlier versions (`CetPlan.indexing = False`).
+(attribute-indexed: range edges for kiting, order edges for rising) and
+`edges` the event-to-event graph (`CetPlan.indexing = False`). `threads` is
+`CetConfig.threads`: the reduction sweeps of range edges and the walk over
+anchor slices of order edges.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def run(sizes: list[int], caps: list[int | None], graphs: list[str], workloads: 
     for workload in workloads:
         for graph in graphs:
             runs = [("graph", None, 1)] + [("complete", c, t) for c in caps for t in threads]
-            for mode, cap, thr in runs + [("all", c, 1) for c in caps]:  # threads: complete's reduction
+            for mode, cap, thr in runs + [("all", c, t) for c in caps for t in threads]:
                 for n in sizes:
                     if cap is not None and cap > 1000 and n > big_cap_events:
                         continue
