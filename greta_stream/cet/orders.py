@@ -112,7 +112,7 @@ class OrderGraph:
         if self.fallback is not None:
             self.fallback.process(plan, t, bound, next_k)
             return
-        spec = self._spec = self._spec or order_spec(plan)
+        spec = self.spec(plan)
         tb = plan.tb
         kmin = max(tb.first_window(t), next_k)
         if tb.last_window(t) < kmin:
@@ -133,6 +133,12 @@ class OrderGraph:
             self.next_gi += 1
             self.overts.append(v)
             self.otimes.append(t)
+
+    def spec(self, plan: CetPlan) -> IndexSpec:
+        """The comparison (derived from the plan, not state)."""
+        if self._spec is None:
+            self._spec = order_spec(plan)
+        return self._spec  # type: ignore[return-value]
 
     def _hand_over(self, plan: CetPlan) -> None:
         """Become the edge graph: each stored vertex gets the predecessors the edge graph

@@ -50,7 +50,7 @@ class OrderView(WindowView):
     def _roles(self) -> None:
         verts = self.verts
         n = self.n
-        op = self.graph._spec.op  # type: ignore[union-attr]  # noqa: SLF001
+        op = self.graph.spec(self.plan).op
         values = sorted({x for v in verts for x in (v.key, v.probe) if x is not None})
         rank = {x: r for r, x in enumerate(values)}
         flip = op in (">", ">=")

@@ -111,6 +111,18 @@ def test_streaming_equals_batch(q: tuple, seed: int, n: int, trends: str, cap: i
     assert stream(text, events, seed, **options) == extract(text, events, **options)
 
 
+@pytest.mark.parametrize("trends", ["all", "complete"])
+def test_restored_graph_closes_windows_without_new_events(trends: str) -> None:
+    text = rising("<", "WITHIN 10 s SLIDE 5 s", False)
+    events = quotes(40, 3, values=(1, 2, 3, 4.5, math.nan), span=30)
+    cfg = CetConfig(trends=trends, max_trends=30)
+    ex = TrendExtractor(text, config=cfg)
+    ex.add_many(events)
+    out = ex.advance(30)  # every event processed, later windows still open
+    out += TrendExtractor.restore(text, ex.snapshot(), config=cfg).finish()
+    assert out == extract(text, events, trends=trends, max_trends=30, with_events=False)
+
+
 def test_rising_prices_use_order_edges() -> None:
     text = rising("<", "WITHIN 10 s SLIDE 5 s", False)
     events = quotes(200, 1, values=(1, 2, 3, 4.5, math.nan), span=40)
