@@ -16,8 +16,9 @@ A record: `window_start`, `window_end`, the GROUP-BY columns, `trend` (event
 ids in time order), `total` (the exact number of trends of the window and
 group) and `truncated` (the cap cut the list); with `with_events` also
 `aliases` and `events`. For `all` trends the total comes from the
-aggregation engine (its COUNT(*)), which runs alongside; for `complete`
-trends from an exact count over the CET graph. Records come sorted by
+aggregation engine (its COUNT(*)), which runs alongside, except over order
+edges (orders.py); for `complete` trends and order edges from an exact count
+over the CET graph. Records come sorted by
 window, then group, then partition and run, then depth-first trend order;
 the cap keeps the first `max_trends` of that order, so streaming and batch
 report the same trends.
@@ -143,7 +144,10 @@ class TrendExtractor:
     def _plan(self) -> CetPlan:
         w = self.cq.window
         tb = Timebase.create(self.front.time_kind or "seconds", w.within, w.slide)
-        return CetPlan(self.cq, tb, self.metrics)
+        plan = CetPlan(self.cq, tb, self.metrics)
+        if ordered(plan):
+            self.counter = None  # order edges count `all` trends exactly themselves (orderview.py)
+        return plan
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
