@@ -24,7 +24,8 @@ class CetConfig:
     - `graphlet_units`: the most units one graphlet may cache; a pane whose
       partial trends need more is cut into several time-centric graphlets.
     - `threads`: threads that compute a window's reduced edges (complete
-      trends over range edges, docs/DESIGN.md); the result never depends on it.
+      trends over range edges) and that walk slices of its start vertices
+      (order edges), docs/DESIGN.md; the result never depends on it.
     """
 
     trends: str = COMPLETE

@@ -85,6 +85,19 @@ def test_equals_oracle(q: tuple, seed: int, n: int, trends: str) -> None:
     assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in expected.items()}
 
 
+@settings(max_examples=30, **SETTINGS)
+@given(query, st.integers(0, 10**6), st.integers(17, 60), st.sampled_from(["all", "complete"]),
+       st.sampled_from([5, 200]))
+def test_longer_streams_same_records_as_edge_graph(q: tuple, seed: int, n: int, trends: str, cap: int) -> None:
+    """Longer trends and many bypasses: the reduction on the graph equals the edge graph's."""
+    text = rising(*q)
+    events = quotes(n, seed, values=(1, 2, 3, 4, 5, 6, 2.5, 4.0, math.nan), span=15)
+    new = extract(text, events, trends=trends, max_trends=cap, threads=2)
+    with edge_graph():
+        old = extract(text, events, trends=trends, max_trends=cap)
+    assert new == old
+
+
 @settings(max_examples=40, **SETTINGS)
 @given(query, st.integers(0, 10**6), st.integers(20, 80), st.sampled_from(["all", "complete"]),
        st.sampled_from([None, 5, 40]))
