@@ -142,15 +142,12 @@ class OrderView(WindowView):
             return [], 0
         limit = min(total if cap is None else min(cap, total), K.SAT)
         flat, offs = self._walk(limit)
-        verts = self.verts
-        ids = [v.eid for v in verts]
-        fl = flat.tolist()
         bounds = offs.tolist()
-        need_vs = self.cfg.with_events
+        ids = _gather([v.eid for v in self.verts], flat)  # C gathers: no Python int per position
+        vs = _gather(self.verts, flat) if self.cfg.with_events else None
         out: list[Trend] = []
         for a, b in zip(bounds, bounds[1:]):
-            seg = fl[a:b]
-            out.append((tuple(map(ids.__getitem__, seg)), tuple(map(verts.__getitem__, seg)) if need_vs else None))
+            out.append((tuple(ids[a:b]), tuple(vs[a:b]) if vs is not None else None))
         return out, total
 
     def walk(self) -> Any:
@@ -188,3 +185,11 @@ class OrderView(WindowView):
         if self.reduced:
             return K.walk_csr(anchors, limit, self.ptr, self.ys, self.sink_arr)
         return K.walk_all(anchors, limit, self.gend, self.ka, self.tree, self.strict)
+
+
+def _gather(items: list[Any], positions: np.ndarray) -> list[Any]:
+    """`[items[p] for p in positions]`, done by numpy."""
+    arr = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):  # element-wise: an item that is a sequence stays one object
+        arr[i] = x
+    return arr[positions].tolist()  # type: ignore[no-any-return]
