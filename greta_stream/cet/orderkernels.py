@@ -223,10 +223,13 @@ def _emit(flat, offs, nt, path, depth):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def walk_all(anchors, limit, gend, ka, tree, strict):  # noqa: ANN001, ANN202
-    """Up to `limit` trends (every path) from the anchors, depth-first pre-order: (flat, offsets)."""
+def walk_all(prefix, anchors, limit, gend, ka, tree, strict):  # noqa: ANN001, ANN202
+    """Up to `limit` trends (every path) that extend `prefix` by one of the anchors,
+    depth-first pre-order: (flat positions, offsets)."""
     n = ka.shape[0]
+    k = prefix.shape[0]
     path = np.empty(n, np.int64)
+    path[:k] = prefix
     cursor = np.empty(n, np.int64)
     flat = np.empty(1024, np.int64)
     offs = np.zeros(1024, np.int64)
@@ -234,12 +237,12 @@ def walk_all(anchors, limit, gend, ka, tree, strict):  # noqa: ANN001, ANN202
     for s in anchors:
         if nt >= limit:
             break
-        depth = 0
-        path[0] = s
-        cursor[0] = gend[s]
+        depth = k
+        path[depth] = s
+        cursor[depth] = gend[s]
         flat, offs = _emit(flat, offs, nt, path, depth)
         nt += 1
-        while depth >= 0 and nt < limit:
+        while depth >= k and nt < limit:
             u = path[depth]
             q = -1 if ka[u] < 0 else next_succ(tree, cursor[depth], ka[u], strict)
             if q < 0:
@@ -255,10 +258,13 @@ def walk_all(anchors, limit, gend, ka, tree, strict):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, nogil=True)
-def walk_csr(anchors, limit, ptr, ys, sink):  # noqa: ANN001, ANN202
-    """Up to `limit` source-to-sink paths over the reduced edges, depth-first: (flat, offsets)."""
+def walk_csr(prefix, anchors, limit, ptr, ys, sink):  # noqa: ANN001, ANN202
+    """Up to `limit` paths to a sink over the reduced edges that extend `prefix` by one
+    of the anchors, depth-first: (flat positions, offsets)."""
     n = sink.shape[0]
+    k = prefix.shape[0]
     path = np.empty(n, np.int64)
+    path[:k] = prefix
     cursor = np.empty(n, np.int64)
     flat = np.empty(1024, np.int64)
     offs = np.zeros(1024, np.int64)
@@ -266,13 +272,13 @@ def walk_csr(anchors, limit, ptr, ys, sink):  # noqa: ANN001, ANN202
     for s in anchors:
         if nt >= limit:
             break
-        depth = 0
-        path[0] = s
-        cursor[0] = ptr[s]
+        depth = k
+        path[depth] = s
+        cursor[depth] = ptr[s]
         if sink[s]:
             flat, offs = _emit(flat, offs, nt, path, depth)
             nt += 1
-        while depth >= 0 and nt < limit:
+        while depth >= k and nt < limit:
             u = path[depth]
             if cursor[depth] == ptr[u + 1]:
                 depth -= 1

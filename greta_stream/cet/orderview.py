@@ -154,38 +154,113 @@ class OrderView(WindowView):
         return iter(self.collect(None)[0])
 
     def _walk(self, limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """The first `limit` trends: the anchors the cap needs, cut into slices by their counts."""
-        before = [0]  # trends of the anchors before each one, up to the limit
-        for c in self.sat[self.sources].tolist():
-            if before[-1] >= limit:
-                break
+        """The first `limit` trends: work items cut into slices by their counts, one per thread."""
+        if not self.reduced and getattr(self, "tree", None) is None:
+            self.tree = K.max_tree(self.kb)
+        items = self._items(limit)
+        before = [0]
+        for _, _, c in items:
             before.append(min(before[-1] + c, limit))
-        used = len(before) - 1
-        anchors = np.array(self.sources[:used], np.int64)
+        used = len(items)
         parts = max(1, min(self.cfg.threads, used, limit // MIN_SLICE_TRENDS))
         cuts = [0]
         for p in range(1, parts):  # balanced by trends: a walk's work is its output
             cuts.append(max(cuts[-1], bisect_left(before, limit * p // parts, 0, used)))
         cuts.append(used)
-        jobs = [(anchors[a:b], before[b] - before[a]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
-        if not self.reduced and getattr(self, "tree", None) is None:
-            self.tree = K.max_tree(self.kb)
+        jobs = [(items[a:b], before[b] - before[a]) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
         if len(jobs) == 1:
-            return self._slice(*jobs[0])
+            return self._job(*jobs[0])
         with ThreadPoolExecutor(len(jobs)) as pool:
-            done = list(pool.map(lambda job: self._slice(*job), jobs))
-        flats, offsets, shift = [], [np.zeros(1, np.int64)], 0
-        for flat, offs in done:
-            flats.append(flat)
-            offsets.append(offs[1:] + shift)
-            shift += int(offs[-1])
-        return np.concatenate(flats), np.concatenate(offsets)
+            done = list(pool.map(lambda job: self._job(*job), jobs))
+        return _joined(done)
 
-    def _slice(self, anchors: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    def _items(self, limit: int) -> list[tuple[tuple[int, ...], int | None, int]]:
+        """Work items in walk order, enough for `limit` trends: (prefix, vertex, count) = the
+        trends that extend the prefix by the vertex, or (path, None, 1) = the path itself.
+
+        At first one item per anchor. While there are fewer items than threads, the
+        largest is replaced by its own trend (`all`: every vertex ends one) and one item
+        per successor, in order: the same trends in the same order, in finer pieces.
+        """
+        sat = self.sat
+        items: list[tuple[tuple[int, ...], int | None, int]] = []
+        acc = 0
+        for s in self.sources:
+            if acc >= limit:
+                break
+            c = int(sat[s])
+            items.append(((), s, c))
+            acc += c
+        want = min(self.cfg.threads, limit // MIN_SLICE_TRENDS)
+        while len(items) < want:
+            i = max(range(len(items)), key=lambda j: items[j][2] if items[j][1] is not None else -1)
+            prefix, v, c = items[i]
+            if v is None or c <= 1:
+                break
+            path = (*prefix, v)
+            new: list[tuple[tuple[int, ...], int | None, int]] = [] if self.reduced else [(path, None, 1)]
+            got = len(new)
+            for w in self._children(v):
+                if got >= limit:
+                    break
+                cw = int(sat[w])
+                new.append((path, w, cw))
+                got += cw
+            items[i:i + 1] = new
+            acc, keep = 0, 0
+            while keep < len(items) and acc < limit:
+                acc += items[keep][2]
+                keep += 1
+            del items[keep:]
+        return items
+
+    def _children(self, v: int) -> Any:
+        """v's successors in position order (reduced ones for complete trends)."""
         if self.reduced:
-            return K.walk_csr(anchors, limit, self.ptr, self.ys, self.sink_arr)
-        return K.walk_all(anchors, limit, self.gend, self.ka, self.tree, self.strict)
+            yield from self.ys[self.ptr[v]:self.ptr[v + 1]].tolist()
+            return
+        if self.ka[v] < 0:
+            return
+        q = K.next_succ(self.tree, int(self.gend[v]), int(self.ka[v]), self.strict)
+        while q >= 0:
+            yield q
+            q = K.next_succ(self.tree, q + 1, int(self.ka[v]), self.strict)
 
+    def _job(self, items: list[tuple[tuple[int, ...], int | None, int]], limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first `limit` trends of consecutive items: one kernel call per run of
+        items with the same prefix (a thread's share of the walk)."""
+        done: list[tuple[np.ndarray, np.ndarray]] = []
+        made = 0
+        i = 0
+        while i < len(items) and made < limit:
+            prefix, v, _ = items[i]
+            if v is None:
+                done.append((np.array(prefix, np.int64), np.array([0, len(prefix)], np.int64)))
+                i += 1
+            else:
+                j = i
+                while j < len(items) and items[j][0] == prefix and items[j][1] is not None:
+                    j += 1
+                starts = np.array([it[1] for it in items[i:j]], np.int64)
+                done.append(self._slice(np.array(prefix, np.int64), starts, limit - made))
+                i = j
+            made += len(done[-1][1]) - 1
+        return done[0] if len(done) == 1 else _joined(done)
+
+    def _slice(self, prefix: np.ndarray, anchors: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.reduced:
+            return K.walk_csr(prefix, anchors, limit, self.ptr, self.ys, self.sink_arr)  # type: ignore[no-any-return]
+        return K.walk_all(prefix, anchors, limit, self.gend, self.ka, self.tree, self.strict)  # type: ignore[no-any-return]
+
+
+def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate (flat, offsets) pairs in order."""
+    flats, offsets, shift = [], [np.zeros(1, np.int64)], 0
+    for flat, offs in parts:
+        flats.append(flat)
+        offsets.append(offs[1:] + shift)
+        shift += int(offs[-1])
+    return np.concatenate(flats), np.concatenate(offsets)
 
 def _gather(items: list[Any], positions: np.ndarray) -> list[Any]:
     """`[items[p] for p in positions]`, done by numpy."""
