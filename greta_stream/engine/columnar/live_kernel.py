@@ -1,0 +1,357 @@
+"""Numba kernel of the incremental stream: Kleene propagation that carries over micro-batches.
+
+The batch kernel (`kernel.py`) builds one tree per (partition, block of
+windows) and throws it away when the block is done. Here a task's tree
+lives as long as its block has a window open, and each micro-batch adds
+only the events the watermark passed since the last one. The tree must then
+take keys that arrive later, which a Fenwick tree over ranks fixed in
+advance cannot. The keyed store of a task is instead a short list of
+*segments* (the logarithmic method of Bentley and Saxe, for a decomposable
+query: "sum of the predecessors whose key is admitted by this probe"):
+
+- the events of one micro-batch in one task form a Fenwick tree over their
+  own keys (known when the batch comes), read and written as in the batch
+  kernel;
+- when the task's events of the batch are done, that tree becomes a static
+  segment: its keys sorted, with the inclusive prefix sums of their
+  aggregates (limb by limb, not carried, so a difference of two prefix sums
+  is exact: an equality probe reads a key's range as P[hi] - P[lo]);
+- a segment at least half as long as the one before it is merged into it,
+  so a task has O(log n) segments, each event is merged O(log n) times, and
+  a probe reads one prefix sum per segment after a binary search.
+
+A key is a float64 (`keys.edge_values`): what the batch kernel ranks, so
+ties, -0.0 and the order of the batch are kept. Without an edge predicate
+a task's store is one running total.
+
+Counts are exact multi-limb integers as in `kernel.py` (32-bit limbs in
+uint64). A normalized vertex keeps its top limb zero, so sums of fewer than
+2**31 vertices never overflow a limb; when one would need the top limb, every
+array is widened by half and the event computed again. Group sums per
+(group, block) are limb-wise sums of final vertices, carried when a row is
+emitted.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+_MASK = np.uint64(0xFFFFFFFF)
+_SHIFT = np.uint64(32)
+
+MAX_SEGMENTS = 48  # per task: merging keeps far fewer (log2 of its events)
+
+# The carried state (numba takes named tuples of arrays; `feed` returns a new one when it grows an array).
+State = namedtuple("State", [
+    "pk",  # (P,) float64: keys of every segment, pooled
+    "pv",  # (P, cells, limbs, lanes) uint64: their inclusive prefix sums
+    "tseg",  # (tasks, MAX_SEGMENTS, 2) int64: (start in the pool, length) of each segment of a task
+    "tnseg",  # (tasks,) int64: segments in use
+    "trun",  # (tasks, cells, limbs, lanes) uint64: running total of a task without an edge predicate
+    "gacc",  # (slots, cells, limbs, lanes) uint64: sums of final vertices per (group, block)
+    "gmm",  # (slots, nm, lanes) float64: MIN/MAX per (group, block)
+    "ghas",  # (slots, lanes) bool: a lane has a trend
+    "top",  # (1,) int64: end of the used pool
+])
+
+
+# Per event of a micro-batch, in (partition, time) order.
+Batch = namedtuple("Batch", [
+    "kmin", "kmax",  # first and last window (kmin clipped to the first window not reported)
+    "newt",  # starts a new time stamp within its partition
+    "key",  # float64: its key as a predecessor (edge predicate)
+    "probe",  # float64: what it admits of its predecessors' keys
+    "mult",  # (n, cells - 1, digits) uint64: own multiplier of cells 1..
+    "mmval",  # (n, nm) float64
+])
+
+
+@njit(cache=True)
+def _grow_pool(st, need):  # noqa: ANN001, ANN202
+    cap = st.pk.shape[0]
+    if need <= cap:
+        return st
+    cap = max(need, 2 * cap, 64)
+    pk = np.empty(cap, np.float64)
+    pk[: st.pk.shape[0]] = st.pk
+    pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2], st.pv.shape[3]), np.uint64)
+    pv[: st.pv.shape[0]] = st.pv
+    return State(pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, st.top)
+
+
+@njit(cache=True)
+def _wider(a, limbs):  # noqa: ANN001, ANN202
+    """(items, cells, limbs, lanes) zero-extended to `limbs` limbs."""
+    out = np.zeros((a.shape[0], a.shape[1], limbs, a.shape[3]), a.dtype)
+    out[:, :, : a.shape[2], :] = a
+    return out
+
+
+@njit(cache=True)
+def _widened(st, limbs):  # noqa: ANN001, ANN202
+    return State(st.pk, _wider(st.pv, limbs), st.tseg, st.tnseg, _wider(st.trun, limbs), _wider(st.gacc, limbs),
+                 st.gmm, st.ghas, st.top)
+
+
+@njit(cache=True)
+def _carry(acc, c, j0, j1):  # noqa: ANN001, ANN202
+    """Carry cell c of `acc` (lanes j0..j1-1); True when the top limb is then nonzero (the caller widens)."""
+    limbs = acc.shape[1]
+    for j in range(j0, j1):
+        cy = np.uint64(0)
+        for lb in range(limbs):
+            x = acc[c, lb, j] + cy
+            acc[c, lb, j] = x & _MASK
+            cy = x >> _SHIFT
+        if cy != 0 or acc[c, limbs - 1, j] != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _vertex(acc, mult, ndig, j0, j1):  # noqa: ANN001, ANN202
+    """Given the predecessors' sums in `acc`: start a trend in every lane, carry the
+    count, add count * own multiplier to cells 1.. True if a limb runs out."""
+    for j in range(j0, j1):
+        acc[0, 0, j] += 1
+    if _carry(acc, 0, j0, j1):
+        return True
+    limbs = acc.shape[1]
+    for c in range(1, acc.shape[0]):
+        for d in range(ndig):
+            k = mult[c - 1, d]
+            if k == 0:
+                continue
+            for lb in range(limbs - d - 1):
+                for j in range(j0, j1):
+                    x = acc[0, lb, j] * k
+                    acc[c, lb + d, j] += x & _MASK
+                    acc[c, lb + d + 1, j] += x >> _SHIFT
+            for lb in range(limbs - d - 1, limbs):  # the count's limbs the product has no room for
+                for j in range(j0, j1):
+                    if acc[0, lb, j] != 0:
+                        return True
+        if _carry(acc, c, j0, j1):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _add(dst, src, j0, j1):  # noqa: ANN001, ANN202
+    for c in range(dst.shape[0]):
+        for lb in range(dst.shape[1]):
+            for j in range(j0, j1):
+                dst[c, lb, j] += src[c, lb, j]
+
+
+@njit(cache=True)
+def _sub(dst, src, j0, j1):  # noqa: ANN001, ANN202
+    for c in range(dst.shape[0]):
+        for lb in range(dst.shape[1]):
+            for j in range(j0, j1):
+                dst[c, lb, j] -= src[c, lb, j]
+
+
+@njit(cache=True)
+def _read(acc, st, fen, keys, m, tid, probe, keyed, point, strict, j0, j1):  # noqa: ANN001, ANN202
+    """acc lanes j0..j1-1 += the aggregates of the predecessors the probe admits."""
+    if not keyed:
+        _add(acc, st.trun[tid], j0, j1)
+        return
+    for s in range(st.tnseg[tid]):
+        a = st.tseg[tid, s, 0]
+        n = st.tseg[tid, s, 1]
+        seg = st.pk[a: a + n]
+        if point:
+            lo = np.searchsorted(seg, probe, side="left")
+            hi = np.searchsorted(seg, probe, side="right")
+            if hi > lo:
+                _add(acc, st.pv[a + hi - 1], j0, j1)
+                if lo > 0:
+                    _sub(acc, st.pv[a + lo - 1], j0, j1)
+        else:
+            i = np.searchsorted(seg, probe, side="left") if strict else np.searchsorted(seg, probe, side="right")
+            if i > 0:
+                _add(acc, st.pv[a + i - 1], j0, j1)
+    if m == 0:
+        return
+    if point:
+        i = np.searchsorted(keys, probe)
+        if i < m and keys[i] == probe:
+            _add(acc, fen[i + 1], j0, j1)
+    else:
+        i = np.searchsorted(keys, probe, side="left") if strict else np.searchsorted(keys, probe, side="right")
+        while i > 0:
+            _add(acc, fen[i], j0, j1)
+            i -= i & (-i)
+
+
+@njit(cache=True)
+def _join(st, fen, keys, m, tid, key, val, keyed, point, j0, j1):  # noqa: ANN001, ANN202
+    """A vertex joins its task's store (the batch's tree, or the running total)."""
+    if not keyed:
+        _add(st.trun[tid], val, j0, j1)
+        return
+    i = np.searchsorted(keys, key) + 1
+    if point:
+        _add(fen[i], val, j0, j1)
+        return
+    while i <= m:
+        _add(fen[i], val, j0, j1)
+        i += i & (-i)
+
+
+@njit(cache=True)
+def _seal(st, fen, keys, m, tid, point):  # noqa: ANN001, ANN202
+    """The batch's tree of a task becomes a segment (prefix sums), then merges."""
+    lanes = fen.shape[3]
+    if not point:  # the Fenwick tree's nodes back to one value per key (its construction undone)
+        for i in range(m, 0, -1):
+            p = i + (i & (-i))
+            if p <= m:
+                _sub(fen[p], fen[i], 0, lanes)
+    for i in range(2, m + 1):
+        _add(fen[i], fen[i - 1], 0, lanes)
+    top = st.top[0]
+    st = _grow_pool(st, top + m)
+    st.pk[top: top + m] = keys
+    st.pv[top: top + m] = fen[1: m + 1]
+    n = st.tnseg[tid]
+    st.tseg[tid, n, 0] = top
+    st.tseg[tid, n, 1] = m
+    st.tnseg[tid] = n + 1
+    st.top[0] = top + m
+    while st.tnseg[tid] >= 2:
+        n = st.tnseg[tid]
+        la, lb = st.tseg[tid, n - 2, 1], st.tseg[tid, n - 1, 1]
+        if 2 * lb < la and n < MAX_SEGMENTS:
+            break
+        st = _merge(st, tid, n - 2)
+    return st
+
+
+@njit(cache=True)
+def _merge(st, tid, s):  # noqa: ANN001, ANN202
+    """Segments s and s + 1 of a task become one (written at the pool's top)."""
+    a1, n1 = st.tseg[tid, s, 0], st.tseg[tid, s, 1]
+    a2, n2 = st.tseg[tid, s + 1, 0], st.tseg[tid, s + 1, 1]
+    top = st.top[0]
+    st = _grow_pool(st, top + n1 + n2)
+    pk, pv = st.pk, st.pv
+    lanes = pv.shape[3]
+    i, j, o = 0, 0, top
+    while i < n1 or j < n2:
+        first = j >= n2 or (i < n1 and pk[a1 + i] <= pk[a2 + j])
+        src, at = (a1, i) if first else (a2, j)
+        pk[o] = pk[src + at]
+        pv[o] = pv[src + at]  # this key's value: its prefix sum minus the one before, plus the running sum
+        if at > 0:
+            _sub(pv[o], pv[src + at - 1], 0, lanes)
+        if o > top:
+            _add(pv[o], pv[o - 1], 0, lanes)
+        if first:
+            i += 1
+        else:
+            j += 1
+        o += 1
+    st.tseg[tid, s, 0] = top
+    st.tseg[tid, s, 1] = n1 + n2
+    st.tnseg[tid] -= 1
+    st.top[0] = top + n1 + n2
+    return st
+
+
+@njit(cache=True)
+def feed(
+    st: State,
+    task: np.ndarray,  # (tasks, 5): task id, group slot, block, event range a..b-1
+    lanes: int,
+    ev: Batch,
+    ndig: int,  # digits in use of the multipliers
+    mmax: np.ndarray,  # (nm,) bool: MAX (else MIN)
+    keyed: bool,
+    point: bool,  # the edge predicate is an equality (else an order: `strict` <, or <=)
+    strict: bool,
+) -> State:
+    """Propagate a micro-batch's events through their tasks, in order; the
+    state is updated in place and returned (a new tuple when an array grew)."""
+    ncell, limbs = st.pv.shape[1], st.pv.shape[2]
+    acc = np.zeros((ncell, limbs, lanes), np.uint64)
+    pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
+    fen = np.zeros((64, ncell, limbs, lanes), np.uint64)
+    for x in range(task.shape[0]):
+        tid, sl, blk, a, b = task[x, 0], task[x, 1], task[x, 2], task[x, 3], task[x, 4]
+        k0 = blk * lanes
+        keys = np.unique(ev.key[a:b]) if keyed else np.zeros(0, np.float64)
+        m = keys.shape[0]
+        if m + 1 > fen.shape[0]:
+            fen = np.zeros((max(2 * fen.shape[0], m + 1), ncell, limbs, lanes), np.uint64)
+        fen[: m + 1] = 0
+        e = a
+        while e < b:
+            g1 = e + 1  # events e..g1-1: one time stamp
+            while g1 < b and not ev.newt[g1]:
+                g1 += 1
+            if g1 - e > pend.shape[0]:
+                pend = np.zeros((2 * (g1 - e), ncell, limbs, lanes), np.uint64)
+            v = e
+            while v < g1:
+                j0 = max(ev.kmin[v], k0) - k0
+                j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
+                acc[:, :, j0:j1] = 0
+                _read(acc, st, fen, keys, m, tid, ev.probe[v], keyed, point, strict, j0, j1)
+                if _vertex(acc, ev.mult[v], ndig, j0, j1):  # widen every array by half, compute v again
+                    limbs = limbs + max(1, limbs // 4)
+                    st = _widened(st, limbs)
+                    acc = np.zeros((ncell, limbs, lanes), np.uint64)
+                    pend = _wider(pend, limbs)
+                    fen = _wider(fen, limbs)
+                    continue
+                _add(st.gacc[sl], acc, j0, j1)
+                for q in range(mmax.shape[0]):
+                    val = ev.mmval[v, q]
+                    for j in range(j0, j1):
+                        if (val > st.gmm[sl, q, j]) if mmax[q] else (val < st.gmm[sl, q, j]):
+                            st.gmm[sl, q, j] = val
+                for j in range(j0, j1):
+                    st.ghas[sl, j] = True
+                pend[v - e, :, :, :] = 0
+                pend[v - e, :, :, j0:j1] = acc[:, :, j0:j1]
+                v += 1
+            for v in range(e, g1):  # after every event of the time stamp has read the store
+                j0 = max(ev.kmin[v], k0) - k0
+                j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
+                _join(st, fen, keys, m, tid, ev.key[v], pend[v - e], keyed, point, j0, j1)
+            e = g1
+        if keyed and m:
+            st = _seal(st, fen, keys, m, tid, point)
+    return st
+
+
+@njit(cache=True)
+def compact(st: State, live: np.ndarray) -> State:
+    """The pool without the segments of tasks no longer `live` nor replaced by merges."""
+    total = 0
+    for tid in range(st.tnseg.shape[0]):
+        if live[tid]:
+            for s in range(st.tnseg[tid]):
+                total += st.tseg[tid, s, 1]
+    pk = np.empty(max(total, 64), np.float64)
+    pv = np.empty((max(total, 64), st.pv.shape[1], st.pv.shape[2], st.pv.shape[3]), np.uint64)
+    o = 0
+    for tid in range(st.tnseg.shape[0]):
+        if not live[tid]:
+            st.tnseg[tid] = 0
+            continue
+        for s in range(st.tnseg[tid]):
+            a, n = st.tseg[tid, s, 0], st.tseg[tid, s, 1]
+            pk[o: o + n] = st.pk[a: a + n]
+            pv[o: o + n] = st.pv[a: a + n]
+            st.tseg[tid, s, 0] = o
+            o += n
+    top = np.zeros(1, np.int64)
+    top[0] = o
+    return State(pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, top)
