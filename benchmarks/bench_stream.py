@@ -39,7 +39,10 @@ from greta_stream.engine.columnar.stream import ColumnarStream  # noqa: E402
 
 def run(engine: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, float]:
     cq = compile_query(q1_text())
-    stream: Any = ColumnarStream(cq) if engine == "columnar" else Engine(cq)
+    if engine == "general":
+        stream: Any = Engine(cq)
+    else:
+        stream = ColumnarStream(cq, incremental=engine == "incremental")
     timings: list[tuple[float, float]] = []
     rows: list[dict[str, Any]] = []
     i, end = 0, 0.0
@@ -72,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-window", default="10000,100000", help="events per window (comma list)")
     ap.add_argument("--batch-s", default="1,10", help="event-time seconds per micro-batch (comma list)")
     ap.add_argument("--windows", type=float, default=2.0, help="stream length in windows")
-    ap.add_argument("--engines", default="columnar", help="columnar and/or general (slow past 10k/window)")
+    ap.add_argument("--engines", default="columnar,incremental",
+                    help="columnar (each closing window computed from the kept events), incremental (each event "
+                         "propagated once, trees carried over micro-batches) and/or general (slow past 10k/window)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     greta_stream.evaluate(q1_text(), generators.stock(2000, seed=1), engine="columnar")  # load the kernels

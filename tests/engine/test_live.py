@@ -66,7 +66,7 @@ def test_incremental_long_streams_equal_batch(data: st.DataObject) -> None:
 
 def run(text: str, events: list[dict], batch_s: float, **options: Any) -> tuple[list[dict], ColumnarStream]:
     """Events in time order, micro-batches of `batch_s` of event time (shuffled within), as a shard sees them."""
-    stream = ColumnarStream(compile_query(text), **options)
+    stream = ColumnarStream(compile_query(text), **{"incremental": True, **options})
     rnd = random.Random(7)
     events = sorted(events, key=lambda e: e["time"])
     rows: list[dict] = []

@@ -222,7 +222,7 @@ class LiveAggregates:
         nt, ns = len(self.task_blk), len(self.slot_blk)
         if s.tnseg.shape[0] < nt or s.gacc.shape[0] < ns:
             t_cap, s_cap = max(nt, 2 * s.tnseg.shape[0]), max(ns, 2 * s.gacc.shape[0])
-            s = lk.State(s.pk, s.pv, _grown(s.tseg, t_cap), _grown(s.tnseg, t_cap), _grown(s.trun, t_cap),
+            s = lk.State(s.off, s.pk, s.pv, _grown(s.tseg, t_cap), _grown(s.tnseg, t_cap), _grown(s.trun, t_cap),
                          _grown(s.gacc, s_cap), _grown(s.gmm, s_cap), _grown(s.ghas, s_cap), s.top)
         for tid in self._fresh_tasks:
             s.tnseg[tid] = 0
@@ -251,7 +251,11 @@ class LiveAggregates:
         if k_to is not None:
             pick &= ks < k_to
         sl, lane = np.nonzero(pick)
-        cells = np.ascontiguousarray(s.gacc[sl, :, :, lane])  # (rows, cells, limbs)
+        off = s.off.tolist()
+        flat = s.gacc[sl, :, lane]  # (rows, limb rows of every cell)
+        cells = np.zeros((len(sl), len(off) - 1, max(b - a for a, b in zip(off, off[1:]))), np.uint64)
+        for c, (a, b) in enumerate(zip(off, off[1:])):
+            cells[:, c, : b - a] = flat[:, a:b]
         mm = s.gmm[sl, :, lane] if s.gmm.shape[1] else np.zeros((len(sl), 0), np.float64)
         out = KernelOutput(ks[sl, lane], np.asarray(self.slot_gid, np.int64)[sl], cells, mm, lay.cell_spec_pairs,
                            lay.sums, lay.mm_values, list(self.group_values), self.time_kind or "numeric")
@@ -283,10 +287,11 @@ class LiveAggregates:
 
 
 def _new_state(ncell: int, nm: int, lanes: int) -> lk.State:
-    limbs = START_LIMBS + 1  # one more than the batch kernel's: a vertex keeps its top limb zero
-    return lk.State(np.zeros(64, np.float64), np.zeros((64, ncell, limbs, lanes), np.uint64),
+    off = np.arange(ncell + 1, dtype=np.int64) * (START_LIMBS + 1)  # a vertex keeps each cell's top limb zero
+    rows = int(off[-1])
+    return lk.State(off, np.zeros(64, np.float64), np.zeros((64, rows, lanes), np.uint64),
                     np.zeros((8, lk.MAX_SEGMENTS, 2), np.int64), np.zeros(8, np.int64),
-                    np.zeros((8, ncell, limbs, lanes), np.uint64), np.zeros((8, ncell, limbs, lanes), np.uint64),
+                    np.zeros((8, rows, lanes), np.uint64), np.zeros((8, rows, lanes), np.uint64),
                     np.zeros((8, nm, lanes), np.float64), np.zeros((8, lanes), np.bool_), np.zeros(1, np.int64))
 
 

@@ -25,11 +25,14 @@ ties, -0.0 and the order of the batch are kept. Without an edge predicate
 a task's store is one running total.
 
 Counts are exact multi-limb integers as in `kernel.py` (32-bit limbs in
-uint64). A normalized vertex keeps its top limb zero, so sums of fewer than
-2**31 vertices never overflow a limb; when one would need the top limb, every
-array is widened by half and the event computed again. Group sums per
-(group, block) are limb-wise sums of final vertices, carried when a row is
-emitted.
+uint64), each cell with limbs of its own: a vertex's aggregates are one
+column of rows, cell c's limbs at rows off[c]..off[c+1]-1 (a COUNT needs one
+or two limbs where a SUM of scaled floats needs four or more), so a carried
+vector is as small as its cells allow. A normalized vertex keeps each cell's
+top limb zero, so sums of fewer than 2**31 vertices never overflow a limb;
+when a cell would need its top limb, every array gives that cell more limbs
+and the event is computed again. Group sums per (group, block) are limb-wise
+sums of final vertices, carried when a row is emitted.
 """
 
 from __future__ import annotations
@@ -46,12 +49,13 @@ MAX_SEGMENTS = 48  # per task: merging keeps far fewer (log2 of its events)
 
 # The carried state (numba takes named tuples of arrays; `feed` returns a new one when it grows an array).
 State = namedtuple("State", [
+    "off",  # (cells + 1,) int64: cell c's limbs are rows off[c]..off[c+1]-1 of a vector
     "pk",  # (P,) float64: keys of every segment, pooled
-    "pv",  # (P, cells, limbs, lanes) uint64: their inclusive prefix sums
+    "pv",  # (P, rows, lanes) uint64: their inclusive prefix sums
     "tseg",  # (tasks, MAX_SEGMENTS, 2) int64: (start in the pool, length) of each segment of a task
     "tnseg",  # (tasks,) int64: segments in use
-    "trun",  # (tasks, cells, limbs, lanes) uint64: running total of a task without an edge predicate
-    "gacc",  # (slots, cells, limbs, lanes) uint64: sums of final vertices per (group, block)
+    "trun",  # (tasks, rows, lanes) uint64: running total of a task without an edge predicate
+    "gacc",  # (slots, rows, lanes) uint64: sums of final vertices per (group, block)
     "gmm",  # (slots, nm, lanes) float64: MIN/MAX per (group, block)
     "ghas",  # (slots, lanes) bool: a lane has a trend
     "top",  # (1,) int64: end of the used pool
@@ -77,82 +81,94 @@ def _grow_pool(st, need):  # noqa: ANN001, ANN202
     cap = max(need, 2 * cap, 64)
     pk = np.empty(cap, np.float64)
     pk[: st.pk.shape[0]] = st.pk
-    pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2], st.pv.shape[3]), np.uint64)
+    pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2]), np.uint64)
     pv[: st.pv.shape[0]] = st.pv
-    return State(pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, st.top)
+    return State(st.off, pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, st.top)
 
 
 @njit(cache=True)
-def _wider(a, limbs):  # noqa: ANN001, ANN202
-    """(items, cells, limbs, lanes) zero-extended to `limbs` limbs."""
-    out = np.zeros((a.shape[0], a.shape[1], limbs, a.shape[3]), a.dtype)
-    out[:, :, : a.shape[2], :] = a
+def relaid(a, off, new):  # noqa: ANN001, ANN202
+    """(items, rows, lanes) with each cell's limbs moved from layout `off` to `new` (more limbs: zeros)."""
+    out = np.zeros((a.shape[0], new[-1], a.shape[2]), a.dtype)
+    for c in range(off.shape[0] - 1):
+        n = off[c + 1] - off[c]
+        out[:, new[c]: new[c] + n, :] = a[:, off[c]: off[c] + n, :]
     return out
 
 
 @njit(cache=True)
-def _widened(st, limbs):  # noqa: ANN001, ANN202
-    return State(st.pk, _wider(st.pv, limbs), st.tseg, st.tnseg, _wider(st.trun, limbs), _wider(st.gacc, limbs),
-                 st.gmm, st.ghas, st.top)
+def _widened(st, c):  # noqa: ANN001, ANN202
+    """The state with more limbs for cell c (a quarter more, at least two)."""
+    n = st.off[c + 1] - st.off[c]
+    new = st.off.copy()
+    new[c + 1:] += max(2, n // 4)
+    return State(new, st.pk, relaid(st.pv, st.off, new), st.tseg, st.tnseg, relaid(st.trun, st.off, new),
+                 relaid(st.gacc, st.off, new), st.gmm, st.ghas, st.top)
 
 
 @njit(cache=True)
-def _carry(acc, c, j0, j1):  # noqa: ANN001, ANN202
-    """Carry cell c of `acc` (lanes j0..j1-1); True when the top limb is then nonzero (the caller widens)."""
-    limbs = acc.shape[1]
+def _carry(acc, a, b, j0, j1):  # noqa: ANN001, ANN202
+    """Carry limbs a..b-1 of `acc` (lanes j0..j1-1); True when the top one is then nonzero (the caller widens)."""
     for j in range(j0, j1):
         cy = np.uint64(0)
-        for lb in range(limbs):
-            x = acc[c, lb, j] + cy
-            acc[c, lb, j] = x & _MASK
+        for lb in range(a, b):
+            x = acc[lb, j] + cy
+            acc[lb, j] = x & _MASK
             cy = x >> _SHIFT
-        if cy != 0 or acc[c, limbs - 1, j] != 0:
+        if cy != 0 or acc[b - 1, j] != 0:
             return True
     return False
 
 
 @njit(cache=True)
-def _vertex(acc, mult, ndig, j0, j1):  # noqa: ANN001, ANN202
+def _vertex(acc, off, mult, ndig, j0, j1):  # noqa: ANN001, ANN202
     """Given the predecessors' sums in `acc`: start a trend in every lane, carry the
-    count, add count * own multiplier to cells 1.. True if a limb runs out."""
+    count, add count * own multiplier to cells 1.. The cell that runs out of limbs, else -1."""
+    c0, c1 = off[0], off[1]
     for j in range(j0, j1):
-        acc[0, 0, j] += 1
-    if _carry(acc, 0, j0, j1):
-        return True
-    limbs = acc.shape[1]
-    for c in range(1, acc.shape[0]):
+        acc[c0, j] += 1
+    if _carry(acc, c0, c1, j0, j1):
+        return 0
+    for c in range(1, off.shape[0] - 1):
+        base, lim = off[c], off[c + 1] - off[c]
         for d in range(ndig):
             k = mult[c - 1, d]
             if k == 0:
                 continue
-            for lb in range(limbs - d - 1):
+            for lb in range(c1 - c0):
+                if lb + d + 1 >= lim:  # no room for this limb's product: it must be zero
+                    for j in range(j0, j1):
+                        if acc[c0 + lb, j] != 0:
+                            return c
+                    continue
+                lo = acc[base + lb + d]
+                up = acc[base + lb + d + 1]
+                src = acc[c0 + lb]
                 for j in range(j0, j1):
-                    x = acc[0, lb, j] * k
-                    acc[c, lb + d, j] += x & _MASK
-                    acc[c, lb + d + 1, j] += x >> _SHIFT
-            for lb in range(limbs - d - 1, limbs):  # the count's limbs the product has no room for
-                for j in range(j0, j1):
-                    if acc[0, lb, j] != 0:
-                        return True
-        if _carry(acc, c, j0, j1):
-            return True
-    return False
+                    x = src[j] * k
+                    lo[j] += x & _MASK
+                    up[j] += x >> _SHIFT
+        if _carry(acc, base, off[c + 1], j0, j1):
+            return c
+    return -1
 
 
 @njit(cache=True)
 def _add(dst, src, j0, j1):  # noqa: ANN001, ANN202
-    for c in range(dst.shape[0]):
-        for lb in range(dst.shape[1]):
-            for j in range(j0, j1):
-                dst[c, lb, j] += src[c, lb, j]
+    for r in range(dst.shape[0]):
+        d = dst[r]
+        s = src[r]
+        for j in range(j0, j1):
+            d[j] += s[j]
 
 
 @njit(cache=True)
 def _sub(dst, src, j0, j1):  # noqa: ANN001, ANN202
-    for c in range(dst.shape[0]):
-        for lb in range(dst.shape[1]):
-            for j in range(j0, j1):
-                dst[c, lb, j] -= src[c, lb, j]
+    for r in range(dst.shape[0]):
+        d = dst[r]
+        s = src[r]
+        for j in range(j0, j1):
+            d[j] -= s[j]
 
 
 @njit(cache=True)
@@ -207,7 +223,7 @@ def _join(st, fen, keys, m, tid, key, val, keyed, point, j0, j1):  # noqa: ANN00
 @njit(cache=True)
 def _seal(st, fen, keys, m, tid, point):  # noqa: ANN001, ANN202
     """The batch's tree of a task becomes a segment (prefix sums), then merges."""
-    lanes = fen.shape[3]
+    lanes = fen.shape[2]
     if not point:  # the Fenwick tree's nodes back to one value per key (its construction undone)
         for i in range(m, 0, -1):
             p = i + (i & (-i))
@@ -241,7 +257,7 @@ def _merge(st, tid, s):  # noqa: ANN001, ANN202
     top = st.top[0]
     st = _grow_pool(st, top + n1 + n2)
     pk, pv = st.pk, st.pv
-    lanes = pv.shape[3]
+    lanes = pv.shape[2]
     i, j, o = 0, 0, top
     while i < n1 or j < n2:
         first = j >= n2 or (i < n1 and pk[a1 + i] <= pk[a2 + j])
@@ -278,17 +294,17 @@ def feed(
 ) -> State:
     """Propagate a micro-batch's events through their tasks, in order; the
     state is updated in place and returned (a new tuple when an array grew)."""
-    ncell, limbs = st.pv.shape[1], st.pv.shape[2]
-    acc = np.zeros((ncell, limbs, lanes), np.uint64)
-    pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
-    fen = np.zeros((64, ncell, limbs, lanes), np.uint64)
+    rows = st.off[-1]
+    acc = np.zeros((rows, lanes), np.uint64)
+    pend = np.zeros((4, rows, lanes), np.uint64)
+    fen = np.zeros((64, rows, lanes), np.uint64)
     for x in range(task.shape[0]):
         tid, sl, blk, a, b = task[x, 0], task[x, 1], task[x, 2], task[x, 3], task[x, 4]
         k0 = blk * lanes
         keys = np.unique(ev.key[a:b]) if keyed else np.zeros(0, np.float64)
         m = keys.shape[0]
         if m + 1 > fen.shape[0]:
-            fen = np.zeros((max(2 * fen.shape[0], m + 1), ncell, limbs, lanes), np.uint64)
+            fen = np.zeros((max(2 * fen.shape[0], m + 1), rows, lanes), np.uint64)
         fen[: m + 1] = 0
         e = a
         while e < b:
@@ -296,19 +312,21 @@ def feed(
             while g1 < b and not ev.newt[g1]:
                 g1 += 1
             if g1 - e > pend.shape[0]:
-                pend = np.zeros((2 * (g1 - e), ncell, limbs, lanes), np.uint64)
+                pend = np.zeros((2 * (g1 - e), rows, lanes), np.uint64)
             v = e
             while v < g1:
                 j0 = max(ev.kmin[v], k0) - k0
                 j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
-                acc[:, :, j0:j1] = 0
+                acc[:, j0:j1] = 0
                 _read(acc, st, fen, keys, m, tid, ev.probe[v], keyed, point, strict, j0, j1)
-                if _vertex(acc, ev.mult[v], ndig, j0, j1):  # widen every array by half, compute v again
-                    limbs = limbs + max(1, limbs // 4)
-                    st = _widened(st, limbs)
-                    acc = np.zeros((ncell, limbs, lanes), np.uint64)
-                    pend = _wider(pend, limbs)
-                    fen = _wider(fen, limbs)
+                c = _vertex(acc, st.off, ev.mult[v], ndig, j0, j1)
+                if c >= 0:  # cell c needs more limbs: every array gets them, v is computed again
+                    off = st.off
+                    st = _widened(st, c)
+                    rows = st.off[-1]
+                    acc = np.zeros((rows, lanes), np.uint64)
+                    pend = relaid(pend, off, st.off)
+                    fen = relaid(fen, off, st.off)
                     continue
                 _add(st.gacc[sl], acc, j0, j1)
                 for q in range(mmax.shape[0]):
@@ -318,8 +336,8 @@ def feed(
                             st.gmm[sl, q, j] = val
                 for j in range(j0, j1):
                     st.ghas[sl, j] = True
-                pend[v - e, :, :, :] = 0
-                pend[v - e, :, :, j0:j1] = acc[:, :, j0:j1]
+                pend[v - e, :, :] = 0
+                pend[v - e, :, j0:j1] = acc[:, j0:j1]
                 v += 1
             for v in range(e, g1):  # after every event of the time stamp has read the store
                 j0 = max(ev.kmin[v], k0) - k0
@@ -339,8 +357,9 @@ def compact(st: State, live: np.ndarray) -> State:
         if live[tid]:
             for s in range(st.tnseg[tid]):
                 total += st.tseg[tid, s, 1]
-    pk = np.empty(max(total, 64), np.float64)
-    pv = np.empty((max(total, 64), st.pv.shape[1], st.pv.shape[2], st.pv.shape[3]), np.uint64)
+    cap = 2 * total + 1024  # room to grow before the next copy
+    pk = np.empty(cap, np.float64)
+    pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2]), np.uint64)
     o = 0
     for tid in range(st.tnseg.shape[0]):
         if not live[tid]:
@@ -354,4 +373,4 @@ def compact(st: State, live: np.ndarray) -> State:
             o += n
     top = np.zeros(1, np.int64)
     top[0] = o
-    return State(pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, top)
+    return State(st.off, pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, top)
