@@ -222,10 +222,12 @@ class LiveAggregates:
         nt, ns = len(self.task_blk), len(self.slot_blk)
         if s.tnseg.shape[0] < nt or s.gacc.shape[0] < ns:
             t_cap, s_cap = max(nt, 2 * s.tnseg.shape[0]), max(ns, 2 * s.gacc.shape[0])
-            s = lk.State(s.off, s.pk, s.pv, _grown(s.tseg, t_cap), _grown(s.tnseg, t_cap), _grown(s.trun, t_cap),
+            s = lk.State(s.off, s.pk, s.pv, _grown(s.tseg, t_cap), _grown(s.tnseg, t_cap), _grown(s.ttail, t_cap),
+                         _grown(s.trun, t_cap),
                          _grown(s.gacc, s_cap), _grown(s.gmm, s_cap), _grown(s.ghas, s_cap), s.top)
         for tid in self._fresh_tasks:
             s.tnseg[tid] = 0
+            s.ttail[tid] = (-1, 0)
             s.trun[tid] = 0
         for sid in self._fresh_slots:
             s.gacc[sid] = 0
@@ -276,7 +278,9 @@ class LiveAggregates:
         live[list(self.tasks.values())] = True
         for tid in self.free_tasks:
             s.tnseg[tid] = 0
+            s.ttail[tid] = (-1, 0)
         kept = int(s.tseg[:, :, 1][live[:, None] & (np.arange(lk.MAX_SEGMENTS)[None, :] < s.tnseg[:, None])].sum())
+        kept += lk.TAIL * int((s.ttail[live, 0] >= 0).sum())
         if s.top[0] > 3 * kept + 4096:
             self.state = lk.compact(s, live)
 
@@ -290,7 +294,7 @@ def _new_state(ncell: int, nm: int, lanes: int) -> lk.State:
     off = np.arange(ncell + 1, dtype=np.int64) * (START_LIMBS + 1)  # a vertex keeps each cell's top limb zero
     rows = int(off[-1])
     return lk.State(off, np.zeros(64, np.float64), np.zeros((64, rows, lanes), np.uint64),
-                    np.zeros((8, lk.MAX_SEGMENTS, 2), np.int64), np.zeros(8, np.int64),
+                    np.zeros((8, lk.MAX_SEGMENTS, 2), np.int64), np.zeros(8, np.int64), np.full((8, 2), -1, np.int64),
                     np.zeros((8, rows, lanes), np.uint64), np.zeros((8, rows, lanes), np.uint64),
                     np.zeros((8, nm, lanes), np.float64), np.zeros((8, lanes), np.bool_), np.zeros(1, np.int64))
 

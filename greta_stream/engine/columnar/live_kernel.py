@@ -18,7 +18,11 @@ query: "sum of the predecessors whose key is admitted by this probe"):
   is exact: an equality probe reads a key's range as P[hi] - P[lo]);
 - a segment at least half as long as the one before it is merged into it,
   so a task has O(log n) segments, each event is merged O(log n) times, and
-  a probe reads one prefix sum per segment after a binary search.
+  a probe reads one prefix sum per segment after a binary search;
+- a micro-batch brings a task few events (one or two per 10 s in a busy
+  stream): those go to the task's *tail* instead, up to `TAIL` vertices in
+  arrival order that a probe scans, sealed into a segment when full. So a
+  small batch builds no tree, and segments start `TAIL` long (fewer merges).
 
 A key is a float64 (`keys.edge_values`): what the batch kernel ranks, so
 ties, -0.0 and the order of the batch are kept. Without an edge predicate
@@ -46,6 +50,7 @@ _MASK = np.uint64(0xFFFFFFFF)
 _SHIFT = np.uint64(32)
 
 MAX_SEGMENTS = 48  # per task: merging keeps far fewer (log2 of its events)
+TAIL = 16  # vertices a task's tail holds before it is sealed into a segment
 
 # The carried state (numba takes named tuples of arrays; `feed` returns a new one when it grows an array).
 State = namedtuple("State", [
@@ -54,6 +59,7 @@ State = namedtuple("State", [
     "pv",  # (P, rows, lanes) uint64: their inclusive prefix sums
     "tseg",  # (tasks, MAX_SEGMENTS, 2) int64: (start in the pool, length) of each segment of a task
     "tnseg",  # (tasks,) int64: segments in use
+    "ttail",  # (tasks, 2) int64: (start in the pool, length) of a task's tail (start -1: none yet)
     "trun",  # (tasks, rows, lanes) uint64: running total of a task without an edge predicate
     "gacc",  # (slots, rows, lanes) uint64: sums of final vertices per (group, block)
     "gmm",  # (slots, nm, lanes) float64: MIN/MAX per (group, block)
@@ -83,7 +89,7 @@ def _grow_pool(st, need):  # noqa: ANN001, ANN202
     pk[: st.pk.shape[0]] = st.pk
     pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2]), np.uint64)
     pv[: st.pv.shape[0]] = st.pv
-    return State(st.off, pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, st.top)
+    return State(st.off, pk, pv, st.tseg, st.tnseg, st.ttail, st.trun, st.gacc, st.gmm, st.ghas, st.top)
 
 
 @njit(cache=True)
@@ -102,7 +108,7 @@ def _widened(st, c):  # noqa: ANN001, ANN202
     n = st.off[c + 1] - st.off[c]
     new = st.off.copy()
     new[c + 1:] += max(2, n // 4)
-    return State(new, st.pk, relaid(st.pv, st.off, new), st.tseg, st.tnseg, relaid(st.trun, st.off, new),
+    return State(new, st.pk, relaid(st.pv, st.off, new), st.tseg, st.tnseg, st.ttail, relaid(st.trun, st.off, new),
                  relaid(st.gacc, st.off, new), st.gmm, st.ghas, st.top)
 
 
@@ -192,6 +198,11 @@ def _read(acc, st, fen, keys, m, tid, probe, keyed, point, strict, j0, j1):  # n
             i = np.searchsorted(seg, probe, side="left") if strict else np.searchsorted(seg, probe, side="right")
             if i > 0:
                 _add(acc, st.pv[a + i - 1], j0, j1)
+    a, n = st.ttail[tid, 0], st.ttail[tid, 1]
+    for i in range(a, a + n):
+        k = st.pk[i]
+        if (k == probe) if point else ((k < probe) if strict else (k <= probe)):
+            _add(acc, st.pv[i], j0, j1)
     if m == 0:
         return
     if point:
@@ -235,6 +246,31 @@ def _seal(st, fen, keys, m, tid, point):  # noqa: ANN001, ANN202
     st = _grow_pool(st, top + m)
     st.pk[top: top + m] = keys
     st.pv[top: top + m] = fen[1: m + 1]
+    return _segment(st, tid, top, m)
+
+
+@njit(cache=True)
+def _seal_tail(st, tid):  # noqa: ANN001, ANN202
+    """A task's tail becomes a segment: its vertices sorted by key, prefix-summed."""
+    a, n = st.ttail[tid, 0], st.ttail[tid, 1]
+    if n == 0:
+        return st
+    top = st.top[0]
+    st = _grow_pool(st, top + n)
+    lanes = st.pv.shape[2]
+    order = np.argsort(st.pk[a: a + n], kind="mergesort")
+    for i in range(n):
+        st.pk[top + i] = st.pk[a + order[i]]
+        st.pv[top + i] = st.pv[a + order[i]]
+        if i:
+            _add(st.pv[top + i], st.pv[top + i - 1], 0, lanes)
+    st.ttail[tid, 1] = 0
+    return _segment(st, tid, top, n)
+
+
+@njit(cache=True)
+def _segment(st, tid, top, m):  # noqa: ANN001, ANN202
+    """Entries top..top+m-1 of the pool become the task's last segment; merge by size."""
     n = st.tnseg[tid]
     st.tseg[tid, n, 0] = top
     st.tseg[tid, n, 1] = m
@@ -301,7 +337,14 @@ def feed(
     for x in range(task.shape[0]):
         tid, sl, blk, a, b = task[x, 0], task[x, 1], task[x, 2], task[x, 3], task[x, 4]
         k0 = blk * lanes
-        keys = np.unique(ev.key[a:b]) if keyed else np.zeros(0, np.float64)
+        tail = keyed and b - a <= TAIL  # a few events: into the tail, no tree
+        if keyed and st.ttail[tid, 1] + (b - a if tail else 1) > TAIL:
+            st = _seal_tail(st, tid)
+        if tail and st.ttail[tid, 0] < 0:  # the task's tail, once, at the pool's top
+            st = _grow_pool(st, st.top[0] + TAIL)
+            st.ttail[tid, 0] = st.top[0]
+            st.top[0] += TAIL
+        keys = np.unique(ev.key[a:b]) if keyed and not tail else np.zeros(0, np.float64)
         m = keys.shape[0]
         if m + 1 > fen.shape[0]:
             fen = np.zeros((max(2 * fen.shape[0], m + 1), rows, lanes), np.uint64)
@@ -342,7 +385,13 @@ def feed(
             for v in range(e, g1):  # after every event of the time stamp has read the store
                 j0 = max(ev.kmin[v], k0) - k0
                 j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
-                _join(st, fen, keys, m, tid, ev.key[v], pend[v - e], keyed, point, j0, j1)
+                if tail:
+                    at = st.ttail[tid, 0] + st.ttail[tid, 1]
+                    st.pk[at] = ev.key[v]
+                    st.pv[at] = pend[v - e]
+                    st.ttail[tid, 1] += 1
+                else:
+                    _join(st, fen, keys, m, tid, ev.key[v], pend[v - e], keyed, point, j0, j1)
             e = g1
         if keyed and m:
             st = _seal(st, fen, keys, m, tid, point)
@@ -357,6 +406,8 @@ def compact(st: State, live: np.ndarray) -> State:
         if live[tid]:
             for s in range(st.tnseg[tid]):
                 total += st.tseg[tid, s, 1]
+            if st.ttail[tid, 0] >= 0:
+                total += TAIL
     cap = 2 * total + 1024  # room to grow before the next copy
     pk = np.empty(cap, np.float64)
     pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2]), np.uint64)
@@ -364,7 +415,15 @@ def compact(st: State, live: np.ndarray) -> State:
     for tid in range(st.tnseg.shape[0]):
         if not live[tid]:
             st.tnseg[tid] = 0
+            st.ttail[tid, 0] = -1
+            st.ttail[tid, 1] = 0
             continue
+        a, n = st.ttail[tid, 0], st.ttail[tid, 1]
+        if a >= 0:
+            pk[o: o + n] = st.pk[a: a + n]
+            pv[o: o + n] = st.pv[a: a + n]
+            st.ttail[tid, 0] = o
+            o += TAIL
         for s in range(st.tnseg[tid]):
             a, n = st.tseg[tid, s, 0], st.tseg[tid, s, 1]
             pk[o: o + n] = st.pk[a: a + n]
@@ -373,4 +432,4 @@ def compact(st: State, live: np.ndarray) -> State:
             o += n
     top = np.zeros(1, np.int64)
     top[0] = o
-    return State(st.off, pk, pv, st.tseg, st.tnseg, st.trun, st.gacc, st.gmm, st.ghas, top)
+    return State(st.off, pk, pv, st.tseg, st.tnseg, st.ttail, st.trun, st.gacc, st.gmm, st.ghas, top)
