@@ -26,7 +26,9 @@ as Spark tasks; `records` runs it in this process.
 
 from __future__ import annotations
 
+import base64
 import pickle
+import zlib
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
@@ -65,6 +67,18 @@ class DeferredWindow:
     def trends(self) -> int:
         """The trends of this window and run (all anchors)."""
         return sum(self.counts)
+
+
+def to_text(d: DeferredWindow) -> str:
+    """A deferred window as text (pickled, compressed, base64): how it travels in an output row."""
+    return base64.b64encode(zlib.compress(pickle.dumps(d, protocol=pickle.HIGHEST_PROTOCOL), 1)).decode("ascii")
+
+
+def from_text(text: str) -> DeferredWindow:
+    d = pickle.loads(zlib.decompress(base64.b64decode(text)))
+    if not isinstance(d, DeferredWindow):
+        raise TypeError(f"not a deferred window: {type(d).__name__}")
+    return d
 
 
 def view_of(graph: Any, plan: CetPlan, config: CetConfig, budget: Budget, k: int) -> WindowView:
