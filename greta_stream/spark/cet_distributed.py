@@ -21,6 +21,7 @@ by batch id are overwritten by a replay, so output stays exactly once.
 
 from __future__ import annotations
 
+import logging
 from collections import namedtuple
 from collections.abc import Iterator
 from functools import partial
@@ -32,6 +33,7 @@ from pyspark.sql import SparkSession
 from greta_stream.cet.distributed import extract, from_text, plan_of, split
 from greta_stream.connectors.jsonl import dumps_payload
 
+log = logging.getLogger("greta_stream.cet_distributed")
 JOB_GROUP = "greta-stream-cet-distributed"  # the Spark job group of the extraction jobs
 Extracted = namedtuple("Extracted", ["query", "kind", "window_start", "window_end", "grp", "payload"])
 Item = tuple[int, int, int, int]  # (deferred window, first anchor, end anchor, share of the cap)
@@ -62,6 +64,8 @@ def expand_outputs(spark: SparkSession, outputs: list[Any], tasks: int | None = 
             shared.unpersist()
         for w, rows in results:  # collect keeps the order of the items
             payloads[w] += rows
+        log.info("extracted %d deferred CET window(s) in %d Spark tasks: %d rows", len(windows), len(items),
+                 sum(map(len, payloads)))
     out: list[Any] = []
     index = dict(zip(at, range(len(at)), strict=True))
     for i, o in enumerate(outputs):

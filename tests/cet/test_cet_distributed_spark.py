@@ -110,6 +110,7 @@ def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path) -> Non
         proc = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--config", str(tmp_path / "pipeline.yaml"),
                                "--master", cluster.url], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "deferred CET window(s)" in proc.stderr  # the workers ran the operator that defers them
     got = {n: by_window(list(read_jsonl_dir(tmp_path / "out" / n))) for n in ("dist", "dist_cap")}
     want = {"dist": by_window(list(evaluate(Q, events, mode="cet"))),
             "dist_cap": by_window(list(evaluate(Q, events, mode="cet", trends="all", max_trends=40)))}
