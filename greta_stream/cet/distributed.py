@@ -1,27 +1,33 @@
-"""Deferred windows: the extraction of one large window, split by anchors.
+"""Deferred windows: the extraction of one large window, split by anchors and prefixes.
 
 A window of one partition and run with more than `CetConfig.distribute_over`
 vertices is not enumerated by the extractor. It becomes a `DeferredWindow`:
 the window's graph (pickled), what its records need (bounds, group, exact
-total, `truncated`) and the number of trends each *anchor* (a source of the
-walk, `WindowView.sources`) starts, counted by the exact DP over the graph.
-The trends of a window are the anchors' trends in anchor order, each anchor's
-in depth-first order (windows.py), so:
+total, `truncated`) and its trends cut into *pieces* with exact counts.
 
-1. `DeferredWindow.take` trends are needed (the window's share of its
-   group's `max_trends`, fixed by the extractor from the exact counts);
-2. `split` cuts the first anchors that hold them into contiguous ranges and
-   gives each range exactly its share: all of its anchors' trends, the last
-   range what is left;
+The trends of a window are, in order, those of each *anchor* (a source of
+the walk, `WindowView.sources`), each anchor's in depth-first pre-order
+(windows.py). So the trends that start with a path P (a *prefix*) ending at
+x are P itself if x is a sink, then those starting with P + (y,) for each
+successor y of x in order; their number is the path count of x, an exact
+DP over the graph. A piece is a prefix with all its trends, or a prefix
+alone (one trend); the pieces of a window, concatenated, are its trends:
+
+1. `pieces` starts from the anchors and splits the largest piece that the
+   first `take` trends need (the window's share of its group's `max_trends`)
+   into its children, until they need `PIECES` pieces: a cap that one
+   anchor's trends fill is still spread over many pieces (ABI, Mei et al.,
+   ICPP 2021, section 4: trends never cross anchors; prefixes cut deeper);
+2. `split` cuts the needed pieces into contiguous ranges balanced by count
+   and gives each range exactly its share: all of its pieces' trends, the
+   last range what is left;
 3. `extract` enumerates one range on its own (any process: it rebuilds the
    view from the pickled graph);
 4. the ranges' records, concatenated in range order, are the records the
    extractor would have emitted, whatever the number of ranges.
 
-This is the anchor decomposition of ABI (Mei et al., ICPP 2021, section 4):
-trends never cross anchors, so each anchor's partial trends can be built on
-its own. No pyspark here: `greta_stream.spark.cet_distributed` runs `extract`
-as Spark tasks; `records` runs it in this process.
+No pyspark here: `greta_stream.spark.cet_distributed` runs `extract` as
+Spark tasks; `records` runs it in this process.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import base64
 import pickle
 import zlib
 from dataclasses import dataclass
+from collections.abc import Iterator
 from itertools import accumulate
 from typing import Any
 
@@ -45,7 +52,10 @@ from greta_stream.engine.timebase import Timebase
 
 DEFERRED = "__greta_deferred"  # the key of a record that stands for a deferred window's records
 
-Range = tuple[int, int, int]  # anchors [a, b) and how many of their trends to emit
+Range = tuple[int, int, int]  # pieces [a, b) and how many of their trends to emit
+Piece = tuple[tuple[int, ...], bool]  # a prefix (window positions) and whether it stands alone
+PIECES = 64  # pieces the needed trends are cut into, at most: enough for a cluster's tasks
+MAX_SPLITS = 20_000  # splits per window at most (each scans one vertex's successors)
 
 
 @dataclass(frozen=True)
@@ -58,15 +68,11 @@ class DeferredWindow:
     k: int  # the window
     graph: bytes  # the run's graph, pickled (a range graph: only the window's vertices)
     head: dict[str, Any]  # window bounds and group columns of its records
-    counts: tuple[int, ...]  # trends per anchor, in walk order
+    pieces: tuple[Piece, ...]  # the pieces its first trends are cut into, in order
+    counts: tuple[int, ...]  # trends per piece
     take: int  # how many of its trends the records hold (its share of the group's cap)
     total: int  # the exact total of the (window, group), as every record carries it
     truncated: bool
-
-    @property
-    def trends(self) -> int:
-        """The trends of this window and run (all anchors)."""
-        return sum(self.counts)
 
 
 def to_text(d: DeferredWindow) -> str:
@@ -109,6 +115,51 @@ def _range_slice(graph: RangeGraph, a: int, b: int) -> RangeGraph:
     return out
 
 
+def pieces(view: WindowView, take: int | None, target: int | None = None) -> tuple[list[Piece], list[int], int]:
+    """The pieces that hold the first `take` trends of `view` (all when None),
+    their counts and the number of trends of the view (see the module docstring).
+    `target`: pieces wanted (default `PIECES`)."""
+    target = PIECES if target is None else target
+    cnt = view.path_counts() if view.n else []
+    out: list[tuple[Piece, int]] = [(((s,), False), cnt[s]) for s in view.sources]
+    total = sum(c for _, c in out)
+    want = total if take is None else min(take, total)
+    sink = view.sink
+    for _ in range(MAX_SPLITS):
+        acc, m = 0, 0
+        for m, (_, c) in enumerate(out, 1):  # noqa: B007 - m: the pieces needed
+            acc += c
+            if acc >= want:
+                break
+        del out[m:]
+        if m >= target:
+            break
+        best = max((i for i in range(m) if not out[i][0][1] and out[i][1] > 1), key=lambda i: out[i][1], default=None)
+        if best is None:
+            break
+        (path, _), _ = out[best]
+        x = path[-1]
+        kids = [((path, True), 1)] if sink[x] else []
+        kids += [((path + (y,), False), cnt[y]) for y in successors(view, x)]
+        out[best:best + 1] = kids
+    return [p for p, _ in out], [c for _, c in out], total
+
+
+def successors(view: WindowView, i: int) -> list[int]:
+    """The window positions the walk goes to from position i, in its order."""
+    if isinstance(view, RangeView):
+        return list(view._successors(i))
+    g0, n, useful = view.g0, view.n, view.useful
+    out = []
+    for w in (view.verts[i].rsucc if view.reduced else view.verts[i].succ):
+        j = w.gi - g0
+        if j >= n:
+            break
+        if useful[j]:
+            out.append(j)
+    return out
+
+
 def split(counts: tuple[int, ...] | list[int], take: int, n: int) -> list[Range]:
     """Contiguous anchor ranges that hold the first `take` trends, at most `n`
     of them, balanced by trend count; each with its exact share."""
@@ -142,22 +193,44 @@ def plan_of(d: DeferredWindow) -> CetPlan:
 
 
 def extract(d: DeferredWindow, a: int, b: int, share: int, plan: CetPlan | None = None) -> list[dict[str, Any]]:
-    """The records of anchors [a, b) of `d`: their first `share` trends, in order."""
+    """The records of pieces [a, b) of `d`: their first `share` trends, in order."""
     if share <= 0:
         return []
     plan = plan or plan_of(d)
     view = view_of(pickle.loads(d.graph), plan, d.config, Budget(d.config.cache_units), d.k)
-    view.sources = view.sources[a:b]
     out: list[dict[str, Any]] = []
-    for ids, vs in view.walk():
-        rec = dict(d.head, trend=list(ids), total=d.total, truncated=d.truncated)
-        if d.config.with_events:
-            rec["aliases"] = [v.alias for v in vs]
-            rec["events"] = [v.attrs for v in vs]
+    verts, with_events = view.verts, d.config.with_events
+    for path in _trends(view, d.pieces[a:b]):
+        rec = dict(d.head, trend=[verts[i].eid for i in path], total=d.total, truncated=d.truncated)
+        if with_events:
+            rec["aliases"] = [verts[i].alias for i in path]
+            rec["events"] = [verts[i].attrs for i in path]
         out.append(rec)
         if len(out) >= share:
             break
     return out
+
+
+def _trends(view: WindowView, todo: tuple[Piece, ...]) -> Iterator[list[int]]:
+    """The trends of each piece in order: depth-first pre-order below its prefix (explicit stack)."""
+    sink = view.sink
+    for prefix, alone in todo:
+        path = list(prefix)
+        if sink[path[-1]]:
+            yield path
+        if alone:
+            continue
+        stack = [iter(successors(view, path[-1]))]
+        while stack:
+            y = next(stack[-1], None)
+            if y is None:
+                stack.pop()
+                path.pop()
+                continue
+            path.append(y)
+            if sink[y]:
+                yield path
+            stack.append(iter(successors(view, y)))
 
 
 def records(d: DeferredWindow, ranges: int = 1) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from greta_stream.cet.config import CetConfig
-from greta_stream.cet.distributed import DEFERRED, DeferredWindow, distributable, pickled_window, view_of
+from greta_stream.cet.distributed import DEFERRED, DeferredWindow, distributable, pickled_window, pieces, view_of
 from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.partition import CetPartition, canonical
@@ -209,14 +209,13 @@ class TrendExtractor:
     # ------------------------------------------------------------ records
     def _close(self, k: int, part: CetPartition, run_key: tuple[Any, ...], graph: TrendGraph) -> None:
         """Window k of one run closed: collect its trends (up to the cap) and count;
-        past `distribute_over` vertices, count them per anchor and defer them (distributed.py)."""
+        past `distribute_over` vertices, count them, cut them into pieces and defer them (distributed.py)."""
         view = view_of(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
         over = self.config.distribute_over
         trends: list[Trend] | _Deferral
         if over is not None and view.n > over and distributable(view):
-            counts = view.source_counts()
-            total = sum(counts)
-            trends = _Deferral(pickled_window(graph, self.plan, k), tuple(counts)) if total else []
+            cut, counts, total = pieces(view, self.config.max_trends)
+            trends = _Deferral(pickled_window(graph, self.plan, k), tuple(cut), tuple(counts)) if total else []
             self.metrics.inc("windows_deferred")
         else:
             trends, total = view.collect(self.config.max_trends)
@@ -299,15 +298,16 @@ class TrendExtractor:
 
 @dataclasses.dataclass(frozen=True)
 class _Deferral:
-    """A deferred window of one run until its (window, group) is reported: its graph and anchor counts."""
+    """A deferred window of one run until its (window, group) is reported: its graph and pieces."""
 
     graph: bytes
+    pieces: tuple[Any, ...]
     counts: tuple[int, ...]
 
     def window(self, ex: TrendExtractor, k: int, head: dict[str, Any], take: int, total: int,
                truncated: bool) -> DeferredWindow:
         return DeferredWindow(ex.cq.text, ex.front.time_kind or "seconds", ex.config, k, self.graph, dict(head),
-                              self.counts, take, total, truncated)
+                              self.pieces, self.counts, take, total, truncated)
 
 
 @contextlib.contextmanager

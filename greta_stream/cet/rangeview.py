@@ -172,7 +172,7 @@ class RangeView(WindowView):
         return rsucc
 
     # ------------------------------------------------------------ counting
-    def _path_counts(self) -> list[int]:
+    def path_counts(self) -> list[int]:
         sink, useful = self.sink, self.useful
         if self.rsucc is None:
             cnt = self._suffix(lambda i, s: (1 if sink[i] else 0) + s)

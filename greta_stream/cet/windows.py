@@ -108,10 +108,10 @@ class WindowView:
         """The number of trends from each source, in the order of `sources` (the walk's)."""
         if not self.n:
             return []
-        cnt = self._path_counts()
+        cnt = self.path_counts()
         return [cnt[i] for i in self.sources]
 
-    def _path_counts(self) -> list[int]:
+    def path_counts(self) -> list[int]:
         """Per window position: the number of paths from it to a sink."""
         verts, n, g0, useful, sink = self.verts, self.n, self.g0, self.useful, self.sink
         cnt = [0] * n
