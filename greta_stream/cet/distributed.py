@@ -35,8 +35,8 @@ from __future__ import annotations
 import base64
 import pickle
 import zlib
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
