@@ -13,7 +13,7 @@ For each size and cap:
   the per-anchor counts and the deferred window (pickled), no enumeration;
 - **job**: what the batch writer does with it: `cet_distributed.expand_outputs`
   over the standalone cluster (2 workers of 1 core, started here unless
-  `--master` is given), `--tasks` anchor ranges; then a probe job with the
+  `--master` is given), `--tasks` ranges of pieces; then a probe job with the
   same ranges reports each task's peak RSS (Python workers are not reused,
   so each task's RSS is its own, from the daemon's fork).
 
@@ -136,7 +136,7 @@ def main() -> None:
     spark.sparkContext.parallelize(range(8), 8).map(lambda x: x).collect()  # executors up before any timing
     mb = 1 << 20
     try:
-        print(f"master {master}, {args.tasks} anchor ranges per window; kiting, complete trends, one window")
+        print(f"master {master}, {args.tasks} ranges per window; kiting, complete trends, one window")
         print(f"{'events':>7} {'cap':>8} {'total':>10} {'rows':>7} | {'operator s':>10} {'RSS MB':>7} | "
               f"{'defer s':>7} {'RSS MB':>7} {'window MB':>9} | {'tasks':>5} {'job s':>6} {'task RSS MB':>11} | check")
         with tempfile.TemporaryDirectory() as tmp:

@@ -3,14 +3,14 @@
 A Spark task cannot start jobs, so the stateful operator only defers a
 large window (`CetConfig.distribute_over`, greta_stream/cet/distributed.py):
 it emits one output of kind "deferred" carrying the window's graph, its
-per-anchor trend counts, its share of the cap and the exact total. The batch
-writer (foreachBatch, on the driver) calls `expand_outputs`:
+trends cut into pieces with exact counts, its share of the cap and the exact
+total. The batch writer (foreachBatch, on the driver) calls `expand_outputs`:
 
-1. every deferred window of the micro-batch is split into anchor ranges
+1. every deferred window of the micro-batch is split into ranges of pieces
    (`distributed.split`: each range gets exactly its share of the cap);
 2. one Spark job runs a task per range; the windows travel once per
    executor as a broadcast, each task rebuilds its window's view and
-   enumerates its anchors' trends, and returns their rows as JSON text;
+   enumerates its pieces' trends, and returns their rows as JSON text;
 3. the driver puts each window's rows, in range order, where its deferred
    output stood: the rows are those the operator would have emitted, in the
    same order, whatever the number of tasks.
@@ -36,13 +36,13 @@ from greta_stream.connectors.jsonl import dumps_payload
 log = logging.getLogger("greta_stream.cet_distributed")
 JOB_GROUP = "greta-stream-cet-distributed"  # the Spark job group of the extraction jobs
 Extracted = namedtuple("Extracted", ["query", "kind", "window_start", "window_end", "grp", "payload"])
-Item = tuple[int, int, int, int]  # (deferred window, first anchor, end anchor, share of the cap)
+Item = tuple[int, int, int, int]  # (deferred window, first piece, end piece, share of the cap)
 
 
 def expand_outputs(spark: SparkSession, outputs: list[Any], tasks: int | None = None) -> list[Any]:
     """`outputs` (a query's rows and deferred windows, in order) with each
     deferred window replaced by its rows (see the module docstring). `tasks`:
-    anchor ranges per window (default: Spark's default parallelism)."""
+    ranges per window (default: Spark's default parallelism)."""
     at = [i for i, o in enumerate(outputs) if o.kind == "deferred"]
     if not at:
         return outputs
