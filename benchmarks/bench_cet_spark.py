@@ -10,7 +10,7 @@ For each size and cap:
   process builds the graph and extracts the window (`TrendExtractor`), with
   its seconds and peak RSS;
 - **defer**: what a shard does with `distribute_over = 0`: the same graph,
-  the per-anchor counts and the deferred window (pickled), no enumeration;
+  the counts, the pieces and the deferred window (pickled), no enumeration;
 - **job**: what the batch writer does with it: `cet_distributed.expand_outputs`
   over the standalone cluster (2 workers of 1 core, started here unless
   `--master` is given), `--tasks` ranges of pieces; then a probe job with the

@@ -79,7 +79,7 @@ def expand_outputs(spark: SparkSession, outputs: list[Any], tasks: int | None = 
 
 
 def _extract_task(shared: Broadcast[list[str]], items: Iterator[Item]) -> Iterator[tuple[int, list[str]]]:
-    """One task: the rows of its anchor ranges, as JSON text."""
+    """One task: the rows of its ranges of pieces, as JSON text."""
     plans: dict[int, Any] = {}
     for w, a, b, share in items:
         d = from_text(shared.value[w])
