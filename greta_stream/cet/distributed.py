@@ -139,25 +139,30 @@ def pieces(view: WindowView, take: int | None, target: int | None = None) -> tup
             break
         (path, _), _ = out[best]
         x = path[-1]
+        room = want - sum(c for _, c in out[:best])  # trends still needed when this piece starts
         kids = [((path, True), 1)] if sink[x] else []
-        kids += [((path + (y,), False), cnt[y]) for y in successors(view, x)]
+        got = len(kids)
+        for y in successors(view, x):  # only the children that the first `want` trends reach
+            if got >= room:
+                break
+            kids.append(((path + (y,), False), cnt[y]))
+            got += cnt[y]
         out[best:best + 1] = kids
     return [p for p, _ in out], [c for _, c in out], total
 
 
-def successors(view: WindowView, i: int) -> list[int]:
+def successors(view: WindowView, i: int) -> Iterator[int]:
     """The window positions the walk goes to from position i, in its order."""
     if isinstance(view, RangeView):
-        return list(view._successors(i))
+        yield from view._successors(i)
+        return
     g0, n, useful = view.g0, view.n, view.useful
-    out = []
     for w in (view.verts[i].rsucc if view.reduced else view.verts[i].succ):
         j = w.gi - g0
         if j >= n:
             break
         if useful[j]:
-            out.append(j)
-    return out
+            yield j
 
 
 def split(counts: tuple[int, ...] | list[int], take: int, n: int) -> list[Range]:
@@ -220,7 +225,7 @@ def _trends(view: WindowView, todo: tuple[Piece, ...]) -> Iterator[list[int]]:
             yield path
         if alone:
             continue
-        stack = [iter(successors(view, path[-1]))]
+        stack = [successors(view, path[-1])]
         while stack:
             y = next(stack[-1], None)
             if y is None:
@@ -230,7 +235,7 @@ def _trends(view: WindowView, todo: tuple[Piece, ...]) -> Iterator[list[int]]:
             path.append(y)
             if sink[y]:
                 yield path
-            stack.append(iter(successors(view, y)))
+            stack.append(successors(view, y))
 
 
 def records(d: DeferredWindow, ranges: int = 1) -> list[dict[str, Any]]:
