@@ -7,10 +7,19 @@ with a `processingTime` trigger. A window closes every 10 s of event time,
 so 1 s batches close one window every tenth batch and 10 s batches one
 window per batch.
 
+Engines: ``columnar`` computes each closing window from the kept events
+(the default streaming path), ``incremental`` propagates each event once
+into trees carried across micro-batches (``ColumnarStream(incremental=True)``),
+``general`` is the general engine.
+
 Printed per row: events/s over the whole stream, the mean ms per batch of
 ``add_many`` and ``advance`` over the second half (the windows are full by
-then), and the same events through one batch ``evaluate`` for comparison
-(its events/s, and whether the streamed rows equal its rows).
+then), the state after the middle micro-batch (its snapshot, zlib'd as a
+Spark shard stores it, and the carried trees held in memory), the peak
+memory the run added (each run in a forked process: peak RSS less the RSS
+at the fork), and the same events through one batch ``evaluate`` for
+comparison (its events/s and added peak memory, and whether the streamed
+rows equal its rows).
 
     .venv/bin/python benchmarks/bench_stream.py
     .venv/bin/python benchmarks/bench_stream.py --per-window 10000,100000 --batch-s 1,10 --windows 2
@@ -19,8 +28,11 @@ then), and the same events through one batch ``evaluate`` for comparison
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import resource
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +51,14 @@ from greta_stream.engine.columnar.stream import ColumnarStream  # noqa: E402
 
 def run(engine: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, float]:
     cq = compile_query(q1_text())
-    stream: Any = ColumnarStream(cq) if engine == "columnar" else Engine(cq)
+    if engine == "general":
+        stream: Any = Engine(cq)
+    else:
+        stream = ColumnarStream(cq, incremental=engine == "incremental")
     timings: list[tuple[float, float]] = []
     rows: list[dict[str, Any]] = []
     i, end = 0, 0.0
+    middle, state, held = events[len(events) // 2]["time"], 0, 0
     start = time.perf_counter()
     while i < len(events):
         end += batch_s
@@ -55,12 +71,42 @@ def run(engine: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, 
         b = time.perf_counter()
         rows += stream.advance(end)
         timings.append((b - a, time.perf_counter() - b))
+        if not state and end > middle:
+            state, held = len(zlib.compress(stream.snapshot(), 1)), getattr(stream, "live_bytes", 0)
         i = j
     rows += stream.finish()
     wall = time.perf_counter() - start
     half = timings[len(timings) // 2:] or timings
     return {"ev_s": len(events) / wall, "rows": _key(rows), "add_ms": 1000 * sum(x for x, _ in half) / len(half),
-            "advance_ms": 1000 * sum(y for _, y in half) / len(half)}
+            "advance_ms": 1000 * sum(y for _, y in half) / len(half), "state": state, "held": held}
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _child(conn: Any, fn: Any, args: tuple[Any, ...]) -> None:
+    with open("/proc/self/statm") as f:
+        base = int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    out = fn(*args)
+    conn.send((out, _rss_mb() - base))
+
+
+def forked(fn: Any, *args: Any) -> tuple[Any, float]:
+    """fn(*args) in a forked process: its result and the peak memory (MB) it added."""
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, fn, args))
+    proc.start()
+    out = parent.recv()
+    proc.join()
+    return out
+
+
+def batch(events: list[dict[str, Any]]) -> tuple[float, list[tuple[Any, ...]]]:
+    start = time.perf_counter()
+    rows = greta_stream.evaluate(q1_text(), events, engine="columnar")
+    return len(events) / (time.perf_counter() - start), _key(rows)
 
 
 def _key(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -72,24 +118,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-window", default="10000,100000", help="events per window (comma list)")
     ap.add_argument("--batch-s", default="1,10", help="event-time seconds per micro-batch (comma list)")
     ap.add_argument("--windows", type=float, default=2.0, help="stream length in windows")
-    ap.add_argument("--engines", default="columnar", help="columnar and/or general (slow past 10k/window)")
+    ap.add_argument("--engines", default="columnar,incremental",
+                    help="columnar (each closing window computed from the kept events), incremental (each event "
+                         "propagated once, trees carried over micro-batches) and/or general (slow past 10k/window)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     greta_stream.evaluate(q1_text(), generators.stock(2000, seed=1), engine="columnar")  # load the kernels
-    print(f"{'engine':8} {'ev/window':>9} {'batch s':>7} {'events':>8} {'stream ev/s':>11} {'add ms':>7} "
-          f"{'advance ms':>10} {'batch ev/s':>10} {'rows equal':>10}")
+    print(f"{'engine':11} {'ev/window':>9} {'batch s':>7} {'events':>8} {'stream ev/s':>11} {'add ms':>7} "
+          f"{'advance ms':>10} {'state KB':>8} {'trees MB':>8} {'peak MB':>7} {'batch ev/s':>10} {'batch MB':>8} "
+          f"{'rows equal':>10}")
     for per in [int(x) for x in args.per_window.split(",")]:
         rate = rate_for(per)
         events = generators.stock(int(rate * WINDOW_S * args.windows), seed=args.seed, rate=rate)
-        start = time.perf_counter()
-        batch_rows = greta_stream.evaluate(q1_text(), events, engine="columnar")
-        batch_ev_s = len(events) / (time.perf_counter() - start)
+        (batch_ev_s, batch_rows), batch_mb = forked(batch, events)
         for engine in args.engines.split(","):
             for batch_s in [float(x) for x in args.batch_s.split(",")]:
-                r = run(engine, events, batch_s)
-                print(f"{engine:8} {per:>9,} {batch_s:>7g} {len(events):>8,} {r['ev_s']:>11,.0f} "
-                      f"{r['add_ms']:>7.1f} {r['advance_ms']:>10.1f} {batch_ev_s:>10,.0f} "
-                      f"{str(r['rows'] == _key(batch_rows)):>10}", flush=True)
+                r, peak = forked(run, engine, events, batch_s)
+                print(f"{engine:11} {per:>9,} {batch_s:>7g} {len(events):>8,} {r['ev_s']:>11,.0f} "
+                      f"{r['add_ms']:>7.1f} {r['advance_ms']:>10.1f} {r['state'] / 1024:>8,.0f} "
+                      f"{r['held'] / 2**20:>8.1f} {peak:>7.0f} {batch_ev_s:>10,.0f} {batch_mb:>8.0f} "
+                      f"{str(r['rows'] == batch_rows):>10}", flush=True)
     return 0
 
 

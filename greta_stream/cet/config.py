@@ -26,6 +26,10 @@ class CetConfig:
     - `threads`: threads that compute a window's reduced edges (complete
       trends over range edges) and that walk slices of its start vertices
       (order edges), docs/DESIGN.md; the result never depends on it.
+    - `distribute_over`: a window of one partition (one run) with more vertices
+      than this is not enumerated here: its records are deferred
+      (`greta_stream.cet.distributed`) and a Spark pipeline extracts them as a
+      distributed job. None (the default): never. The records never depend on it.
     """
 
     trends: str = COMPLETE
@@ -34,6 +38,7 @@ class CetConfig:
     cache_units: int = 2_000_000
     graphlet_units: int = 200_000
     threads: int = 1
+    distribute_over: int | None = None
 
     def __post_init__(self) -> None:
         if self.trends not in (COMPLETE, ALL):
@@ -42,6 +47,10 @@ class CetConfig:
             raise ValueError(f"max_trends must be a positive integer or None, got {self.max_trends!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads must be a positive integer, got {self.threads!r}")
+        if self.distribute_over is not None and (isinstance(self.distribute_over, bool)
+                                                 or not isinstance(self.distribute_over, int)
+                                                 or self.distribute_over < 0):
+            raise ValueError(f"distribute_over must be an integer >= 0 or None, got {self.distribute_over!r}")
         if self.cache_units < 0 or self.graphlet_units < 0:
             raise ValueError("cache_units and graphlet_units must not be negative")
 

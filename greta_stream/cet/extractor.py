@@ -21,7 +21,10 @@ edges (orders.py); for `complete` trends and order edges from an exact count
 over the CET graph. Records come sorted by
 window, then group, then partition and run, then depth-first trend order;
 the cap keeps the first `max_trends` of that order, so streaming and batch
-report the same trends.
+report the same trends. With `distribute_over`, a large window of one run
+leaves as one record under the key `distributed.DEFERRED` (a
+`DeferredWindow`) in its place in that order: `distributed.expand` (or a
+Spark job) turns it into its records.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from greta_stream.cet.config import CetConfig
+from greta_stream.cet.distributed import DEFERRED, DeferredWindow, distributable, pickled_window, pieces, view_of
 from greta_stream.cet.graph import TrendGraph
 from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.orders import OrderGraph, ordered
@@ -44,8 +48,7 @@ from greta_stream.cet.orderview import OrderView
 from greta_stream.cet.partition import CetPartition, canonical
 from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.ranges import RangeGraph, ranged
-from greta_stream.cet.rangeview import RangeView
-from greta_stream.cet.windows import Trend, WindowView
+from greta_stream.cet.windows import Trend
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.engine.columnar.columns import frame_records
@@ -214,13 +217,22 @@ class TrendExtractor:
 
     # ------------------------------------------------------------ records
     def _close(self, k: int, part: CetPartition, run_key: tuple[Any, ...], graph: TrendGraph) -> None:
-        """Window k of one run closed: collect its trends (up to the cap) and count."""
+        """Window k of one run closed: collect its trends (up to the cap) and count;
+        past `distribute_over` vertices, count them, cut them into pieces and defer them (distributed.py).
+        Order edges (orders.py) are always walked here, on `CetConfig.threads`."""
         if isinstance(graph, OrderGraph):
             graph = graph.fallback or graph  # type: ignore[assignment]
-        view_cls = RangeView if isinstance(graph, RangeGraph) else OrderView if isinstance(graph, OrderGraph) \
-            else WindowView
-        view = view_cls(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
-        trends, total = view.collect(self.config.max_trends)
+        ordered_view = isinstance(graph, OrderGraph)
+        view = OrderView(graph, self.plan, self.config, self.budget, k) if ordered_view \
+            else view_of(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
+        over = self.config.distribute_over
+        trends: list[Trend] | _Deferral
+        if over is not None and view.n > over and not ordered_view and distributable(view):
+            cut, counts, total = pieces(view, self.config.max_trends)
+            trends = _Deferral(pickled_window(graph, self.plan, k), tuple(cut), tuple(counts)) if total else []
+            self.metrics.inc("windows_deferred")
+        else:
+            trends, total = view.collect(self.config.max_trends)
         if total:
             group = tuple(part.key[i] for i in self._group_at)
             slot = self._pending.setdefault((k, group), [])
@@ -234,7 +246,6 @@ class TrendExtractor:
         out: list[dict[str, Any]] = []
         for (k, group) in sorted(pending, key=lambda kg: (kg[0], canonical(kg[1]))):
             parts = sorted(pending[(k, group)], key=lambda p: (p[0], p[1]))
-            trends: list[Trend] = [tr for p in parts for tr in p[2]]
             total = sum(p[3] for p in parts)
             start = tb.export(tb.start(k))
             if self.counter is not None:
@@ -242,16 +253,27 @@ class TrendExtractor:
                 if engine_total != total:
                     self.metrics.inc("total_mismatch")
                 total = engine_total if engine_total is not None else total
-            if cap is not None:
-                trends = trends[:cap]
             head = finisher.head(k, group)
-            for ids, vs in trends:
-                rec = dict(head, trend=list(ids), total=total, truncated=len(trends) < total)
-                if self.config.with_events:
-                    rec["aliases"] = [v.alias for v in vs]
-                    rec["events"] = [v.attrs for v in vs]
-                out.append(rec)
-        self.metrics.inc("trends_emitted", len(out))
+            # Each run's share of the cap, in order: a deferred run's trends are not here, its count is.
+            shares, left = [], cap
+            for p in parts:
+                n = len(p[2]) if isinstance(p[2], list) else p[3]
+                n = n if left is None else min(n, left)
+                shares.append(n)
+                left = None if left is None else left - n
+            truncated = sum(shares) < total
+            self.metrics.inc("trends_emitted", sum(shares))
+            for p, n in zip(parts, shares, strict=True):
+                if isinstance(p[2], _Deferral):
+                    if n:
+                        out.append({**head, DEFERRED: p[2].window(self, k, head, n, total, truncated)})
+                    continue
+                for ids, vs in p[2][:n]:
+                    rec = dict(head, trend=list(ids), total=total, truncated=truncated)
+                    if self.config.with_events:
+                        rec["aliases"] = [v.alias for v in vs]
+                        rec["events"] = [v.attrs for v in vs]
+                    out.append(rec)
         return out
 
     def _totals(self, rows: list[dict[str, Any]]) -> dict[tuple[Any, tuple[Any, ...]], int]:
@@ -286,6 +308,20 @@ class TrendExtractor:
         if ex.front.time_kind is not None:
             ex.plan = ex._plan()
         return ex
+
+
+@dataclasses.dataclass(frozen=True)
+class _Deferral:
+    """A deferred window of one run until its (window, group) is reported: its graph and pieces."""
+
+    graph: bytes
+    pieces: tuple[Any, ...]
+    counts: tuple[int, ...]
+
+    def window(self, ex: TrendExtractor, k: int, head: dict[str, Any], take: int, total: int,
+               truncated: bool) -> DeferredWindow:
+        return DeferredWindow(ex.cq.text, ex.front.time_kind or "seconds", ex.config, k, self.graph, dict(head),
+                              self.pieces, self.counts, take, total, truncated)
 
 
 @contextlib.contextmanager

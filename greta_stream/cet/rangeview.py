@@ -172,9 +172,7 @@ class RangeView(WindowView):
         return rsucc
 
     # ------------------------------------------------------------ counting
-    def count(self) -> int:
-        if not self.n:
-            return 0
+    def path_counts(self) -> list[int]:
         sink, useful = self.sink, self.useful
         if self.rsucc is None:
             cnt = self._suffix(lambda i, s: (1 if sink[i] else 0) + s)
@@ -183,7 +181,7 @@ class RangeView(WindowView):
             for i in range(self.n - 1, -1, -1):
                 if useful[i]:
                     cnt[i] = (1 if sink[i] else 0) + sum(cnt[j] for j in self.rsucc[i])
-        return sum(cnt[i] for i in self.sources)
+        return cnt
 
     # ------------------------------------------------------------ the walk
     def _successors(self, i: int) -> Iterator[int]:

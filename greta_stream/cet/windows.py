@@ -102,8 +102,17 @@ class WindowView:
     # ------------------------------------------------------------ counting
     def count(self) -> int:
         """The number of paths from sources to sinks (exact; a DP, no enumeration)."""
+        return sum(self.source_counts())
+
+    def source_counts(self) -> list[int]:
+        """The number of trends from each source, in the order of `sources` (the walk's)."""
         if not self.n:
-            return 0
+            return []
+        cnt = self.path_counts()
+        return [cnt[i] for i in self.sources]
+
+    def path_counts(self) -> list[int]:
+        """Per window position: the number of paths from it to a sink."""
         verts, n, g0, useful, sink = self.verts, self.n, self.g0, self.useful, self.sink
         cnt = [0] * n
         for i in range(n - 1, -1, -1):
@@ -116,7 +125,7 @@ class WindowView:
                     break
                 c += cnt[j]
             cnt[i] = c
-        return sum(cnt[i] for i in self.sources)
+        return cnt
 
     def collect(self, cap: int | None) -> tuple[list[Trend], int]:
         """Up to `cap` trends in order, and the exact number of trends."""

@@ -59,7 +59,9 @@ class RunSpec:
       else the general engine), "general" or "columnar" (an error when the
       kernels do not cover the query). Aggregate mode only.
     - `fields`: names of the type, time and id fields of the input records.
-    - `cet`: CET mode's options (`trends`, `max_trends`, `with_events`).
+    - `cet`: CET mode's options (`trends`, `max_trends`, `with_events`;
+      `distribute_over` for Spark pipelines, whose batch writer extracts the
+      deferred windows it makes: `greta_stream.cet.distributed`).
     - `time_kind`: "seconds" or "timestamp" when the source declares it;
       None lets the first valid event fix it.
     - `lateness_s`: allowed lateness (the watermark delay) in seconds.
@@ -90,6 +92,7 @@ class RunSpec:
         trends: str = "complete",
         max_trends: int | None = None,
         with_events: bool = False,
+        distribute_over: int | None = None,
         time_kind: str | None = None,
         lateness_s: float = 0.0,
         kernel_threads: int | None = None,
@@ -118,10 +121,12 @@ class RunSpec:
             raise ConfigError(f"max_future_s must be a finite number of seconds > 0 or None, got {max_future_s!r}")
         if kernel_threads is not None and (isinstance(kernel_threads, bool) or kernel_threads < 1):
             raise ConfigError(f"kernel_threads must be a positive integer or None, got {kernel_threads!r}")
-        if mode == "aggregate" and (trends != "complete" or max_trends is not None or with_events):
-            raise ConfigError("trends, max_trends and with_events apply to mode 'cet' only")
+        if mode == "aggregate" and (trends != "complete" or max_trends is not None or with_events
+                                    or distribute_over is not None):
+            raise ConfigError("trends, max_trends, with_events and distribute_over apply to mode 'cet' only")
         try:
-            cet = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events)
+            cet = CetConfig(trends=trends, max_trends=max_trends, with_events=with_events,
+                            distribute_over=distribute_over)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         spec = cls(cq, mode, engine, fields, cet, time_kind, float(lateness_s), kernel_threads,  # type: ignore[arg-type]

@@ -66,6 +66,7 @@ class QueryFile(_Strict):
     source: SourceFile | None = None
     trends: Literal["complete", "all"] = "complete"
     max_trends: int | None = Field(None, ge=1)
+    distribute_over: int | None = Field(None, ge=0)
     engine: Literal["auto", "general"] = "auto"
 
     @model_validator(mode="after")

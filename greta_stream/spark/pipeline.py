@@ -39,6 +39,7 @@ from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark import config_file
+from greta_stream.spark.cet_distributed import expand_outputs
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.progress import progress_line
@@ -82,13 +83,16 @@ class QueryConfig:
     max_trends: int | None = None  # cet mode: cap per (window, group); the record keeps the exact total
     engine: str = "auto"  # aggregate mode: "auto" (the columnar engine where it covers the query) or "general"
     spec: RunSpec | None = None  # the run, built once by `PipelineConfig` (the pipeline's fields and lateness)
+    # cet mode: a window of one partition with more vertices is extracted by a distributed Spark job
+    distribute_over: int | None = None
 
     def run_spec(self, fields: FieldNames, lateness_s: float, max_future_s: float | None = DEFAULT_MAX_FUTURE_S,
                  limits: Limits = LIMITS) -> RunSpec:
         """This query's `RunSpec`: compiled and checked once, where the run begins."""
         try:
             return RunSpec.create(self.text, mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
-                                  max_trends=self.max_trends, lateness_s=lateness_s, max_future_s=max_future_s,
+                                  max_trends=self.max_trends, distribute_over=self.distribute_over,
+                                  lateness_s=lateness_s, max_future_s=max_future_s,
                                   limits=limits).for_streaming()
         except ConfigError as exc:
             raise ConfigError(f"query {self.name!r}: {exc}") from None
@@ -183,7 +187,8 @@ def _query_config(q: config_file.QueryFile, base: Path, engine: str | None) -> Q
             raise ConfigError(f"query {q.name!r}: cannot read its file {path}: {exc.strerror or exc}") from None
     return QueryConfig(q.name, text, [_sink(s, base) for s in q.sinks],
                        _sink(q.dead_letter, base) if q.dead_letter else None, q.mode,
-                       _source(q.source, base) if q.source else None, q.trends, q.max_trends, engine or q.engine)
+                       _source(q.source, base) if q.source else None, q.trends, q.max_trends, engine or q.engine,
+                       distribute_over=q.distribute_over)
 
 
 def _resolve(path: str, base: Path) -> str:
@@ -267,8 +272,11 @@ class BatchWriter:
         self.route(batch.sparkSession, batch_id, outputs)
 
     def route(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
-        """Write one batch's outputs (rows and dead letters of this query) to its sinks."""
-        rows = sorted((o for o in outputs if o.kind == "row"), key=lambda o: (o.window_start, o.grp))
+        """Write one batch's outputs (rows and dead letters of this query) to its sinks.
+        Deferred CET windows become their rows first, through a Spark job (cet_distributed.py)."""
+        rows = sorted((o for o in outputs if o.kind in ("row", "deferred")), key=lambda o: (o.window_start, o.grp))
+        if any(o.kind == "deferred" for o in rows):
+            rows = expand_outputs(spark, rows)
         dead = sorted(o.payload for o in outputs if o.kind == "dead")  # sorted: a replay gives the same order
         for sink in self.sinks:
             if isinstance(sink, KafkaSink):

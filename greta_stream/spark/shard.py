@@ -42,6 +42,7 @@ from typing import Any
 
 import pandas as pd
 
+from greta_stream.cet.distributed import DEFERRED, to_text
 from greta_stream.connectors.jsonl import dumps, dumps_payload, dumps_row
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.timebase import TIMESTAMP
@@ -59,6 +60,8 @@ from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter, QuerySet, r
 # state of 4 (one query) becomes that of a stream of one query.
 STATE_VERSION = 5
 
+# kind: "row" (a result row), "deferred" (a CET window whose rows the batch writer
+# extracts: spark/cet_distributed.py), "dead" or "state"
 OUTPUT_COLUMNS = ("query", "kind", "window_start", "window_end", "grp", "payload")
 
 
@@ -231,6 +234,11 @@ def _runner(queries: QuerySet, state: bytes | None, shard: Shard, dead_letter: Q
 
 
 def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]:
+    deferred = row.get(DEFERRED)
+    if deferred is not None:  # a CET window that the batch writer extracts as a Spark job (cet_distributed.py)
+        return {"query": name, "kind": "deferred", "window_start": _seconds(row["window_start"]),
+                "window_end": _seconds(row["window_end"]), "grp": dumps_row([row[c] for c in spec.group_columns]),
+                "payload": to_text(deferred)}
     return {
         "query": name,
         "kind": "row",

@@ -12,10 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_bench_stream_smoke() -> None:
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "bench_stream.py"), "--per-window", "600", "--batch-s", "1,10",
-         "--windows", "1.5", "--engines", "columnar,general"],
+         "--windows", "1.5", "--engines", "columnar,incremental,general"],
         capture_output=True, text=True, timeout=600, check=True,
     ).stdout
     lines = [ln.split() for ln in out.splitlines()[1:] if ln.strip()]
-    assert [(ln[0], ln[2]) for ln in lines] == [("columnar", "1"), ("columnar", "10"), ("general", "1"),
-                                                 ("general", "10")]
+    assert [(ln[0], ln[2]) for ln in lines] == [(e, b) for e in ("columnar", "incremental", "general")
+                                                 for b in ("1", "10")]
     assert all(ln[-1] == "True" for ln in lines), out

@@ -125,3 +125,17 @@ def test_unreadable_files_are_config_errors(tmp_path: Path) -> None:
                  "  - {name: q, file: absent.greta, sinks: [{format: console}]}\n")
     with pytest.raises(ConfigError, match="query 'q': cannot read its file"):
         PipelineConfig.from_file(p)
+
+
+def test_distribute_over_reaches_the_run_spec_and_is_checked() -> None:
+    doc = {"source": {"format": "jsonl", "path": "in"}, "checkpoint": "chk",
+           "queries": [{"name": "q", "text": "RETURN TRENDS PATTERN Check C+ WHERE C.src = NEXT(C).dest WITHIN 1 hour",
+                        "distribute_over": 5000, "sinks": [{"format": "jsonl", "path": "out"}]}]}
+    cfg = PipelineConfig.from_dict(doc)
+    assert cfg.queries[0].spec is not None and cfg.queries[0].spec.cet.distribute_over == 5000
+    doc["queries"][0]["distribute_over"] = -1
+    with pytest.raises(ConfigError, match="distribute_over"):
+        PipelineConfig.from_dict(doc)
+    doc["queries"][0].update(distribute_over=10, text="RETURN COUNT(*) PATTERN Check C+ WITHIN 1 hour")
+    with pytest.raises(ConfigError, match="distribute_over"):
+        PipelineConfig.from_dict(doc)

@@ -23,11 +23,13 @@ MAX_DIGITS = 40
 
 
 def aggregate_cells(plan: ColumnarPlan, fields: tuple[Any, ...], cols: dict[str, Any],
-                    st: np.ndarray) -> tuple[list, dict, list]:
+                    st: np.ndarray, min_scales: dict[int, int] | None = None) -> tuple[list, dict, list]:
     """Exact cells with their own multipliers per event, in 32-bit digits
     (n, digits): COUNT(X) (multiplier 1) and, per SUM/AVG value, |value| *
     2**scale for the positive and for the negative values
-    (`sums[field] = (scale, digits, signs, kind)`); MIN/MAX with their values."""
+    (`sums[field] = (scale, digits, signs, kind)`); MIN/MAX with their values.
+    `min_scales[field]`: a float SUM's scale is at least this (a stream
+    keeps one scale over its micro-batches)."""
     m = len(st)
     state_of = {s.alias: i for i, s in enumerate(plan.states)}
     cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
@@ -42,7 +44,7 @@ def aggregate_cells(plan: ColumnarPlan, fields: tuple[Any, ...], cols: dict[str,
         if f.kind == "sum":
             if col.kind == MIXED:
                 raise Unsupported(f"SUM over a mix of ints and floats ({f.attr!r})")
-            scale, mag, shift, negative = _magnitudes(col)
+            scale, mag, shift, negative = _magnitudes(col, (min_scales or {}).get(i, 0))
             top = int((shift + 53).max()) if col.kind == FLOAT and len(col.values) else 64
             digits = max(1, -(-top // DIGIT_BITS))
             if digits > MAX_DIGITS:
@@ -65,8 +67,8 @@ def aggregate_cells(plan: ColumnarPlan, fields: tuple[Any, ...], cols: dict[str,
     return cells, sums, mms
 
 
-def _magnitudes(col: Any) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
-    """(scale S, |mantissa| as uint64, shift, negative) with |v| * 2**S == mantissa << shift exactly."""
+def _magnitudes(col: Any, min_scale: int = 0) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """(scale S >= min_scale, |mantissa| as uint64, shift, negative) with |v| * 2**S == mantissa << shift exactly."""
     v = col.values
     if col.kind == INT:
         mag = np.abs(v.astype(np.int64)).astype(np.uint64)  # |-2**63| wraps to 2**63 as uint64: still right
@@ -75,7 +77,7 @@ def _magnitudes(col: Any) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     mag = np.abs(np.ldexp(mant, 53)).astype(np.uint64)  # exact 53-bit integer mantissa
     exp = exp.astype(np.int64) - 53  # v = +-mag * 2**exp
     nz = mag != 0
-    scale = int(max(0, -exp[nz].min())) if nz.any() else 0
+    scale = max(int(max(0, -exp[nz].min())) if nz.any() else 0, min_scale)
     return scale, mag, np.where(nz, exp + scale, 0), v < 0
 
 

@@ -79,13 +79,7 @@ def ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.
     m = len(st)
     if plan.edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
-    op, x_side, y_side = plan.edge
-    mine = st == plan.edge_state
-    values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
-    key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
-    probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
-    if op in (">", ">="):  # admitted keys are the large ones: reverse the order
-        key, probe, op = -key, -probe, "<" if op == ">" else "<="
+    key, probe, op = edge_values(plan, cols, st)
     keys = np.unique(key)
     gr = np.searchsorted(keys, key).astype(np.int64)
     if op == "=":
@@ -95,3 +89,17 @@ def ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.
     gq = np.searchsorted(keys, probe, side="left" if op == "<" else "right").astype(np.int64)
     return gr, gq, False
 
+
+def edge_values(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """(key, probe, op) of the edge predicate per event, as float64: a
+    predecessor u admits event v iff `key[u] op probe[v]`, op one of `< <= =`
+    (`>` and `>=` are turned around by negating both sides)."""
+    m = len(st)
+    op, x_side, y_side = plan.edge
+    mine = st == plan.edge_state
+    values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
+    key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
+    probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
+    if op in (">", ">="):  # admitted keys are the large ones: reverse the order
+        key, probe, op = -key, -probe, "<" if op == ">" else "<="
+    return key, probe, op

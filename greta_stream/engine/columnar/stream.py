@@ -61,6 +61,7 @@ from greta_stream.engine.columnar import (
 )
 from greta_stream.engine.columnar.columns import frame_values
 from greta_stream.engine.columnar.driver import compute_cells
+from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
 from greta_stream.engine.columnar.prepare import window_in
 from greta_stream.engine.columnar.rows import result_rows
@@ -84,6 +85,8 @@ class ColumnarStream:
         dead_letter: DeadLetterSink | None = None,
         threads: int | None = None,
         validation: ColumnarPlan | None = None,
+        incremental: bool = False,
+        live_budget_bytes: int = BUDGET_BYTES,
     ) -> None:
         if isinstance(plan, list):
             self.passes = plan
@@ -109,6 +112,14 @@ class ColumnarStream:
         self._prep: list[Prepared] | None = []  # the kept events prepared, in the same chunks (None: type again)
         self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
         self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
+        # Incremental aggregates per pass (`live.py`), fed up to the front's watermark; None: each
+        # closing window is computed from the kept events. `_stale`: rebuild them before the next feed.
+        self.live: list[LiveAggregates] | None = None
+        if incremental and all(covered(p.plan) for p in self.passes):
+            self.live = [LiveAggregates(p.plan, p.fields, p.group_by) for p in self.passes]
+        self.live_budget_bytes = live_budget_bytes
+        self._stale = False
+        self._fed_until: Any = -math.inf  # the watermark the live aggregates were last fed to
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
 
     @property
@@ -232,6 +243,8 @@ class ColumnarStream:
                             if sink is not None:
                                 sink(mine)
                 if len(prep.good):
+                    if self.live is not None and not self._stale and (prep.t < self._fed_until).any():
+                        self._stale = True  # before what the live state was fed to: rebuild it
                     if not self.n_kept:
                         self._prep = [_subset(prep, np.ones(len(prep.good), bool))]
                     elif self._prep is not None:  # None: the kept events are typed again anyway
@@ -297,8 +310,10 @@ class ColumnarStream:
             return []
         inp = Input.of_columns(self.kept, self.n_kept)
         try:
+            if not self._prep:
+                self._stale = True  # the kept events typed again: their cells may read otherwise
             prep = _joined(self._prep) if self._prep else prepare(self.plan, inp, self.fields)
-            rows, stay = self._passes(prep, inp, targets)
+            rows, stay = self._passes(prep, inp, targets, watermark)
         except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
             self._hand_over(str(exc))
             return self.advance_members(watermark)
@@ -310,20 +325,62 @@ class ColumnarStream:
         self._metrics.inc("rows_emitted", len(rows))
         return rows
 
-    def _passes(self, prep: Prepared, inp: Input, targets: list[int | None]) -> tuple[list[Any], np.ndarray]:
+    def _passes(self, prep: Prepared, inp: Input, targets: list[int | None],
+                watermark: Any) -> tuple[list[Any], np.ndarray]:
         """Every pass's rows of the windows that close, and which kept events some window still needs."""
         rows: list[tuple[str, dict[str, Any]]] = []
         stay = np.zeros(len(prep.good), bool)
-        for p, k_from, target in zip(self.passes, self.next_ks, targets):
+        outs = self._live_outputs(prep, inp, targets, watermark) if self.live is not None else None
+        for i, (p, k_from, target) in enumerate(zip(self.passes, self.next_ks, targets)):
             prep_p = prep if p.plan is self.plan else _rewindowed(prep, p.plan)
             if target is None or target != k_from:
-                out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads, fields=p.fields,
-                                    group_by=p.group_by)
-                for m in p.members:
+                if outs is not None:
+                    out = outs[i]
+                else:
+                    out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads,
+                                        fields=p.fields, group_by=p.group_by)
+                for m in p.members if out is not None else ():
                     rows += zip(repeat(m.name), result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of))
             if target is not None:
                 stay |= prep_p.kmax >= target
         return rows, stay
+
+    def _live_outputs(self, prep: Prepared, inp: Input, targets: list[int | None], watermark: Any) -> list[Any] | None:
+        """Feed the live aggregates the kept events the watermark passed since
+        the last feed (all of them before it, when stale) and read the closing
+        windows' partial rows per pass; None when the stream computes from
+        the kept events from now on."""
+        assert self.live is not None
+        passed = _before(prep.t, watermark)
+        fresh = passed & ~_before(prep.t, self._fed_until)
+        outs = []
+        try:
+            for i, (p, k_from, target) in enumerate(zip(self.passes, self.next_ks, targets)):
+                prep_p = prep if p.plan is self.plan else _rewindowed(prep, p.plan)
+                live = self.live[i]
+                try:
+                    if self._stale:
+                        raise Relayout("stale")
+                    live.feed(_rows(prep_p, fresh), inp, k_from)
+                except Relayout:
+                    self._metrics.inc("incremental_rebuilds")
+                    live = self.live[i] = LiveAggregates(p.plan, p.fields, p.group_by)
+                    live.feed(_rows(prep_p, passed), inp, k_from)
+                outs.append(live.rows(-(2**62) if k_from is None else k_from, target)
+                            if target is None or target != k_from else None)
+            self._stale, self._fed_until = False, watermark
+            if sum(live.nbytes for live in self.live) > self.live_budget_bytes:
+                raise NotLive("over the budget")
+        except NotLive:
+            self._metrics.inc("incremental_fallbacks")
+            self.live = None
+            return None
+        return outs
+
+    @property
+    def live_bytes(self) -> int:
+        """Bytes the live aggregates hold (0 when the stream computes from the kept events)."""
+        return sum(live.nbytes for live in self.live) if self.live else 0
 
     def finish(self) -> list[dict[str, Any]]:
         """End of input: report every window."""
@@ -372,6 +429,7 @@ class ColumnarStream:
             engine.metrics.update(self.member_metrics(m.name))
             engine.metrics.inc("columnar_hand_overs")
             self.generals[m.name] = engine
+        self.live = None
         self._kept, self._prep = [], []
         self.handed_over_because = why
 
@@ -421,6 +479,7 @@ class ColumnarStream:
             stream.generals = {m.name: Engine.restore(m.cq, state["generals"][m.name], fields=stream.fields,
                                                       dead_letter=stream.dead_letter) for m in stream.members}
             return stream
+        stream._stale = True  # the live aggregates are rebuilt from the kept events
         stream._kept = [{f: _objects(col) for f, col in state["kept"].items()}]  # lists before the arrays
         stream._prep = None if stream.n_kept else []
         stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]
@@ -447,6 +506,22 @@ def _loaded(data: bytes) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("format") not in (SNAPSHOT_FORMAT, 2):
         raise SnapshotError("unsupported columnar stream state format")
     return state
+
+
+def _before(t: np.ndarray, watermark: Any) -> np.ndarray:
+    """Which times are before the watermark (-inf: none, inf: all)."""
+    if watermark == -math.inf:
+        return np.zeros(len(t), bool)
+    if watermark == math.inf:
+        return np.ones(len(t), bool)
+    return np.asarray(t < watermark, dtype=bool)
+
+
+def _rows(prep: Prepared, sel: np.ndarray) -> Prepared:
+    """The prepared events of `sel`, still pointing at their rows of the kept events (`good`)."""
+    return Prepared(prep.good[sel], prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
+                    {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
+                    prep.int_time, [], prep.metrics, prep.time_kind)
 
 
 def _rewindowed(prep: Prepared, plan: ColumnarPlan) -> Prepared:
