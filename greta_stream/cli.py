@@ -202,15 +202,19 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progr
 
 @app.command("warm-up")
 def warm_up() -> None:
-    """Compile the columnar engine's kernels into numba's on-disk cache now (install time, an image build),
-    so that no run compiles them: a process then loads them in about a second."""
+    """Compile every numba kernel (columnar engine, incremental stream, CET) into numba's on-disk cache now
+    (install time, an image build), so that no run compiles them: a process then loads them in about a second."""
     import os
 
+    from greta_stream.cet.warm import compile_kernels as compile_cet
     from greta_stream.engine.columnar.driver import compile_kernels
+    from greta_stream.engine.columnar.live import compile_kernels as compile_incremental
 
     started = time.monotonic()
     where = compile_kernels()
-    cache = os.environ.get("NUMBA_CACHE_DIR") or str(where)
+    compile_incremental()
+    compile_cet()
+    cache = os.environ.get("NUMBA_CACHE_DIR") or f"__pycache__ beside each kernel module under {where.parents[1]}"
     typer.echo(f"kernels compiled in {time.monotonic() - started:.1f} s (cache: {cache})", err=True)
 
 

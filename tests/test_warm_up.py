@@ -1,0 +1,70 @@
+"""`greta-stream warm-up` (run by `make install` and the image build) leaves no kernel for a run to compile.
+
+Into an empty numba cache (NUMBA_CACHE_DIR), `warm-up` compiles; a second
+process then runs every path that has kernels, on inputs of other sizes
+and shapes than warm-up's: the columnar engine (batch and stream, one and
+several threads, numeric and timestamp times), the incremental stream, CET
+over range and order edges. numba counts a compilation as a cache miss of
+the kernel's dispatcher: there must be none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+RUNS = r"""
+import json, random
+from numba.core.registry import CPUDispatcher
+import greta_stream
+from greta_stream import open_stream
+from greta_stream.compiler.compiled import compile_query
+from greta_stream.engine.columnar.stream import ColumnarStream
+
+sample = [json.loads(line) for line in open("samples/stock/events.jsonl")]
+q1 = open("configs/q1_stock.greta").read()
+greta_stream.evaluate(q1, sample, engine="columnar")
+stamped = [dict(e, time=f"2026-01-01T00:{int(e['time']) // 60 % 60:02d}:{int(e['time']) % 60:02d}Z") for e in sample]
+greta_stream.evaluate(q1, stamped, engine="columnar")
+for incremental in (False, True):
+    stream = ColumnarStream(compile_query(q1), incremental=incremental, threads=2)
+    for i in range(0, len(sample), 500):
+        stream.add_many(sample[i:i + 500])
+        stream.advance(sample[min(i + 500, len(sample) - 1)]["time"])
+    stream.finish()
+rnd = random.Random(7)
+checks = [{"type": "Check", "time": i, "src": rnd.randrange(30), "dest": rnd.randrange(30)} for i in range(3000)]
+quotes = [{"type": "Stock", "time": i, "price": round(100 + rnd.gauss(0, 5), 2)} for i in range(3000)]
+for where, evs in (("C.src = NEXT(C).dest", checks), ("S.price < NEXT(S).price", quotes),
+                   ("S.price >= NEXT(S).price", quotes)):
+    alias, kind = ("C", "Check") if evs is checks else ("S", "Stock")
+    text = f"RETURN TRENDS PATTERN {kind} {alias}+ WHERE {where} WITHIN 500 seconds SLIDE 250 seconds"
+    for trends in ("complete", "all"):
+        greta_stream.evaluate(text, evs, trends=trends, max_trends=200)
+misses = {}
+for name, mod in list(__import__("sys").modules.items()):
+    if name.startswith("greta_stream"):
+        for attr, fn in vars(mod).items():
+            if isinstance(fn, CPUDispatcher):
+                misses[f"{name}.{attr}"] = sum(fn.stats.cache_misses.values())
+print(json.dumps(misses))
+"""
+
+
+def test_after_warm_up_no_run_compiles_a_kernel(tmp_path: Path) -> None:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    warm = subprocess.run([sys.executable, "-m", "greta_stream", "warm-up"], cwd=ROOT, env=env, text=True,
+                          capture_output=True, timeout=900)
+    assert warm.returncode == 0, warm.stderr[-3000:]
+    assert "kernels compiled in" in warm.stderr
+    done = subprocess.run([sys.executable, "-c", RUNS], cwd=ROOT, env=env, text=True, capture_output=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    misses = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(misses) > 10, misses  # the kernel modules were loaded and seen
+    assert {k: v for k, v in misses.items() if v} == {}
