@@ -1,7 +1,7 @@
 """Streaming cost per micro-batch: the engine alone (no Spark), batches in time order.
 
 A stream of Q1 (configs/q1_stock.greta: 10-minute windows sliding every
-10 s) is fed to a streaming engine in micro-batches of ``--batch-s`` seconds
+10 s, or the window of ``--within`` and ``--slide``) is fed to a streaming engine in micro-batches of ``--batch-s`` seconds
 of event time, the watermark at the batch's end, as a Spark shard sees it
 with a `processingTime` trigger. A window closes every 10 s of event time,
 so 1 s batches close one window every tenth batch and 10 s batches one
@@ -23,6 +23,7 @@ rows equal its rows).
 
     .venv/bin/python benchmarks/bench_stream.py
     .venv/bin/python benchmarks/bench_stream.py --per-window 10000,100000 --batch-s 1,10 --windows 2
+    .venv/bin/python benchmarks/bench_stream.py --within 3600 --slide 10 --per-window 10000 --batch-s 10
 """
 
 from __future__ import annotations
@@ -41,16 +42,25 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import generators  # noqa: E402
-from bench_columnar import WINDOW_S, q1_text, rate_for  # noqa: E402
+from bench_columnar import q1_text, rate_for  # noqa: E402
 
 import greta_stream  # noqa: E402
 from greta_stream.compiler.compiled import compile_query  # noqa: E402
 from greta_stream.engine import Engine  # noqa: E402
 from greta_stream.engine.columnar.stream import ColumnarStream  # noqa: E402
 
+Q1_WINDOW = "WITHIN 10 minutes SLIDE 10 seconds"
 
-def run(engine: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, float]:
-    cq = compile_query(q1_text())
+
+def query(within_s: float, slide_s: float) -> str:
+    """Q1 with its window set to `within_s`, sliding every `slide_s` seconds."""
+    text = q1_text()
+    assert Q1_WINDOW in text
+    return text.replace(Q1_WINDOW, f"WITHIN {within_s:g} seconds SLIDE {slide_s:g} seconds")
+
+
+def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, float]:
+    cq = compile_query(text)
     if engine == "general":
         stream: Any = Engine(cq)
     else:
@@ -103,9 +113,9 @@ def forked(fn: Any, *args: Any) -> tuple[Any, float]:
     return out
 
 
-def batch(events: list[dict[str, Any]]) -> tuple[float, list[tuple[Any, ...]]]:
+def batch(text: str, events: list[dict[str, Any]]) -> tuple[float, list[tuple[Any, ...]]]:
     start = time.perf_counter()
-    rows = greta_stream.evaluate(q1_text(), events, engine="columnar")
+    rows = greta_stream.evaluate(text, events, engine="columnar")
     return len(events) / (time.perf_counter() - start), _key(rows)
 
 
@@ -121,19 +131,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default="columnar,incremental",
                     help="columnar (each closing window computed from the kept events), incremental (each event "
                          "propagated once, trees carried over micro-batches) and/or general (slow past 10k/window)")
+    ap.add_argument("--within", type=float, default=600.0, help="window length in seconds (Q1: 600)")
+    ap.add_argument("--slide", type=float, default=10.0, help="slide in seconds (Q1: 10)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    greta_stream.evaluate(q1_text(), generators.stock(2000, seed=1), engine="columnar")  # load the kernels
+    text = query(args.within, args.slide)
+    greta_stream.evaluate(text, generators.stock(2000, seed=1), engine="columnar")  # load the kernels
     print(f"{'engine':11} {'ev/window':>9} {'batch s':>7} {'events':>8} {'stream ev/s':>11} {'add ms':>7} "
           f"{'advance ms':>10} {'state KB':>8} {'trees MB':>8} {'peak MB':>7} {'batch ev/s':>10} {'batch MB':>8} "
           f"{'rows equal':>10}")
     for per in [int(x) for x in args.per_window.split(",")]:
-        rate = rate_for(per)
-        events = generators.stock(int(rate * WINDOW_S * args.windows), seed=args.seed, rate=rate)
-        (batch_ev_s, batch_rows), batch_mb = forked(batch, events)
+        rate = rate_for(per, args.within)
+        events = generators.stock(int(rate * args.within * args.windows), seed=args.seed, rate=rate)
+        (batch_ev_s, batch_rows), batch_mb = forked(batch, text, events)
         for engine in args.engines.split(","):
             for batch_s in [float(x) for x in args.batch_s.split(",")]:
-                r, peak = forked(run, engine, events, batch_s)
+                r, peak = forked(run, engine, text, events, batch_s)
                 print(f"{engine:11} {per:>9,} {batch_s:>7g} {len(events):>8,} {r['ev_s']:>11,.0f} "
                       f"{r['add_ms']:>7.1f} {r['advance_ms']:>10.1f} {r['state'] / 1024:>8,.0f} "
                       f"{r['held'] / 2**20:>8.1f} {peak:>7.0f} {batch_ev_s:>10,.0f} {batch_mb:>8.0f} "

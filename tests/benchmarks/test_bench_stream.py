@@ -19,3 +19,14 @@ def test_bench_stream_smoke() -> None:
     assert [(ln[0], ln[2]) for ln in lines] == [(e, b) for e in ("columnar", "incremental", "general")
                                                  for b in ("1", "10")]
     assert all(ln[-1] == "True" for ln in lines), out
+
+
+def test_bench_stream_other_window() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_stream.py"), "--within", "120", "--slide", "30",
+         "--per-window", "300", "--batch-s", "30", "--windows", "3", "--engines", "columnar,incremental"],
+        capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    lines = [ln.split() for ln in out.splitlines()[1:] if ln.strip()]
+    assert [ln[0] for ln in lines] == ["columnar", "incremental"]
+    assert all(ln[-1] == "True" and int(ln[3].replace(",", "")) == 900 for ln in lines), out
