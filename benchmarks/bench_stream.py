@@ -1,10 +1,11 @@
 """Streaming cost per micro-batch: the engine alone (no Spark), batches in time order.
 
 A stream of Q1 (configs/q1_stock.greta: 10-minute windows sliding every
-10 s, or the window of ``--within`` and ``--slide``) is fed to a streaming engine in micro-batches of ``--batch-s`` seconds
-of event time, the watermark at the batch's end, as a Spark shard sees it
-with a `processingTime` trigger. A window closes every 10 s of event time,
-so 1 s batches close one window every tenth batch and 10 s batches one
+10 s, or the window of ``--within`` and ``--slide``) is fed to a streaming
+engine in micro-batches of ``--batch-s`` seconds of event time, the
+watermark at the batch's end, as a Spark shard sees it with a
+`processingTime` trigger. With Q1's window one closes every 10 s of event
+time, so 1 s batches close one window every tenth batch and 10 s batches one
 window per batch.
 
 Engines: ``columnar`` computes each closing window from the kept events

@@ -19,10 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 RUNS = r"""
-import json, random
+import json, random, sys
 from numba.core.registry import CPUDispatcher
 import greta_stream
-from greta_stream import open_stream
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine.columnar.stream import ColumnarStream
 
@@ -40,14 +39,13 @@ for incremental in (False, True):
 rnd = random.Random(7)
 checks = [{"type": "Check", "time": i, "src": rnd.randrange(30), "dest": rnd.randrange(30)} for i in range(3000)]
 quotes = [{"type": "Stock", "time": i, "price": round(100 + rnd.gauss(0, 5), 2)} for i in range(3000)]
-for where, evs in (("C.src = NEXT(C).dest", checks), ("S.price < NEXT(S).price", quotes),
-                   ("S.price >= NEXT(S).price", quotes)):
-    alias, kind = ("C", "Check") if evs is checks else ("S", "Stock")
-    text = f"RETURN TRENDS PATTERN {kind} {alias}+ WHERE {where} WITHIN 500 seconds SLIDE 250 seconds"
+for pattern, where, evs in (("Check C+", "C.src = NEXT(C).dest", checks), ("Stock S+", "S.price < NEXT(S).price", quotes),
+                            ("Stock S+", "S.price >= NEXT(S).price", quotes)):
+    text = f"RETURN TRENDS PATTERN {pattern} WHERE {where} WITHIN 500 seconds SLIDE 250 seconds"
     for trends in ("complete", "all"):
         greta_stream.evaluate(text, evs, trends=trends, max_trends=200)
 misses = {}
-for name, mod in list(__import__("sys").modules.items()):
+for name, mod in list(sys.modules.items()):
     if name.startswith("greta_stream"):
         for attr, fn in vars(mod).items():
             if isinstance(fn, CPUDispatcher):

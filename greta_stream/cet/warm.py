@@ -10,7 +10,6 @@ run looks up: at install time this fills the cache, later it loads it.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Any
 
 from greta_stream.cet.config import ALL, COMPLETE, CetConfig
@@ -33,11 +32,9 @@ def _events(n: int = 60) -> list[dict[str, Any]]:
     return out
 
 
-def compile_kernels() -> Path:
+def compile_kernels() -> None:
     """Run every CET kernel once (complete and all trends, one and two threads,
-    with and without a cap); returns the folder numba caches them beside."""
-    from greta_stream.cet import orderkernels
-
+    with and without a cap)."""
     events = _events()
     for text in _QUERIES:
         for trends in (COMPLETE, ALL):
@@ -45,4 +42,3 @@ def compile_kernels() -> Path:
                 run = TrendExtractor(text, config=CetConfig(trends=trends, max_trends=cap, threads=threads))
                 run.add_many(events)
                 run.finish()
-    return Path(orderkernels.__file__).parent
