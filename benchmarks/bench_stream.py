@@ -22,9 +22,18 @@ at the fork), and the same events through one batch ``evaluate`` for
 comparison (its events/s and added peak memory, and whether the streamed
 rows equal its rows).
 
+With ``--floor``, each engine also runs with its kernels replaced by no-ops
+(`kernel.run` returns no rows, `live_kernel.feed` carries nothing): what is
+left is the per-micro-batch work around the kernels (ingest, preparing and
+laying out the events, ids, rows), the throughput no kernel can take a
+stream past (the general engine has no kernel: its floor is its cost).
+Its events/s are printed in a last column (rows are not compared: there
+are none).
+
     .venv/bin/python benchmarks/bench_stream.py
     .venv/bin/python benchmarks/bench_stream.py --per-window 10000,100000 --batch-s 1,10 --windows 2
     .venv/bin/python benchmarks/bench_stream.py --within 3600 --slide 10 --per-window 10000 --batch-s 10
+    .venv/bin/python benchmarks/bench_stream.py --per-window 10000,100000 --batch-s 10 --floor
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ import time
 import zlib
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -60,7 +71,9 @@ def query(within_s: float, slide_s: float) -> str:
     return text.replace(Q1_WINDOW, f"WITHIN {within_s:g} seconds SLIDE {slide_s:g} seconds")
 
 
-def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float) -> dict[str, float]:
+def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float, floor: bool = False) -> dict[str, float]:
+    if floor:  # in the forked child only: the kernels do nothing (see the module's docstring)
+        _no_kernels()
     cq = compile_query(text)
     if engine == "general":
         stream: Any = Engine(cq)
@@ -90,6 +103,18 @@ def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float) ->
     half = timings[len(timings) // 2:] or timings
     return {"ev_s": len(events) / wall, "rows": _key(rows), "add_ms": 1000 * sum(x for x, _ in half) / len(half),
             "advance_ms": 1000 * sum(y for _, y in half) / len(half), "state": state, "held": held}
+
+
+def _no_kernels() -> None:
+    from greta_stream.engine.columnar import kernel, live_kernel
+
+    def run(task: Any, lo: int, hi: int, k_first: int, lanes: int, group_of_part: Any, n_groups: int, ev: Any,
+            wiring: Any, ncell: int, limbs: int, max_words: int) -> tuple[Any, ...]:
+        return (0, np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, limbs + kernel.EXTRA_LIMBS),
+                np.uint64), np.zeros((0, ev.mmval.shape[1]), np.float64))
+
+    kernel.run = run
+    live_kernel.feed = lambda state, *args: state
 
 
 def _rss_mb() -> float:
@@ -135,12 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--within", type=float, default=600.0, help="window length in seconds (Q1: 600)")
     ap.add_argument("--slide", type=float, default=10.0, help="slide in seconds (Q1: 10)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--floor", action="store_true",
+                    help="also run each engine with no-op kernels: the per-micro-batch cost around them")
     args = ap.parse_args(argv)
     text = query(args.within, args.slide)
     greta_stream.evaluate(text, generators.stock(2000, seed=1), engine="columnar")  # load the kernels
     print(f"{'engine':11} {'ev/window':>9} {'batch s':>7} {'events':>8} {'stream ev/s':>11} {'add ms':>7} "
           f"{'advance ms':>10} {'state KB':>8} {'trees MB':>8} {'peak MB':>7} {'batch ev/s':>10} {'batch MB':>8} "
-          f"{'rows equal':>10}")
+          f"{'rows equal':>10}" + (f" {'floor ev/s':>10}" if args.floor else ""))
     for per in [int(x) for x in args.per_window.split(",")]:
         rate = rate_for(per, args.within)
         events = generators.stock(int(rate * args.within * args.windows), seed=args.seed, rate=rate)
@@ -148,10 +175,11 @@ def main(argv: list[str] | None = None) -> int:
         for engine in args.engines.split(","):
             for batch_s in [float(x) for x in args.batch_s.split(",")]:
                 r, peak = forked(run, engine, text, events, batch_s)
+                floor = f" {forked(run, engine, text, events, batch_s, True)[0]['ev_s']:>10,.0f}" if args.floor else ""
                 print(f"{engine:11} {per:>9,} {batch_s:>7g} {len(events):>8,} {r['ev_s']:>11,.0f} "
                       f"{r['add_ms']:>7.1f} {r['advance_ms']:>10.1f} {r['state'] / 1024:>8,.0f} "
                       f"{r['held'] / 2**20:>8.1f} {peak:>7.0f} {batch_ev_s:>10,.0f} {batch_mb:>8.0f} "
-                      f"{str(r['rows'] == batch_rows):>10}", flush=True)
+                      f"{str(r['rows'] == batch_rows):>10}{floor}", flush=True)
     return 0
 
 

@@ -30,3 +30,16 @@ def test_bench_stream_other_window() -> None:
     lines = [ln.split() for ln in out.splitlines()[1:] if ln.strip()]
     assert [ln[0] for ln in lines] == ["columnar", "incremental"]
     assert all(ln[-1] == "True" and int(ln[3].replace(",", "")) == 900 for ln in lines), out
+
+
+def test_bench_stream_floor() -> None:
+    """`--floor` runs each engine again with no-op kernels: a last column of events/s."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_stream.py"), "--per-window", "3000", "--batch-s", "10",
+         "--windows", "1.5", "--engines", "columnar,incremental", "--floor"],
+        capture_output=True, text=True, timeout=600, check=True,
+    ).stdout
+    head, *lines = [ln.split() for ln in out.splitlines() if ln.strip()]
+    assert head[-2:] == ["floor", "ev/s"]
+    assert [ln[0] for ln in lines] == ["columnar", "incremental"]
+    assert all(ln[-2] == "True" and int(ln[-1].replace(",", "")) > 0 for ln in lines), out
