@@ -96,6 +96,13 @@ def _normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.nd
     """Propagate carries in cell c, limbs 0..top-1, lanes j0..j1-1; True if
     something carries out of limb top-1."""
     n = j1 - j0
+    if n == 1:  # one lane (a window closing alone): scalars, no views
+        c1 = np.uint64(0)
+        for lb in range(top):
+            x = acc[c, lb, j0] + c1
+            acc[c, lb, j0] = x & _MASK
+            c1 = x >> _SHIFT
+        return c1 != 0
     cy = carry[:n]
     cy[:] = 0
     for lb in range(top):
@@ -120,6 +127,10 @@ def _add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
             for lb in range(u, sig[c]):
                 nodes[i, c, lb, :] = 0
             used[i, c] = sig[c]
+        if n == 1:
+            for lb in range(sig[c]):
+                nodes[i, c, lb, j0] += val[c, lb, j0]
+            continue
         for lb in range(sig[c]):
             dst = nodes[i, c, lb, j0:j1]
             src = val[c, lb, j0:j1]
@@ -131,6 +142,11 @@ def _add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
 def _take_node(acc, nodes, used, i, j0, j1):  # noqa: ANN001, ANN202
     """acc lanes j0..j1-1 += nodes[i] (each cell's used limbs)."""
     n = j1 - j0
+    if n == 1:
+        for c in range(used.shape[1]):
+            for lb in range(used[i, c]):
+                acc[c, lb, j0] += nodes[i, c, lb, j0]
+        return
     for c in range(used.shape[1]):
         for lb in range(used[i, c]):
             dst = acc[c, lb, j0:j1]
@@ -166,6 +182,11 @@ def _wider4(a, limbs):  # noqa: ANN001, ANN202
 @njit(cache=True)
 def _significant(acc, c, top, j0, j1):  # noqa: ANN001, ANN202
     """Limbs of cell c (within 0..top-1) up to its highest nonzero one over lanes j0..j1-1."""
+    if j1 - j0 == 1:
+        for lb in range(top - 1, -1, -1):
+            if acc[c, lb, j0] != 0:
+                return lb + 1
+        return 1
     for lb in range(top - 1, -1, -1):
         row = acc[c, lb, j0:j1]
         for j in range(j1 - j0):
@@ -266,6 +287,16 @@ def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, 
                 continue
             if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
                 return True
+            if n == 1:
+                for lb in range(sig[0]):
+                    x = acc[0, lb, j0]
+                    if k == 1:
+                        acc[c, lb + d, j0] += x
+                    else:
+                        x = x * k
+                        acc[c, lb + d, j0] += x & _MASK
+                        acc[c, lb + d + 1, j0] += x >> _SHIFT
+                continue
             for lb in range(sig[0]):
                 dst = acc[c, lb + d, j0:j1]
                 src = acc[0, lb, j0:j1]
@@ -485,12 +516,17 @@ def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
 @njit(cache=True, inline="always")
 def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1):  # noqa: ANN001, ANN202
     """A final vertex's aggregates (lanes j0..j1-1) added to its group's windows of the block."""
-    for c in range(acc.shape[0]):
-        for lb in range(sig[c]):
-            dst = gacc[sl, c, lb, j0:j1]
-            src = acc[c, lb, j0:j1]
-            for j in range(j1 - j0):
-                dst[j] += src[j]
+    if j1 - j0 == 1:
+        for c in range(acc.shape[0]):
+            for lb in range(sig[c]):
+                gacc[sl, c, lb, j0] += acc[c, lb, j0]
+    else:
+        for c in range(acc.shape[0]):
+            for lb in range(sig[c]):
+                dst = gacc[sl, c, lb, j0:j1]
+                src = acc[c, lb, j0:j1]
+                for j in range(j1 - j0):
+                    dst[j] += src[j]
     for q in range(mmax.shape[0]):
         val = mmval[q]
         for j in range(j0, j1):

@@ -80,14 +80,31 @@ def ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.
     if plan.edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
     key, probe, op = edge_values(plan, cols, st)
-    keys = np.unique(key)
-    gr = np.searchsorted(keys, key).astype(np.int64)
+    keys, gr = _ranked(key)
+    if np.array_equal(key, probe):  # one attribute on both sides (`S.price > NEXT(S).price`): a probe is a key
+        return gr, (gr + 1 if op == "<=" else gr), op == "="
     if op == "=":
         idx = np.searchsorted(keys, probe)
         hit = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == probe)
         return gr, np.where(hit, idx, -1).astype(np.int64), True
     gq = np.searchsorted(keys, probe, side="left" if op == "<" else "right").astype(np.int64)
     return gr, gq, False
+
+
+def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct keys sorted, and each key's index among them (as
+    `np.unique` and `np.searchsorted` give them, from one argsort)."""
+    if not len(key) or np.isnan(key).any():
+        keys = np.unique(key)
+        return keys, np.searchsorted(keys, key).astype(np.int64)
+    order = np.argsort(key)
+    ordered = key[order]
+    new = np.empty(len(key), bool)
+    new[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])  # -0.0 and 0.0 are one key, as in np.unique
+    gr = np.empty(len(key), np.int64)
+    gr[order] = np.cumsum(new) - 1
+    return ordered[new], gr
 
 
 def edge_values(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
