@@ -2,19 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from collections.abc import Callable
 
 
-def test_bench_cet_scale_smoke() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_cet.py"), "--scale", "--sizes", "400", "--caps", "7",
-         "--threads", "1,2", "--graphs", "indexed,edges", "--workloads", "kiting", "--budget-s", "120"],
-        capture_output=True, text=True, timeout=600, check=True,
-    ).stdout
+def test_bench_cet_scale_smoke(bench: Callable[..., str]) -> None:
+    out = bench("bench_cet.py", "--scale", "--sizes", "400", "--caps", "7", "--threads", "1,2",
+                "--graphs", "indexed,edges", "--workloads", "kiting", "--budget-s", "120")
     rows = [ln.split() for ln in out.splitlines()[2:] if ln.strip()]
     # workload graph mode threads cap events seconds cpu records total peak
     got = {(r[1], r[2], r[3]): (r[8], r[9]) for r in rows}

@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.spark
 
 
-def test_bench_operator_api_smoke() -> None:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_operator_api.py"), "--rows", "300", "--batches", "2",
-         "--warm-rows", "0", "--variants", "apply-floor,tws-delta", "--state-kb", "6", "--budget-s", "300"],
-        capture_output=True, text=True, timeout=600, check=True,
-    ).stdout
+def test_bench_operator_api_smoke(bench: Callable[..., str]) -> None:
+    out = bench("bench_operator_api.py", "--rows", "300", "--batches", "2", "--warm-rows", "0",
+                "--variants", "apply-floor,tws-delta", "--state-kb", "6", "--budget-s", "300")
     lines = out.splitlines()
     header = next(i for i, ln in enumerate(lines) if ln.startswith("variant"))
     rows = {ln.split()[0]: ln.split()[1:] for ln in lines[header + 1:header + 3]}
