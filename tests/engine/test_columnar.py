@@ -558,12 +558,12 @@ def test_trees_past_their_memory_bound_run_again_in_smaller_blocks(budget: int, 
     makes the kernel run again with blocks of fewer windows, down to one:
     the rows do not change."""
     import greta_stream.engine.columnar.driver as columnar
-    from greta_stream.engine.columnar import kernel
+    from greta_stream.engine.columnar import blocks
 
     monkeypatch.setattr(columnar, "MAX_TREE_BYTES", budget)
     lanes: list[int] = []
-    tasks = kernel.tasks
-    monkeypatch.setattr(kernel, "tasks", lambda *a: (lanes.append(a[-1]), tasks(*a))[1])
+    tasks = blocks.tasks
+    monkeypatch.setattr(blocks, "tasks", lambda *a: (lanes.append(a[-1]), tasks(*a))[1])
     events = _monotone(240)
     text = f"RETURN {BIG_AGGS} PATTERN A X+ WHERE X.v > NEXT(X).v WITHIN 160 s SLIDE 5 s"
     check_against_general(text, events)

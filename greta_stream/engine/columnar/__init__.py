@@ -14,8 +14,8 @@ and any aggregate. The flow:
         windows per event; bad rows -> dead letters          (plan.py: may we?)
       --keys.py, cells.py--> partitions, key ranks, aggregate cells, in
         (partition, time) order
-      --driver.py, kernel.py (numba)--> rows per (group, window) of each
-        block of windows, in threads
+      --driver.py, blocks.py, kernel.py (numba)--> rows per (group, window)
+        of each block of windows, in threads
       --rows.py--> summed per (group, window) --> result rows
 
 `stream.ColumnarStream` runs the same over micro-batches.

@@ -125,7 +125,7 @@ def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, m
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
     between threads (`result_rows` adds them)."""
-    from greta_stream.engine.columnar import kernel
+    from greta_stream.engine.columnar import blocks, kernel
 
     m = len(kmin)
     if m == 0:
@@ -144,7 +144,7 @@ def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, m
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
     lanes = min(kwidth, BLOCK_LANES)
     while True:
-        task = kernel.tasks(offsets, kmin, kmax, k_first, lanes)
+        task = blocks.tasks(offsets, kmin, kmax, k_first, lanes)
         # contiguous ranges of tasks, about equal in events, one per thread
         work = np.cumsum(task[:, 3] - task[:, 2])
         cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])

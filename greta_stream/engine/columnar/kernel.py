@@ -50,48 +50,6 @@ _SHIFT = np.uint64(32)
 
 
 @njit(cache=True)
-def _task_rows(offsets, kmin, kmax, k_first, lanes, out):  # noqa: ANN001, ANN202
-    """Write the tasks to `out` (when it has rows) and return how many there are."""
-    at = 0
-    for p in range(offsets.shape[0] - 1):
-        a, b = offsets[p], offsets[p + 1]
-        lo = a  # first event whose last window is in or after the block
-        hi = a  # first event whose first window is after the block
-        blk = (kmin[a] - k_first) // lanes if b > a else 0
-        while lo < b:
-            k0 = k_first + blk * lanes
-            while lo < b and kmax[lo] < k0:
-                lo += 1
-            if lo == b:
-                break
-            if kmin[lo] >= k0 + lanes:  # no event in this block: on to the block of the next one
-                blk = (kmin[lo] - k_first) // lanes
-                continue
-            while hi < b and kmin[hi] < k0 + lanes:
-                hi += 1
-            if at < out.shape[0]:
-                out[at, 0] = blk
-                out[at, 1] = p
-                out[at, 2] = lo
-                out[at, 3] = hi
-            at += 1
-            blk += 1
-    return at
-
-
-@njit(cache=True)
-def tasks(offsets: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, k_first: int, lanes: int) -> np.ndarray:
-    """Rows (block, partition, a, b): events a..b-1 of the partition meet
-    the block's windows k_first + block * lanes + (0..lanes-1); ordered by
-    block, then partition. Within a partition (sorted by time) first and last
-    windows never decrease, so the events of a block are one range; blocks
-    without events get no task."""
-    out = np.empty((_task_rows(offsets, kmin, kmax, k_first, lanes, np.empty((0, 4), np.int64)), 4), np.int64)
-    _task_rows(offsets, kmin, kmax, k_first, lanes, out)
-    return out[np.argsort(out[:, 0], kind="mergesort")]
-
-
-@njit(cache=True)
 def _normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.ndarray) -> bool:
     """Propagate carries in cell c, limbs 0..top-1, lanes j0..j1-1; True if
     something carries out of limb top-1."""
@@ -340,7 +298,7 @@ Wiring = namedtuple("Wiring", [
 
 @njit(cache=True, nogil=True)
 def run(
-    task: np.ndarray,  # (tasks, 4): block, partition, event range a..b-1 (see `tasks`)
+    task: np.ndarray,  # (tasks, 4): block, partition, event range a..b-1 (see `blocks.tasks`)
     t_lo: int,  # process tasks t_lo..t_hi-1
     t_hi: int,
     k_first: int,  # window of lane 0 of block 0

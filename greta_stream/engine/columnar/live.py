@@ -166,10 +166,10 @@ class LiveAggregates:
         if m > 1:
             newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
         offsets = np.append(np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]]), m).astype(np.int64)
-        from greta_stream.engine.columnar import kernel
+        from greta_stream.engine.columnar import blocks
 
         k_al = (int(kmin.min()) // self.lanes) * self.lanes
-        raw = kernel.tasks(offsets, kmin, kmax, k_al, self.lanes)
+        raw = blocks.tasks(offsets, kmin, kmax, k_al, self.lanes)
         task = np.empty((len(raw), 5), np.int64)
         for x, (blk, p, a, b) in enumerate(raw.tolist()):
             blk += k_al // self.lanes
