@@ -10,13 +10,19 @@ refused here, before anything is registered:
   (`kafka.bootstrap.servers`);
 - file formats need a `path` (it is then kept under `path_roots` by the
   registry);
-- every Kafka host of `bootstrap_servers` is loopback or one of the
-  `kafka_hosts` setting.
+- every server of `bootstrap_servers` is strictly `host:port` (a DNS name,
+  an IPv4 address or a `[IPv6]` address, and a port 1-65535), and its host is
+  loopback or one of the `kafka_hosts` setting. The syntax is strict because
+  the Kafka client reads hosts its own way (everything before the last colon,
+  brackets dropped only around a whole IPv6 address): `[::1]evil.example:9092`
+  is host `evil.example` to it, so anything the two readings could disagree on
+  is refused.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Any
 
 from greta_stream import ConfigError
@@ -59,26 +65,60 @@ def check_path_given(spec: dict[str, Any], what: str) -> None:
 
 
 def check_kafka_hosts(spec: dict[str, Any], what: str, allowed_hosts: tuple[str, ...]) -> None:
-    """Every host of a Kafka spec's `bootstrap_servers` is loopback or allowed (`kafka_hosts`).
-    Without `bootstrap_servers` the service's own $KAFKA_BOOTSTRAP_SERVERS applies: the operator's choice."""
+    """Every server of a Kafka spec's `bootstrap_servers` is `host:port` with a loopback host or one of
+    `allowed_hosts` (`kafka_hosts`), case-insensitive. Without `bootstrap_servers` the service's own
+    $KAFKA_BOOTSTRAP_SERVERS applies: the operator's choice."""
     if spec.get("format") != "kafka" or spec.get("bootstrap_servers") is None:
         return
     servers = spec["bootstrap_servers"]
     if not isinstance(servers, str) or not servers.strip():
         raise ConfigError(f"{what} bootstrap_servers must be host:port[,host:port...]")
-    allowed = {h.lower() for h in allowed_hosts}
+    allowed = {_normal(h) for h in allowed_hosts}
     for server in servers.split(","):
-        host = _host(server.strip())
-        if not (_loopback(host) or host.lower() in allowed):
+        host = kafka_host(server.strip(), what)
+        if not (_loopback(host) or _normal(host) in allowed):
             raise ConfigError(f"{what} Kafka host {host!r} is not allowed: loopback only, or the hosts of the "
                               f"kafka_hosts setting")
 
 
-def _host(server: str) -> str:
-    if server.startswith("["):  # [::1]:9092
-        return server[1:].partition("]")[0]
-    host, _, _port = server.rpartition(":")
-    return host or server
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_SERVER = re.compile(rf"(?:\[(?P<ipv6>[0-9a-f:.]+)\]|(?P<name>{_LABEL}(?:\.{_LABEL})*)):(?P<port>[0-9]{{1,5}})",
+                     re.IGNORECASE | re.ASCII)
+
+
+def kafka_host(server: str, what: str = "Kafka") -> str:
+    """The host of one `host:port` server (an IPv6 address without its brackets), or `ConfigError`
+    when the server is anything else: a DNS name (letters, digits, hyphens, dots), an IPv4 address
+    or `[IPv6]`, then `:` and a port 1-65535, nothing before or after."""
+    m = _SERVER.fullmatch(server)
+    host: str | None = None
+    if m and m["ipv6"]:
+        host = _ip(m["ipv6"], 6)
+    elif m:  # a name of digits and dots only is an IPv4 address or nothing (not 127.1, not 0177.0.0.1)
+        host = _ip(m["name"], 4) if m["name"].replace(".", "").isdigit() else m["name"]
+    if m is None or host is None or not 1 <= int(m["port"]) <= 65535:
+        shown = server if len(server) <= 80 else server[:77] + "..."
+        raise ConfigError(f"{what} Kafka server {shown!r} is not host:port (a DNS name, an IPv4 address or an "
+                          f"IPv6 address in brackets, then a port 1-65535)")
+    return host
+
+
+def _ip(text: str, version: int) -> str | None:
+    try:
+        return text if ipaddress.ip_address(text).version == version else None
+    except ValueError:
+        return None
+
+
+def _normal(host: str) -> str:
+    """A host to compare: lower case, an IP address in its compressed form (`kafka_hosts` may bracket IPv6)."""
+    host = host.strip().lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
 
 
 def _loopback(host: str) -> bool:

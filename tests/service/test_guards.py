@@ -1,6 +1,7 @@
 """Hostile requests against a real server: queries that nest or window without
 bound, sources and sinks that reach beyond path_roots or to other hosts, a
 stop that would hang. Each is refused (422) with a clear message, or bounded.
+The Kafka guard itself is also tested as a plain function: no server, no Spark.
 
 Assert the status first, then the body (STYLE.md).
 """
@@ -13,6 +14,9 @@ import time
 import httpx
 import pytest
 from service_helpers import Q1, Service, sample_events, write_file
+
+from greta_service.guards import check_kafka_hosts
+from greta_stream.errors import ConfigError
 
 pytestmark = pytest.mark.service
 
@@ -93,3 +97,45 @@ def test_stop_is_bounded_when_a_sink_hangs(api: httpx.Client, service: Service) 
     assert r.json()["status"] == "stopped"
     assert took < 2 * 4.0 + 5, took
     assert api.delete(f"/queries/{qid}").status_code == 204
+
+
+# ------------------------------------------------- guards as plain functions
+
+
+def kafka(servers: str, hosts: tuple[str, ...] = ()) -> None:
+    check_kafka_hosts({"format": "kafka", "topic": "t", "bootstrap_servers": servers}, "source", hosts)
+
+
+@pytest.mark.parametrize("server", [
+    "[::1]evil.example:9092",        # the Kafka client reads host evil.example: was allowed as ::1
+    "[127.0.0.1]evil.example:9092",  # ... and as 127.0.0.1
+    ":9092", "localhost", "localhost:", "localhost:99999", "localhost:0", "localhost:+1", "localhost:9092:1",
+    "a:b:c", "::1:9092", "[::1]", "[127.0.0.1]:9092", "[fe80::1%eth0]:9092", "evil/127.0.0.1:9092",
+    "user@localhost:9092", "127.1:9092", "0177.0.0.1:9092", "-localhost:9092", "local..host:9092",
+    "localhost.:9092", "LOCALHOST :9092", "", "l\u0131calhost:9092",  # "": a comma too many; a dotless i
+])
+def test_kafka_servers_must_be_strictly_host_colon_port(server: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        kafka(f"localhost:9092, {server}", ("evil.example",) if "evil" not in server else ())
+    msg = str(exc.value)
+    assert msg.startswith("source Kafka server ") and "is not host:port" in msg, msg
+    assert repr(server.strip()) in msg, msg
+
+
+@pytest.mark.parametrize(("servers", "hosts"), [
+    ("[::1]:9092", ()), ("localhost:9092", ()), ("127.0.0.1:9092", ()), ("127.8.9.10:1", ()),
+    (" LOCALHOST:9092 ,[0:0::1]:65535 ", ()),
+    ("broker-1.example.com:9092,Broker-2.Example.COM:9093", ("BROKER-1.example.com", "broker-2.example.com")),
+    ("10.0.0.5:9092,[FD00::1]:9092", ("10.0.0.5", "[fd00:0::1]")),
+])
+def test_kafka_servers_that_are_loopback_or_listed_are_allowed(servers: str, hosts: tuple[str, ...]) -> None:
+    kafka(servers, hosts)
+
+
+@pytest.mark.parametrize(("servers", "host"), [
+    ("evil.example:9092", "evil.example"), ("localhost:9092,10.0.0.1:9092", "10.0.0.1"), ("[::2]:9092", "::2"),
+    ("localhost.evil.example:9092", "localhost.evil.example"), ("[::ffff:127.0.0.1]:9092", "::ffff:127.0.0.1"),
+])
+def test_kafka_hosts_beyond_the_allow_list_are_refused(servers: str, host: str) -> None:
+    with pytest.raises(ConfigError, match=f"source Kafka host {host!r} is not allowed"):
+        kafka(servers, ("broker.example",))
