@@ -9,7 +9,10 @@ refused here, before anything is registered:
   `cleanSource`/`sourceArchiveDir`, `kafka.ssl.*.location`, ...) or a broker
   (`kafka.bootstrap.servers`);
 - file formats need a `path` (it is then kept under `path_roots` by the
-  registry);
+  registry, and away from the service's own files by `check_reach`: no
+  source or sink is, lies inside or holds the checkpoint folder or the
+  results store, since a folder above them read with `recursiveFileLookup`
+  or a glob would reach them);
 - every server of `bootstrap_servers` is strictly `host:port` (a DNS name,
   an IPv4 address or a `[IPv6]` address, and a port 1-65535), and its host is
   loopback or one of the `kafka_hosts` setting. The syntax is strict because
@@ -23,6 +26,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from greta_stream import ConfigError
@@ -62,6 +67,55 @@ def check_options(spec: dict[str, Any], what: str, allowed: dict[str, frozenset[
 def check_path_given(spec: dict[str, Any], what: str) -> None:
     if spec.get("format") in FILE_FORMATS and not spec.get("path"):
         raise ConfigError(f"{what} of format {spec.get('format')!r} needs a path")
+
+
+# What Spark's file source reads as a glob (SparkHadoopUtil.isGlobPath, less the
+# backslash, which check_reach refuses).
+GLOB_CHARS = frozenset("*?[]{}")
+
+
+def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) -> None:
+    """`ConfigError` when the file source or sink `given` (at `path`, `data_dir / given` not yet
+    resolved) could reach one of `protected` (`Settings.protected_paths`): it is one, lies inside
+    one, or is a folder above one. A path with glob characters counts as its longest glob-free
+    leading folder: the glob may match anything below that.
+
+    Spark hands the path to Hadoop, which normalizes `..` before it expands globs, as `resolve`
+    does; two forms would make `..` after that and are refused: a backslash (an escape, `.\\.`
+    reads as `..`) and a `/` inside braces (`{/.,x}.` expands to `/..`)."""
+    if "\\" in given:
+        raise ConfigError(f"{what} path {given!r} has a backslash: Spark reads it as a glob escape")
+    if _slash_in_braces(given):
+        raise ConfigError(f"{what} path {given!r} has a '/' inside braces: Spark would expand it into other "
+                          f"folders than the one it names")
+    resolved = path.resolve()
+    bases = {glob_base(path).resolve(), glob_base(resolved)}  # == {resolved} without globs
+    for own in (p.resolve() for p in protected):
+        if any(folder.is_relative_to(own) for folder in (resolved, *bases)):
+            raise ConfigError(f"{what} path {given!r} is inside the service's own {own.name!r} "
+                              f"(checkpoints or results store): sources and sinks may not reach it")
+        if any(own.is_relative_to(folder) for folder in (resolved, *bases)):
+            how = "reading it recursively" if bases == {resolved} else "its glob"
+            raise ConfigError(f"{what} path {given!r} is a folder above the service's own {own.name!r} "
+                              f"(checkpoints or results store), which {how} would reach: name a folder "
+                              f"beside them")
+
+
+def glob_base(path: Path) -> Path:
+    """The longest leading folder of `path` with no glob characters (`path` itself when it has none)."""
+    for i, part in enumerate(path.parts):
+        if GLOB_CHARS.intersection(part):
+            return Path(*path.parts[:i])
+    return path
+
+
+def _slash_in_braces(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += (c == "{") - (c == "}")
+        if c == "/" and depth > 0:
+            return True
+    return False
 
 
 def check_kafka_hosts(spec: dict[str, Any], what: str, allowed_hosts: tuple[str, ...]) -> None:

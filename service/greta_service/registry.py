@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from greta_service.guards import FILE_FORMATS, SINK_OPTIONS, SOURCE_OPTIONS, check_kafka_hosts, check_options, check_path_given
+from greta_service.guards import (
+    FILE_FORMATS,
+    SINK_OPTIONS,
+    SOURCE_OPTIONS,
+    check_kafka_hosts,
+    check_options,
+    check_path_given,
+    check_reach,
+)
 from greta_service.runner import (
     StreamHandle,
     progress,
@@ -143,18 +151,22 @@ class Registry:
         return spec
 
     def _paths(self, spec: dict[str, Any], what: str, must_exist: bool = False) -> dict[str, Any]:
-        """Resolve a file path against data_dir, keep it under path_roots, and (sources) require it."""
+        """Resolve a file path against data_dir, keep it under path_roots and away from the service's own
+        files (`guards.check_reach`), and (sources) require it."""
         path = spec.get("path")
         if path is None or spec.get("format") not in FILE_FORMATS:
             return spec
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise config_error(f"{what} path must be a non-empty string")
-        resolved = (self.settings.data_dir / Path(path).expanduser()).resolve()
+        joined = self.settings.data_dir / Path(path).expanduser()
+        resolved = joined.resolve()
         roots = [r.resolve() for r in self.settings.allowed_roots]  # relative: to the working folder
         if roots and not any(resolved.is_relative_to(r) for r in roots):
             raise config_error(f"{what} path {path!r} is outside the allowed roots (path_roots)")
-        if resolved.is_relative_to(self.settings.checkpoint_dir.resolve()):
-            raise config_error(f"{what} path {path!r} is inside the checkpoint folder")
+        try:
+            check_reach(path, joined, what, self.settings.protected_paths)
+        except ConfigError as exc:
+            raise config_error(str(exc)) from None
         if must_exist and not resolved.exists():
             raise config_error(f"{what} path {path!r} does not exist")
         return {**spec, "path": str(resolved)}

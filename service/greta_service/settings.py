@@ -98,6 +98,17 @@ class Settings(BaseModel):
     def resolved_store_url(self) -> str:
         return self.store_url or f"sqlite:///{self.data_dir / 'greta.sqlite'}"
 
+    @property
+    def protected_paths(self) -> tuple[Path, ...]:
+        """What no source or sink may reach: the checkpoint folder and, for a sqlite store, its file
+        with the journal files SQLite keeps beside it (as `store.open_store` opens it)."""
+        paths = [self.checkpoint_dir]
+        url = self.resolved_store_url
+        if url.startswith("sqlite:///"):
+            db = Path(url[len("sqlite:///"):])
+            paths += [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+        return tuple(paths)
+
     def check(self) -> Settings:
         """Refuse settings that would be unsafe to serve with."""
         if not self.loopback and not self.api_key:

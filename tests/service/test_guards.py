@@ -1,7 +1,8 @@
 """Hostile requests against a real server: queries that nest or window without
 bound, sources and sinks that reach beyond path_roots or to other hosts, a
 stop that would hang. Each is refused (422) with a clear message, or bounded.
-The Kafka guard itself is also tested as a plain function: no server, no Spark.
+The guards themselves (Kafka servers, paths near the service's own files) are
+also tested as plain functions: no server, no Spark.
 
 Assert the status first, then the body (STYLE.md).
 """
@@ -10,12 +11,16 @@ from __future__ import annotations
 
 import socket
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from service_helpers import Q1, Service, sample_events, write_file
 
-from greta_service.guards import check_kafka_hosts
+from greta_service.guards import check_kafka_hosts, check_reach
+from greta_service.registry import Registry, ServiceError
+from greta_service.settings import Settings
+from greta_service.store import SQLiteStore
 from greta_stream.errors import ConfigError
 
 pytestmark = pytest.mark.service
@@ -139,3 +144,60 @@ def test_kafka_servers_that_are_loopback_or_listed_are_allowed(servers: str, hos
 def test_kafka_hosts_beyond_the_allow_list_are_refused(servers: str, host: str) -> None:
     with pytest.raises(ConfigError, match=f"source Kafka host {host!r} is not allowed"):
         kafka(servers, ("broker.example",))
+
+
+@pytest.fixture
+def registry(tmp_path: Path) -> Registry:
+    """A registry on a data folder that holds a source folder, the checkpoints and the store (no Spark)."""
+    settings = Settings(data_dir=tmp_path / "data")
+    (settings.data_dir / "in").mkdir(parents=True)
+    (settings.data_dir / "in" / "events.jsonl").write_text("")
+    settings.checkpoint_dir.mkdir()
+    store = SQLiteStore(settings.resolved_store_url.removeprefix("sqlite:///"))
+    store.close()
+    return Registry(settings, store)
+
+
+ABOVE, INSIDE, GLOB = "is a folder above the service's own", "is inside the service's own", "which its glob would reach"
+
+
+@pytest.mark.parametrize(("path", "words"), [
+    (".", ABOVE), ("in/..", ABOVE), ("..", ABOVE), ("{data}", ABOVE), ("{data}/", ABOVE),
+    ("checkpoints", INSIDE), ("checkpoints/0123/state", INSIDE), ("in/../checkpoints/x", INSIDE),
+    ("greta.sqlite", INSIDE), ("greta.sqlite-wal", INSIDE), ("greta.sqlite-shm", INSIDE),
+    ("*", GLOB), ("*/state", GLOB), ("greta.sql*", GLOB), ("[cg]*", GLOB), ("in/../{in,checkpoints}", GLOB),
+    ("{data}/*.jsonl", GLOB), ("in/*/../../checkpoints", INSIDE),
+    ("in/{/.,x}./checkpoints", "has a '/' inside braces"),  # Hadoop expands it to in//../checkpoints
+    ("in/.\\./checkpoints", "has a backslash"),           # Hadoop unescapes it to in/../checkpoints
+])
+def test_sources_and_sinks_cannot_reach_the_services_own_files(registry: Registry, path: str, words: str) -> None:
+    path = path.replace("{data}", str(registry.settings.data_dir))
+    source = {"format": "jsonl", "path": path, "options": {"recursiveFileLookup": "true"}}
+    for what, spec, must_exist in (("source", source, True), ("sink", {"format": "parquet", "path": path}, False),
+                                   ("dead_letter", {"format": "jsonl", "path": path}, False)):
+        with pytest.raises(ServiceError) as exc:
+            registry._paths(spec, what, must_exist=must_exist)
+        assert exc.value.status == 422
+        assert exc.value.detail.startswith(f"{what} path {path!r} ") and words in exc.value.detail, exc.value.detail
+
+
+def test_a_store_outside_the_data_folder_is_guarded_too(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path}/db/results.sqlite")
+    (tmp_path / "db").mkdir()
+    for path, words in ((str(tmp_path / "db"), "above the service's own 'results.sqlite'"),
+                        (str(tmp_path / "db" / "results.sqlite-wal"), "inside the service's own 'results.sqlite-wal'"),
+                        (str(tmp_path), "above the service's own 'checkpoints'")):
+        with pytest.raises(ServiceError, match=words):
+            Registry(settings, SQLiteStore(tmp_path / "unused.sqlite"))._paths({"format": "jsonl", "path": path},
+                                                                            "sink")
+    assert settings.protected_paths[1:] == tuple(tmp_path / "db" / f"results.sqlite{s}" for s in ("", "-wal", "-shm",
+                                                                                                  "-journal"))
+
+
+def test_folders_beside_the_services_own_files_are_allowed(registry: Registry) -> None:
+    data = registry.settings.data_dir.resolve()
+    assert registry._paths({"format": "jsonl", "path": "in"}, "source", must_exist=True)["path"] == str(data / "in")
+    assert registry._paths({"format": "jsonl", "path": "out/../out2"}, "sink")["path"] == str(data / "out2")
+    assert registry._paths({"format": "jsonl", "path": "greta.sqlite.old"}, "sink")["path"] == str(data / "greta.sqlite.old")
+    for glob in ("in/*.jsonl", "in/{a,b}/day=*/", "in/[0-9]*", "in/{..,x}"):  # Hadoop matches {..,x} against listings
+        check_reach(glob, data / glob, "source", registry.settings.protected_paths)
