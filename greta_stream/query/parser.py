@@ -9,6 +9,7 @@ Query text is never evaluated as code.
 from __future__ import annotations
 
 import ast as pyast
+import sys
 from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
@@ -41,6 +42,14 @@ def _lark() -> Lark:
 class QuerySyntaxError(QueryError):
     """The query text does not parse."""
 
+
+# Digits a number literal may have (mantissa and exponent together): Python's
+# default limit for reading an exact integer (sys.int_info), lower when the
+# interpreter's limit is. A literal with a fraction or an exponent must also be
+# a finite 64-bit float that is not rounded to zero: that bounds the exponent,
+# so no literal (nor the exact Fraction of a duration) costs more than a few
+# thousand digits to read.
+MAX_NUMBER_DIGITS = 4_300
 
 # Levels of nesting a query may have: patterns, parentheses, Kleene pluses and
 # operator chains (`a AND b AND c` is two levels). Every later stage walks the
@@ -111,8 +120,27 @@ def _fail(msg: str, span: ast.Span) -> QueryError:
     return QueryError([QueryProblem(msg, span.line, span.column, span.end_column if span.end_line == span.line else None)])
 
 
-def _number(tok: Token) -> int | float:
+def _checked_number(tok: Token) -> str:
+    """The text of a NUMBER token, or `QueryError` at the token when it breaks
+    the rules of `MAX_NUMBER_DIGITS` (where int() would raise or a float be inf)."""
     s = str(tok)
+    digits = sum(c.isdigit() for c in s)
+    limit = min(MAX_NUMBER_DIGITS, sys.get_int_max_str_digits() or MAX_NUMBER_DIGITS)
+    shown = s if len(s) <= 24 else f"{s[:12]}...{s[-8:]}"
+    if digits > limit:
+        raise _fail(f"number {shown} has {digits:,} digits: at most {limit:,} are allowed", _tok_span(tok))
+    if any(c in s for c in ".eE"):
+        value = float(s)
+        if value == float("inf"):
+            raise _fail(f"number {shown} is too large for a 64-bit float (at most about 1.8e308)", _tok_span(tok))
+        mantissa = s.partition("e")[0].partition("E")[0]
+        if value == 0 and mantissa.strip("0.") != "":
+            raise _fail(f"number {shown} is too small for a 64-bit float (it would read as 0)", _tok_span(tok))
+    return s
+
+
+def _number(tok: Token) -> int | float:
+    s = _checked_number(tok)
     if any(c in s for c in ".eE"):
         return float(s)
     return int(s)
@@ -187,7 +215,7 @@ class _Build(Transformer):  # type: ignore[type-arg]
         key = str(unit).lower()
         if key not in ast.UNIT_ALIASES:
             raise _fail(f"unknown time unit {str(unit)!r}; use ms, s, min, h or d", _tok_span(unit))
-        return ast.Duration(Fraction(str(num)), ast.UNIT_ALIASES[key], span=_span(meta))
+        return ast.Duration(Fraction(_checked_number(num)), ast.UNIT_ALIASES[key], span=_span(meta))
 
     # ------------------------------------------------------------ patterns
     def event(self, meta, children):  # noqa: ANN001

@@ -96,6 +96,40 @@ def test_syntax_errors_have_positions(text: str, line: int, column: int, fragmen
     assert "^" in str(info.value)
 
 
+HUGE = "9" * 10_000
+
+
+@pytest.mark.parametrize(
+    "literal,fragment",
+    [
+        (HUGE, "has 10,000 digits: at most 4,300"),  # int() refuses more than 4,300 digits: was a VisitError
+        (HUGE + ".5", "has 10,001 digits: at most 4,300"),
+        ("0." + "0" * 4299 + "1", "has 4,301 digits"),
+        ("1e" + "0" * 4300, "has 4,301 digits"),
+        ("1e999", "1e999 is too large for a 64-bit float"),
+        ("0.5E+400", "too large for a 64-bit float"),
+        ("1e-999", "1e-999 is too small for a 64-bit float"),
+    ],
+)
+def test_number_literals_beyond_the_limits_have_positions(literal: str, fragment: str) -> None:
+    for text, column in ((f"RETURN COUNT(*)\nPATTERN A+ WHERE A.x > {literal} WITHIN 1 s", 24),
+                         (f"RETURN COUNT(*)\nPATTERN A+ WITHIN {literal} s", 19)):  # durations too: Fraction(1e-99999999) takes minutes
+        with pytest.raises(QueryError) as info:
+            parse(text)
+        p = info.value.first
+        assert (p.line, p.column, p.end_column) == (2, column, column + len(literal))
+        assert fragment in p.msg and len(p.msg) < 120  # the literal is shortened, not repeated
+
+
+def test_number_literals_within_the_limits_are_exact() -> None:
+    big = "9" * 4300
+    (cond,) = parse(f"RETURN COUNT(*) PATTERN A+ WHERE A.x > -{big} WITHIN 1 s").where
+    assert cond.expr.right == ast.Literal(-int(big))  # type: ignore[attr-defined]
+    (cond,) = parse("RETURN COUNT(*) PATTERN A+ WHERE A.x > 1.5e308 AND A.y > 0e-999 AND A.z < 1e-320 WITHIN 1 s").where[:1]
+    assert cond.expr.right == ast.Literal(1.5e308)  # type: ignore[attr-defined]
+    assert parse("RETURN COUNT(*) PATTERN A+ WITHIN 1e-300 s").within.seconds == Fraction(1, 10**300)
+
+
 # ------------------------------------------------------------ round trip
 
 _names = st.sampled_from(["A", "B", "C", "Stock"])
