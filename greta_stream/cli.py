@@ -6,6 +6,7 @@ printed with their position and exit with status 2.
 
 from __future__ import annotations
 
+import io
 import sys
 import time
 from pathlib import Path
@@ -134,11 +135,14 @@ def _run_spec(cq: CompiledQuery, **options: Any) -> RunSpec:
         fail(str(exc))
 
 
-def _read(events: Path, on_dead: Any, progress: bool) -> Any:
-    """The records of a JSON lines file (or stdin), unreadable lines to `on_dead`; progress on stderr."""
+def _read(spec: RunSpec, events: Path, on_dead: Any, progress: bool) -> Any:
+    """The records of a JSON lines file (or stdin), unreadable lines to `on_dead`; progress on stderr.
+    As on Spark, an object that gives its time or a GROUP-BY attribute twice is unreadable."""
     started = last = time.monotonic()
-    source = sys.stdin if str(events) == "-" else events
-    for n, rec in enumerate(read_events(source), 1):
+    source = (io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+              if str(events) == "-" else events)
+    unique = (spec.fields.time, *spec.query.group_by)
+    for n, rec in enumerate(read_events(source, unique), 1):
         if isinstance(rec, DeadLetter):
             on_dead(rec)
         else:
@@ -158,7 +162,7 @@ def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, prog
         on_dead(dl)
 
     runner = spec.build(dead_letter=on_dead)
-    runner.add_many(_read(events, unreadable, progress))
+    runner.add_many(_read(spec, events, unreadable, progress))
     rows = runner.finish()
     for row in rows:
         out.write(dumps(row) + "\n")
@@ -180,7 +184,7 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progr
         read_dead.append(dl)
         on_dead(dl)
 
-    records = list(_read(events, unreadable, progress))
+    records = list(_read(spec, events, unreadable, progress))
     if progress:
         typer.echo(f"read {len(records) + len(read_dead):,} events; evaluating", err=True)
     try:
@@ -266,6 +270,12 @@ def run(
     for name, c in counts.items():
         typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
                    err=True)
+    failed = {name: c["failed"] for name, c in counts.items() if c.get("failed")}
+    for name, reason in failed.items():
+        typer.echo(f"error: query {name} failed (the others ran on): {reason}. Run again from the same checkpoint "
+                   "to resume it: what its sinks could not take is delivered first", err=True)
+    if failed:
+        raise typer.Exit(1)
 
 
 def _pipeline_config(config: Path | None, query: list[str] | None, input: str | None, output: str | None,

@@ -124,20 +124,49 @@ _DIGITS = bytes(57 if 48 <= b <= 57 else 32 for b in range(256))
 _LONG_RUN = b"9" * 19
 
 
-def loads_many(lines: list[str | None]) -> list[Any]:
-    """`loads` of every line (None stays None; an unparseable line stays its
-    text, for the caller to reject). The check for ints orjson read as
-    floats runs only when some line holds a run of 19 digits: one scan of
-    the batch's bytes instead of a walk over every record."""
+def loads_many(lines: list[str | None], unique: tuple[str, ...] = ()) -> list[Any]:
+    """`loads` of every line (None stays None). A line that is not JSON, or
+    nests too deeply, or holds an object that gives one of the `unique` keys
+    twice, becomes a `malformed` dead letter (`checked`). The check for ints
+    orjson read as floats runs only when some line holds a run of 19 digits:
+    one scan of the batch's bytes instead of a walk over every record."""
     text = "\n".join(v for v in lines if v is not None).encode("utf-8", "surrogatepass")
     suspect = text.translate(_DIGITS).find(_LONG_RUN) >= 0
-    out: list[Any] = []
-    for v in lines:
-        try:
-            out.append(None if v is None else loads(v, long_ints=suspect))
-        except ValueError:
-            out.append(v)  # not JSON: the validator dead-letters it as malformed
-    return out
+    quoted = [f'"{k}"' for k in unique]
+    return [None if v is None else checked(v, suspect, quoted) for v in lines]
+
+
+def checked(line: str, long_ints: bool = True, quoted: list[str] | tuple[str, ...] = ()) -> Any:
+    """The value of one JSON line, or a `malformed` dead letter saying why it is none.
+
+    An object that gives a key of `quoted` (keys in quotes) twice is refused:
+    readers disagree on which of the two counts (Spark's JSON functions take
+    the first, Python's parsers the last), so its time or group would be read
+    differently where the stream is keyed and where it is evaluated."""
+    try:
+        value = loads(line, long_ints=long_ints)
+    except RecursionError:
+        return DeadLetter("malformed", line, "JSON nested too deeply")
+    except ValueError as exc:
+        return DeadLetter("malformed", line, f"not JSON: {exc}")
+    if quoted and type(value) is dict and any(line.count(q) > 1 for q in quoted):
+        twice = _repeated_keys(line, [q[1:-1] for q in quoted])
+        if twice:
+            return DeadLetter("malformed", line, f"the object gives key {twice[0]!r} more than once")
+    return value
+
+
+def _repeated_keys(line: str, keys: list[str]) -> list[str]:
+    """Which of `keys` the top-level object of `line` gives more than once."""
+    objects: list[list[tuple[str, Any]]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        objects.append(items)  # innermost first: the top-level object comes last
+        return dict(items)
+
+    json.loads(line, object_pairs_hook=pairs, parse_int=text_to_int)
+    names = [k for k, _ in objects[-1]]
+    return [k for k in keys if names.count(k) > 1]
 
 
 def _maybe_long_int(value: Any) -> bool:
@@ -154,17 +183,38 @@ def _maybe_long_int(value: Any) -> bool:
     return False
 
 
-def read_events(source: TextIO | Path | str) -> Iterator[dict[str, Any] | DeadLetter]:
-    """Records of a JSON lines file; an unparseable line becomes a DeadLetter."""
-    handle = open(source, encoding="utf-8") if isinstance(source, (str, Path)) else source  # noqa: SIM115
+def read_events(source: TextIO | Path | str, unique: tuple[str, ...] = ()) -> Iterator[dict[str, Any] | DeadLetter]:
+    """Records of a JSON lines file; a line that is not JSON, not UTF-8 text,
+    nested too deeply or gives a `unique` key twice becomes a DeadLetter (`checked`)."""
+    handle = (open(source, encoding="utf-8", errors="surrogateescape") if isinstance(source, (str, Path))  # noqa: SIM115
+              else source)
+    quoted = [f'"{k}"' for k in unique]
     try:
         for lineno, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            try:
-                yield loads(line)
-            except ValueError as exc:
-                yield DeadLetter("malformed", line.rstrip("\n"), f"line {lineno}: {exc}")
+            text = line.rstrip("\n")
+            if not _utf8(text):
+                yield DeadLetter("malformed", _repaired(text), f"line {lineno}: the line is not valid UTF-8 text")
+                continue
+            value = checked(text, True, quoted)
+            if isinstance(value, DeadLetter):
+                value.detail = f"line {lineno}: {value.detail}"
+            yield value
     finally:
         if handle is not source:
             handle.close()
+
+
+def _utf8(text: str) -> bool:
+    """False for text read with errors="surrogateescape" from bytes that are not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _repaired(text: str) -> str:
+    """The text with each byte that was not UTF-8 replaced by U+FFFD (as Spark's make_valid_utf8)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")

@@ -71,6 +71,8 @@ class Validator:
 
     def validate(self, record: Any, position: int) -> Event | DeadLetter:
         """An `Event`, or a `DeadLetter` saying what is wrong."""
+        if isinstance(record, DeadLetter):  # a reader judged it already (text that is not JSON, ...)
+            return record
         if not isinstance(record, dict):
             return DeadLetter("malformed", record, "an event must be a JSON object")
         n = self.names
