@@ -16,6 +16,13 @@ run fingerprint, so a stream restarted with another query set restores the
 queries it still has, starts new ones empty (at the stream's position),
 keeps the saved state of paused queries as it is and drops the rest.
 
+A query whose evaluation raises fails alone: its unit leaves the run, its
+queries keep the state they had when the batch began (the state of a
+stopped query) and `failed` names them with a one-line reason; the state
+remembers the failure for the rest of the run (`QuerySet.epoch`), so later
+micro-batches of that run skip them too. A new run (another epoch) tries
+them again from that state.
+
 Call order (as `greta_stream.runtime.runner.Runner`, with watermarks given
 per query by `watermark_of(spec, time_kind)`):
 
@@ -29,6 +36,7 @@ per query by `watermark_of(spec, time_kind)`):
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import pickle
 from collections.abc import Callable, Iterable, Mapping
@@ -41,6 +49,7 @@ from greta_stream.errors import ConfigError, SnapshotError
 from greta_stream.runtime.spec import RunSpec
 
 SNAPSHOT_FORMAT = 1
+log = logging.getLogger("greta_stream.runtime")
 
 WatermarkOf = Callable[[RunSpec, str | None], Any]  # a query's watermark in its stream's time unit
 QueryDeadLetter = Callable[[str, DeadLetter], None]
@@ -55,10 +64,13 @@ class QuerySet:
     specs: tuple[tuple[str, RunSpec], ...]
     paused: frozenset[str] = frozenset()
     sharing: bool = True  # False: every query on a runner of its own (no shared families)
+    # Which run of the stream this is (a driver's start): a query that failed in an
+    # earlier run is tried again; one that failed in this run stays out of it.
+    epoch: int = 0
 
     @classmethod
     def of(cls, specs: Mapping[str, RunSpec] | Iterable[tuple[str, RunSpec]],
-           paused: Iterable[str] = (), sharing: bool = True) -> QuerySet:
+           paused: Iterable[str] = (), sharing: bool = True, epoch: int = 0) -> QuerySet:
         items = tuple(specs.items()) if isinstance(specs, Mapping) else tuple(specs)
         names = [n for n, _ in items]
         if not items:
@@ -68,7 +80,7 @@ class QuerySet:
         fields = {s.fields for _, s in items}
         if len(fields) > 1:
             raise ConfigError("the queries of one stream must read the same type, time and id fields")
-        return cls(items, frozenset(paused) - set(names), sharing)
+        return cls(items, frozenset(paused) - set(names), sharing, epoch)
 
     def __iter__(self) -> Any:
         return iter(self.specs)
@@ -91,13 +103,10 @@ class QuerySet:
         return self.specs[0][1].fields
 
     @property
-    def lateness_s(self) -> float:
-        """The stream's watermark delay: the smallest lateness of its queries."""
-        return min(s.lateness_s for _, s in self.specs)
-
-    def extra_lateness_s(self, spec: RunSpec) -> float:
-        """How far a query's own watermark trails the stream's."""
-        return spec.lateness_s - self.lateness_s
+    def max_future_s(self) -> float | None:
+        """The tightest bound on event times ahead of the watermark any query sets (None: no query sets one)."""
+        bounds = [s.max_future_s for _, s in self.specs if s.max_future_s is not None]
+        return min(bounds) if bounds else None
 
     @cached_property
     def shard_attrs(self) -> tuple[str, ...]:
@@ -110,7 +119,7 @@ class QuerySet:
 
     @property
     def key(self) -> tuple[Any, ...]:
-        return (tuple((n, s.key) for n, s in self.specs), tuple(sorted(self.paused)), self.sharing)
+        return (tuple((n, s.key) for n, s in self.specs), tuple(sorted(self.paused)), self.sharing, self.epoch)
 
     def plan(self) -> Any:
         """The sharing plan of these queries (`greta_stream.runtime.planner.SharePlan`)."""
@@ -143,6 +152,8 @@ class MultiRunner:
         self.plan = plan if plan is not None else plan_units(queries)
         self.units = [unit.build(self._sink_of) for unit in self.plan.units]
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
+        self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
+        self.failed: dict[str, str] = {}  # queries that failed in this epoch -> one-line reason
 
     def _sink_of(self, name: str) -> Callable[[DeadLetter], None]:
         def sink(dl: DeadLetter) -> None:
@@ -159,21 +170,40 @@ class MultiRunner:
         self._dead_letter = sink  # the units' sinks read it on every dead letter
 
     # ------------------------------------------------------------ the run
+    def _each(self, call: Callable[[Any], Any]) -> list[Any]:
+        """`call(unit)` for every unit; a unit that raises fails its queries alone (module docstring)."""
+        out = []
+        for unit in list(self.units):
+            try:
+                out.append(call(unit))
+            except MemoryError:
+                raise  # the worker's, not the query's: the driver retries the whole batch from the state bytes
+            except Exception as exc:  # noqa: BLE001 - one query's failure must not fail its neighbours
+                self._fail(unit, exc)
+        return out
+
+    def _fail(self, unit: Any, exc: Exception) -> None:
+        reason = one_line(exc)
+        log.error("queries %s failed: %s", ", ".join(unit.names), reason, exc_info=exc)
+        self.units.remove(unit)
+        for name in unit.names:
+            self.failed[name] = reason
+            if name in self.saved:
+                self.carried[name] = self.saved[name]
+
     def expect(self, watermark_of: WatermarkOf) -> None:
-        for unit in self.units:
-            unit.expect(watermark_of)
+        self._each(lambda unit: unit.expect(watermark_of))
 
     def add_many(self, records: Any, watermark_of: WatermarkOf | None = None) -> None:
         """Hand one micro-batch (dicts or a DataFrame) to every unit."""
         if not isinstance(records, list) and not hasattr(records, "columns"):
             records = list(records)
-        for unit in self.units:
-            unit.add_many(records, watermark_of)
+        self._each(lambda unit: unit.add_many(records, watermark_of))
 
     def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
-        for unit in self.units:
-            out += unit.advance(watermark_of)
+        for rows in self._each(lambda unit: unit.advance(watermark_of)):
+            out += rows
         return out
 
     def finish(self) -> list[tuple[str, dict[str, Any]]]:
@@ -205,13 +235,18 @@ class MultiRunner:
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
         """Every query's state, under its name and run fingerprint; `state_sizes`
-        then says how many bytes each query's part took (0: no state)."""
+        then says how many bytes each query's part took (0: no state; queries
+        sharing one state split its bytes, so the sizes add up to the state)."""
         states: dict[str, tuple[str, bytes]] = dict(self.carried)
         for unit in self.units:
             states.update(unit.snapshot())
         names = (*self.queries.names, *sorted(self.queries.paused))
-        self.state_sizes = {name: len(states[name][1]) if name in states else 0 for name in names}
-        return pickle.dumps({"format": SNAPSHOT_FORMAT, "queries": states}, protocol=pickle.HIGHEST_PROTOCOL)
+        self.state_sizes = shares({name: states[name][1] for name in names if name in states})
+        self.state_sizes = {name: self.state_sizes.get(name, 0) for name in names}
+        failed = {name: (self.queries.epoch, reason) for name, reason in self.failed.items()}
+        self.saved = states  # what a query that fails in the next batch goes back to
+        return pickle.dumps({"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed},
+                            protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, queries: QuerySet, blob: bytes, *, dead_letter: QueryDeadLetter | None = None,
@@ -224,9 +259,45 @@ class MultiRunner:
             raise SnapshotError(f"cannot read the stream's state: {exc}") from exc
         if not isinstance(state, dict) or state.get("format") != SNAPSHOT_FORMAT:
             raise SnapshotError("unsupported stream state format: start from a new checkpoint")
-        multi = cls(queries, dead_letter=dead_letter, plan=plan)
         saved: dict[str, tuple[str, bytes]] = state["queries"]
-        for unit in multi.units:
-            unit.restore(saved)
-        multi.carried = {name: saved[name] for name in queries.paused if name in saved}
+        failed = {name: reason for name, (epoch, reason) in state.get("failed", {}).items()
+                  if epoch == queries.epoch and name in queries.names}
+        multi = cls(queries, dead_letter=dead_letter, plan=plan)
+        multi.saved = saved
+        for unit in list(multi.units):
+            if any(name in failed for name in unit.names):  # failed earlier in this run: it stays out
+                multi.units.remove(unit)
+                for name in unit.names:
+                    multi.failed[name] = failed.get(name, "failed with a query it shares its evaluation with")
+                    if name in saved:
+                        multi.carried[name] = saved[name]
+                continue
+            try:
+                unit.restore(saved)
+            except Exception as exc:  # noqa: BLE001 - a state only this query cannot read fails only it
+                multi._fail(unit, exc)
+        multi.carried.update({name: saved[name] for name in queries.paused if name in saved})
         return multi
+
+
+def shares(blobs: Mapping[str, bytes]) -> dict[str, int]:
+    """Each name's part of the bytes of `blobs`: a blob held under several
+    names (queries evaluated together) counted once, split between them."""
+    holders: dict[int, list[str]] = {}
+    for name, blob in blobs.items():
+        holders.setdefault(id(blob), []).append(name)
+    out: dict[str, int] = {}
+    for names in holders.values():
+        size = len(blobs[names[0]])
+        each, rest = divmod(size, len(names))
+        for i, name in enumerate(names):
+            out[name] = each + (1 if i < rest else 0)
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()
+    first = text[0].strip() if text else ""
+    line = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return line if len(line) <= 300 else line[:297] + "..."

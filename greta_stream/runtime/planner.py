@@ -49,14 +49,14 @@ class SharePlan:
     units: tuple[Any, ...]
 
     def explain(self) -> str:
-        head = (f"{len(self.queries)} queries in {len(self.units)} units; shard attributes "
-                f"{list(self.queries.shard_attrs) or 'none (one shard)'}; watermark delay "
-                f"{self.queries.lateness_s:g} s")
+        head = (f"{len(self.queries)} queries in {len(self.units)} units; each query shards by its own GROUP-BY "
+                f"attributes and keeps its own lateness")
         return "\n".join([head, *(u.explain() for u in self.units)])
 
     def to_dict(self) -> dict[str, Any]:
-        return {"queries": list(self.queries.names), "shard_attributes": list(self.queries.shard_attrs),
-                "watermark_delay_s": self.queries.lateness_s,
+        return {"queries": list(self.queries.names),
+                "shard_attributes": {name: list(spec.query.group_by) for name, spec in self.queries},
+                "lateness_s": {name: spec.lateness_s for name, spec in self.queries},
                 "units": [u.to_dict() if hasattr(u, "to_dict") else {"kind": "solo", "queries": list(u.names),
                                                                       "runner": u.spec.runner_kind, "why": u.why}
                           for u in self.units]}
@@ -83,6 +83,10 @@ class SoloUnit:
     def __init__(self, name: str, spec: RunSpec, sink: Callable[[DeadLetter], None]) -> None:
         self.name, self.spec, self.sink = name, spec, sink
         self.runner = spec.build(dead_letter=sink)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name,)
 
     def _of(self, watermark_of: WatermarkOf) -> Callable[[str | None], Any]:
         return lambda kind: watermark_of(self.spec, kind)

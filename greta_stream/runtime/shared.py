@@ -1,9 +1,10 @@
 """Shared evaluation of columnar queries: families, the planner's cost model, and their unit.
 
-**Families.** Queries whose patterns, predicates, partitioning and lateness
-are the same (`family_key`: alias names do not matter; window specs,
-GROUP-BY and aggregates may differ) see the same events build the same
-event graph. Their validation may differ (an aggregate makes an attribute
+**Families.** Queries whose patterns, predicates, partitioning, lateness
+and GROUP-BY attributes are the same (`family_key`: alias names do not
+matter; window specs and aggregates may differ) see the same events build
+the same event graph (a stream shards each query by its own GROUP-BY
+attributes, so only queries of the same ones meet in a shard). Their validation may differ (an aggregate makes an attribute
 needed and numeric): a family validates with everything any of its queries
 asks, gives each query its own wording of a rejection, and splits by
 validation at the first record its queries would judge differently. A family is evaluated by one `ColumnarStream` with one
@@ -68,6 +69,9 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
         edge, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
         frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
+        # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
+        # slot of spark/layout.py): a family never spans two slots
+        tuple(spec.query.group_by),
     )
 
 

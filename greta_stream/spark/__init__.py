@@ -9,6 +9,7 @@ connector; `progress` reports every micro-batch to a callback; `session`
 builds a SparkSession with the settings that matter.
 """
 
+from greta_stream.spark.layout import StreamLayout, read_layout
 from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.pipeline import (
     BatchWriter,
@@ -28,7 +29,8 @@ from greta_stream.spark.session import get_session
 from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
 
 __all__ = [
-    "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamWriter",
-    "TrendOutputs", "check_session", "get_session", "on_progress", "read_source", "start", "start_stream",
+    "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamLayout",
+    "StreamWriter", "TrendOutputs", "check_session", "get_session", "on_progress", "read_layout", "read_source",
+    "start", "start_stream",
     "stream_outputs", "streams", "trend_aggregates",
 ]

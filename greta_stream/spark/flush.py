@@ -10,7 +10,8 @@ which treats the end of the file as the end of time. To flush them:
 2. the pipeline runs once (`availableNow`) over the input;
 3. one event of a type no query uses (`FLUSH_TYPE`) at `FLUSH_TIME_S` is
    written to each flush folder and the pipeline runs once more from its
-   checkpoint: the watermark passes every window and the shards emit them.
+   checkpoint: the operator hands it to every shard, which then emits every
+   window it holds.
 
 An event of another type moves event time but is never evaluated; its time
 is written in the kind the stream's times have (seconds or a timestamp) so
@@ -33,9 +34,8 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
 from greta_stream.spark.pipeline import PipelineConfig, SourceConfig, counts, drive, source_key, streams
-from greta_stream.spark.progress import FLUSH_TIME_S
+from greta_stream.spark.shard import FLUSH_TIME_S, FLUSH_TYPE
 
-FLUSH_TYPE = "__greta_flush__"
 _GLOB_CHARS = set("{}[]*?,\\")
 
 

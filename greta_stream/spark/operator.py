@@ -15,7 +15,7 @@ not by partition: per-group calls cost
 milliseconds each, so one call per shard handles many partitions with one
 binary state blob (the engine snapshot plus a format version). Each shard's
 grouping key is chosen so that Spark spreads the shards evenly over its
-partitions (`shard.shard_keys`). Rows are final when emitted (a group never
+partitions (`layout.slot_keys`). Rows are final when emitted (a group never
 spans shards). Event-time timeouts wake a
 shard when the watermark passes the end of its next window.
 """
@@ -23,9 +23,10 @@ shard when the watermark passes the end of its next window.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -41,14 +42,16 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from greta_stream.engine import DeadLetter
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
+from greta_stream.spark.layout import StreamLayout, open_layout
 from greta_stream.spark.shard import (
+    FLUSH_TYPE,
     OUTPUT_COLUMNS,
     STATE_VERSION,
     Shard,
     parse_json_records,
-    shard_keys,
     step,
     upgrade_state,
 )
@@ -64,8 +67,11 @@ OUTPUT_SCHEMA = StructType([
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
 
 _TS = "__greta_ts"
+_SECONDS = "__greta_s"  # the event time the watermark column holds, as double seconds (null: none)
 SHARD_COLUMN = "__greta_shard"
-# The watermark column is event time shifted by a horizon (see trend_aggregates),
+_FLUSH = "__greta_flush"  # the row is --flush-at-end's event: every shard gets it
+_BAD_UTF8 = "__greta_bad_utf8"  # JSON text that was not valid UTF-8 (repaired in `value`, dead-lettered)
+# The watermark column is event time shifted by a horizon (see keyed_by_shard),
 # null outside a range that keeps it inside pandas' nanosecond range (1677-2262)
 # when Spark hands it to Python, and never overflows Spark's own timestamp math.
 _HORIZON_S = 100 * 365 * 86_400  # rows later than this are dropped by Spark itself
@@ -80,31 +86,41 @@ def default_shards(spark_cores: int | None = None) -> int:
 SINGLE = "query"  # the name of the one query of `trend_aggregates`
 
 
-def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None) -> DataFrame:
+def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None,
+                   layout: StreamLayout | None = None) -> DataFrame:
     """Streaming outputs of every query of `queries` over `events`, with one
-    stateful operator (see the module docstring)."""
-    n = shards or default_shards()
+    stateful operator (see the module docstring). `layout`: where each query's
+    state lives (`layout.open_layout`, from the stream's checkpoint); None: a
+    fresh layout of `shards` shards (default `default_shards()`)."""
+    layout = layout or open_layout(None, queries, shards, default_shards())
+    slots = layout.members(queries)
     # Spark runs a task per core, each with some shards: one kernel thread per call keeps
-    # the cores from being shared. Without shard attributes every event is in one shard: all cores.
-    threads = max(1, (os.cpu_count() or 1) // n) if queries.shard_attrs else None
-    queries = QuerySet.of([(name, spec.for_streaming().with_options(kernel_threads=threads))
-                           for name, spec in queries], paused=queries.paused, sharing=queries.sharing)
-    keyed, json_input = keyed_by_shard(events, queries, shards=n)
-    fn = _shard_function(queries, json_input, {k: Shard(s, n) for s, k in enumerate(shard_keys(n))})
+    # the cores from being shared. A slot without shard attributes is one shard: all cores.
+    threads = max(1, (os.cpu_count() or 1) // layout.shards)
+    slots = {slot: QuerySet.of([(name, spec.for_streaming().with_options(
+        kernel_threads=threads if layout.slots[slot] else None)) for name, spec in qs],
+        paused=qs.paused, sharing=qs.sharing, epoch=qs.epoch) for slot, qs in slots.items()}
+    keyed, json_input = keyed_by_shard(events, queries, layout)
+    fn = _shard_function(layout, slots, json_input)
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
 
 
-def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, *, shards: int) -> tuple[DataFrame, bool]:
-    """`events` with the shard key column (`SHARD_COLUMN`) and the watermark
-    the operator groups by (the stream's delay: the smallest lateness of its
-    queries); and whether the input is JSON text (`value`)."""
+def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: StreamLayout | None = None, *,
+                   shards: int | None = None) -> tuple[DataFrame, bool]:
+    """`events`, once per slot that some query of `queries` runs in, with its
+    shard key (`SHARD_COLUMN`), the watermark column the operator groups by
+    (the latest event time: each query subtracts its own lateness) and the
+    flush flag; and whether the input is JSON text (`value`)."""
     if isinstance(queries, RunSpec):
         queries = QuerySet.of({SINGLE: queries})
-    fields, watermark_delay_s, shard_attrs = queries.fields, queries.lateness_s, queries.shard_attrs
+    layout = layout or open_layout(None, queries, shards, default_shards())
+    fields = queries.fields
     json_input = "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
-    n = shards
+    if json_input:
+        # Text that is not valid UTF-8 would fail the hand-over to Python: repaired here, dead-lettered there
+        events = events.withColumn(_BAD_UTF8, ~F.is_valid_utf8("value")).withColumn("value", F.make_valid_utf8("value"))
 
     def column(name: str) -> Column:
         if json_input:
@@ -112,25 +128,37 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, *, shards: in
         return F.col(f"`{name}`")
 
     seconds = _event_seconds(events, column(fields.time), json_input, fields.time)
-    keys = shard_keys(n)  # Spark puts shard s in partition s mod P (P dividing n)
-    if shard_attrs:
-        parts = [_normalized(column(g)) for g in shard_attrs]
-        index = F.pmod(F.xxhash64(*parts), F.lit(n)).cast("int")
-        shard = F.element_at(F.array(*[F.lit(k) for k in keys]), index + 1)
-    else:
-        shard = F.lit(keys[0])
+    n = layout.shards
+    slot_keys = []
+    for slot in layout.members(queries):
+        keys = layout.keys(slot)  # Spark puts shard s in partition s mod P (P dividing n)
+        attrs = layout.slots[slot]
+        if attrs:
+            index = F.pmod(F.xxhash64(*[_normalized(column(g)) for g in attrs]), F.lit(n)).cast("int")
+            slot_keys.append(F.element_at(F.array(*[F.lit(k) for k in keys]), index + 1))
+        else:
+            slot_keys.append(F.lit(keys[0]))
+    every = [F.lit(k) for slot in layout.members(queries) for k in layout.keys(slot)]
+    shard = F.explode(F.when(F.col(_FLUSH), F.array(*every)).otherwise(F.array(*slot_keys)))
     # Spark drops rows at or behind the watermark before the operator sees them
     # (event-time timeout only), which would lose late events silently. Shifting
     # the watermark column and its delay by the same horizon leaves the watermark
-    # unchanged (max(ts) - delay) but lets every row through: the engine then
-    # dead-letters late events itself, with reason "late".
+    # at the latest event time but lets every row through: the engine then
+    # dead-letters late events itself, with reason "late", against each query's
+    # own lateness (so queries joining or leaving never move another's watermark).
     # A time outside the clamp range (NaN, infinities, 1e18: poison; far-future years) is no
-    # watermark time: it would move the watermark past every later event. The engine judges
+    # watermark time: it would move the watermark past every later event; nor is one more
+    # than max_future_s ahead of the wall clock (the batch's timestamp). The engine judges
     # the event itself (a bad_time, or late / future against the watermark).
+    # --flush-at-end's event moves the watermark to the end of input, however far ahead it is.
+    events = events.withColumn(_FLUSH, F.coalesce(column(fields.type) == F.lit(FLUSH_TYPE), F.lit(False)))
     in_range = seconds.isNotNull() & ~F.isnan(seconds) & seconds.between(_CLAMP_S[0], _CLAMP_S[1])
-    shifted = F.when(in_range, F.timestamp_seconds(seconds + _HORIZON_S))
-    delay_ms = int(round(watermark_delay_s * 1000)) + _HORIZON_S * 1000
-    keyed = events.withColumn(_TS, shifted).withWatermark(_TS, f"{delay_ms} milliseconds")
+    if queries.max_future_s is not None:
+        ahead = F.unix_micros(F.current_timestamp()) / 1e6 + F.lit(queries.max_future_s)
+        in_range &= (seconds <= ahead) | F.col(_FLUSH)
+    events = events.withColumn(_SECONDS, F.when(in_range, seconds))
+    keyed = events.withColumn(_TS, F.timestamp_seconds(F.col(_SECONDS) + _HORIZON_S))
+    keyed = keyed.withWatermark(_TS, f"{_HORIZON_S * 1000} milliseconds")
     return keyed.withColumn(SHARD_COLUMN, shard), json_input
 
 
@@ -155,24 +183,26 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-def _shard_function(queries: QuerySet, json_input: bool, shards: dict[int, Shard]) -> Any:
-    drop = [_TS, SHARD_COLUMN]
-
-    def records(pdfs: Iterator[pd.DataFrame]) -> Iterable[Any] | pd.DataFrame:
-        if json_input:
-            return [rec for pdf in pdfs for rec in parse_json_records(pdf["value"])]
-        frames = [pdf.drop(columns=drop) for pdf in pdfs]  # typed columns: handed on as one DataFrame
-        if not frames:  # a timeout: no input
-            return []
-        return pd.concat(frames, ignore_index=True) if len(frames) != 1 else frames[0].reset_index(drop=True)
+def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool) -> Any:
+    drop = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH]
+    empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
+        at = layout.locate(int(key[0]))
+        queries = slots.get(at[0]) if at is not None else None
+        if queries is None:  # a slot that none of the running queries needs now: its state waits as it is
+            yield empty
+            return
+        shard = Shard(at[1], layout.shards, layout.slots[at[0]])  # type: ignore[index]
         blob = None
         if state.exists:
             version, blob = state.get
-            blob = upgrade_state(version, blob, queries)
-        shard = shards[int(key[0])]
-        out, new_blob, timeout = step(queries, blob, records(pdfs), state.getCurrentWatermarkMs(), shard)
+            blob = upgrade_state(version, blob, queries, shard)
+        frames = list(pdfs)
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True) if frames else None
+        records, times_s, flush = _batch(frame, json_input, drop, (queries.fields.time, *shard.attrs))
+        out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
+                                      times_s=times_s, flush=flush)
         if new_blob is None:
             if state.exists:
                 state.remove()
@@ -183,3 +213,23 @@ def _shard_function(queries: QuerySet, json_input: bool, shards: dict[int, Shard
         yield pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
 
     return fn
+
+
+def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
+           keyed_by: tuple[str, ...]) -> tuple[Any, np.ndarray, bool]:
+    """A shard's records of one micro-batch (dicts from JSON text, or typed columns as one
+    DataFrame), their event times as the watermark column reads them, and whether
+    --flush-at-end's event is among them. JSON objects that give one of the fields
+    Spark read (`keyed_by`: time, shard attributes) twice are dead letters."""
+    if frame is None or frame.empty:  # a timeout: no input
+        return [], np.empty(0), False
+    times_s = frame[_SECONDS].to_numpy(dtype=float, na_value=np.nan)
+    flush = bool(frame[_FLUSH].any())
+    if not json_input:
+        return frame.drop(columns=[c for c in drop if c in frame.columns]).reset_index(drop=True), times_s, flush
+    records = parse_json_records(frame["value"], keyed_by)
+    bad = frame[_BAD_UTF8].to_numpy(dtype=bool, na_value=False)
+    if bad.any():
+        for i in np.flatnonzero(bad):
+            records[i] = DeadLetter("malformed", frame["value"].iat[i], "the line is not valid UTF-8 text")
+    return records, times_s, flush

@@ -36,12 +36,13 @@ from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.multi import QuerySet, one_line
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark import config_file
 from greta_stream.spark.cet_distributed import expand_outputs
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
-from greta_stream.spark.operator import stream_outputs
+from greta_stream.spark.layout import open_layout
+from greta_stream.spark.operator import default_shards, stream_outputs
 from greta_stream.spark.progress import progress_line
 
 log = logging.getLogger("greta_stream.pipeline")
@@ -232,16 +233,17 @@ def tied_files(folder: str) -> int:
     return sum(n for n in stamps.values() if n > 1)
 
 
-BatchHook = Callable[[int, list[Any], dict[str, int]], None]
+BatchHook = Callable[[int, list[Any], dict[str, int], "int | None"], None]
 
 
 class BatchWriter:
     """foreachBatch target: route one micro-batch's outputs to the sinks.
 
-    `on_batch(batch_id, rows, dead_by_reason)`, when given, is called after
-    the sinks with the batch's result rows (objects with `window_start`,
-    `window_end`, `grp` and `payload`, sorted) and its dead-letter counts by
-    reason: the service's results store.
+    `on_batch(batch_id, rows, dead_by_reason, state_bytes)`, when given, is
+    called after the sinks with the batch's result rows (objects with
+    `window_start`, `window_end`, `grp` and `payload`, sorted), its
+    dead-letter counts by reason and the query's state size after it (None:
+    not known): the service's results store.
     """
 
     def __init__(self, query: QueryConfig, checkpoint: str | Path | None = None,
@@ -266,12 +268,35 @@ class BatchWriter:
         )
         self.on_batch = on_batch
         self.counts = {"rows": 0, "dead_letters": 0}
+        self.failed: str | None = None  # why this query's sinks failed (one line); its output waits in the spool
+        self.spool = Spool(Path(checkpoint) / "spool" if local else None)  # type: ignore[arg-type]
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        outputs = batch.select("kind", "window_start", "window_end", "grp", "payload").collect()
-        self.route(batch.sparkSession, batch_id, outputs)
+    def deliver(self, spark: SparkSession, batch_id: int, outputs: list[Any], state_bytes: int | None = None) -> None:
+        """`route` a batch, or keep it in the spool when this query's sinks failed
+        (now or before): the query fails alone, its output waits, nothing is lost."""
+        if self.failed is None:
+            try:
+                self.route(spark, batch_id, outputs, state_bytes)
+                return
+            except Exception as exc:  # noqa: BLE001 - a dead sink fails its own query, never the stream
+                self.failed = one_line(exc)
+                log.error("[%s] batch %d: its sinks failed, its output is kept until it runs again: %s",
+                          self.name, batch_id, self.failed, exc_info=exc)
+        self.spool.put(batch_id, outputs)
 
-    def route(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
+    def replay(self, spark: SparkSession) -> None:
+        """Deliver the batches a failure kept in the spool, in order (at the start of a run)."""
+        for batch_id, outputs in self.spool.batches():
+            try:
+                self.route(spark, batch_id, outputs)
+            except Exception as exc:  # noqa: BLE001
+                self.failed = one_line(exc)
+                log.error("[%s] its sinks still fail; %d batches kept: %s", self.name, len(self.spool), self.failed)
+                return
+            self.spool.drop(batch_id)
+            log.info("[%s] delivered batch %d from the spool", self.name, batch_id)
+
+    def route(self, spark: SparkSession, batch_id: int, outputs: list[Any], state_bytes: int | None = None) -> None:
         """Write one batch's outputs (rows and dead letters of this query) to its sinks.
         Deferred CET windows become their rows first, through a Spark job (cet_distributed.py)."""
         rows = sorted((o for o in outputs if o.kind in ("row", "deferred")), key=lambda o: (o.window_start, o.grp))
@@ -296,7 +321,7 @@ class BatchWriter:
         if dead:
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
         if self.on_batch is not None:
-            self.on_batch(batch_id, rows, reasons)
+            self.on_batch(batch_id, rows, reasons, state_bytes)
 
     def _keyed(self, rows: list[Any]) -> list[Message]:
         """Kafka messages of result rows, keyed by (query, group, window[, n-th trend of it])."""
@@ -362,17 +387,72 @@ def collected(outputs: DataFrame) -> list[Output]:
     return list(map(Output._make, zip(*(table.column(f).to_pylist() for f in Output._fields))))
 
 
+class Spool:
+    """The outputs of a query whose sinks failed, by batch id, kept until they can be delivered:
+    one JSON-lines file per batch in `folder` (None: in memory)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._memory: dict[int, list[Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self.batches())
+
+    def put(self, batch_id: int, outputs: list[Any]) -> None:
+        if self.folder is None:
+            self._memory[batch_id] = list(outputs)
+            return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temp = self.folder / f".batch-{batch_id}.tmp"
+        temp.write_text("".join(json.dumps(list(o)) + "\n" for o in outputs))
+        temp.replace(self.folder / f"batch-{batch_id}.jsonl")  # a replayed batch replaces its own file
+
+    def batches(self) -> list[tuple[int, list[Any]]]:
+        if self.folder is None:
+            return sorted(self._memory.items())
+        if not self.folder.is_dir():
+            return []
+        found = sorted((int(p.stem.split("-")[1]), p) for p in self.folder.glob("batch-*.jsonl"))
+        return [(batch_id, [Output(*json.loads(line)) for line in p.read_text().splitlines()])
+                for batch_id, p in found]
+
+    def drop(self, batch_id: int) -> None:
+        self._memory.pop(batch_id, None)
+        if self.folder is not None:
+            (self.folder / f"batch-{batch_id}.jsonl").unlink(missing_ok=True)
+
+
 class StreamWriter:
-    """foreachBatch target of a stream: each query's outputs to that query's `BatchWriter`."""
+    """foreachBatch target of a stream: each query's outputs to that query's `BatchWriter`.
+
+    A query fails alone: when its evaluation raised in a shard ("error"
+    outputs) or its sinks failed, `failed` names it with a one-line reason and
+    the stream's other queries go on."""
 
     def __init__(self, writers: dict[str, BatchWriter]) -> None:
         self.writers = writers
         self._state: dict[tuple[str, int], int] = {}  # (query, shard) -> bytes, as last reported
         self.time_kinds: dict[str, str] = {}  # query -> "seconds" or "timestamp", once a shard knows it
+        self.errors: dict[str, str] = {}  # queries whose evaluation failed -> the first reason
+
+    @property
+    def failed(self) -> dict[str, str]:
+        """Queries that failed in this run (evaluation or sinks) -> one-line reason."""
+        out = {name: w.failed for name, w in self.writers.items() if w.failed is not None}
+        return {**out, **self.errors}
+
+    def replay(self, spark: SparkSession) -> None:
+        """Deliver what failed sinks kept in their spools in an earlier run."""
+        for writer in self.writers.values():
+            writer.replay(spark)
 
     def state_bytes(self, name: str) -> int:
         """The bytes a query's state takes over all shards (as each shard last reported)."""
         return sum(size for (query, _), size in self._state.items() if query == name)
+
+    def knows(self, name: str) -> bool:
+        """Whether a shard reported the query's state in this run."""
+        return any(query == name for query, _ in self._state)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         outputs = collected(batch.select(*Output._fields))
@@ -382,10 +462,16 @@ class StreamWriter:
                 self._state[(o.query, int(o.window_start))] = int(o.payload)
                 if o.grp:
                     self.time_kinds[o.query] = o.grp
+            elif o.kind == "error":
+                if o.query not in self.errors:
+                    log.error("[%s] batch %d: the query failed, the stream's other queries go on: %s",
+                              o.query, batch_id, o.payload)
+                self.errors.setdefault(o.query, o.payload)
             else:
                 by_query[o.query].append(o)
         for name, writer in self.writers.items():
-            writer.route(batch.sparkSession, batch_id, by_query[name])
+            state = self.state_bytes(name) if self.knows(name) else None
+            writer.deliver(batch.sparkSession, batch_id, by_query[name], state)
 
 
 Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with their writers
@@ -409,8 +495,13 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
                  once: bool = False, trigger_interval_s: float | None = None, name: str) -> StreamingQuery:
     """Start one stream over `events` for every query of `queries`: the
     operator, then `writer` (a `StreamWriter`) per micro-batch,
-    checkpointed in `checkpoint`."""
-    out = stream_outputs(events, queries, shards=shards)
+    checkpointed in `checkpoint`. Each start is a new run (`QuerySet.epoch`):
+    a query that failed before is tried again, and what its failed sinks kept
+    is delivered first. `shards` must be the checkpoint's count, or None."""
+    layout = open_layout(checkpoint, queries, shards, default_shards())
+    queries = dataclasses.replace(queries, epoch=time.time_ns() // 1_000_000)
+    writer.replay(events.sparkSession)
+    out = stream_outputs(events, queries, layout=layout)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
     if once:
         ws = ws.trigger(availableNow=True)
@@ -451,9 +542,14 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
     return queries, stop.requested
 
 
-def counts(started: Started) -> dict[str, dict[str, int]]:
-    """The rows and dead letters written, per query."""
-    return {name: dict(w.counts) for _, sw in started for name, w in sw.writers.items()}
+def counts(started: Started) -> dict[str, dict[str, Any]]:
+    """The rows and dead letters written, per query, and why a query failed ("failed", when it did)."""
+    out: dict[str, dict[str, Any]] = {}
+    for _, sw in started:
+        failed = sw.failed
+        for name, w in sw.writers.items():
+            out[name] = {**w.counts, **({"failed": failed[name]} if name in failed else {})}
+    return out
 
 
 class _StopSignal:

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from greta_stream.engine.timebase import NUMERIC
-from greta_stream.spark.shard import engine_watermark
+from greta_stream.spark.shard import FLUSH_TIME_S, engine_watermark
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,6 @@ def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = ()) 
     )
 
 
-# The time of `--flush-at-end`'s event (flush.py): in 2153, inside the range where the
-# operator's watermark column is defined (up to 2156). A watermark past it is the end of input.
-FLUSH_TIME_S = 5_800_000_000
 _END_MS = (FLUSH_TIME_S - 365 * 86_400) * 1000  # a year before it: no real stream is there
 
 

@@ -3,30 +3,35 @@
 Spark calls the stateful operator once per shard per micro-batch; a shard
 holds every partition whose shard attributes hash to it (measured: per-group
 calls cost 2-4 ms each, so many small partitions share one call and one state
-blob). The shard attributes are GROUP-BY attributes of every query of the
-stream (`QuerySet.shard_attrs`), so all partitions of a group of any query
-live in one shard: the rollup to GROUP-BY groups happens here and every
-emitted row is final.
+blob). Each query shards by its own GROUP-BY attributes: the queries of a
+stream that shard alike form a *slot* (`layout.py`), and a shard of a slot
+holds whole groups of each of its queries, so the rollup to GROUP-BY groups
+happens here and every emitted row is final.
 
-A shard runs every query of its stream with one `MultiRunner`
+A shard runs the queries of its slot with one `MultiRunner`
 (`greta_stream.runtime.multi`): the micro-batch's records are handed over
 once, the planner's units (a query's own runner, or a shared pass of
 several) evaluate them, and rows and dead letters carry their query's name.
+A query whose evaluation raises fails alone ("error" output); the others go
+on.
 
 Call order inside `step`:
   1. restore the runner from the state bytes (or start a new one);
-  2. declare each query's watermark (Spark's, less the query's extra
+  2. the shard's stream time: Spark's watermark (the latest event time),
+     unless an event far in the future moved it (see "event time" below);
+  3. declare each query's watermark (that time less the query's own
      lateness), so records behind it are dead-lettered as late;
-  3. add the micro-batch's records (bad ones are dead-lettered);
-  4. advance to the watermarks: rows of every window that ended;
-  5. return outputs (rows, dead letters, and each query's state size in
-     this shard), the new state bytes (None when idle: no state kept) and
-     the event-time timeout that wakes the shard for its next window.
+  4. add the micro-batch's records (bad ones are dead-lettered);
+  5. advance to the watermarks: rows of every window that ended;
+  6. return outputs (rows, dead letters, failures, and each query's state
+     size in this shard), the new state bytes (None when idle: no state
+     kept) and the event-time timeout that wakes the shard for its next
+     window.
 
-State bytes: the shard's index and the shard count (checked on restore: a
-checkpoint read with another count would put partitions in the wrong
-shard), then the zlib'd `MultiRunner` snapshot (every query's state under
-its name).
+State bytes: the shard's index, the shard count and the digest of its
+slot's attributes (all checked on restore: a checkpoint read with another
+layout would put partitions in the wrong shard), the shard's clock, then the
+zlib'd `MultiRunner` snapshot (every query's state under its name).
 """
 
 from __future__ import annotations
@@ -37,18 +42,26 @@ import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from greta_stream.cet.distributed import DEFERRED, to_text
-from greta_stream.connectors.jsonl import dumps_payload, dumps_row
+from greta_stream.connectors.jsonl import dumps_payload, dumps_row, loads_many
 from greta_stream.engine import DeadLetter
-from greta_stream.engine.timebase import TIMESTAMP
+from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter, QuerySet, run_fingerprint
+from greta_stream.spark.layout import MAX_SHARDS, attrs_id
+
+# `greta-stream run --flush-at-end` (flush.py) ends a bounded input with one event of
+# this type at this time (in 2153, inside the range of the operator's watermark
+# column, up to 2156): the operator hands it to every shard, which then closes every
+# window. A watermark past it is the end of input.
+FLUSH_TYPE = "__greta_flush__"
+FLUSH_TIME_S = 5_800_000_000
 
 # 2: the engine snapshot is zlib-compressed (level 1): scaled float sums and
 # per-window slots compress about 30x, for a few ms per shard and batch.
@@ -58,89 +71,71 @@ from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter, QuerySet, r
 # restore. States of 2 and 3 were keyed by the shard number: not loadable.
 # 5: one state per shard for every query of the stream (`MultiRunner`); a
 # state of 4 (one query) becomes that of a stream of one query.
-STATE_VERSION = 5
+# 6: the header also records the digest of the shard attributes of the
+# shard's slot (`layout.py`), checked on restore, and the shard's clock. A
+# state of 5 is one of slot 0 of a checkpoint from before slots.
+STATE_VERSION = 6
 
 # kind: "row" (a result row), "deferred" (a CET window whose rows the batch writer
-# extracts: spark/cet_distributed.py), "dead" or "state"
+# extracts: spark/cet_distributed.py), "dead", "state", or "error" (a query failed
+# in this shard: its one-line reason in `payload`; the other queries go on)
 OUTPUT_COLUMNS = ("query", "kind", "window_start", "window_end", "grp", "payload")
+
+_HEADER_FORMAT = ">HHQd"  # shard index, shard count, digest of the slot's attributes, clock (s)
+_HEADER = struct.calcsize(_HEADER_FORMAT)
+_V5_HEADER = 4
 
 
 @dataclass(frozen=True)
 class Shard:
-    """Shard `index` of `count`: which partitions (hash of the GROUP-BY values mod count) it holds."""
+    """Shard `index` of `count` of a slot that shards by `attrs`: which partitions
+    (hash of those GROUP-BY values mod count) it holds."""
 
     index: int = 0
     count: int = 1
+    attrs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not 0 <= self.index < self.count <= _MAX_SHARDS:
-            raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count <= {_MAX_SHARDS}")
+        if not 0 <= self.index < self.count <= MAX_SHARDS:
+            raise ValueError(f"shard {self.index} of {self.count}: need 0 <= index < count <= {MAX_SHARDS}")
 
-    def header(self) -> bytes:
-        return struct.pack(">HH", self.index, self.count)
+    def header(self, clock_s: float = -math.inf) -> bytes:
+        return struct.pack(_HEADER_FORMAT, self.index, self.count, attrs_id(self.attrs), clock_s)
 
-    def check(self, header: bytes) -> None:
-        """Raise unless a state with this header was written by this shard."""
-        index, count = struct.unpack(">HH", header)
+    def check(self, header: bytes) -> float:
+        """The clock of a state with this header; raise unless this shard wrote it."""
+        index, count, attrs, clock_s = struct.unpack(_HEADER_FORMAT, header)
         if count != self.count:
             raise SnapshotError(f"the checkpoint was written with {count} shards, this run has {self.count}: "
                                 f"run with shards = {count}, or start from a new checkpoint")
-        if index != self.index:
-            raise SnapshotError(f"state of shard {index} handed to shard {self.index}: the checkpoint is "
-                                "from another shard layout; start from a new checkpoint")
+        if index != self.index or attrs != attrs_id(self.attrs):
+            raise SnapshotError(f"state of shard {index} handed to shard {self.index} of attributes "
+                                f"{list(self.attrs)}: the checkpoint is from another shard layout; start from a "
+                                "new checkpoint")
+        return float(clock_s)
 
 
-_MAX_SHARDS = 0xFFFF
-_HEADER = 4  # Shard.header()
+def upgrade_state(version: int, state: bytes, queries: QuerySet, shard: Shard = Shard()) -> bytes:
+    """State bytes of an older STATE_VERSION in the current format.
 
-
-def spark_partition(key: int, partitions: int) -> int:
-    """The shuffle partition Spark's hash partitioning gives an int grouping
-    key: pmod(Murmur3_x86_32.hashInt(key, seed 42), partitions)."""
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & 0xFFFFFFFF
-
-    k = rotl((key & 0xFFFFFFFF) * 0xCC9E2D51 & 0xFFFFFFFF, 15) * 0x1B873593 & 0xFFFFFFFF
-    h = (rotl(42 ^ k, 13) * 5 + 0xE6546B64) & 0xFFFFFFFF
-    h ^= 4  # length in bytes
-    h ^= h >> 16
-    h = h * 0x85EBCA6B & 0xFFFFFFFF
-    h ^= h >> 13
-    h = h * 0xC2B2AE35 & 0xFFFFFFFF
-    h ^= h >> 16
-    return (h - (1 << 32) if h >= 1 << 31 else h) % partitions
-
-
-@lru_cache(maxsize=64)
-def shard_keys(count: int) -> tuple[int, ...]:
-    """The grouping key of each of `count` shards: the smallest int that
-    Spark hashes to partition s of `count`. So with P shuffle partitions, P a
-    divisor of `count` (the default: 2 shards per core), shard s runs in
-    partition s mod P and every core gets as many shards. Keying by the shard
-    number itself put 3 of 4 shards on one core of two."""
-    keys: list[int] = []
-    for s in range(count):
-        k = 0
-        while spark_partition(k, count) != s or k in keys:
-            k += 1
-        keys.append(k)
-    return tuple(keys)
-
-
-def upgrade_state(version: int, state: bytes, queries: QuerySet) -> bytes:
-    """State bytes of an older STATE_VERSION in the current format: a state
-    of 4 held one query's runner (a tag byte, the shard header, the zlib'd
-    snapshot) and becomes the state of a stream whose one query it is.
-    Formats 2 and 3 keyed shards differently: their states would land in the
-    wrong shard."""
+    A state of 5 (a shard header without the slot, then the zlib'd stream
+    state) is one of slot 0 of a checkpoint from before slots: the header of
+    `shard` is put in front, with no clock yet. A state of 4 held one query's
+    runner (a tag byte, the shard header, the zlib'd snapshot) and becomes
+    the state of a stream whose one query it is. Formats 2 and 3 keyed shards
+    differently: their states would land in the wrong shard."""
     if version == STATE_VERSION:
         return state
+    if version == 5:
+        index, count = struct.unpack(">HH", bytes(state[:_V5_HEADER]))
+        old = Shard(index, count, shard.attrs) if index < count else shard
+        return old.header() + bytes(state[_V5_HEADER:])
     if version == 4 and len(queries) == 1:
         name, spec = queries.specs[0]
         tagged = bytes(state[:1]) + zlib.decompress(state[5:])
         multi = pickle.dumps({"format": 1, "queries": {name: (run_fingerprint(spec), tagged)}},
                              protocol=pickle.HIGHEST_PROTOCOL)
-        return bytes(state[1:5]) + zlib.compress(multi, 1)
+        return upgrade_state(5, bytes(state[1:5]) + zlib.compress(multi, 1), queries, shard)
     raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
 
 
@@ -155,63 +150,142 @@ _LIVE_MAX = 64  # engines
 _LIVE_BYTES = 64 << 20  # of their (compressed) state bytes: a live engine takes several times that
 
 
-def engine_watermark(kind: str | None, watermark_ms: int) -> Any:
-    """Spark's watermark (ms since the epoch) in engine time units.
+def engine_watermark(kind: str | None, watermark_ms: float) -> Any:
+    """A watermark in ms since the epoch (Spark's unit) in engine time units.
 
     Spark reports 0 before the first watermark exists; that means "none".
     """
     if watermark_ms <= 0:
         return -math.inf
     if kind == TIMESTAMP:
-        return watermark_ms * 1000
+        return int(watermark_ms) * 1000
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def query_watermark_ms(queries: QuerySet, spec: RunSpec, watermark_ms: int) -> int:
-    """A query's watermark in ms: the stream's (Spark's, with the smallest
-    lateness as its delay) less the query's extra lateness; 0 means none."""
+def query_watermark_ms(spec: RunSpec, watermark_ms: float) -> float:
+    """A query's watermark in ms: the stream's event time (Spark's watermark,
+    which the operator keeps at the latest event time) less the query's own
+    lateness; 0 means none. It never depends on the stream's other queries."""
     if watermark_ms <= 0:
         return 0
-    return max(watermark_ms - round(queries.extra_lateness_s(spec) * 1000), 0)
+    return max(watermark_ms - round(spec.lateness_s * 1000), 0)
 
 
 def timeout_ms(multi: MultiRunner, watermark_ms: int) -> int | None:
     """When Spark should call this shard again without data (None: never):
     when the stream's watermark lets some query's next window close."""
-    queries, kinds = multi.queries, multi.time_kinds()
+    kinds = multi.time_kinds()
     wake = None
     for name, end in multi.next_window_ends().items():
         ms = end // 1000 if kinds[name] == TIMESTAMP else math.ceil(end * 1000)
-        ms = int(ms) + round(queries.extra_lateness_s(queries[name]) * 1000)
+        ms = int(ms) + round(multi.queries[name].lateness_s * 1000)
         wake = ms if wake is None else min(wake, ms)
     return None if wake is None else max(wake, watermark_ms, 1)
 
 
+# ------------------------------------------------------------------ event time
+# Spark's watermark is the latest event time of the stream (the operator's watermark
+# column has no delay of its own; each query subtracts its own lateness). Events
+# further ahead than `max_future_s` are kept out of that column where Spark can tell
+# (ahead of the wall clock), but an event ahead of the stream's time yet not of the
+# wall clock (a replay of old input) still moves it. So each shard keeps its own
+# clock: the latest time of the plausible events it has seen (not more than
+# `max_future_s` ahead of what it trusted then). A Spark watermark more than
+# `max_future_s` ahead of the shard's clock is not trusted: the shard goes by its
+# clock until its events catch up. No event's time moves a query's watermark past
+# `max_future_s` ahead of the events before it.
+
+def trusted_watermark_s(spark_s: float, clock_s: float, times_s: Any, max_future_s: float | None) -> float:
+    """The stream time a shard goes by (seconds): Spark's watermark, unless it is
+    more than `max_future_s` ahead of the shard's clock (or, in a shard with no
+    clock yet, of the median time of its batch): then the clock."""
+    if max_future_s is None or spark_s == -math.inf:
+        return spark_s
+    ref = clock_s if clock_s > -math.inf else _median(times_s)
+    if ref == -math.inf or spark_s <= ref + max_future_s:
+        return spark_s
+    return clock_s
+
+
+def next_clock_s(clock_s: float, times_s: Any, trusted_s: float, max_future_s: float | None) -> float:
+    """The shard's clock after a batch with event times `times_s` (NaN: no time)."""
+    if times_s is None or len(times_s) == 0:
+        return clock_s
+    finite = times_s[np.isfinite(times_s)]
+    if max_future_s is not None and finite.size:
+        base = trusted_s if trusted_s > -math.inf else clock_s if clock_s > -math.inf else _median(finite)
+        finite = finite[finite <= base + max_future_s]
+    return max(clock_s, float(finite.max())) if finite.size else clock_s
+
+
+def _median(times_s: Any) -> float:
+    if times_s is None:
+        return -math.inf
+    finite = times_s[np.isfinite(times_s)]
+    return float(np.median(finite)) if finite.size else -math.inf
+
+
+def record_seconds(records: Any, time_field: str) -> np.ndarray:
+    """Each record's event time in seconds since the epoch (NaN where it has none), as the
+    operator's watermark column reads it (for callers that have no such column)."""
+    if hasattr(records, "columns"):
+        if time_field not in records.columns:
+            return np.full(len(records), np.nan)
+        values = records[time_field].tolist()
+    else:
+        values = [r.get(time_field) if isinstance(r, dict) else None for r in records]
+    out = np.full(len(values), np.nan)
+    for i, v in enumerate(values):
+        if v is None:
+            continue
+        try:
+            kind, t = parse_time(v)
+        except TimeError:
+            continue
+        out[i] = t / US_PER_S if kind == TIMESTAMP else t
+    return out
+
+
 def step(
     queries: QuerySet | RunSpec, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
-    shard: Shard = Shard(),
+    shard: Shard = Shard(), *, times_s: np.ndarray | None = None, flush: bool = False,
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
     """Run one micro-batch of one shard; see the module docstring. `records`
-    are dicts, or a DataFrame of typed columns (NaN, None and NaT missing).
-    A `RunSpec` stands for a stream of that one query, named "query"."""
+    are dicts, or a DataFrame of typed columns (NaN, None and NaT missing);
+    `times_s` their event times as Spark's watermark column reads them
+    (None: read here); `flush`: the batch holds `--flush-at-end`'s event
+    (the end of input). A `RunSpec` stands for a stream of that one query,
+    named "query"."""
     if isinstance(queries, RunSpec):
         queries = QuerySet.of({"query": queries})
+    if not isinstance(records, list) and not hasattr(records, "columns"):
+        records = list(records)
     dead: list[tuple[str, DeadLetter]] = []
-    multi = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
+    multi, clock_s = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
+    if times_s is None:
+        times_s = record_seconds(records, queries.fields.time)
+    max_future_s = queries.max_future_s
+    spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
+    trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
+    clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)
+    if flush:  # the end of input: every window closes
+        trusted_s = clock_s = max(clock_s, FLUSH_TIME_S)
+    trusted_ms = math.floor(trusted_s * 1000) if trusted_s > -math.inf else 0
 
     def declared(spec: RunSpec, kind: str | None) -> Any:  # a query's watermark in its runner's time unit
-        return engine_watermark(kind, query_watermark_ms(queries, spec, watermark_ms))
+        return engine_watermark(kind, query_watermark_ms(spec, trusted_ms))
 
+    failed_before = set(multi.failed)
     multi.expect(declared)
     multi.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
     rows = multi.advance(declared)
     specs = dict(queries.specs)
     out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
-    if multi.idle:
-        kinds = multi.time_kinds()
-        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
-    blob = shard.header() + zlib.compress(multi.snapshot(), 1)
+    out += [_error_output(name, reason) for name, reason in multi.failed.items() if name not in failed_before]
     kinds = multi.time_kinds()
+    if multi.idle and not multi.failed:
+        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
+    blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
     out += [_state_output(name, shard, size, kinds.get(name)) for name, size in multi.state_sizes.items()]
     _LIVE[(queries, shard)] = (blob, multi)
     while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
@@ -219,18 +293,19 @@ def step(
     return out, blob, timeout_ms(multi, watermark_ms)
 
 
-def _runner(queries: QuerySet, state: bytes | None, shard: Shard, dead_letter: QueryDeadLetter) -> MultiRunner:
-    """The shard's runner: new, the live one of this worker, or restored from the state bytes."""
+def _runner(queries: QuerySet, state: bytes | None, shard: Shard,
+            dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
+    """The shard's runner (new, the live one of this worker, or restored from the state bytes) and its clock."""
     if not state:
-        return MultiRunner(queries, dead_letter=dead_letter)
-    shard.check(bytes(state[:_HEADER]))
+        return MultiRunner(queries, dead_letter=dead_letter), -math.inf
+    clock_s = shard.check(bytes(state[:_HEADER]))
     live = _LIVE.pop((queries, shard), None)
     if live is not None and live[0] == state:
         multi = live[1]  # this worker wrote these very bytes: its runners, caches and typed columns too
         multi.dead_letter = dead_letter
-        return multi
+        return multi, clock_s
     # Spark hands binary state over as a bytearray
-    return MultiRunner.restore(queries, zlib.decompress(state[_HEADER:]), dead_letter=dead_letter)
+    return MultiRunner.restore(queries, zlib.decompress(state[_HEADER:]), dead_letter=dead_letter), clock_s
 
 
 def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]:
@@ -256,6 +331,11 @@ def _state_output(name: str, shard: Shard, size: int, time_kind: str | None) -> 
             "grp": time_kind or "", "payload": str(size)}
 
 
+def _error_output(name: str, reason: str) -> dict[str, Any]:
+    """A query failed in this shard (the others go on): its one-line reason."""
+    return {"query": name, "kind": "error", "window_start": None, "window_end": None, "grp": "", "payload": reason}
+
+
 def _dead_output(name: str, d: DeadLetter) -> dict[str, Any]:
     # `dumps_row`: the text of `dumps` (records here come from JSON or typed columns: text keys), through the
     # json module's C encoder where it takes the record (4-5x faster: a replay that makes every event late)
@@ -270,10 +350,9 @@ def _seconds(x: Any) -> float:
     return float(x)
 
 
-def parse_json_records(values: Iterable[str | None]) -> list[Any]:
-    """Records from JSON text; unparseable text becomes a `malformed` dead letter."""
-    from greta_stream.connectors.jsonl import loads_many
-
+def parse_json_records(values: Iterable[str | None], unique: tuple[str, ...] = ()) -> list[Any]:
+    """Records from JSON text; text that is not JSON, nests too deeply or gives a
+    key of `unique` twice becomes a `malformed` dead letter (`jsonl.checked`)."""
     lines = values.tolist() if hasattr(values, "tolist") else list(values)
-    return loads_many([v if isinstance(v, str) else None for v in lines])
+    return loads_many([v if isinstance(v, str) else None for v in lines], unique)
 

@@ -10,14 +10,12 @@ counts, and compared query by query with the same query run alone.
 from __future__ import annotations
 
 import random
-import zlib
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from greta_stream import MultiRunner, QuerySet, RunSpec, evaluate
-from greta_stream.connectors import loads
-from greta_stream.spark.shard import step
+from greta_stream.testing.shards import OperatorSim
 
 
 def template(i: int) -> str:
@@ -70,30 +68,14 @@ def spec_of(text: str, lateness: float) -> RunSpec:
 
 
 def drive(queries: QuerySet, batches: list[list], n_shards: int) -> tuple[dict[str, list], dict[str, list]]:
-    """Each query's rows and dead letters through the shard step, `n_shards` shards by the stream's shard attributes."""
-    delay_ms = round(queries.lateness_s * 1000)
-    states: dict[int, bytes] = {}
-    rows: dict[str, list] = {n: [] for n in queries.names}
-    dead: dict[str, list] = {n: [] for n in queries.names}
-    watermark, max_ms = 0, 0
-    for batch in [*batches, [], []]:
-        by_shard: dict[int, list] = {}
-        for e in batch:
-            key = repr([e.get(a) for a in queries.shard_attrs]) if isinstance(e, dict) else ""
-            by_shard.setdefault(zlib.crc32(key.encode()) % n_shards, []).append(e)
-        for k in sorted(set(by_shard) | set(states)):
-            out, state, _ = step(queries, states.pop(k, None), by_shard.get(k, []), watermark)
-            for o in out:
-                if o["kind"] == "row":
-                    rows[o["query"]].append(loads(o["payload"]))
-                elif o["kind"] == "dead":
-                    dead[o["query"]].append(loads(o["payload"])["reason"])
-            if state is not None:
-                states[k] = state
-        times = [int(e["time"] * 1000) for e in batch if isinstance(e, dict) and isinstance(e.get("time"), (int, float))]
-        max_ms = max([max_ms, *times])
-        watermark = 10**12 if not batch else max(watermark, max_ms - delay_ms)
-    assert not states
+    """Each query's rows and dead letters through the operator's shards (`OperatorSim`), `n_shards` per slot."""
+    sim = OperatorSim(n_shards)
+    for batch in batches:
+        sim.batch(queries, batch)
+    sim.finish(queries)
+    assert not sim.states
+    rows = {n: sim.rows.get(n, []) for n in queries.names}
+    dead = {n: [d["reason"] for d in sim.dead.get(n, [])] for n in queries.names}
     return rows, dead
 
 
@@ -166,14 +148,18 @@ def test_a_restarted_stream_keeps_the_state_of_the_queries_it_still_has() -> Non
 @settings(max_examples=15, deadline=None)
 @given(st.integers(0, 2**16), st.integers(2, 8), st.integers(1, 3))
 def test_a_family_of_several_window_specs_and_groupings(seed: int, n_batches: int, n_shards: int) -> None:
-    """Queries that differ only in windows, GROUP-BY and aggregates share
-    one preparation and one pass per window spec; each gets its own rows."""
+    """Queries that differ only in windows and aggregates share one
+    preparation and one pass per window spec; those of other GROUP-BY
+    attributes are in other shards (a family each); each gets its own rows."""
     from greta_stream.runtime.planner import plan_units
 
     picks = [18, 19, 20, 24, 31, 36, 37, 38, 42]  # 3 window specs, 3 groupings, 2 aggregate lists, one direction
     queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in picks])
     units = plan_units(queries).units
-    assert len(units) == 1 and len(units[0].passes) == 3  # one family, a pass per window spec
+    groupings = [{tuple(queries[n].query.group_by) for n in u.names} for u in units]
+    assert sorted(map(sorted, groupings)) == [[()], [("company",)], [("sector",)]]  # a unit per GROUP-BY
+    by_sector = next(u for u in units if queries[u.names[0]].query.group_by == ("sector",))
+    assert len(by_sector.names) == 6 and len(by_sector.passes) == 3  # one family, a pass per window spec
     batches = split(stream(seed, n=200), n_batches, seed)
     rows, dead = drive(queries, batches, n_shards)
     for name, spec in queries:

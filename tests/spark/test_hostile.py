@@ -61,3 +61,61 @@ def test_poison_and_future_events_are_dead_letters_and_move_nothing(spark, tmp_p
     dead = list(read_jsonl_dir(tmp_path / "dead"))
     assert Counter(d["reason"] for d in dead) == {"bad_time": len(POISON), "future": 1}
     assert counts["dead_letters"] == len(POISON) + 1
+
+
+def write_files(folder: Path, chunks: list[list[bytes]]) -> None:
+    """One file per micro-batch (max_files_per_trigger 1), in increasing modification times."""
+    folder.mkdir()
+    base = time.time() - 60
+    for i, lines in enumerate(chunks):
+        path = folder / f"e{i}.jsonl"
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        os.utime(path, (base + i, base + i))
+
+
+def one_query(tmp_path: Path, watermark_s: float = 5) -> PipelineConfig:
+    return PipelineConfig(
+        source=SourceConfig("jsonl", str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig("q", Q, [SinkConfig("jsonl", str(tmp_path / "out"))],
+                             SinkConfig("jsonl", str(tmp_path / "dead")))],
+        checkpoint=str(tmp_path / "chk"), watermark_delay_s=watermark_s, once=True, shards=2)
+
+
+def test_poison_lines_are_dead_letters_and_the_stream_goes_on(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A line nested 2,000 deep, one that is not UTF-8, and objects giving their time or
+    group twice: each a `malformed` dead letter; the rows are `evaluate`'s."""
+    from test_poison_lines import POISON as LINES
+
+    valid = [stock(t / 2, t % 3, (t * 7) % 11) for t in range(300)]
+    enc = [json.dumps(e).encode() for e in valid]
+    write_files(tmp_path / "in", [enc[:100], enc[100:200] + LINES, enc[200:] + [b'{"type": "Flush", "time": 100000}']])
+    counts = run(one_query(tmp_path), spark=spark, echo=lambda s: None)["q"]
+    got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
+    want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid))
+    assert got == want and want
+    dead = list(read_jsonl_dir(tmp_path / "dead"))
+    assert Counter(d["reason"] for d in dead) == {"malformed": len(LINES)} == {"malformed": counts["dead_letters"]}
+    assert sorted(d["detail"].split(":")[0] for d in dead) == sorted(
+        ["JSON nested too deeply", "the line is not valid UTF-8 text", "the object gives key 'company' more than once",
+         "the object gives key 'time' more than once"])
+
+
+def test_a_far_future_event_moves_no_watermark(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """An event in 2096 (beyond the wall clock: kept out of Spark's watermark) and one ten
+    days from now (three years ahead of this stream of 2023: it moves Spark's watermark,
+    which the shards then do not trust): each dead-lettered as `future`; the events after
+    them are rows, none is late or lost."""
+    start = 1_700_000_000
+    valid = [stock(start + t / 2, t % 3, (t * 7) % 11) for t in range(300)]
+    enc = [json.dumps(e).encode() for e in valid]
+    far = json.dumps(stock(4_000_000_000, 1, 5)).encode()
+    soon = json.dumps(stock(time.time() + 10 * 86_400, 2, 5)).encode()
+    write_files(tmp_path / "in", [enc[:100], enc[100:150] + [far], enc[150:200] + [soon], enc[200:250], enc[250:]])
+    run(one_query(tmp_path), spark=spark, echo=lambda s: None)
+    dead = list(read_jsonl_dir(tmp_path / "dead"))
+    assert Counter(d["reason"] for d in dead) == {"future": 2}
+    got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
+    closed = start + 124.5 - 5  # the last batch's watermark: the latest valid time before it, less lateness
+    want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid)
+                  if r["window_end"] <= closed)
+    assert got == want and len(want) > 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from greta_stream.spark.shard import shard_keys, spark_partition
+from greta_stream.spark.layout import shard_keys, spark_partition
 
 pytestmark = pytest.mark.spark
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import pickle
 import random
+import struct
 import zlib
 from typing import Any
 
@@ -22,19 +23,18 @@ from test_streaming import QUERIES, make_events, normalized
 from greta_stream import evaluate
 from greta_stream.cet import TrendExtractor
 from greta_stream.connectors.jsonl import loads
-from greta_stream.engine import Engine
+from greta_stream.engine import DeadLetter, Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark import shard as shard_mod
+from greta_stream.spark.layout import shard_keys, spark_partition
 from greta_stream.spark.shard import (
     STATE_VERSION,
     Shard,
     engine_watermark,
     parse_json_records,
-    shard_keys,
-    spark_partition,
     step,
     upgrade_state,
 )
@@ -149,7 +149,7 @@ def test_columnar_shards_equal_general_shards_with_late_events(n_batches: int, n
 
 def query_states(state: bytes) -> dict:
     """name -> (run fingerprint, tagged runner snapshot) of a shard's state."""
-    return pickle.loads(zlib.decompress(state[4:]))["queries"]
+    return pickle.loads(zlib.decompress(state[shard_mod._HEADER:]))["queries"]
 
 
 def test_runner_states_are_tagged_and_older_formats_are_refused_or_upgraded() -> None:
@@ -169,7 +169,7 @@ def test_runner_states_are_tagged_and_older_formats_are_refused_or_upgraded() ->
     assert upgrade_state(STATE_VERSION, state, queries) == state
     # a state of version 4 held one query's tagged runner: it becomes the state of a stream of that query
     tagged = query_states(state)["query"][1]
-    v4 = tagged[:1] + state[:4] + zlib.compress(tagged[1:])
+    v4 = tagged[:1] + struct.pack(">HH", 0, 1) + zlib.compress(tagged[1:])
     out_4, _, _ = step(queries, upgrade_state(4, v4, queries), [], 150_000)
     assert results(out_4) == results(out_c)
     two = QuerySet.of({"a": RunSpec.create(q), "b": RunSpec.create(q)})
@@ -226,11 +226,12 @@ def test_state_is_compressed_versioned_bytes() -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:200]
     out, state, timeout = step(RunSpec.create(q), None, events, 0)
-    assert isinstance(state, bytes) and len(zlib.decompress(state[4:])) > len(state)
-    assert state[:4] == Shard(0, 1).header()
-    assert STATE_VERSION == 5
+    head = shard_mod._HEADER
+    assert isinstance(state, bytes) and len(zlib.decompress(state[head:])) > len(state)
+    assert state[:head] == Shard(0, 1).header(max(e["time"] for e in events))  # the shard's clock: its latest time
+    assert STATE_VERSION == 6
     sizes = [int(o["payload"]) for o in out if o["kind"] == "state"]
-    assert len(sizes) == 1 and 0 < sizes[0] < len(zlib.decompress(state[4:]))  # the query's part of the state
+    assert len(sizes) == 1 and 0 < sizes[0] < len(zlib.decompress(state[head:]))  # the query's part of the state
     # The timeout is the end of the first window that holds an event, in ms.
     assert timeout == 20_000
 
@@ -260,7 +261,7 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
     def flaky_advance(self: Any, watermark: Any) -> list:
         if failing:
             failing.clear()
-            raise RuntimeError("worker lost")
+            raise MemoryError("worker lost")
         return advance(self, watermark)
 
     monkeypatch.setattr(cls, "advance", flaky_advance)
@@ -271,7 +272,7 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
         for i, batch in enumerate(batches):
             if i == fail_at:
                 failing.append(True)
-                with pytest.raises(RuntimeError):
+                with pytest.raises(MemoryError):
                     step(cfg, state, batch, watermark)
             if not reuse:
                 shard_mod._LIVE.clear()
@@ -320,14 +321,15 @@ _JSON_VALUES = st.recursive(
 def test_batch_parse_equals_one_line_at_a_time(lines: list) -> None:
     """The batch JSON parser (one scan of the batch decides whether ints
     beyond 64 bits need a second look) reads every line as `loads` does:
-    ints of any size stay ints, NaN and Infinity parse, malformed text stays text."""
+    ints of any size stay ints, NaN and Infinity parse, malformed text is a
+    `malformed` dead letter holding the text."""
     def one(v: Any) -> Any:
         if v is None:
             return None
         try:
             return loads(v)
-        except ValueError:
-            return v
+        except ValueError as exc:
+            return DeadLetter("malformed", v, f"not JSON: {exc}")
 
     got = parse_json_records(lines)
     want = [one(v) for v in lines]

@@ -1,0 +1,123 @@
+"""The Spark operator without Spark: a stream's micro-batches through `shard.step`.
+
+`OperatorSim` does what `spark.operator.stream_outputs` asks of Spark, in
+plain Python: each record goes to the shard of each slot of the stream's
+layout (`spark.layout`) by a hash of that slot's attributes (to every shard
+of every slot: --flush-at-end's event), `step` runs once per shard with
+records or with a timeout that the watermark passed, the state of each
+shard is kept between batches, and the watermark of the next batch is the
+latest event time of the earlier ones, as the operator's watermark column
+has it. The query set may change between batches (as a restarted stream's
+does): the layout grows as Spark's would from the checkpoint's.
+
+Property tests drive it over random streams, splits and query sets and
+compare each query's rows with `evaluate`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+from greta_stream.connectors import loads
+from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
+from greta_stream.runtime.multi import QuerySet
+from greta_stream.spark.layout import StreamLayout
+from greta_stream.spark.shard import FLUSH_TYPE, STATE_VERSION, Shard, step, upgrade_state
+
+_CLAMP_S = (-5_000_000_000, 5_900_000_000)  # the operator's watermark column's range
+
+
+class OperatorSim:
+    """One stream's shards and their state over micro-batches (module docstring)."""
+
+    def __init__(self, shards: int = 4) -> None:
+        self.layout = StreamLayout(shards)
+        self.states: dict[int, tuple[int, bytes]] = {}  # key -> (state version, bytes), as Spark keeps them
+        self.timeouts: dict[int, int] = {}  # key -> ms
+        self.watermark_ms = 0  # Spark's: the latest event time of earlier batches (0: none yet)
+        self.rows: dict[str, list[dict[str, Any]]] = {}
+        self.dead: dict[str, list[dict[str, Any]]] = {}
+        self.errors: dict[str, str] = {}
+
+    def finish(self, queries: QuerySet) -> None:
+        """--flush-at-end: one flush event, which every shard takes for the end of input."""
+        fields = queries.fields
+        self.batch(queries, [{fields.type: FLUSH_TYPE, fields.time: 5_800_000_000}])
+
+    def batch(self, queries: QuerySet, records: Iterable[Any]) -> None:
+        """One micro-batch of `records` for `queries` (a new set: as a stream restarted with it)."""
+        records = list(records)
+        self.layout = self.layout.with_queries(queries)
+        slots = self.layout.members(queries)
+        fields = queries.fields
+        routed: dict[int, list[Any]] = {}
+        flushed: set[int] = set()
+        every = [k for slot in slots for k in self.layout.keys(slot)]
+        for rec in records:
+            if isinstance(rec, dict) and rec.get(fields.type) == FLUSH_TYPE:
+                for k in every:
+                    routed.setdefault(k, []).append(rec)
+                flushed.update(every)
+                continue
+            for slot in slots:
+                attrs = self.layout.slots[slot]
+                values = repr([_normalized(rec.get(a)) for a in attrs]) if isinstance(rec, dict) else "None"
+                key = self.layout.keys(slot)[zlib.crc32(values.encode()) % self.layout.shards] if attrs else \
+                    self.layout.keys(slot)[0]
+                routed.setdefault(key, []).append(rec)
+        due = {k for k, t in self.timeouts.items() if self.watermark_ms > t}
+        for key in sorted(set(routed) | due):
+            self._call(key, slots, routed.get(key, []), key in flushed)
+        horizon = time.time() + (queries.max_future_s if queries.max_future_s is not None else math.inf)
+        times = [t for t in (_seconds(r, fields.time) for r in records) if t is not None and t <= horizon]
+        max_ms = max((math.floor(t * 1000) for t in times), default=0)
+        self.watermark_ms = max(self.watermark_ms, max_ms)
+
+    def _call(self, key: int, slots: dict[int, QuerySet], records: list[Any], flush: bool) -> None:
+        at = self.layout.locate(key)
+        queries = slots.get(at[0]) if at is not None else None
+        if queries is None:
+            return  # no running query needs this slot: its state waits
+        shard = Shard(at[1], self.layout.shards, self.layout.slots[at[0]])  # type: ignore[index]
+        saved = self.states.get(key)
+        blob = upgrade_state(saved[0], saved[1], queries, shard) if saved is not None else None
+        out, state, timeout = step(queries, blob, records, self.watermark_ms, shard, flush=flush)
+        for o in out:
+            if o["kind"] == "row":
+                self.rows.setdefault(o["query"], []).append(loads(o["payload"]))
+            elif o["kind"] == "dead":
+                self.dead.setdefault(o["query"], []).append(loads(o["payload"]))
+            elif o["kind"] == "error":
+                self.errors.setdefault(o["query"], o["payload"])
+        self.timeouts.pop(key, None)
+        if state is None:
+            self.states.pop(key, None)
+        else:
+            self.states[key] = (STATE_VERSION, state)
+            if timeout is not None:
+                self.timeouts[key] = timeout
+
+
+def _normalized(v: Any) -> Any:
+    """Group values as the operator hashes them: numbers in one spelling (1 and 1.0 alike)."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    return v
+
+
+def _seconds(record: Any, time_field: str) -> float | None:
+    """A record's time in seconds as the operator's watermark column reads it (None: no watermark time)."""
+    if not isinstance(record, dict) or record.get(time_field) is None:
+        return None
+    try:
+        kind, t = parse_time(record[time_field])
+    except TimeError:
+        return None
+    s = t / US_PER_S if kind == TIMESTAMP else float(t)
+    return s if _CLAMP_S[0] <= s <= _CLAMP_S[1] else None

@@ -1,0 +1,250 @@
+"""A query's rows never depend on the queries that share its stream.
+
+The operator's shards are driven without Spark (`OperatorSim`: routing by
+the stream's layout, state per shard key, Spark's watermark, timeouts) over
+random streams and random changes of the query set between micro-batches:
+queries join (with other GROUP-BY attributes, lateness and engines), stop
+and start again (keeping their state), are deleted, and are patched (a new
+lateness keeps the state, a new text starts afresh). Each query's rows and
+late events are then what the contract gives for it alone: `evaluate` over
+the events it saw that were not behind its own watermark (the stream's
+latest event time of earlier batches less its own lateness, never going
+back).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from greta_stream import QuerySet, RunSpec, evaluate
+from greta_stream.runtime.planner import SoloUnit
+from greta_stream.spark.layout import StreamLayout, open_layout
+from greta_stream.testing.shards import OperatorSim
+
+pytestmark = pytest.mark.spark
+
+TEXTS = [
+    # Q1 variants: GROUP-BY sector, company or nothing; two windows; two aggregate lists
+    "RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+    "GROUP-BY sector WITHIN 20 s SLIDE 10 s",
+    "RETURN COUNT(*) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price WITHIN 20 s SLIDE 10 s",
+    "RETURN company, COUNT(*), MAX(S.price) PATTERN Stock S+ WHERE [company, sector] AND S.price < NEXT(S).price "
+    "GROUP-BY company WITHIN 30 s SLIDE 10 s",
+    "RETURN sector, SUM(S.price) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
+    "GROUP-BY sector WITHIN 40 s SLIDE 20 s",
+    # the general engine: a middle NOT and a second type
+    "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, NOT Halt H, Stock T) WHERE [sector] GROUP-BY sector "
+    "WITHIN 20 s SLIDE 10 s",
+]
+LATENESS = [0, 5, 30]
+
+
+def stream(seed: int, n: int = 240) -> list[dict]:
+    rnd = random.Random(seed)
+    events: list[dict] = []
+    for i in range(n):
+        c = rnd.randrange(4)
+        events.append({"type": "Stock", "time": i // 2 + rnd.choice([0, 0.5]), "company": c, "sector": c % 2,
+                       "price": rnd.choice([98.0, 99.5, 100.0, 101.25, 102.0]), "id": i})
+    events += [{"type": "Halt", "time": rnd.randrange(n // 2), "sector": rnd.randrange(2), "id": f"h{k}"}
+               for k in range(4)]
+    events.append({"type": "Stock", "time": 7, "company": 1, "id": "bad"})  # no sector: dead for every query
+    return events
+
+
+def batches_of(events: list[dict], n_batches: int, seed: int, disorder: float) -> list[list[dict]]:
+    """Batches in time order, each shuffled; with `disorder`, some events come up to two batches late."""
+    rnd = random.Random(seed)
+    ordered = sorted(events, key=lambda e: e["time"])
+    cuts = sorted(rnd.sample(range(1, len(ordered)), n_batches - 1))
+    out = [ordered[a:b] for a, b in zip([0, *cuts], [*cuts, len(ordered)])]
+    for i in range(len(out) - 1):
+        for e in list(out[i]):
+            if rnd.random() < disorder:
+                out[i].remove(e)
+                out[min(len(out) - 1, i + rnd.choice([1, 2]))].append(e)
+    for b in out:
+        rnd.shuffle(b)
+    return out
+
+
+@dataclass
+class Life:
+    """One registration of a query (a new text starts a new one): what it saw and what was late for it."""
+
+    text: str
+    engine: str
+    seen: list[dict] = field(default_factory=list)
+    late: list[dict] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    closed_by: float = float("-inf")  # its watermark when it last ran: the windows that closed (inf: all)
+
+
+def run_schedule(seed: int, n_batches: int, shards: int, disorder: float) -> tuple[list[Life], OperatorSim]:
+    rnd = random.Random(seed)
+    events = stream(seed)
+    batches = batches_of(events, n_batches, seed, disorder)
+    sim = OperatorSim(shards)
+    running: dict[str, tuple[RunSpec, Life]] = {}
+    stopped: dict[str, tuple[RunSpec, Life]] = {}
+    lives: list[Life] = []
+    stream_max = 0.0  # the latest event time of the earlier batches: the watermark before lateness
+
+    def join(name: str, other_than: str = "") -> None:
+        text, engine = rnd.choice([t for t in TEXTS if t != other_than]), rnd.choice(["auto", "general"])
+        life = Life(text, engine)
+        lives.append(life)
+        running[name] = (RunSpec.create(text, engine=engine, lateness_s=rnd.choice(LATENESS)), life)
+
+    def collect(name: str, life: Life) -> None:  # the rows emitted so far under this name belong to this life
+        life.rows += sim.rows.pop(name, [])
+
+    n = 0
+    join(f"q{n}")
+    for batch in batches:
+        action = rnd.choice(["join", "join", "stop", "start", "delete", "lateness", "text", "none", "none"])
+        names = sorted(running)
+        if action == "join" or not running:
+            n += 1
+            join(f"q{n}")
+        elif action == "stop" and len(running) > 1:
+            name = rnd.choice(names)
+            stopped[name] = running.pop(name)
+        elif action == "start" and stopped:
+            name = rnd.choice(sorted(stopped))
+            running[name] = stopped.pop(name)
+        elif action == "delete" and len(running) > 1:
+            name = rnd.choice(names)
+            collect(name, running.pop(name)[1])
+        elif action == "lateness":  # the same run fingerprint: the state is kept
+            name = rnd.choice(names)
+            spec, life = running[name]
+            running[name] = (RunSpec.create(life.text, engine=life.engine, lateness_s=rnd.choice(LATENESS)), life)
+        elif action == "text":  # a new query under the same name: its state starts afresh
+            name = rnd.choice(names)
+            life = running.pop(name)[1]
+            collect(name, life)
+            join(name, other_than=life.text)
+        queries = QuerySet.of([(name, spec) for name, (spec, _) in running.items()], paused=stopped)
+        for spec, life in running.values():  # a query's watermark never goes back (a PATCH raising its lateness)
+            life.closed_by = max(life.closed_by, stream_max - spec.lateness_s if stream_max else float("-inf"))
+            for e in batch:
+                (life.late if e["time"] < life.closed_by else life.seen).append(e)
+        sim.batch(queries, batch)
+        stream_max = max([stream_max, *(e["time"] for e in batch)])
+    final = QuerySet.of([(name, spec) for name, (spec, _) in running.items()], paused=stopped)
+    sim.finish(final)
+    for name, (_, life) in running.items():
+        life.closed_by = float("inf")
+        collect(name, life)
+    for name, (_, life) in stopped.items():
+        collect(name, life)
+    return lives, sim
+
+
+def key(row: dict) -> str:
+    return repr(sorted(row.items()))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 9), st.integers(1, 4), st.sampled_from([0.0, 0.15]))
+def test_each_query_gives_its_own_rows_whatever_joins_or_leaves_its_stream(seed: int, n_batches: int, shards: int,
+                                                                          disorder: float) -> None:
+    lives, sim = run_schedule(seed, n_batches, shards, disorder)
+    assert not sim.errors
+    for life in lives:
+        want = evaluate(life.text, [e for e in life.seen if e["id"] != "bad"], engine=life.engine)
+        want = [r for r in want if r["window_end"] <= life.closed_by]  # a query that left reported what had closed
+        assert sorted(map(key, life.rows)) == sorted(map(key, want)), life.text
+
+
+def test_a_query_joining_without_group_by_leaves_the_grouped_query_where_it_was() -> None:
+    """The case that went wrong: A groups by sector; B, without GROUP-BY,
+    joins mid-stream and leaves again. A's rows are those it gives alone."""
+    a = RunSpec.create(TEXTS[0], lateness_s=0)
+    b = RunSpec.create(TEXTS[1], lateness_s=0)
+    events = stream(3)
+    batches = batches_of(events, 6, 3, 0.0)
+    together, alone = OperatorSim(4), OperatorSim(4)
+    for i, batch in enumerate(batches):
+        queries = QuerySet.of({"a": a, "b": b}) if 1 <= i <= 3 else QuerySet.of({"a": a})
+        together.batch(queries, batch)
+        alone.batch(QuerySet.of({"a": a}), batch)
+    together.finish(QuerySet.of({"a": a}))
+    alone.finish(QuerySet.of({"a": a}))
+    assert together.layout.slots == (("sector",), ())  # B got a slot of its own; A's shards did not move
+    assert sorted(map(key, together.rows["a"])) == sorted(map(key, alone.rows["a"]))
+    assert sorted(map(key, alone.rows["a"])) == sorted(map(key, evaluate(a, [e for e in events if e["id"] != "bad"])))
+
+
+def test_lateness_is_each_querys_own_when_another_query_leaves() -> None:
+    """A allows 30 s of lateness, B none. After B leaves, events 10-25 s behind
+    the newest are on time for A (they were dead-lettered as late before)."""
+    a = RunSpec.create(TEXTS[0], lateness_s=30)
+    b = RunSpec.create(TEXTS[3], lateness_s=0)
+    first = [{"type": "Stock", "time": t, "company": t % 4, "sector": t % 2, "price": 100.0 - t % 7} for t in range(100)]
+    behind = [{"type": "Stock", "time": t, "company": t % 4, "sector": t % 2, "price": 99.0} for t in range(75, 90)]
+    sim = OperatorSim(2)
+    sim.batch(QuerySet.of({"a": a, "b": b}), first)
+    sim.batch(QuerySet.of({"a": a}), [{"type": "Stock", "time": 100, "company": 0, "sector": 0, "price": 1.0}])
+    sim.batch(QuerySet.of({"a": a}), behind)
+    assert "a" not in sim.dead
+    sim.finish(QuerySet.of({"a": a}))
+    want = evaluate(a, [*first, {"type": "Stock", "time": 100, "company": 0, "sector": 0, "price": 1.0}, *behind])
+    assert sorted(map(key, sim.rows["a"])) == sorted(map(key, want))
+
+
+def test_a_query_that_raises_fails_alone_and_is_tried_again_in_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One query's evaluation raises: an "error" output names it, the other
+    query's rows are unchanged, later batches of the same run skip it, and a
+    new run (a restarted stream) goes on from the state it had."""
+    good = RunSpec.create(TEXTS[0])
+    bad = RunSpec.create(TEXTS[2], engine="general")
+    events = [e for e in stream(5) if e["id"] != "bad"]
+    batches = batches_of(events, 5, 5, 0.0)
+    advance = SoloUnit.advance
+    calls = {"n": 0}
+
+    def flaky(self: SoloUnit, watermark_of):  # noqa: ANN001, ANN202
+        if self.name == "bad":
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise RuntimeError("a bug in one query\nwith a second line")
+        return advance(self, watermark_of)
+
+    monkeypatch.setattr(SoloUnit, "advance", flaky)
+    sim, alone = OperatorSim(1), OperatorSim(1)
+    run = QuerySet.of({"good": good, "bad": bad}, epoch=1)
+    for batch in batches:
+        sim.batch(run, batch)
+        alone.batch(QuerySet.of({"good": good}), batch)
+    assert sim.errors == {"bad": "RuntimeError: a bug in one query"}
+    assert calls["n"] == 3  # skipped for the rest of its run
+    sim.finish(QuerySet.of({"good": good, "bad": bad}, epoch=2))  # the next run tries it again
+    alone.finish(QuerySet.of({"good": good}))
+    assert sorted(map(key, sim.rows["good"])) == sorted(map(key, alone.rows["good"]))
+    assert calls["n"] == 4 and sim.rows.get("bad")
+
+
+def test_the_layout_keeps_slots_and_the_shard_count(tmp_path) -> None:  # noqa: ANN001
+    """A stream's layout only grows: a query keeps its slot whatever joins or
+    leaves; another shard count for the same checkpoint is refused."""
+    a, b, c = (RunSpec.create(TEXTS[i]) for i in (0, 1, 2))
+    layout = open_layout(tmp_path, QuerySet.of({"a": a}), None, 4)
+    assert (layout.shards, layout.slots, layout.slot_of("a")) == (4, (("sector",),), 0)
+    layout = open_layout(tmp_path, QuerySet.of({"b": b, "c": c}, paused=["a"]), None, 8)
+    assert layout.shards == 4 and [layout.slot_of(n) for n in "abc"] == [0, 1, 2]
+    assert set(layout.keys(0)).isdisjoint(layout.keys(1)) and layout.locate(layout.keys(2)[3]) == (2, 3)
+    with pytest.raises(Exception, match="written with 4 shards, this run asks for 3"):
+        open_layout(tmp_path, QuerySet.of({"a": a}), 3, 4)
+    # a checkpoint from before layouts: its queries stay in the one slot of the attributes they shared
+    (tmp_path / "old" / "offsets").mkdir(parents=True)
+    old = open_layout(tmp_path / "old", QuerySet.of({"a": a, "c": c}), 2, 4)
+    assert old.legacy and old.slots == ((),) and old.slot_of("a") == old.slot_of("c") == 0
+    assert open_layout(tmp_path / "old", QuerySet.of({"b": b}), None, 4).slot_of("b") == 0
+    assert StreamLayout.from_dict(old.to_dict()) == old
