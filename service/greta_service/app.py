@@ -95,7 +95,7 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
                                      shuffle_partitions=s.spark_shuffle_partitions,
                                      conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
-        on_progress(registry.spark, metrics.observe)  # every micro-batch of every stream
+        on_progress(registry.spark, lambda report: (metrics.observe(report), registry.observe(report)))
         registry.resume_all()
         registry.ready.set()
         log.info("service ready: Spark %s", registry.spark.version)

@@ -21,10 +21,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from greta_service.runner import STREAM_PREFIX
 from greta_service.store import STATUSES
 
 BATCH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
-STREAM_PREFIX = "greta-"  # Spark stream names of the service (`runner.start_stream`)
 
 
 class ServiceMetrics:
@@ -81,7 +81,8 @@ class _QueryCollector(Collector):
         for status in STATUSES:
             by_status.add_metric([status], sum(r.status == status for r in records))
         yield by_status
-        progress = {r.id: self.registry.progress(r) for r in records}
+        persisted = self.registry.store.state_bytes()
+        progress = {r.id: self.registry.progress(r, persisted) for r in records}
         labels = ["id", "query", "stream"]
 
         def values(r: Any) -> list[str]:

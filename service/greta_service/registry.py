@@ -32,7 +32,9 @@ from greta_service.guards import (
     check_reach,
 )
 from greta_service.runner import (
+    STREAM_PREFIX,
     StreamHandle,
+    StreamProgress,
     progress,
     run_spec,
     short_error,
@@ -41,6 +43,7 @@ from greta_service.runner import (
     start_stream,
     stop_stream,
     stream_key,
+    stream_shards,
 )
 from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSpec, SourceSpec
 from greta_service.settings import Settings
@@ -78,6 +81,7 @@ class Registry:
         self.store = store
         self.spark: Any = None
         self.streams: dict[str, StreamHandle] = {}  # by stream key (`runner.stream_key`)
+        self.stream_progress: dict[str, StreamProgress] = {}  # by stream key, as Spark reports each batch
         self.lock = threading.RLock()
         self.ready = threading.Event()
         self.startup_error: str | None = None
@@ -129,11 +133,19 @@ class Registry:
         shards = rec.options.get("shards")
         if shards is not None and shards > s.max_shards:
             raise config_error(f"shards = {shards} is over the limit of {s.max_shards} (max_shards)")
+        key = stream_key(rec)
+        others = [q for q in self.store.list_queries() if q.id != replacing and stream_key(q) == key]
+        stream = stream_shards(self.checkpoint(key), others)
+        if shards is not None and stream is not None and shards != stream:
+            raise config_error(f"shards = {shards}, but the stream this query joins (its source and field names) "
+                               f"has {stream} shards: a stream's shard count is fixed when it first runs. Leave "
+                               "shards out, or register the query with backfill (a stream of its own)")
         trends = rec.options.get("max_trends")
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
         existing = [q for q in self.store.list_queries() if q.id != replacing]
-        used = sum(self.state_bytes(q.id) for q in existing)
+        persisted = self.store.state_bytes()
+        used = sum(self.state_bytes(q.id, persisted) for q in existing)
         if used >= s.state_budget_bytes:
             raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
                                     f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
@@ -291,8 +303,9 @@ class Registry:
         for rec in members:
             if rec.id not in specs:
                 specs[rec.id] = run_spec(rec, self.settings)
+        # stopped and failed queries keep their state in the stream, to go on from it when started again
         paused = tuple(r.id for r in self.store.list_queries()
-                       if stream_key(r) == key and r.desired == "stopped" and r.status == "stopped")
+                       if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped"))
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
                                          self.settings.trigger_interval_s, self.store, paused)
         log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
@@ -362,22 +375,31 @@ class Registry:
 
     # -- monitoring ------------------------------------------------------------
 
-    def progress(self, rec: QueryRecord) -> dict[str, Any]:
+    def observe(self, report: dict[str, Any]) -> None:
+        """One micro-batch's progress report of any stream (Spark's listener thread)."""
+        name = report.get("name") or ""
+        if name.startswith(STREAM_PREFIX):
+            self.stream_progress.setdefault(name[len(STREAM_PREFIX):], StreamProgress()).observe(report)
+
+    def progress(self, rec: QueryRecord, persisted: dict[str, int] | None = None) -> dict[str, Any]:
+        """A query's progress: its stream's latest reports (kept as they come: no call into
+        Spark) and the store's counts."""
         handle = self.stream_of(rec.id)
-        try:
-            out = progress(handle, self.store.counts(rec.id))
-        except Exception as exc:  # the JVM may be going away
-            log.debug("progress of %s: %s", rec.id, exc)
-            out = progress(None, self.store.counts(rec.id))
+        out = progress(self.stream_progress.get(handle.key) if handle is not None else None, self.store.counts(rec.id))
+        out["state_bytes"] = self.state_bytes(rec.id, persisted)
         if handle is not None:
-            out["state_bytes"] = handle.writer.state_bytes(rec.id)
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
         return out
 
-    def state_bytes(self, query_id: str) -> int:
+    def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:
+        """The bytes a query's state takes: as its running stream's shards last reported
+        them, else as its last batch left them (stored: a stopped, restarted or patched
+        query keeps counting). A state that queries share counts once, split between them."""
         handle = self.stream_of(query_id)
-        return handle.writer.state_bytes(query_id) if handle is not None else 0
+        if handle is not None and handle.writer.knows(query_id):
+            return handle.writer.state_bytes(query_id)
+        return (persisted if persisted is not None else self.store.state_bytes()).get(query_id, 0)
 
     def monitor_once(self) -> None:
         """Fail the queries of streams that died, and queries whose state is over the limit."""
@@ -385,18 +407,24 @@ class Registry:
             for key, handle in list(self.streams.items()):
                 if not handle.query.isActive:
                     exc = handle.query.exception()
+                    if exc is not None:
+                        log.error("stream %s died: %s", key, exc)
                     self.streams.pop(key, None)
                     for query_id in handle.query_ids:
                         rec = self.store.get_query(query_id)
                         if rec is not None:
                             self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
                     continue
-                over = [(q, handle.writer.state_bytes(q)) for q in handle.query_ids
-                        if handle.writer.state_bytes(q) > self.settings.max_state_bytes]
-                for query_id, size in over:
+                failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
+                for q in handle.query_ids:
+                    size = handle.writer.state_bytes(q)
+                    if q not in failed and size > self.settings.max_state_bytes:
+                        failed[q] = (f"state uses {size:,} bytes, over the limit of "
+                                     f"{self.settings.max_state_bytes:,} (max_state_bytes)")
+                for query_id, reason in failed.items():
                     rec = self.store.get_query(query_id)
-                    if rec is not None:
-                        self._mark(rec, "failed", f"state uses {size:,} bytes, over the limit of "
-                                                  f"{self.settings.max_state_bytes:,} (max_state_bytes)")
-                if over:
-                    self._restart_quietly(key)
+                    if rec is not None and rec.status != "failed":
+                        log.error("query %s failed: %s", rec.name, reason)
+                        self._mark(rec, "failed", reason)
+                if any(q in handle.query_ids for q in failed):
+                    self._restart_quietly(key)  # without the failed queries, which keep their state

@@ -15,7 +15,8 @@ Built on the public pieces of `greta_stream.spark` only (`read_source`,
      that writes each micro-batch to each query's sinks and then to the
      results store, keyed by (query, batch id): a batch that Spark replays
      replaces its own rows;
-  5. `progress` turns Spark's progress reports into the API's `Progress`.
+  5. `StreamProgress` keeps each stream's progress reports as Spark sends
+     them, and `progress` turns them into the API's `Progress`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import hashlib
 import json
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -33,10 +35,11 @@ from typing import Any
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
 from greta_stream import ConfigError, FieldNames, Limits, QuerySet, RunSpec
-from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_source
+from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_layout, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
+STREAM_PREFIX = "greta-"  # the Spark name of the service's stream of key k is "greta-k"
 
 
 def _build(cls: type, spec: dict[str, Any], what: str) -> Any:
@@ -98,31 +101,40 @@ class StreamHandle:
 def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str, RunSpec], checkpoint: Path,
                  default_trigger_s: float, store: ResultStore, paused: tuple[str, ...] = ()) -> StreamHandle:
     """Start the stream `key` for `recs` from its checkpoint (a new one on first start);
-    the stream keeps the saved state of the `paused` (stopped) queries.
+    the stream keeps the saved state of the `paused` (stopped or failed) queries.
 
-    The stream's settings come from its queries: the most shards any asks
-    for, the shortest trigger interval."""
+    The stream's settings come from its queries: the shortest trigger
+    interval; the shard count is the checkpoint's (a property of the stream:
+    `stream_shards`)."""
     writers: dict[str, BatchWriter] = {}
     for rec in recs:
         qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
                          sink_config(rec.dead_letter) if rec.dead_letter else None, spec=specs[rec.id])
         # Kafka sinks keep their sink logs in the checkpoint
         writers[rec.id] = BatchWriter(qc, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
-    shards = [r.options["shards"] for r in recs if r.options.get("shards")]
     intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]
     interval = min(intervals) if intervals else default_trigger_s
     queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
     writer = StreamWriter(writers)
     query = start_spark_stream(read_source(spark, source_config(recs[0].source)), queries, writer, checkpoint,
-                               shards=max(shards) if shards else None, trigger_interval_s=interval or None,
-                               name=f"greta-{key}")
+                               shards=stream_shards(checkpoint, recs), trigger_interval_s=interval or None,
+                               name=f"{STREAM_PREFIX}{key}")
     return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
 
 
+def stream_shards(checkpoint: Path, recs: list[QueryRecord]) -> int | None:
+    """A stream's shard count: its checkpoint's, else the first of its queries that asks
+    for one (None: the default)."""
+    layout = read_layout(checkpoint)
+    if layout is not None:
+        return layout.shards
+    return next((r.options["shards"] for r in recs if r.options.get("shards")), None)
+
+
 def _to_store(store: ResultStore, query_id: str) -> Any:
-    def write(batch_id: int, rows: list[Any], dead: dict[str, int]) -> None:
+    def write(batch_id: int, rows: list[Any], dead: dict[str, int], state_bytes: int | None = None) -> None:
         stored = [ResultRow(o.window_start, o.window_end, o.grp, o.payload) for o in rows]
-        store.write_batch(query_id, batch_id, stored, dead)
+        store.write_batch(query_id, batch_id, stored, dead, state_bytes)
     return write
 
 
@@ -143,24 +155,40 @@ def stop_stream(handle: StreamHandle, wait_s: float = 10.0) -> None:
     handle.query.stop()
 
 
-def progress(handle: StreamHandle | None, counts: ResultCounts) -> dict[str, Any]:
-    """The API's Progress fields from Spark's recent progress and the store's counts."""
+@dataclass
+class StreamProgress:
+    """What Spark reported of one stream's micro-batches, kept as they happen
+    (`observe`, from the session's progress listener): reading it costs no
+    call into Spark, whatever the number of queries or input files."""
+
+    run_id: str | None = None
+    last: dict[str, Any] | None = None
+    durations_ms: deque[int] = field(default_factory=lambda: deque(maxlen=20))
+    input_rows: int = 0
+
+    def observe(self, report: dict[str, Any]) -> None:
+        if report.get("runId") != self.run_id:  # a new run of the stream (a restart): counts start again
+            self.run_id, self.input_rows = report.get("runId"), 0
+            self.durations_ms.clear()
+        self.last = report
+        self.input_rows += int(report.get("numInputRows") or 0)
+        self.durations_ms.append(int((report.get("durationMs") or {}).get("triggerExecution", 0)))
+
+
+def progress(stream: StreamProgress | None, counts: ResultCounts) -> dict[str, Any]:
+    """The API's Progress fields from a stream's progress and the store's counts."""
     out: dict[str, Any] = {
         "batches": counts.batches, "last_batch_id": counts.last_batch_id, "result_rows": counts.rows,
         "dead_letters": counts.dead_letters, "late": counts.dead_by_reason.get("late", 0),
         "dead_letters_by_reason": dict(counts.dead_by_reason),
     }
-    if handle is None:
+    if stream is None or stream.last is None:
         return out
-    reports = [_as_dict(p) for p in handle.query.recentProgress]
-    if not reports:
-        return out
-    last = reports[-1]
+    last = stream.last
     state = (last.get("stateOperators") or [{}])[0]
     out.update(
         input_rows_per_s=last.get("inputRowsPerSecond"), processed_rows_per_s=last.get("processedRowsPerSecond"),
-        input_rows=sum(int(p.get("numInputRows") or 0) for p in reports),
-        batch_durations_ms=[int((p.get("durationMs") or {}).get("triggerExecution", 0)) for p in reports][-20:],
+        input_rows=stream.input_rows, batch_durations_ms=list(stream.durations_ms),
         watermark_s=event_watermark_s((last.get("eventTime") or {}).get("watermark")),
         state_rows=state.get("numRowsTotal"), state_bytes=state.get("memoryUsedBytes"),
     )
@@ -181,18 +209,12 @@ def event_watermark_s(text: str | None) -> float | None:
     return None if seconds == 0 else seconds  # the epoch is Spark's "no watermark yet"
 
 
-def _as_dict(p: Any) -> dict[str, Any]:
-    raw = getattr(p, "json", None)
-    if isinstance(raw, str):
-        return json.loads(raw)
-    if callable(raw):
-        return json.loads(raw())
-    return json.loads(json.dumps(p, default=str))
-
-
-def short_error(exc: BaseException | Any, limit: int = 2000) -> str:
-    """The first lines of a (possibly Java) exception: enough to act on, no stack trace."""
+def short_error(exc: BaseException | Any, limit: int = 300) -> str:
+    """One line to act on from a (possibly Java, possibly wrapped) exception: the innermost
+    Python error when Spark wraps one, else the first line; the whole text goes to the log."""
     text = str(exc).strip() or type(exc).__name__
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("at ")]
-    text = "\n".join(lines[:12])
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("at ")]
+    python = [ln for ln in lines if ln.split(":", 1)[0].endswith(("Error", "Exception")) and not ln.startswith(
+        ("org.", "java.", "py4j", "pyspark.errors", "Traceback"))]
+    line = python[-1] if python else lines[0] if lines else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -101,8 +101,10 @@ class RegistryStore(ABC):
 
 class ResultStore(ABC):
     @abstractmethod
-    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int]) -> None:
-        """Replace whatever (query_id, batch_id) held with these rows and dead-letter counts."""
+    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int],
+                    state_bytes: int | None = None) -> None:
+        """Replace whatever (query_id, batch_id) held with these rows and dead-letter counts;
+        `state_bytes`: the query's state size after the batch (kept as the last known)."""
 
     @abstractmethod
     def page(
@@ -114,6 +116,10 @@ class ResultStore(ABC):
     @abstractmethod
     def after(self, query_id: str, seq: int, limit: int = 500) -> list[tuple[int, str]]:
         """(seq, payload) of rows stored after `seq`, in store order."""
+
+    @abstractmethod
+    def state_bytes(self) -> dict[str, int]:
+        """The last known state size of each query (bytes), as its latest batch reported it."""
 
     @abstractmethod
     def clear_results(self, query_id: str) -> None:
@@ -150,6 +156,9 @@ CREATE INDEX IF NOT EXISTS results_batch ON results (query_id, batch_id);
 CREATE TABLE IF NOT EXISTS batches (
     query_id TEXT NOT NULL, batch_id INTEGER NOT NULL, rows INTEGER NOT NULL, dead TEXT NOT NULL,
     written_at REAL NOT NULL, PRIMARY KEY (query_id, batch_id)
+);
+CREATE TABLE IF NOT EXISTS query_state (
+    query_id TEXT PRIMARY KEY, bytes INTEGER NOT NULL, batch_id INTEGER NOT NULL
 );
 """
 
@@ -212,11 +221,16 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
             db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
+            db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
 
     # -- results ---------------------------------------------------------
 
-    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int]) -> None:
+    def write_batch(self, query_id: str, batch_id: int, rows: Sequence[ResultRow], dead: dict[str, int],
+                    state_bytes: int | None = None) -> None:
         with self._tx() as db:
+            if state_bytes is not None:
+                db.execute("INSERT OR REPLACE INTO query_state (query_id, bytes, batch_id) VALUES (?, ?, ?)",
+                           (query_id, state_bytes, batch_id))
             db.execute("DELETE FROM results WHERE query_id = ? AND batch_id = ?", (query_id, batch_id))
             db.executemany(
                 "INSERT INTO results (query_id, batch_id, window_start, window_end, grp, payload) "
@@ -273,6 +287,10 @@ class SQLiteStore(Store):
         with self._tx() as db:
             db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
+            db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
+
+    def state_bytes(self) -> dict[str, int]:
+        return dict(self._conn().execute("SELECT query_id, bytes FROM query_state").fetchall())
 
     def latest(self, query_id: str) -> list[str]:
         rows = self._conn().execute(

@@ -35,13 +35,13 @@ def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
     return spec.columns, list(spec.group_columns)
 
 
-def query_info(registry: Registry, rec: QueryRecord) -> QueryInfo:
+def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] | None = None) -> QueryInfo:
     return QueryInfo(
         id=rec.id, name=rec.name, text=rec.text, mode=rec.mode, status=rec.status, error=rec.error,  # type: ignore[arg-type]
         source=rec.source, sinks=rec.sinks, dead_letter=rec.dead_letter, options=rec.options,
         columns=query_columns(rec.text, rec.mode)[0], group_columns=query_columns(rec.text, rec.mode)[1],
         created_at=rec.created_at,
-        progress=Progress(**registry.progress(rec)),
+        progress=Progress(**registry.progress(rec, persisted)),
     )
 
 
@@ -65,7 +65,8 @@ def validate_query(body: QueryValidate, registry: RegistryDep) -> ValidateRespon
 @router.get("")
 def list_queries(registry: RegistryDep) -> QueryList:
     """Every registered query with its status and progress."""
-    return QueryList(queries=[query_info(registry, r) for r in registry.store.list_queries()])
+    persisted = registry.store.state_bytes()  # read once for the whole list
+    return QueryList(queries=[query_info(registry, r, persisted) for r in registry.store.list_queries()])
 
 
 @router.get("/{query_id}", responses=errors(404))
