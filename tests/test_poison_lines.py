@@ -1,13 +1,7 @@
-"""Poison lines: text that must be a dead letter with its reason, never a
-failed stream, on every path that reads JSON lines (`evaluate --events`,
-the shard step's parser, `greta-stream run`, the service).
-
-- an object nested 2,000 deep (Python's parser runs out of stack);
-- a line that is not valid UTF-8;
-- an object that gives its time (or a GROUP-BY attribute) twice: Spark's JSON
-  functions read the first, Python's parsers the last, so the stream's keys
-  and the engine would disagree.
-"""
+"""Poison lines (`greta_stream.testing.hostile`): text that must be a dead
+letter with its reason, never a failed stream, on every path that reads JSON
+lines: `evaluate --events` and the shard step's parser here; `greta-stream
+run` in tests/spark/test_hostile.py, the service in tests/service/test_isolation.py."""
 
 from __future__ import annotations
 
@@ -23,17 +17,15 @@ from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads, read_events
 from greta_stream.engine import DeadLetter
 from greta_stream.spark.shard import parse_json_records, step
+from greta_stream.testing.hostile import POISON_LINES
 
 ROOT = Path(__file__).resolve().parents[1]
 Q = ("RETURN company, COUNT(*), SUM(S.price) PATTERN Stock S+ WHERE [company] AND S.price > NEXT(S).price "
      "GROUP-BY company WITHIN 20 s SLIDE 10 s")
 
-DEEP = b'{"type": "Stock", "time": 3, "company": 1, "price": 5, "x": ' + b"[" * 2000 + b"]" * 2000 + b"}"
-BAD_UTF8 = b'{"type": "Stock", "time": 4, "company": 1, "price": \xff\xfe 5}'
-TWICE_TIME = b'{"type": "Stock", "time": 5, "company": 1, "price": 5, "time": 900}'
-TWICE_GROUP = b'{"type": "Stock", "time": 6, "company": 1, "price": 5, "company" : 2}'
-POISON = [DEEP, BAD_UTF8, TWICE_TIME, TWICE_GROUP]
-DETAILS = ["nested too deeply", "not valid UTF-8", "key 'time' more than once", "key 'company' more than once"]
+POISON = [line for line, _ in POISON_LINES]
+DEEP, BAD_UTF8, TWICE_TIME, TWICE_GROUP = POISON
+DETAILS = [detail for _, detail in POISON_LINES]
 
 
 def valid_events() -> list[dict]:

@@ -268,17 +268,20 @@ def step(
     spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
     trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
     clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)
+    # Going by its clock, the shard moves on with its own events at once (what Spark's
+    # watermark does at the end of a batch): no later call may come while Spark's stands still.
+    until_s = trusted_s if trusted_s == spark_s else clock_s
     if flush:  # the end of input: every window closes
-        trusted_s = clock_s = max(clock_s, FLUSH_TIME_S)
-    trusted_ms = math.floor(trusted_s * 1000) if trusted_s > -math.inf else 0
+        until_s = clock_s = max(clock_s, FLUSH_TIME_S)
 
-    def declared(spec: RunSpec, kind: str | None) -> Any:  # a query's watermark in its runner's time unit
-        return engine_watermark(kind, query_watermark_ms(spec, trusted_ms))
+    def watermark_of(stream_s: float) -> Any:  # a query's watermark in its runner's time unit
+        ms = math.floor(stream_s * 1000) if stream_s > -math.inf else 0
+        return lambda spec, kind: engine_watermark(kind, query_watermark_ms(spec, ms))
 
     failed_before = set(multi.failed)
-    multi.expect(declared)
-    multi.add_many(records, declared)  # a DataFrame as it is: typed columns all the way
-    rows = multi.advance(declared)
+    multi.expect(watermark_of(trusted_s))
+    multi.add_many(records, watermark_of(trusted_s))  # a DataFrame as it is: typed columns all the way
+    rows = multi.advance(watermark_of(until_s))
     specs = dict(queries.specs)
     out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
     out += [_error_output(name, reason) for name, reason in multi.failed.items() if name not in failed_before]

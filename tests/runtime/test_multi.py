@@ -189,3 +189,15 @@ def test_a_family_whose_queries_validate_differently_splits_when_they_disagree(s
     for b in batches:
         multi.add_many(b)
     assert len(multi.units[0].parts) == 2  # split by validation
+
+
+def test_queries_sharing_a_state_count_its_bytes_once() -> None:
+    """A family's state is one blob under each of its queries' names: their sizes split it."""
+    queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in (18, 19, 20)])  # one family
+    multi = MultiRunner(queries)
+    multi.add_many(stream(1, n=200))
+    blob = multi.snapshot()
+    sizes = multi.state_sizes
+    assert len(multi.units) == 1 and all(sizes.values())
+    family = len(next(iter(multi.units)).snapshot()["q18"][1])
+    assert sum(sizes.values()) == family < len(blob)

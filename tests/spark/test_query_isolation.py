@@ -248,3 +248,26 @@ def test_the_layout_keeps_slots_and_the_shard_count(tmp_path) -> None:  # noqa: 
     assert old.legacy and old.slots == ((),) and old.slot_of("a") == old.slot_of("c") == 0
     assert open_layout(tmp_path / "old", QuerySet.of({"b": b}), None, 4).slot_of("b") == 0
     assert StreamLayout.from_dict(old.to_dict()) == old
+
+
+@pytest.mark.parametrize("ahead_s", [10 * 86_400, 4_000_000_000])
+def test_an_event_far_ahead_of_the_stream_moves_no_query_watermark(ahead_s: float) -> None:
+    """One event ten days from now (ahead of this replayed stream by years, not of the
+    wall clock: it moves Spark's watermark), or in 2096 (kept out of it): dead-lettered
+    as `future`; every event after it counts, and windows go on closing as events come."""
+    import time
+
+    spec = RunSpec.create(TEXTS[0], lateness_s=5)
+    events = [e for e in stream(11) if e["id"] != "bad"]
+    batches = batches_of(events, 6, 11, 0.0)
+    far = {"type": "Stock", "time": (time.time() + ahead_s) if ahead_s < 10**9 else ahead_s, "company": 1,
+           "sector": 1, "price": 5.0, "id": "far"}
+    sim = OperatorSim(3)
+    for i, batch in enumerate(batches):
+        sim.batch(QuerySet.of({"q": spec}), batch + ([far] if i == 2 else []))
+    assert [d["reason"] for d in sim.dead["q"]] == ["future"]
+    before_last = max(e["time"] for e in batches[-2])  # the last batch's watermark, before lateness
+    got, everything = set(map(key, sim.rows["q"])), set(map(key, evaluate(spec, events)))
+    assert {key(r) for r in evaluate(spec, events) if r["window_end"] <= before_last - 5} <= got <= everything
+    sim.finish(QuerySet.of({"q": spec}))
+    assert sorted(map(key, sim.rows["q"])) == sorted(map(key, evaluate(spec, events)))
