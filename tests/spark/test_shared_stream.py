@@ -47,3 +47,25 @@ def test_one_stream_per_source_and_a_changed_query_set(spark, tmp_path: Path) ->
         assert len(got) == len(normalized(got))  # nothing twice
     rest = [e for e in events if e not in seen]  # the added query saw the files read after it joined
     assert normalized(list(read_jsonl_dir(tmp_path / "out2"))) == normalized(evaluate(QUERIES["negation"], rest))
+
+
+def test_a_query_joining_and_leaving_never_changes_another_querys_rows(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The stock query groups by sector; a query without GROUP-BY joins the stream for
+    one run and leaves again; a third query with less lateness comes and goes too.
+    The stock query's rows are those it gives alone, nothing twice."""
+    events = make_events(seed=8)
+    staging = tmp_path / "staging"
+    write_batches(staging, events, n_files=4, seed=9, extra_last=[json.dumps({"type": "Flush", "time": 100_000})])
+    files = sorted(staging.iterdir(), key=lambda f: f.stat().st_mtime)
+    (tmp_path / "in").mkdir()
+    total = QUERIES["stock"].replace("sector, COUNT(*)", "COUNT(*)").replace(" GROUP-BY sector", "")
+    for i, f in enumerate(files):
+        shutil.copy2(f, tmp_path / "in" / f.name)
+        cfg = pipeline(tmp_path, ["stock"], shards=2)
+        if i in (1, 2):
+            cfg.queries.append(QueryConfig("total", total, [SinkConfig("jsonl", str(tmp_path / "out-total"))]))
+            cfg = PipelineConfig(**{**cfg.__dict__, "queries": cfg.queries})
+        run(cfg, spark=spark, echo=lambda s: None)
+    got = list(read_jsonl_dir(tmp_path / "out" / "stock"))
+    assert normalized(got) == normalized(evaluate(QUERIES["stock"], events))
+    assert len(got) == len(normalized(got))
