@@ -45,6 +45,7 @@ from functools import cached_property
 from typing import Any
 
 from greta_stream.engine import DeadLetter, FieldNames
+from greta_stream.engine.columnar.kept import tracked
 from greta_stream.errors import ConfigError, SnapshotError
 from greta_stream.runtime.spec import RunSpec
 
@@ -154,6 +155,9 @@ class MultiRunner:
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
         self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
         self.failed: dict[str, str] = {}  # queries that failed in this epoch -> one-line reason
+        # the chunks (`engine.columnar.kept`) each query's saved state refers to, where a chunk store
+        # keeps them out of the snapshot: those of carried states come from the state they were in
+        self.refs: dict[str, set[str]] = {}
 
     def _sink_of(self, name: str) -> Callable[[DeadLetter], None]:
         def sink(dl: DeadLetter) -> None:
@@ -238,15 +242,19 @@ class MultiRunner:
         then says how many bytes each query's part took (0: no state; queries
         sharing one state split its bytes, so the sizes add up to the state)."""
         states: dict[str, tuple[str, bytes]] = dict(self.carried)
+        refs = {name: keys for name, keys in self.refs.items() if name in self.carried}
         for unit in self.units:
-            states.update(unit.snapshot())
+            with tracked() as keys:
+                saved = unit.snapshot()
+            states.update(saved)
+            refs.update({name: keys for name in saved})
         names = (*self.queries.names, *sorted(self.queries.paused))
         self.state_sizes = shares({name: states[name][1] for name in names if name in states})
         self.state_sizes = {name: self.state_sizes.get(name, 0) for name in names}
         failed = {name: (self.queries.epoch, reason) for name, reason in self.failed.items()}
-        self.saved = states  # what a query that fails in the next batch goes back to
-        return pickle.dumps({"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed},
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        self.saved, self.refs = states, refs  # what a query that fails in the next batch goes back to
+        state = {"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed, "refs": refs}
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, queries: QuerySet, blob: bytes, *, dead_letter: QueryDeadLetter | None = None,
@@ -263,7 +271,7 @@ class MultiRunner:
         failed = {name: reason for name, (epoch, reason) in state.get("failed", {}).items()
                   if epoch == queries.epoch and name in queries.names}
         multi = cls(queries, dead_letter=dead_letter, plan=plan)
-        multi.saved = saved
+        multi.saved, multi.refs = saved, dict(state.get("refs", {}))
         for unit in list(multi.units):
             if any(name in failed for name in unit.names):  # failed earlier in this run: it stays out
                 multi.units.remove(unit)

@@ -91,6 +91,7 @@ class PipelineFile(_Strict):
     trigger_interval_s: float | None = Field(None, gt=0)
     master: str | None = None
     shards: int | None = Field(None, ge=1)
+    operator: Literal["transformWithStateInPandas", "applyInPandasWithState"] | None = None
     fields: FieldsFile = FieldsFile()
     shared_streams: bool = True
     sharing: bool = True

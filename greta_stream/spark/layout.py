@@ -37,6 +37,14 @@ from greta_stream.errors import ConfigError
 from greta_stream.runtime.multi import QuerySet
 
 LAYOUT_FILE = "greta-layout.json"
+# The stateful operators: Spark's `transformWithStateInPandas`, each shard's state a small
+# value and chunks of kept events written once (`shard.step_incremental`); and
+# `applyInPandasWithState`, where the design started, each shard's state one value
+# rewritten whole every micro-batch (`shard.step`). A checkpoint keeps its operator.
+INCREMENTAL = "transformWithStateInPandas"
+WHOLE = "applyInPandasWithState"
+OPERATORS = (INCREMENTAL, WHOLE)
+DEFAULT_OPERATOR = INCREMENTAL
 _FORMAT = 1
 _SLOT_SPAN = 1 << 16  # slot j's keys are the smallest ints from j * _SLOT_SPAN that Spark spreads evenly
 MAX_SHARDS = 0xFFFF
@@ -97,11 +105,14 @@ class StreamLayout:
     slots: tuple[tuple[str, ...], ...] = ()
     placed: tuple[tuple[str, int], ...] = ()  # query name -> slot, in the order they joined
     legacy: bool = False  # slot 0 is a checkpoint's one shard key from before slots
+    operator: str = DEFAULT_OPERATOR
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= MAX_SHARDS:
             raise ConfigError(f"shards must be between 1 and {MAX_SHARDS}, got {self.shards}")
+        if self.operator not in OPERATORS:
+            raise ConfigError(f"unknown operator {self.operator!r}; use {' or '.join(OPERATORS)}")
         self._index.update(self.placed)
 
     # ------------------------------------------------------------ placing
@@ -124,7 +135,7 @@ class StreamLayout:
             placed[name] = slots.index(wanted)
         if tuple(slots) == self.slots and tuple(placed.items()) == self.placed:
             return self
-        return StreamLayout(self.shards, tuple(slots), tuple(placed.items()), self.legacy)
+        return StreamLayout(self.shards, tuple(slots), tuple(placed.items()), self.legacy, self.operator)
 
     def members(self, queries: QuerySet) -> dict[int, QuerySet]:
         """The queries of each slot that has running ones, each slot's set
@@ -150,7 +161,7 @@ class StreamLayout:
     # ------------------------------------------------------------ the file
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "shards": self.shards, "slots": [list(s) for s in self.slots],
-                "queries": dict(self.placed), "legacy": self.legacy}
+                "queries": dict(self.placed), "legacy": self.legacy, "operator": self.operator}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> StreamLayout:
@@ -158,7 +169,8 @@ class StreamLayout:
             raise ConfigError(f"unknown stream layout format {doc.get('format')!r}: this checkpoint was written "
                               "by a newer greta-stream")
         return cls(int(doc["shards"]), tuple(tuple(s) for s in doc["slots"]),
-                   tuple((str(n), int(s)) for n, s in doc["queries"].items()), bool(doc.get("legacy", False)))
+                   tuple((str(n), int(s)) for n, s in doc["queries"].items()), bool(doc.get("legacy", False)),
+                   str(doc.get("operator", WHOLE)))
 
     def save(self, checkpoint: str | Path) -> None:
         """Write the layout into the checkpoint folder (atomically)."""
@@ -169,13 +181,14 @@ class StreamLayout:
         os.replace(tmp, folder / LAYOUT_FILE)
 
 
-def open_layout(checkpoint: str | Path | None, queries: QuerySet, shards: int | None, default_shards: int) -> StreamLayout:
+def open_layout(checkpoint: str | Path | None, queries: QuerySet, shards: int | None, default_shards: int,
+                operator: str | None = None) -> StreamLayout:
     """The layout of the stream checkpointed in `checkpoint` for `queries`,
     extended with their new queries and saved (None: a stream whose
     checkpoint is not ours to write, e.g. `trend_aggregates`'s; a fresh
-    layout). `shards` is what the run asks for (None: the checkpoint's count,
-    or `default_shards` for a new checkpoint); a checkpoint of another count
-    is refused."""
+    layout). `shards` and `operator` are what the run asks for (None: the
+    checkpoint's, or `default_shards` and `DEFAULT_OPERATOR` for a new
+    checkpoint); a checkpoint of another count or operator is refused."""
     folder = None if checkpoint is None or "://" in str(checkpoint) else Path(checkpoint)
     saved = read_layout(folder) if folder is not None else None
     if saved is not None:
@@ -184,12 +197,20 @@ def open_layout(checkpoint: str | Path | None, queries: QuerySet, shards: int | 
             raise ConfigError(f"the checkpoint {folder} was written with {layout.shards} shards, this run asks for "
                               f"{shards}: run with shards = {layout.shards} (or leave shards unset), or start from a "
                               "new checkpoint")
+        if operator is not None and operator != layout.operator:
+            raise ConfigError(f"the checkpoint {folder} was written by the {layout.operator} operator, this run asks "
+                              f"for {operator}: run with operator = {layout.operator} (or leave operator unset), or "
+                              "start from a new checkpoint")
     elif folder is not None and (folder / "offsets").is_dir():
         # A checkpoint from before layouts: one slot, keyed by the GROUP-BY attributes its queries shared
+        if operator not in (None, WHOLE):
+            raise ConfigError(f"the checkpoint {folder} was written by the {WHOLE} operator, this run asks for "
+                              f"{operator}: leave operator unset, or start from a new checkpoint")
         layout = StreamLayout(shards or default_shards, (queries.shard_attrs,),
-                              tuple((n, 0) for n in (*queries.names, *sorted(queries.paused))), legacy=True)
+                              tuple((n, 0) for n in (*queries.names, *sorted(queries.paused))), legacy=True,
+                              operator=WHOLE)
     else:
-        layout = StreamLayout(shards or default_shards)
+        layout = StreamLayout(shards or default_shards, operator=operator or DEFAULT_OPERATOR)
     extended = layout.with_queries(queries)
     if folder is not None and (extended != layout or saved is None):
         extended.save(folder)

@@ -22,6 +22,7 @@ shard when the watermark passes the end of its next window.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +36,7 @@ from pyspark.sql.types import (
     BinaryType,
     DoubleType,
     IntegerType,
+    LongType,
     NumericType,
     StringType,
     StructField,
@@ -45,14 +47,16 @@ from pyspark.sql.types import (
 from greta_stream.engine import DeadLetter
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
-from greta_stream.spark.layout import StreamLayout, open_layout
+from greta_stream.spark.layout import INCREMENTAL, StreamLayout, open_layout
 from greta_stream.spark.shard import (
     FLUSH_TYPE,
     OUTPUT_COLUMNS,
     STATE_VERSION,
+    Saved,
     Shard,
     parse_json_records,
     step,
+    step_incremental,
     upgrade_state,
 )
 
@@ -65,6 +69,11 @@ OUTPUT_SCHEMA = StructType([
     StructField("payload", StringType()),
 ])
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
+# transformWithStateInPandas: a shard's value state (shard.Saved) and its map state of chunks
+SAVED_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType()),
+                           StructField("chunks", StringType())])
+CHUNK_KEY_SCHEMA = StructType([StructField("key", StringType())])
+CHUNK_SCHEMA = StructType([StructField("data", BinaryType())])
 
 _TS = "__greta_ts"
 _SECONDS = "__greta_s"  # the event time the watermark column holds, as double seconds (null: none)
@@ -87,12 +96,13 @@ SINGLE = "query"  # the name of the one query of `trend_aggregates`
 
 
 def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None,
-                   layout: StreamLayout | None = None) -> DataFrame:
+                   layout: StreamLayout | None = None, operator: str | None = None) -> DataFrame:
     """Streaming outputs of every query of `queries` over `events`, with one
     stateful operator (see the module docstring). `layout`: where each query's
-    state lives (`layout.open_layout`, from the stream's checkpoint); None: a
-    fresh layout of `shards` shards (default `default_shards()`)."""
-    layout = layout or open_layout(None, queries, shards, default_shards())
+    state lives and with which operator (`layout.open_layout`, from the
+    stream's checkpoint); None: a fresh layout of `shards` shards (default
+    `default_shards()`) for `operator` (default `DEFAULT_OPERATOR`)."""
+    layout = layout or open_layout(None, queries, shards, default_shards(), operator)
     slots = layout.members(queries)
     # Spark runs a task per core, each with some shards: one kernel thread per call keeps
     # the cores from being shared. A slot without shard attributes is one shard: all cores.
@@ -101,6 +111,10 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
         kernel_threads=threads if layout.slots[slot] else None)) for name, spec in qs],
         paused=qs.paused, sharing=qs.sharing, epoch=qs.epoch) for slot, qs in slots.items()}
     keyed, json_input = keyed_by_shard(events, queries, layout)
+    if layout.operator == INCREMENTAL:
+        return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(
+            statefulProcessor=incremental_processor(layout, slots, json_input), outputStructType=OUTPUT_SCHEMA,
+            outputMode="Append", timeMode="EventTime")
     fn = _shard_function(layout, slots, json_input)
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
@@ -183,24 +197,97 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
+_DROP = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH]
+
+
+def _at(layout: StreamLayout, slots: dict[int, QuerySet], key: Any) -> tuple[QuerySet, Shard] | None:
+    """The queries and the shard of a grouping key; None for a slot none of the running queries needs
+    now (its state waits as it is)."""
+    at = layout.locate(int(key))
+    queries = slots.get(at[0]) if at is not None else None
+    if queries is None:
+        return None
+    return queries, Shard(at[1], layout.shards, layout.slots[at[0]])  # type: ignore[index]
+
+
+def _joined_frames(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
+    frames = list(pdfs)
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True) if frames else None
+
+
+def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool) -> Any:
+    """The `transformWithStateInPandas` processor of a stream: per shard a small
+    value state (`shard.Saved`: the version, the stream state with its kept
+    events named by chunk key, the chunks' sizes) and a map state of chunks
+    (key -> bytes), each written once and removed when its windows are
+    reported (`shard.step_incremental`); an event-time timer wakes the shard
+    for its next window."""
+    from pyspark.sql.streaming import StatefulProcessor
+
+    class ShardProcessor(StatefulProcessor):
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.saved = handle.getValueState("saved", SAVED_SCHEMA)
+            self.chunks = handle.getMapState("chunks", CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
+
+        def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
+            yield self._step(key, _joined_frames(rows), timerValues.getCurrentWatermarkInMs())
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
+            yield self._step(key, None, timerValues.getCurrentWatermarkInMs())
+
+        def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int) -> pd.DataFrame:
+            where = _at(layout, slots, key[0])
+            if where is None:
+                return pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
+            queries, shard = where
+            saved = None
+            if self.saved.exists():
+                version, blob, sizes = self.saved.get()
+                saved = Saved(int(version), bytes(blob), json.loads(sizes))
+            records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
+            out, new, written, removed, timer = step_incremental(
+                queries, saved, self._all_chunks, records, max(int(watermark_ms), 0), shard, times_s=times_s,
+                flush=flush)
+            for k, data in written.items():
+                self.chunks.updateValue((k,), (data,))
+            for k in removed:
+                self.chunks.removeKey((k,))
+            if new is None:
+                self.saved.clear()
+            else:
+                self.saved.update((new.version, new.blob, json.dumps(new.chunks)))
+            for t in list(self.handle.listTimers()):
+                self.handle.deleteTimer(t)
+            if timer is not None and new is not None:
+                self.handle.registerTimer(timer)
+            return pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
+
+        def _all_chunks(self) -> dict[str, bytes]:
+            return {k[0]: bytes(v[0]) for k, v in self.chunks.iterator()}
+
+        def close(self) -> None:
+            pass
+
+    return ShardProcessor()
+
+
 def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool) -> Any:
-    drop = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH]
+    """The `applyInPandasWithState` function of a stream: per shard one binary
+    value, the whole stream state, rewritten every micro-batch (`shard.step`)."""
     empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        at = layout.locate(int(key[0]))
-        queries = slots.get(at[0]) if at is not None else None
-        if queries is None:  # a slot that none of the running queries needs now: its state waits as it is
+        where = _at(layout, slots, key[0])
+        if where is None:
             yield empty
             return
-        shard = Shard(at[1], layout.shards, layout.slots[at[0]])  # type: ignore[index]
+        queries, shard = where
         blob = None
         if state.exists:
             version, blob = state.get
             blob = upgrade_state(version, blob, queries, shard)
-        frames = list(pdfs)
-        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True) if frames else None
-        records, times_s, flush = _batch(frame, json_input, drop, (queries.fields.time, *shard.attrs))
+        records, times_s, flush = _batch(_joined_frames(pdfs), json_input, _DROP, (queries.fields.time, *shard.attrs))
         out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
                                       times_s=times_s, flush=flush)
         if new_blob is None:

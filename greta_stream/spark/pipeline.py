@@ -109,6 +109,8 @@ class PipelineConfig:
     trigger_interval_s: float | None = None
     master: str | None = None
     shards: int | None = None
+    # The stateful operator of a new checkpoint (None: the default, or the checkpoint's own)
+    operator: str | None = None
     fields: FieldNames = FieldNames()
     # Queries that read one source share one Spark stream (one read, one parse, one
     # operator); False gives each query a stream (and a checkpoint folder) of its own.
@@ -155,7 +157,7 @@ class PipelineConfig:
         return cls(
             source=src, queries=[_query_config(q, base, engine) for q in doc.queries],
             checkpoint=_resolve(doc.checkpoint, base), watermark_delay_s=doc.watermark_delay_s, once=doc.once,
-            trigger_interval_s=doc.trigger_interval_s, master=doc.master, shards=doc.shards,
+            trigger_interval_s=doc.trigger_interval_s, master=doc.master, shards=doc.shards, operator=doc.operator,
             fields=FieldNames(doc.fields.type, doc.fields.time, doc.fields.id),
             shared_streams=doc.shared_streams, sharing=doc.sharing,
             max_future_s=doc.max_future_s if "max_future_s" in doc.model_fields_set else DEFAULT_MAX_FUTURE_S,
@@ -486,19 +488,21 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
                                for q in stream.queries})
         trigger_s = None if cfg.once else cfg.trigger_interval_s
         query = start_stream(read_source(spark, stream.source), stream.query_set(), writer, checkpoint,
-                             shards=cfg.shards, once=cfg.once, trigger_interval_s=trigger_s, name=stream.name)
+                             shards=cfg.shards, once=cfg.once, trigger_interval_s=trigger_s, name=stream.name,
+                             operator=cfg.operator)
         started.append((query, writer))
     return started
 
 
 def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: str | Path, *, shards: int | None,
-                 once: bool = False, trigger_interval_s: float | None = None, name: str) -> StreamingQuery:
+                 once: bool = False, trigger_interval_s: float | None = None, name: str,
+                 operator: str | None = None) -> StreamingQuery:
     """Start one stream over `events` for every query of `queries`: the
     operator, then `writer` (a `StreamWriter`) per micro-batch,
     checkpointed in `checkpoint`. Each start is a new run (`QuerySet.epoch`):
     a query that failed before is tried again, and what its failed sinks kept
-    is delivered first. `shards` must be the checkpoint's count, or None."""
-    layout = open_layout(checkpoint, queries, shards, default_shards())
+    is delivered first. `shards` and `operator` must be the checkpoint's, or None."""
+    layout = open_layout(checkpoint, queries, shards, default_shards(), operator)
     queries = dataclasses.replace(queries, epoch=time.time_ns() // 1_000_000)
     writer.replay(events.sparkSession)
     out = stream_outputs(events, queries, layout=layout)

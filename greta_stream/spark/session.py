@@ -18,6 +18,8 @@ from pyspark.sql import SparkSession
 
 from greta_stream.jvm import spark_kafka_jars
 
+ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
 
 def get_session(
     master: str | None = None, *, app_name: str = "greta-stream", shuffle_partitions: int | None = None,
@@ -41,6 +43,10 @@ def get_session(
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.driver.extraJavaOptions", _log_options(level))
+        # RocksDB, writing a changelog per micro-batch: what transformWithStateInPandas needs, and state that
+        # costs what changed. A checkpoint keeps the provider it was started with.
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )
     kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once scripts/setup_jvm.sh fetched it
     if kafka_jars:  # local paths: nothing is downloaded at run time (no spark.jars.packages)

@@ -40,7 +40,7 @@ import math
 import pickle
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ import pandas as pd
 from greta_stream.cet.distributed import DEFERRED, to_text
 from greta_stream.connectors.jsonl import dumps_payload, dumps_row, loads_many
 from greta_stream.engine import DeadLetter
+from greta_stream.engine.columnar.kept import chunk_store, release_memory
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
@@ -250,18 +251,125 @@ def step(
     queries: QuerySet | RunSpec, state: bytes | None, records: Iterable[Any] | pd.DataFrame, watermark_ms: int,
     shard: Shard = Shard(), *, times_s: np.ndarray | None = None, flush: bool = False,
 ) -> tuple[list[dict[str, Any]], bytes | None, int | None]:
-    """Run one micro-batch of one shard; see the module docstring. `records`
+    """Run one micro-batch of one shard whose state is one value (the
+    `applyInPandasWithState` operator); see the module docstring. `records`
     are dicts, or a DataFrame of typed columns (NaN, None and NaT missing);
     `times_s` their event times as Spark's watermark column reads them
     (None: read here); `flush`: the batch holds `--flush-at-end`'s event
     (the end of input). A `RunSpec` stands for a stream of that one query,
     named "query"."""
-    if isinstance(queries, RunSpec):
-        queries = QuerySet.of({"query": queries})
-    if not isinstance(records, list) and not hasattr(records, "columns"):
-        records = list(records)
+    queries, records = _query_set(queries), _listed(records)
     dead: list[tuple[str, DeadLetter]] = []
     multi, clock_s = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
+    out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
+    kinds = multi.time_kinds()
+    if multi.idle and not multi.failed:
+        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
+    blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
+    out += [_state_output(name, shard, size, kinds.get(name)) for name, size in multi.state_sizes.items()]
+    _LIVE[(queries, shard)] = (blob, multi)
+    while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
+        _LIVE.pop(next(iter(_LIVE)))  # the least recently written
+    return out, blob, timeout_ms(multi, watermark_ms)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What the incremental operator keeps of a shard besides its chunks: the
+    state's version (one more per micro-batch), the shard header and the
+    zlib'd stream state whose kept events are chunks named by key, and the
+    stored size of every chunk it refers to."""
+
+    version: int
+    blob: bytes
+    chunks: dict[str, int]
+
+
+def step_incremental(
+    queries: QuerySet | RunSpec, saved: Saved | None, chunks_of: Callable[[], dict[str, bytes]],
+    records: Iterable[Any] | pd.DataFrame, watermark_ms: int, shard: Shard = Shard(), *,
+    times_s: np.ndarray | None = None, flush: bool = False,
+) -> tuple[list[dict[str, Any]], Saved | None, dict[str, bytes], list[str], int | None]:
+    """Run one micro-batch of one shard whose state is a small value and
+    chunks of kept events (the `transformWithStateInPandas` operator): what
+    `step` does, writing what changed only. Returns the outputs, the new
+    `Saved` (None: idle, keep nothing), the chunks to write (key -> bytes),
+    the chunk keys to remove, and the timer. `chunks_of()` reads every chunk
+    the state store holds: called only when this worker has no live runner
+    of the saved version (after a restart, or when another worker ran the
+    shard's last batch)."""
+    queries, records = _query_set(queries), _listed(records)
+    dead: list[tuple[str, DeadLetter]] = []
+    multi, clock_s = _incremental_runner(queries, saved, chunks_of, shard, lambda name, dl: dead.append((name, dl)))
+    out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
+    kinds = multi.time_kinds()
+    before = saved.chunks if saved is not None else {}
+    if multi.idle and not multi.failed:
+        return (out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, {},
+                list(before), None)
+    with chunk_store() as store:
+        snapshot = multi.snapshot()
+    referred = set().union(*multi.refs.values()) if multi.refs else set()
+    sizes = {k: len(v) for k, v in store.written.items()}
+    chunks = {k: sizes.get(k, before.get(k, 0)) for k in referred}
+    new = Saved((saved.version if saved is not None else 0) + 1, shard.header(clock_s) + zlib.compress(snapshot, 1),
+                chunks)
+    written = {k: v for k, v in store.written.items() if k not in before and k in referred}
+    sizes_of = chunk_shares(multi.refs, chunks)
+    out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name))
+            for name, size in multi.state_sizes.items()]
+    _LIVE_INCREMENTAL[(queries, shard)] = (new.version, multi)
+    while len(_LIVE_INCREMENTAL) > _LIVE_MAX:
+        _LIVE_INCREMENTAL.pop(next(iter(_LIVE_INCREMENTAL)))
+    return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
+
+
+def chunk_shares(refs: dict[str, set[str]], sizes: dict[str, int]) -> dict[str, int]:
+    """Each query's part of the chunks' stored bytes: a chunk several queries
+    refer to (a family's) counted once, split between them."""
+    holders: dict[str, list[str]] = {}
+    for name, keys in refs.items():
+        for k in keys:
+            holders.setdefault(k, []).append(name)
+    out: dict[str, int] = {}
+    for k, names in holders.items():
+        each = sizes.get(k, 0) // len(names)
+        for name in names:
+            out[name] = out.get(name, 0) + each
+    return out
+
+
+_LIVE_INCREMENTAL: dict[tuple[QuerySet, Shard], tuple[int, MultiRunner]] = {}
+
+
+def _incremental_runner(queries: QuerySet, saved: Saved | None, chunks_of: Callable[[], dict[str, bytes]],
+                        shard: Shard, dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
+    """The shard's runner (new, the live one of this worker at the saved version, or
+    rebuilt from the saved state and its chunks) and its clock."""
+    if saved is None:
+        return MultiRunner(queries, dead_letter=dead_letter), -math.inf
+    clock_s = shard.check(bytes(saved.blob[:_HEADER]))
+    live = _LIVE_INCREMENTAL.pop((queries, shard), None)
+    if live is not None and live[0] == saved.version:
+        multi = live[1]
+        multi.dead_letter = dead_letter
+        return multi, clock_s
+    with chunk_store(chunks_of()):
+        multi = MultiRunner.restore(queries, zlib.decompress(saved.blob[_HEADER:]), dead_letter=dead_letter)
+    return multi, clock_s
+
+
+def _query_set(queries: QuerySet | RunSpec) -> QuerySet:
+    return QuerySet.of({"query": queries}) if isinstance(queries, RunSpec) else queries
+
+
+def _listed(records: Iterable[Any] | pd.DataFrame) -> Any:
+    return records if isinstance(records, list) or hasattr(records, "columns") else list(records)
+
+
+def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, watermark_ms: int, shard: Shard,
+         times_s: np.ndarray | None, flush: bool, dead: list[tuple[str, DeadLetter]]) -> tuple[list[Any], float]:
+    """Steps 2-5 of the module docstring: the outputs (rows, dead letters, failures) and the shard's new clock."""
     if times_s is None:
         times_s = record_seconds(records, queries.fields.time)
     max_future_s = queries.max_future_s
@@ -282,18 +390,11 @@ def step(
     multi.expect(watermark_of(trusted_s))
     multi.add_many(records, watermark_of(trusted_s))  # a DataFrame as it is: typed columns all the way
     rows = multi.advance(watermark_of(until_s))
+    release_memory()
     specs = dict(queries.specs)
     out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
     out += [_error_output(name, reason) for name, reason in multi.failed.items() if name not in failed_before]
-    kinds = multi.time_kinds()
-    if multi.idle and not multi.failed:
-        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
-    blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
-    out += [_state_output(name, shard, size, kinds.get(name)) for name, size in multi.state_sizes.items()]
-    _LIVE[(queries, shard)] = (blob, multi)
-    while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
-        _LIVE.pop(next(iter(_LIVE)))  # the least recently written
-    return out, blob, timeout_ms(multi, watermark_ms)
+    return out, clock_s
 
 
 def _runner(queries: QuerySet, state: bytes | None, shard: Shard,

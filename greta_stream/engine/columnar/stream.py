@@ -12,12 +12,14 @@ whole stream, as in a batch run, so the rows are the batch rows (docs/QUERY_LANG
 section 6) and the per-event work is the kernel's, not Python's.
 
 Per micro-batch the work follows the batch, not the open windows: the kept
-events are held both raw (object arrays: snapshots, the general engine's
-replay, group values as spelled) and prepared (typed arrays, windows,
-states: `Prepared`), and a batch's prepared events are appended to the
-latter when their columns have the same types (else the kept events are
-typed again, together, when a window closes). A watermark that closes no
-window costs nothing.
+events are held prepared (typed arrays, windows, states), compact, one
+chunk per micro-batch (`kept.KeptChunk`: no per-event Python objects), a
+batch's chunk appended when its columns have the same types as the kept
+ones (else every kept event is typed again with it, once). Records are
+built back from the chunks only where one is needed (the spelling of group
+values, a hand-over). A window's close drops the chunks none of whose
+events is in an open window. A watermark that closes no window costs
+nothing.
 
 `ColumnarStream` has the interface of `greta_stream.engine.Engine` that a
 streaming driver uses (`expect`, `add_many`, `advance`, `finish`,
@@ -40,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import pickle
 from collections.abc import Iterable
 from functools import lru_cache
 from itertools import repeat
@@ -61,6 +62,7 @@ from greta_stream.engine.columnar import (
 )
 from greta_stream.engine.columnar.columns import frame_values
 from greta_stream.engine.columnar.driver import compute_cells
+from greta_stream.engine.columnar.kept import KeptChunk, KeptView, compact, dumps, joined, loads, same_kinds
 from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
 from greta_stream.engine.columnar.prepare import window_in
@@ -68,7 +70,7 @@ from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.engine import Engine, fingerprint
 from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, Timebase, parse_time, window_bounds
+from greta_stream.engine.timebase import NUMERIC, Timebase, window_bounds
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 1  # one query; 2: a family of queries (passes)
@@ -101,15 +103,14 @@ class ColumnarStream:
         self._metrics = Metrics()
         self.rows_emitted: dict[str, int] = {}  # per member query
         # The front's watermark: windows ending by it are reported. Its buffer
-        # stays empty: the kept events are columns (`_kept`, `_prep`).
+        # stays empty: the kept events are columns (`_chunks`).
         self.front = Front(self.cq, fields, self._metrics, dead_letter)
         # A member query's own dead-letter sink, for the general engine it gets on a hand-over.
         self.member_sinks: dict[str, DeadLetterSink | None] = {}
-        # valid events with a window not reported yet: one object array of raw values per field
+        # valid events with a window not reported yet, prepared and compact, a chunk per micro-batch
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
-        self._kept: list[dict[str, np.ndarray]] = []  # in chunks, joined when read (`kept`)
-        self._prep: list[Prepared] | None = []  # the kept events prepared, in the same chunks (None: type again)
+        self._chunks: list[KeptChunk] = []
         self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
         self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
         # Incremental aggregates per pass (`live.py`), fed up to the front's watermark; None: each
@@ -151,15 +152,21 @@ class ColumnarStream:
 
     @property
     def kept(self) -> dict[str, np.ndarray]:
-        """The kept events' raw values, field by field."""
-        if len(self._kept) != 1:
-            self._kept = [{f: _objects([]) if not self._kept else np.concatenate([c[f] for c in self._kept])
-                           for f in self.names}]
-        return self._kept[0]
+        """The kept events' fields as the records held them (built from the chunks)."""
+        view = self._view()
+        return {f: view.raw(f) for f in self.names}
+
+    def _view(self) -> KeptView:
+        return KeptView(self._chunks, list(self.plan.types), self.fields)
 
     @property
     def n_kept(self) -> int:
-        return sum(len(c[self.fields.type]) for c in self._kept)
+        return sum(len(c) for c in self._chunks)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes the kept events take in memory."""
+        return sum(c.nbytes for c in self._chunks)
 
     @property
     def validator(self) -> Validator:
@@ -245,17 +252,31 @@ class ColumnarStream:
                 if len(prep.good):
                     if self.live is not None and not self._stale and (prep.t < self._fed_until).any():
                         self._stale = True  # before what the live state was fed to: rebuild it
-                    if not self.n_kept:
-                        self._prep = [_subset(prep, np.ones(len(prep.good), bool))]
-                    elif self._prep is not None:  # None: the kept events are typed again anyway
-                        self._prep = _appended(self._prep, prep)
-                    if frame is not None:
-                        self._kept.append({f: _objects(frame_values(frame, f, prep.good)) for f in self.names})
-                    else:
-                        self._kept.append({f: inp.raw(f, prep.good) for f in self.names})
+                    raw_of = ((lambda f: frame_values(frame, f, prep.good)) if frame is not None  # noqa: B023
+                              else (lambda f: inp.raw(f, prep.good)))  # noqa: B023
+                    self._keep(compact(prep, raw_of, self.names))
                 return
         for engine in self.generals.values():
             engine.add_many(frame if frame is not None else records, watermark_of)
+
+    def _keep(self, chunk: KeptChunk) -> None:
+        """Add a batch's chunk to the kept events; when its columns are typed
+        otherwise (ints, then floats), type every kept event again with it."""
+        if not self._chunks or same_kinds(self._chunks[0].prep, chunk.prep):
+            self._chunks.append(chunk)
+            return
+        chunks = [*self._chunks, chunk]
+        view = KeptView(chunks, list(self.plan.types), self.fields)
+        raw = {f: view.raw(f) for f in self.names}
+        n = sum(len(c) for c in chunks)
+        try:
+            prep = prepare(self.plan, Input.of_columns({f: list(v) for f, v in raw.items()}, n), self.fields)
+        except Unsupported as exc:  # together they are not for us (ints and floats in one SUM, ...)
+            self._chunks = chunks
+            self._hand_over(str(exc))
+            return
+        self._stale = True  # typed again: the live aggregates' cells may read otherwise
+        self._chunks = [compact(prep, lambda f: raw[f][prep.good], self.names)]
 
     def _classes(self) -> list[tuple[Validator, list[str]]]:
         """Each distinct validation of the member queries, with the queries it is theirs."""
@@ -308,24 +329,20 @@ class ColumnarStream:
         if not self.n_kept or all(t is not None and t == k for t, k in zip(targets, self.next_ks)):
             self.front.watermark, self.next_ks = watermark, targets  # no window closes
             return []
-        inp = Input.of_columns(self.kept, self.n_kept)
+        prep = joined(self._chunks)
         try:
-            if not self._prep:
-                self._stale = True  # the kept events typed again: their cells may read otherwise
-            prep = _joined(self._prep) if self._prep else prepare(self.plan, inp, self.fields)
-            rows, stay = self._passes(prep, inp, targets, watermark)
+            rows, stay = self._passes(prep, self._view(), targets, watermark)
         except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)
             self._hand_over(str(exc))
             return self.advance_members(watermark)
         self.front.watermark, self.next_ks = watermark, targets
-        self._kept = [{f: col[prep.good[stay]] for f, col in self.kept.items()}]
-        self._prep = [_subset(prep, stay)]
+        self._chunks = _still_needed(self._chunks, stay)
         for name, _ in rows:
             self.rows_emitted[name] = self.rows_emitted.get(name, 0) + 1
         self._metrics.inc("rows_emitted", len(rows))
         return rows
 
-    def _passes(self, prep: Prepared, inp: Input, targets: list[int | None],
+    def _passes(self, prep: Prepared, inp: Any, targets: list[int | None],
                 watermark: Any) -> tuple[list[Any], np.ndarray]:
         """Every pass's rows of the windows that close, and which kept events some window still needs."""
         rows: list[tuple[str, dict[str, Any]]] = []
@@ -345,7 +362,7 @@ class ColumnarStream:
                 stay |= prep_p.kmax >= target
         return rows, stay
 
-    def _live_outputs(self, prep: Prepared, inp: Input, targets: list[int | None], watermark: Any) -> list[Any] | None:
+    def _live_outputs(self, prep: Prepared, inp: Any, targets: list[int | None], watermark: Any) -> list[Any] | None:
         """Feed the live aggregates the kept events the watermark passed since
         the last feed (all of them before it, when stale) and read the closing
         windows' partial rows per pass; None when the stream computes from
@@ -407,7 +424,7 @@ class ColumnarStream:
             return {}
         t = self.watermark
         if t == -math.inf:
-            t = min(parse_time(v)[1] for v in self.kept[self.fields.time].tolist())
+            t = min(c.prep.t.min().item() for c in self._chunks)
         out = {}
         for i, p in enumerate(self.passes):
             tb = self._tb(i)
@@ -417,7 +434,7 @@ class ColumnarStream:
 
     def _hand_over(self, why: str) -> None:
         """Continue on a general engine per member query, from the kept events."""
-        records = Input.of_columns(self.kept, self.n_kept).materialized()
+        records = Input.of_columns({f: list(v) for f, v in self.kept.items()}, self.n_kept).materialized()
         for m in self.members:
             engine = Engine(m.cq, fields=self.fields, dead_letter=self.member_sinks.get(m.name, self.dead_letter))
             engine.add_many(records)
@@ -430,7 +447,7 @@ class ColumnarStream:
             engine.metrics.inc("columnar_hand_overs")
             self.generals[m.name] = engine
         self.live = None
-        self._kept, self._prep = [], []
+        self._chunks = []
         self.handed_over_because = why
 
     # ----------------------------------------------------------- snapshot
@@ -441,17 +458,17 @@ class ColumnarStream:
             if self.general is not None:
                 state["general"] = self.general.snapshot()
             else:
-                state.update(kept=self.kept, watermark=self.front.watermark, late_before=self.front.late_before,
+                state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                              next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
-            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+            return dumps(state)
         state = {"format": 2, "members": [m.name for m in self.members]}
         if self.generals:
             state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
         else:
-            state.update(kept=self.kept, watermark=self.front.watermark, late_before=self.front.late_before,
+            state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                          next_ks={p.window: k for p, k in zip(self.passes, self.next_ks)},
                          time_kind=self.front.time_kind, metrics=dict(self._metrics), rows=dict(self.rows_emitted))
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps(state)
 
     @classmethod
     def restore(cls, query: ColumnarPlan | CompiledQuery | list[PassSpec], data: bytes, **kwargs: Any) -> ColumnarStream:
@@ -480,11 +497,16 @@ class ColumnarStream:
                                                       dead_letter=stream.dead_letter) for m in stream.members}
             return stream
         stream._stale = True  # the live aggregates are rebuilt from the kept events
-        stream._kept = [{f: _objects(col) for f, col in state["kept"].items()}]  # lists before the arrays
-        stream._prep = None if stream.n_kept else []
         stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]
         stream.next_ks = [state["next_ks"][p.window] for p in stream.passes]
         stream.front.validator.time_kind = state["time_kind"]
+        if "chunks" in state:
+            stream._chunks = state["chunks"]
+        elif state["kept"] and len(next(iter(state["kept"].values()))):  # a snapshot from before chunks: raw values
+            kept = {f: list(col) for f, col in state["kept"].items()}
+            n = len(kept[stream.fields.type])
+            prep = prepare(stream.plan, Input.of_columns(kept, n), stream.fields)
+            stream._chunks = [compact(prep, lambda f: np.asarray(kept[f], dtype=object)[prep.good], stream.names)]
         stream._metrics.update(state["metrics"])
         stream.rows_emitted = {m.name: state["rows"].get(m.name, 0) for m in stream.members}
         return stream
@@ -500,7 +522,7 @@ def _frozen(by_type: dict[str, set[str]]) -> tuple[Any, ...]:
 
 def _loaded(data: bytes) -> dict[str, Any]:
     try:
-        state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
+        state = loads(data)  # our own state store's bytes (chunks read from the open chunk store)
     except Exception as exc:  # noqa: BLE001
         raise SnapshotError(f"cannot read columnar stream state: {exc}") from exc
     if not isinstance(state, dict) or state.get("format") not in (SNAPSHOT_FORMAT, 2):
@@ -515,6 +537,25 @@ def _before(t: np.ndarray, watermark: Any) -> np.ndarray:
     if watermark == math.inf:
         return np.ones(len(t), bool)
     return np.asarray(t < watermark, dtype=bool)
+
+
+def _still_needed(chunks: list[KeptChunk], stay: np.ndarray) -> list[KeptChunk]:
+    """The chunks that hold an event some open window needs (`stay`, over the
+    chunks joined). A chunk is the unit of state too: one stays whole while at
+    least half of its events are needed (the others are in no open window; the
+    kernels skip them), and is cut down to the needed ones below that (a new
+    chunk: each event is written again at most a few times)."""
+    out = []
+    end = 0
+    for chunk in chunks:
+        start, end = end, end + len(chunk)
+        alive = stay[start:end]
+        n = int(alive.sum())
+        if n == len(chunk):
+            out.append(chunk)
+        elif n:
+            out.append(chunk if 2 * n >= len(chunk) else chunk.subset(alive))
+    return out
 
 
 def _rows(prep: Prepared, sel: np.ndarray) -> Prepared:
@@ -533,39 +574,3 @@ def _rewindowed(prep: Prepared, plan: ColumnarPlan) -> Prepared:
 @lru_cache(maxsize=64)
 def _timebase(kind: str, within: Any, slide: Any) -> Timebase:
     return Timebase.create(kind, within, slide)  # one per kind: its window memos live on
-
-
-def _objects(values: Any) -> np.ndarray:
-    """Raw values as an object array (lists and dicts stay single values)."""
-    values = values if isinstance(values, list) else list(values)
-    return np.fromiter(values, dtype=object, count=len(values))
-
-
-def _subset(prep: Prepared, sel: np.ndarray) -> Prepared:
-    """The prepared events of `sel`, renumbered 0..: the kept events left."""
-    return Prepared(np.arange(int(sel.sum())), prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
-                    {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
-                    prep.int_time, [], prep.metrics, prep.time_kind)
-
-
-def _appended(chunks: list[Prepared], batch: Prepared) -> list[Prepared] | None:
-    """The kept events' prepared chunks and a batch's good events', or None
-    when a column's type differs (ints then floats, ...): typing them
-    together may then give another type, so they are typed again."""
-    first = chunks[0]
-    if (first.int_time, first.time_kind) != (batch.int_time, batch.time_kind) or any(
-            c.kind != batch.cols[a].kind for a, c in first.cols.items()):
-        return None
-    return [*chunks, _subset(batch, np.ones(len(batch.good), bool))]
-
-
-def _joined(chunks: list[Prepared]) -> Prepared:
-    if len(chunks) == 1:
-        return chunks[0]
-    first = chunks[0]
-    return Prepared(np.arange(sum(len(p.good) for p in chunks)),
-                    *(np.concatenate([getattr(p, f) for p in chunks]) for f in ("state", "t", "kmin", "kmax")),
-                    {a: type(c)(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in chunks])
-                                          for f in ("values", "null", "number")))
-                     for a, c in first.cols.items()},
-                    first.int_time, [], first.metrics, first.time_kind)

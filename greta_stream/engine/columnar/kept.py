@@ -1,0 +1,322 @@
+"""The events a columnar stream keeps between micro-batches, compact.
+
+A stream keeps the valid events whose windows are not all reported. They
+are kept only as the kernels read them (`Prepared`: typed arrays, windows,
+states), one chunk per micro-batch (`KeptChunk`), never as per-event Python
+objects: numbers in int64/float64 arrays, text and other values as object
+arrays whose equal values share one object, the pattern state as int8. What
+a record said, where only its words keep it (an int beside floats in one
+field), is kept too, for that field alone (`spelled`). About 60 bytes per
+event for Q1 where per-event objects took about 300.
+
+Records are built back from the chunks where one is needed, and only then:
+the rows of a few events (the spelling of group values), every kept event
+when a stream hands over to the general engine or types its events again
+(`raw`).
+
+A chunk is a unit of state too: it never changes once written, its
+`content_key` names it (the digest of its encoding), and a stream's
+snapshot refers to its chunks by that key where a chunk store is open
+(`chunk_store`): the state of a stream is then a small part that changes
+every micro-batch and chunks that are written once and dropped when their
+windows are reported (docs/DESIGN.md, "Incremental state").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import io
+import pickle
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from greta_stream.engine.columnar.columns import MIXED, OTHER, Column
+from greta_stream.engine.columnar.prepare import Prepared
+from greta_stream.engine.plan import Metrics
+from greta_stream.engine.timebase import TIMESTAMP
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(eq=False)
+class KeptChunk:
+    """The kept events of one micro-batch: their prepared arrays (`prep`, its
+    `good` empty: rows are positions in the chunk) and, per field whose kind
+    does not keep how the records wrote it, the values as written."""
+
+    prep: Prepared
+    spelled: dict[str, np.ndarray] = field(default_factory=dict)
+    _key: str | None = field(default=None, repr=False)
+    _size: int = field(default=0, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.prep.t)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the chunk's arrays take in memory."""
+        p = self.prep
+        n = sum(a.nbytes for a in (p.state, p.t, p.kmin, p.kmax))
+        n += sum(c.values.nbytes + c.null.nbytes + c.number.nbytes for c in p.cols.values())
+        return n + sum(a.nbytes for a in self.spelled.values())
+
+    def subset(self, sel: np.ndarray) -> KeptChunk:
+        """A new chunk of the events of `sel`."""
+        p = self.prep
+        cols = {a: Column(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in p.cols.items()}
+        prep = Prepared(p.good, p.state[sel], p.t[sel], p.kmin[sel], p.kmax[sel], cols, p.int_time, [], p.metrics,
+                        p.time_kind)
+        return KeptChunk(prep, {f: v[sel] for f, v in self.spelled.items()})
+
+    # ------------------------------------------------------------ records
+    def raw(self, name: str, types: list[str], fields: Any, rows: np.ndarray | None = None) -> np.ndarray:
+        """Field `name` of the chunk's events (of `rows`) as the records held it: an object array."""
+        p = self.prep
+        sel = slice(None) if rows is None else rows
+        if name in self.spelled:
+            return self.spelled[name][sel]
+        if name == fields.type:
+            return np.asarray(types, dtype=object)[p.state[sel]]
+        if name == fields.time:
+            t = p.t[sel]
+            if p.time_kind == TIMESTAMP:
+                return _objects([_EPOCH + timedelta(microseconds=int(us)) for us in t.tolist()])
+            return _objects(t.tolist())
+        col = p.cols.get(name)
+        if col is None:
+            return _objects([None] * (len(self) if rows is None else len(rows)))
+        values = col.values[sel]
+        out = _objects(values.tolist()) if col.kind != OTHER else values.copy()
+        null = col.null[sel]
+        if null.any():
+            out[null] = None
+        return out
+
+
+def compact(prep: Prepared, raw_of: Any, names: list[str]) -> KeptChunk:
+    """A batch's prepared good events as a kept chunk: `good` dropped, the state
+    as int8, equal values of object columns sharing one object; `raw_of(name)`
+    gives a field's values as written (over the good events) for the fields
+    whose typed kind loses the spelling (ints among floats)."""
+    cols = {a: _shared(c) for a, c in prep.cols.items()}
+    spelled: dict[str, np.ndarray] = {}
+    for name in names:
+        col = prep.cols.get(name)
+        if (col is not None and col.kind == MIXED) or (name == names[1] and not prep.int_time
+                                                       and prep.time_kind != TIMESTAMP and _has_ints(raw_of(name))):
+            spelled[name] = _shared_objects(raw_of(name))
+    small = Prepared(np.zeros(0, np.int64), prep.state.astype(np.int8), prep.t, prep.kmin, prep.kmax, cols,
+                     prep.int_time, [], Metrics(), prep.time_kind)
+    return KeptChunk(small, spelled)
+
+
+def joined(chunks: list[KeptChunk]) -> Prepared:
+    """The chunks' prepared events as one (rows numbered 0.. across chunks)."""
+    if len(chunks) == 1:
+        p = chunks[0].prep
+        return Prepared(np.arange(len(p.t)), p.state, p.t, p.kmin, p.kmax, p.cols, p.int_time, [], p.metrics,
+                        p.time_kind)
+    first = chunks[0].prep
+    preps = [c.prep for c in chunks]
+    return Prepared(np.arange(sum(len(p.t) for p in preps)),
+                    *(np.concatenate([getattr(p, f) for p in preps]) for f in ("state", "t", "kmin", "kmax")),
+                    {a: Column(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in preps])
+                                         for f in ("values", "null", "number")))
+                     for a, c in first.cols.items()},
+                    first.int_time, [], first.metrics, first.time_kind)
+
+
+def same_kinds(a: Prepared, b: Prepared) -> bool:
+    """Whether two chunks' columns are typed alike (they join without typing again)."""
+    return (a.int_time, a.time_kind) == (b.int_time, b.time_kind) and all(
+        c.kind == b.cols[n].kind for n, c in a.cols.items())
+
+
+class KeptView:
+    """The kept events' fields as records held them, read row by row on demand
+    (`Input.raw`'s signature): what the kernel driver asks for the spelling of
+    group values, without building every record."""
+
+    def __init__(self, chunks: list[KeptChunk], types: list[str], fields: Any) -> None:
+        self.chunks, self.types, self.fields = chunks, types, fields
+        self.starts = np.cumsum([0, *(len(c) for c in chunks)])
+
+    def raw(self, name: str, rows: np.ndarray | None = None) -> np.ndarray:
+        if rows is None:
+            parts = [c.raw(name, self.types, self.fields) for c in self.chunks]
+            return np.concatenate(parts) if parts else _objects([])
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(rows), dtype=object)
+        which = np.searchsorted(self.starts, rows, side="right") - 1
+        for i in np.unique(which).tolist():
+            at = which == i
+            out[at] = self.chunks[i].raw(name, self.types, self.fields, rows[at] - self.starts[i])
+        return out
+
+
+# ------------------------------------------------------------------ state store
+class ChunkStore:
+    """Chunks kept out of snapshots: `source` holds what a state store holds (by
+    key) for restoring; a snapshot taken while the store is open puts the
+    chunks it encoded for the first time in `written` and every key it
+    referred to in `refs`."""
+
+    def __init__(self, source: dict[str, bytes] | None = None) -> None:
+        self.source = source if source is not None else {}
+        self.written: dict[str, bytes] = {}
+        self.refs: set[str] = set()
+
+
+_STORE: ContextVar[ChunkStore | None] = ContextVar("greta_chunk_store", default=None)
+_TRACKERS: ContextVar[tuple[set[str], ...]] = ContextVar("greta_chunk_trackers", default=())
+
+
+@contextmanager
+def chunk_store(source: dict[str, bytes] | None = None) -> Iterator[ChunkStore]:
+    """Within it, `dumps` keeps chunks out of snapshots (by key) and `loads`
+    reads them from `source` (module docstring)."""
+    store = ChunkStore(source)
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)
+
+
+@contextmanager
+def tracked() -> Iterator[set[str]]:
+    """The keys of the chunks the snapshots taken within refer to."""
+    keys: set[str] = set()
+    token = _TRACKERS.set((*_TRACKERS.get(), keys))
+    try:
+        yield keys
+    finally:
+        _TRACKERS.reset(token)
+
+
+def dumps(state: Any) -> bytes:
+    """Pickle a snapshot; with a chunk store open, its chunks by key only."""
+    store = _STORE.get()
+    if store is None:
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    buf = io.BytesIO()
+    _ChunkPickler(buf, store).dump(state)
+    return buf.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    """Unpickle a snapshot; chunk keys are read from the open chunk store."""
+    return _ChunkUnpickler(io.BytesIO(data), _STORE.get()).load()
+
+
+def encode(chunk: KeptChunk) -> bytes:
+    """A chunk's bytes: its arrays pickled and compressed (fast level)."""
+    p = chunk.prep
+    arrays = {"state": p.state, "t": p.t, "kmin": p.kmin, "kmax": p.kmax, "int_time": p.int_time,
+              "time_kind": p.time_kind, "spelled": chunk.spelled,
+              "cols": {a: (c.kind, c.values, c.null, c.number) for a, c in p.cols.items()}}
+    return zlib.compress(pickle.dumps(arrays, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def decode(data: bytes) -> KeptChunk:
+    a = pickle.loads(zlib.decompress(data))  # noqa: S301 - our own state store's bytes
+    cols = {n: Column(kind, values, null, number) for n, (kind, values, null, number) in a["cols"].items()}
+    prep = Prepared(np.zeros(0, np.int64), a["state"], a["t"], a["kmin"], a["kmax"], cols, a["int_time"], [],
+                    Metrics(), a["time_kind"])
+    return KeptChunk(prep, a["spelled"])
+
+
+def content_key(chunk: KeptChunk) -> tuple[str, bytes | None]:
+    """The chunk's key (the digest of its bytes, computed once) and its bytes when they were computed now."""
+    if chunk._key is not None:
+        return chunk._key, None
+    data = encode(chunk)
+    chunk._key, chunk._size = "c" + hashlib.blake2b(data, digest_size=12).hexdigest(), len(data)
+    return chunk._key, data
+
+
+class _ChunkPickler(pickle.Pickler):
+    def __init__(self, buf: io.BytesIO, store: ChunkStore) -> None:
+        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        self.store = store
+
+    def persistent_id(self, obj: Any) -> Any:
+        if type(obj) is not KeptChunk:
+            return None
+        key, data = content_key(obj)
+        if data is not None:
+            self.store.written[key] = data
+        self.store.refs.add(key)
+        for keys in _TRACKERS.get():
+            keys.add(key)
+        return key
+
+
+class _ChunkUnpickler(pickle.Unpickler):
+    def __init__(self, buf: io.BytesIO, store: ChunkStore | None) -> None:
+        super().__init__(buf)
+        self.store = store
+
+    def persistent_load(self, key: Any) -> Any:
+        data = self.store.source.get(key) if self.store is not None else None
+        if data is None:
+            raise pickle.UnpicklingError(f"the state refers to chunk {key}, which the state store does not hold")
+        chunk = decode(data)
+        chunk._key, chunk._size = key, len(data)
+        return chunk
+
+
+# ------------------------------------------------------------------ helpers
+def release_memory() -> None:
+    """Give the heap memory freed since the last call back to the system (glibc's
+    malloc_trim): a window's computation allocates several times the kept events
+    for a moment; without this the process keeps that peak as its size."""
+    if _TRIM is not None:
+        _TRIM(0)
+
+
+def _malloc_trim() -> Any:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _shared_objects(values: Any) -> np.ndarray:
+    """An object array whose equal (hashable) values are one object each."""
+    values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    seen: dict[Any, Any] = {}
+    with contextlib.suppress(TypeError):  # an unhashable value (a list): left as it is
+        values = [seen.setdefault((type(v), v), v) if v is not None else None for v in values]
+    return _objects(values)
+
+
+def _shared(col: Column) -> Column:
+    return Column(col.kind, _shared_objects(col.values), col.null, col.number) if col.kind == OTHER else col
+
+
+def _has_ints(values: Any) -> bool:
+    return any(type(v) is int for v in (values.tolist() if isinstance(values, np.ndarray) else values))
+
+
+__all__ = ["ChunkStore", "KeptChunk", "KeptView", "chunk_store", "compact", "content_key", "decode", "dumps",
+           "encode", "joined", "loads", "same_kinds", "tracked"]
