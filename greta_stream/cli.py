@@ -15,7 +15,18 @@ from typing import Annotated, Any
 import typer
 
 from greta_stream import logs
-from greta_stream.cli_args import Engine, LogLevel, Mode, StreamEngine, Trends, existing_file, existing_folder, fail, is_file
+from greta_stream.cli_args import (
+    Engine,
+    LogLevel,
+    Mode,
+    Operator,
+    StreamEngine,
+    Trends,
+    existing_file,
+    existing_folder,
+    fail,
+    is_file,
+)
 from greta_stream.cli_args import query_text as _query_text
 from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler import check_limits
@@ -237,6 +248,9 @@ def run(
     dead_letter: Annotated[str | None, typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
     shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
+    operator: Annotated[Operator | None, typer.Option(help=(
+        "the stateful operator of a new checkpoint (default transformWithStateInPandas: state written as it "
+        "changes; applyInPandasWithState: state rewritten whole each micro-batch)"))] = None,
     max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
     trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
     engine_name: Annotated[StreamEngine, typer.Option("--engine", help=(
@@ -258,6 +272,8 @@ def run(
     try:
         cfg = _pipeline_config(config, query, input, output, checkpoint, watermark, once, dead_letter, master, shards,
                                max_files_per_trigger, trigger_interval, engine_name.value)
+        if operator is not None:
+            cfg.operator = operator.value
     except ConfigError as exc:
         fail(str(exc))
     if flush_at_end and not cfg.once:

@@ -37,6 +37,11 @@ class StreamEngine(StrEnum):
     general = "general"
 
 
+class Operator(StrEnum):
+    transformWithStateInPandas = "transformWithStateInPandas"  # noqa: N815 - Spark's name
+    applyInPandasWithState = "applyInPandasWithState"  # noqa: N815
+
+
 class LogLevel(StrEnum):
     critical = "critical"
     error = "error"

@@ -22,9 +22,8 @@ shard when the watermark passes the end of its next window.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -70,8 +69,7 @@ OUTPUT_SCHEMA = StructType([
 ])
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
 # transformWithStateInPandas: a shard's value state (shard.Saved) and its map state of chunks
-SAVED_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType()),
-                           StructField("chunks", StringType())])
+SAVED_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType())])
 CHUNK_KEY_SCHEMA = StructType([StructField("key", StringType())])
 CHUNK_SCHEMA = StructType([StructField("data", BinaryType())])
 
@@ -243,12 +241,11 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             queries, shard = where
             saved = None
             if self.saved.exists():
-                version, blob, sizes = self.saved.get()
-                saved = Saved(int(version), bytes(blob), json.loads(sizes))
+                version, blob = self.saved.get()
+                saved = Saved(int(version), bytes(blob))
             records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
             out, new, written, removed, timer = step_incremental(
-                queries, saved, self._all_chunks, records, max(int(watermark_ms), 0), shard, times_s=times_s,
-                flush=flush)
+                queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
             for k, data in written.items():
                 self.chunks.updateValue((k,), (data,))
             for k in removed:
@@ -256,15 +253,18 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             if new is None:
                 self.saved.clear()
             else:
-                self.saved.update((new.version, new.blob, json.dumps(new.chunks)))
+                self.saved.update((new.version, new.blob))
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
             if timer is not None and new is not None:
                 self.handle.registerTimer(timer)
             return pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
 
-        def _all_chunks(self) -> dict[str, bytes]:
-            return {k[0]: bytes(v[0]) for k, v in self.chunks.iterator()}
+        def keys(self) -> Iterable[str]:  # the shard's chunks (shard.ChunkMap)
+            return [k[0] for k in self.chunks.keys()]  # noqa: SIM118 - a MapState, not a dict
+
+        def items(self) -> Iterable[tuple[str, bytes]]:
+            return [(k[0], bytes(v[0])) for k, v in self.chunks.iterator()]
 
         def close(self) -> None:
             pass

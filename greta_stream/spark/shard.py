@@ -40,9 +40,9 @@ import math
 import pickle
 import struct
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -276,46 +276,48 @@ def step(
 @dataclass(frozen=True)
 class Saved:
     """What the incremental operator keeps of a shard besides its chunks: the
-    state's version (one more per micro-batch), the shard header and the
-    zlib'd stream state whose kept events are chunks named by key, and the
-    stored size of every chunk it refers to."""
+    state's version (one more per micro-batch), and the shard header and the
+    zlib'd stream state whose kept events are chunks named by key."""
 
     version: int
     blob: bytes
-    chunks: dict[str, int]
+
+
+class ChunkMap(Protocol):
+    """A shard's chunks as its state store holds them (key -> bytes)."""
+
+    def keys(self) -> Iterable[str]: ...
+
+    def items(self) -> Iterable[tuple[str, bytes]]: ...
 
 
 def step_incremental(
-    queries: QuerySet | RunSpec, saved: Saved | None, chunks_of: Callable[[], dict[str, bytes]],
-    records: Iterable[Any] | pd.DataFrame, watermark_ms: int, shard: Shard = Shard(), *,
-    times_s: np.ndarray | None = None, flush: bool = False,
+    queries: QuerySet | RunSpec, saved: Saved | None, stored: ChunkMap, records: Iterable[Any] | pd.DataFrame,
+    watermark_ms: int, shard: Shard = Shard(), *, times_s: np.ndarray | None = None, flush: bool = False,
 ) -> tuple[list[dict[str, Any]], Saved | None, dict[str, bytes], list[str], int | None]:
     """Run one micro-batch of one shard whose state is a small value and
     chunks of kept events (the `transformWithStateInPandas` operator): what
     `step` does, writing what changed only. Returns the outputs, the new
     `Saved` (None: idle, keep nothing), the chunks to write (key -> bytes),
-    the chunk keys to remove, and the timer. `chunks_of()` reads every chunk
-    the state store holds: called only when this worker has no live runner
-    of the saved version (after a restart, or when another worker ran the
-    shard's last batch)."""
+    the chunk keys to remove, and the timer. The stored chunks are read
+    (`stored.items()`) only when this worker has no live runner of the saved
+    version (after a restart, or when another worker ran the shard's last
+    batch); their keys every batch."""
     queries, records = _query_set(queries), _listed(records)
     dead: list[tuple[str, DeadLetter]] = []
-    multi, clock_s = _incremental_runner(queries, saved, chunks_of, shard, lambda name, dl: dead.append((name, dl)))
+    multi, clock_s = _incremental_runner(queries, saved, stored, shard, lambda name, dl: dead.append((name, dl)))
     out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
     kinds = multi.time_kinds()
-    before = saved.chunks if saved is not None else {}
+    before = set(stored.keys()) if saved is not None else set()
     if multi.idle and not multi.failed:
         return (out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, {},
-                list(before), None)
+                sorted(before), None)
     with chunk_store() as store:
         snapshot = multi.snapshot()
     referred = set().union(*multi.refs.values()) if multi.refs else set()
-    sizes = {k: len(v) for k, v in store.written.items()}
-    chunks = {k: sizes.get(k, before.get(k, 0)) for k in referred}
-    new = Saved((saved.version if saved is not None else 0) + 1, shard.header(clock_s) + zlib.compress(snapshot, 1),
-                chunks)
+    new = Saved((saved.version if saved is not None else 0) + 1, shard.header(clock_s) + zlib.compress(snapshot, 1))
     written = {k: v for k, v in store.written.items() if k not in before and k in referred}
-    sizes_of = chunk_shares(multi.refs, chunks)
+    sizes_of = chunk_shares(multi.refs)
     out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name))
             for name, size in multi.state_sizes.items()]
     _LIVE_INCREMENTAL[(queries, shard)] = (new.version, multi)
@@ -324,16 +326,18 @@ def step_incremental(
     return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
 
 
-def chunk_shares(refs: dict[str, set[str]], sizes: dict[str, int]) -> dict[str, int]:
+def chunk_shares(refs: dict[str, dict[str, int]]) -> dict[str, int]:
     """Each query's part of the chunks' stored bytes: a chunk several queries
     refer to (a family's) counted once, split between them."""
     holders: dict[str, list[str]] = {}
+    sizes: dict[str, int] = {}
     for name, keys in refs.items():
-        for k in keys:
+        for k, size in keys.items():
             holders.setdefault(k, []).append(name)
+            sizes[k] = size
     out: dict[str, int] = {}
     for k, names in holders.items():
-        each = sizes.get(k, 0) // len(names)
+        each = sizes[k] // len(names)
         for name in names:
             out[name] = out.get(name, 0) + each
     return out
@@ -342,8 +346,8 @@ def chunk_shares(refs: dict[str, set[str]], sizes: dict[str, int]) -> dict[str, 
 _LIVE_INCREMENTAL: dict[tuple[QuerySet, Shard], tuple[int, MultiRunner]] = {}
 
 
-def _incremental_runner(queries: QuerySet, saved: Saved | None, chunks_of: Callable[[], dict[str, bytes]],
-                        shard: Shard, dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
+def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap, shard: Shard,
+                        dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
     """The shard's runner (new, the live one of this worker at the saved version, or
     rebuilt from the saved state and its chunks) and its clock."""
     if saved is None:
@@ -354,7 +358,7 @@ def _incremental_runner(queries: QuerySet, saved: Saved | None, chunks_of: Calla
         multi = live[1]
         multi.dead_letter = dead_letter
         return multi, clock_s
-    with chunk_store(chunks_of()):
+    with chunk_store(dict(stored.items())):
         multi = MultiRunner.restore(queries, zlib.decompress(saved.blob[_HEADER:]), dead_letter=dead_letter)
     return multi, clock_s
 

@@ -47,8 +47,11 @@ from pyspark.sql.types import (
 from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
+from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
 from greta_stream.spark.operator import SINGLE, default_shards, stream_outputs
+from greta_stream.spark.session import ROCKSDB
 
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 log = logging.getLogger("greta_stream.spark")
 
 
@@ -63,6 +66,7 @@ def trend_aggregates(
     *,
     watermark_delay_s: float | None = None,
     shards: int | None = None,
+    operator: str | None = None,
     fields: FieldNames = FieldNames(),
     mode: str | None = None,
     trends: str = "complete",
@@ -75,8 +79,10 @@ def trend_aggregates(
 
     `query` is a `RunSpec` or query text with the options of `RunSpec.create`:
     `watermark_delay_s` (allowed lateness, default 0), `fields`, `mode`,
-    `trends`, `max_trends`, `engine`, `time_kind`. Spark's settings are
-    checked first (`check_session`).
+    `trends`, `max_trends`, `engine`, `time_kind`. `operator` is the
+    stateful operator (`transformWithStateInPandas`, the default, or
+    `applyInPandasWithState`); a checkpoint keeps the one it started with.
+    Spark's settings are checked first (`check_session`).
     """
     if isinstance(query, RunSpec):
         spec = query
@@ -86,8 +92,8 @@ def trend_aggregates(
         spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
                               lateness_s=watermark_delay_s or 0.0, time_kind=time_kind)
     n = shards or default_shards()
-    check_session(events, n)
-    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=n)
+    check_session(events, n, operator or DEFAULT_OPERATOR)
+    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=n, operator=operator)
     schema = _payload_schema(spec, events)
     timestamps = spec.time_kind == "timestamp" or _typed(events, spec.fields.time) == TimestampType()
     bounds = [_bound(F.col(c), timestamps).alias(c) for c in ("window_start", "window_end")]
@@ -133,10 +139,12 @@ def _payload_schema(spec: RunSpec, events: DataFrame) -> StructType:
     return StructType(fields)
 
 
-def check_session(events: DataFrame, shards: int) -> None:
+def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None:
     """Fail with what to set when Spark's Python workers cannot import
     greta_stream; bring the shuffle partitions (Spark's default 200: hundreds
-    of tasks per micro-batch) down to the shard count."""
+    of tasks per micro-batch) down to the shard count; for the
+    transformWithStateInPandas operator, use the RocksDB state store (which it
+    needs) where the session has Spark's default."""
     spark = events.sparkSession
     context = spark.sparkContext
     python = context.pythonExec or "python3"
@@ -150,3 +158,8 @@ def check_session(events: DataFrame, shards: int) -> None:
     if spark.conf.get("spark.sql.shuffle.partitions") == "200" and shards != 200:
         log.info("spark.sql.shuffle.partitions 200 -> %d (the operator's shards)", shards)
         spark.conf.set("spark.sql.shuffle.partitions", str(shards))
+    provider = "spark.sql.streaming.stateStore.providerClass"
+    if operator == INCREMENTAL and spark.conf.get(provider, None) in (None, HDFS_PROVIDER):
+        log.info("%s -> RocksDB (transformWithStateInPandas needs it), with changelog checkpointing", provider)
+        spark.conf.set(provider, ROCKSDB)
+        spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")

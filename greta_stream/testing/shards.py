@@ -11,7 +11,11 @@ has it. The query set may change between batches (as a restarted stream's
 does): the layout grows as Spark's would from the checkpoint's.
 
 Property tests drive it over random streams, splits and query sets and
-compare each query's rows with `evaluate`.
+compare each query's rows with `evaluate`. With `incremental=True` the
+shards keep their state as the `transformWithStateInPandas` operator does
+(`shard.step_incremental`: a small value and a map of chunks, written as
+they change), and `rebuild=True` drops the worker's live runners before
+every call, so each step rebuilds its shard from the chunks.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from typing import Any
 from greta_stream.connectors import loads
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 from greta_stream.runtime.multi import QuerySet
+from greta_stream.spark import shard as shard_step
 from greta_stream.spark.layout import StreamLayout
-from greta_stream.spark.shard import FLUSH_TYPE, STATE_VERSION, Shard, step, upgrade_state
+from greta_stream.spark.shard import FLUSH_TYPE, STATE_VERSION, Saved, Shard, step, step_incremental, upgrade_state
 
 _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # the operator's watermark column's range
 
@@ -34,9 +39,13 @@ _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # the operator's watermark column's 
 class OperatorSim:
     """One stream's shards and their state over micro-batches (module docstring)."""
 
-    def __init__(self, shards: int = 4) -> None:
+    def __init__(self, shards: int = 4, *, incremental: bool = False, rebuild: bool = False) -> None:
         self.layout = StreamLayout(shards)
+        self.incremental, self.rebuild = incremental, rebuild
         self.states: dict[int, tuple[int, bytes]] = {}  # key -> (state version, bytes), as Spark keeps them
+        self.saved: dict[int, Saved] = {}  # incremental: key -> value state
+        self.chunks: dict[int, dict[str, bytes]] = {}  # incremental: key -> map state of chunks
+        self.written: list[int] = []  # incremental: bytes written per call (value state and new chunks)
         self.timeouts: dict[int, int] = {}  # key -> ms
         self.watermark_ms = 0  # Spark's: the latest event time of earlier batches (0: none yet)
         self.rows: dict[str, list[dict[str, Any]]] = {}
@@ -83,9 +92,17 @@ class OperatorSim:
         if queries is None:
             return  # no running query needs this slot: its state waits
         shard = Shard(at[1], self.layout.shards, self.layout.slots[at[0]])  # type: ignore[index]
-        saved = self.states.get(key)
-        blob = upgrade_state(saved[0], saved[1], queries, shard) if saved is not None else None
-        out, state, timeout = step(queries, blob, records, self.watermark_ms, shard, flush=flush)
+        if self.incremental:
+            out, timeout, kept = self._incremental(key, queries, records, shard, flush)
+        else:
+            saved = self.states.get(key)
+            blob = upgrade_state(saved[0], saved[1], queries, shard) if saved is not None else None
+            out, state, timeout = step(queries, blob, records, self.watermark_ms, shard, flush=flush)
+            kept = state is not None
+            if state is not None:
+                self.states[key] = (STATE_VERSION, state)
+            else:
+                self.states.pop(key, None)
         for o in out:
             if o["kind"] == "row":
                 self.rows.setdefault(o["query"], []).append(loads(o["payload"]))
@@ -94,12 +111,31 @@ class OperatorSim:
             elif o["kind"] == "error":
                 self.errors.setdefault(o["query"], o["payload"])
         self.timeouts.pop(key, None)
-        if state is None:
-            self.states.pop(key, None)
+        if kept and timeout is not None:
+            self.timeouts[key] = timeout
+
+    def _incremental(self, key: int, queries: QuerySet, records: list[Any], shard: Shard,
+                     flush: bool) -> tuple[list[dict[str, Any]], int | None, bool]:
+        if self.rebuild:
+            shard_step._LIVE_INCREMENTAL.clear()
+        chunks = self.chunks.setdefault(key, {})
+        out, new, written, removed, timeout = step_incremental(
+            queries, self.saved.get(key), chunks, records, self.watermark_ms, shard, flush=flush)
+        chunks.update(written)
+        for k in removed:
+            del chunks[k]
+        if new is None:
+            self.saved.pop(key, None)
+            assert not chunks, "an idle shard keeps no chunks"
+            self.chunks.pop(key)
         else:
-            self.states[key] = (STATE_VERSION, state)
-            if timeout is not None:
-                self.timeouts[key] = timeout
+            self.saved[key] = new
+        self.written.append((len(new.blob) if new else 0) + sum(map(len, written.values())))
+        return out, timeout, new is not None
+
+    @property
+    def holds_state(self) -> bool:
+        return bool(self.states or self.saved)
 
 
 def _normalized(v: Any) -> Any:

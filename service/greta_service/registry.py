@@ -43,7 +43,7 @@ from greta_service.runner import (
     start_stream,
     stop_stream,
     stream_key,
-    stream_shards,
+    stream_setting,
 )
 from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSpec, SourceSpec
 from greta_service.settings import Settings
@@ -135,11 +135,12 @@ class Registry:
             raise config_error(f"shards = {shards} is over the limit of {s.max_shards} (max_shards)")
         key = stream_key(rec)
         others = [q for q in self.store.list_queries() if q.id != replacing and stream_key(q) == key]
-        stream = stream_shards(self.checkpoint(key), others)
-        if shards is not None and stream is not None and shards != stream:
-            raise config_error(f"shards = {shards}, but the stream this query joins (its source and field names) "
-                               f"has {stream} shards: a stream's shard count is fixed when it first runs. Leave "
-                               "shards out, or register the query with backfill (a stream of its own)")
+        for option, what in (("shards", "shards"), ("operator", "as its operator")):
+            asked, stream = rec.options.get(option), stream_setting(self.checkpoint(key), others, option)
+            if asked is not None and stream is not None and asked != stream:
+                raise config_error(f"{option} = {asked}, but the stream this query joins (its source and field names) "
+                                   f"has {stream} {what}: a stream's {option} is fixed when it first runs. Leave "
+                                   f"{option} out, or register the query with backfill (a stream of its own)")
         trends = rec.options.get("max_trends")
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")

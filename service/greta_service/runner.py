@@ -104,8 +104,8 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     the stream keeps the saved state of the `paused` (stopped or failed) queries.
 
     The stream's settings come from its queries: the shortest trigger
-    interval; the shard count is the checkpoint's (a property of the stream:
-    `stream_shards`)."""
+    interval; the shard count and the operator are the checkpoint's
+    (properties of the stream: `stream_setting`)."""
     writers: dict[str, BatchWriter] = {}
     for rec in recs:
         qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
@@ -117,18 +117,19 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
     writer = StreamWriter(writers)
     query = start_spark_stream(read_source(spark, source_config(recs[0].source)), queries, writer, checkpoint,
-                               shards=stream_shards(checkpoint, recs), trigger_interval_s=interval or None,
+                               shards=stream_setting(checkpoint, recs, "shards"), trigger_interval_s=interval or None,
+                               operator=stream_setting(checkpoint, recs, "operator"),
                                name=f"{STREAM_PREFIX}{key}")
     return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
 
 
-def stream_shards(checkpoint: Path, recs: list[QueryRecord]) -> int | None:
-    """A stream's shard count: its checkpoint's, else the first of its queries that asks
-    for one (None: the default)."""
+def stream_setting(checkpoint: Path, recs: list[QueryRecord], key: str) -> Any:
+    """A stream's shard count or operator (`key`): its checkpoint's, else the first of its
+    queries that asks for one (None: the default)."""
     layout = read_layout(checkpoint)
     if layout is not None:
-        return layout.shards
-    return next((r.options["shards"] for r in recs if r.options.get("shards")), None)
+        return getattr(layout, key)
+    return next((r.options[key] for r in recs if r.options.get(key)), None)
 
 
 def _to_store(store: ResultStore, query_id: str) -> Any:

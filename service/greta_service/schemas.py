@@ -72,7 +72,11 @@ class QueryOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     watermark_delay_s: float = Field(0.0, ge=0, le=10 * 365 * 86_400, description="allowed lateness")
-    shards: int | None = Field(None, ge=1, description="state shards; at most the service's max_shards")
+    shards: int | None = Field(None, ge=1, description="state shards of the query's stream when it starts it; at "
+                               "most the service's max_shards")
+    operator: Literal["transformWithStateInPandas", "applyInPandasWithState"] | None = Field(
+        None, description="the stateful operator of the query's stream when it starts it (default "
+                          "transformWithStateInPandas: state written as it changes)")
     trigger_interval_s: float | None = Field(None, ge=0, le=86_400, description="seconds between micro-batches")
     fields: FieldNamesSpec = FieldNamesSpec()
     trends: Literal["complete", "all"] | None = Field(None, description="CET mode: which trends to report")

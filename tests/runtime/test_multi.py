@@ -67,13 +67,14 @@ def spec_of(text: str, lateness: float) -> RunSpec:
     return RunSpec.create(text, lateness_s=lateness, max_trends=3 if "TRENDS" in text else None)
 
 
-def drive(queries: QuerySet, batches: list[list], n_shards: int) -> tuple[dict[str, list], dict[str, list]]:
+def drive(queries: QuerySet, batches: list[list], n_shards: int,
+          incremental: bool = False) -> tuple[dict[str, list], dict[str, list]]:
     """Each query's rows and dead letters through the operator's shards (`OperatorSim`), `n_shards` per slot."""
-    sim = OperatorSim(n_shards)
+    sim = OperatorSim(n_shards, incremental=incremental, rebuild=incremental)
     for batch in batches:
         sim.batch(queries, batch)
     sim.finish(queries)
-    assert not sim.states
+    assert not sim.holds_state
     rows = {n: sim.rows.get(n, []) for n in queries.names}
     dead = {n: [d["reason"] for d in sim.dead.get(n, [])] for n in queries.names}
     return rows, dead
@@ -106,7 +107,7 @@ def test_each_query_of_a_stream_gives_its_own_rows(picks: list[int], lateness: l
     queries = QuerySet.of([(f"q{i}", spec_of(t, lateness[i % 8])) for i, t in enumerate(texts)])
     events = stream(seed, bad_time=bad_time == 0, int_prices=bad_time == 1, text_price=bad_time == 2)
     batches = split(events, n_batches, seed)
-    rows, dead = drive(queries, batches, n_shards)
+    rows, dead = drive(queries, batches, n_shards, incremental=bad_time == 3)
     for name, spec in queries:
         alone = QuerySet.of({name: spec})
         want_rows, want_dead = drive(alone, batches, 1)

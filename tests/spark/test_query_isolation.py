@@ -85,11 +85,12 @@ class Life:
     closed_by: float = float("-inf")  # its watermark when it last ran: the windows that closed (inf: all)
 
 
-def run_schedule(seed: int, n_batches: int, shards: int, disorder: float) -> tuple[list[Life], OperatorSim]:
+def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
+                 operator: str = "whole") -> tuple[list[Life], OperatorSim]:
     rnd = random.Random(seed)
     events = stream(seed)
     batches = batches_of(events, n_batches, seed, disorder)
-    sim = OperatorSim(shards)
+    sim = OperatorSim(shards, incremental=operator != "whole", rebuild=operator == "rebuilt")
     running: dict[str, tuple[RunSpec, Life]] = {}
     stopped: dict[str, tuple[RunSpec, Life]] = {}
     lives: list[Life] = []
@@ -151,11 +152,14 @@ def key(row: dict) -> str:
     return repr(sorted(row.items()))
 
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**16), st.integers(2, 9), st.integers(1, 4), st.sampled_from([0.0, 0.15]))
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 9), st.integers(1, 4), st.sampled_from([0.0, 0.15]),
+       st.sampled_from(["whole", "incremental", "rebuilt"]))
 def test_each_query_gives_its_own_rows_whatever_joins_or_leaves_its_stream(seed: int, n_batches: int, shards: int,
-                                                                          disorder: float) -> None:
-    lives, sim = run_schedule(seed, n_batches, shards, disorder)
+                                                                          disorder: float, operator: str) -> None:
+    """With either operator; `rebuilt`: the incremental one with no live runner, every shard
+    rebuilt from its chunks at every call."""
+    lives, sim = run_schedule(seed, n_batches, shards, disorder, operator)
     assert not sim.errors
     for life in lives:
         want = evaluate(life.text, [e for e in life.seen if e["id"] != "bad"], engine=life.engine)

@@ -15,6 +15,7 @@ import struct
 import zlib
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -353,3 +354,31 @@ def test_row_text_is_the_general_encoders(row: dict, group: list) -> None:
 
     assert dumps_row(row) == dumps(row)
     assert dumps_row(group) == dumps(group)
+
+
+def test_incremental_state_writes_what_a_batch_changed_not_the_window() -> None:
+    """The same stream (20 events/s in batches of a minute, 60 windows per event) with a
+    5-minute and a 40-minute window: once the windows are full, the incremental operator writes
+    about the same bytes per micro-batch for both (a batch's chunk and a small
+    value); the whole-state operator writes the window every batch."""
+    from greta_stream.testing.shards import OperatorSim
+
+    def per_batch(minutes: int, incremental: bool) -> float:
+        q = QUERIES["stock"].replace("WITHIN 60 s SLIDE 20 s", f"WITHIN {minutes} minutes SLIDE {minutes} s")
+        sim = OperatorSim(2, incremental=incremental)
+        rnd = random.Random(5)
+        spec = RunSpec.create(q)
+        sizes = []
+        for b in range(minutes + 20):  # the window filled, then 20 more batches of a minute
+            sim.batch(QuerySet.of({"q": spec}), [
+                {"type": "Stock", "time": b * 60 + i / 20, "company": rnd.randrange(8), "sector": rnd.randrange(2),
+                 "price": float(rnd.randrange(100))} for i in range(1200)])
+            if incremental:
+                sizes.append(sum(sim.written[-2:]))
+            else:
+                sizes.append(sum(len(v) for _, v in sim.states.values()))
+        return float(np.median(sizes[-20:]))
+
+    short, long = per_batch(5, True), per_batch(40, True)
+    assert long < 1.5 * short
+    assert per_batch(40, False) > 4 * per_batch(5, False)  # the window, rewritten whole

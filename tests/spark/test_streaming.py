@@ -18,6 +18,7 @@ import pytest
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
 from greta_stream.connectors.sinks import read_jsonl_dir
+from greta_stream.errors import ConfigError
 from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, run
 from greta_stream.testing.files import write_batches
 
@@ -55,22 +56,23 @@ def normalized(rows: list[dict]) -> list[dict]:
     return sorted((loads(dumps(r)) for r in rows), key=repr)
 
 
-def pipeline(tmp: Path, names: list[str], shards: int = 3) -> PipelineConfig:
+def pipeline(tmp: Path, names: list[str], shards: int = 3, operator: str | None = None) -> PipelineConfig:
     return PipelineConfig(
         source=SourceConfig("jsonl", str(tmp / "in"), max_files_per_trigger=1),
         queries=[QueryConfig(n, QUERIES[n], [SinkConfig("jsonl", str(tmp / "out" / n))],
                              SinkConfig("jsonl", str(tmp / "dead" / n))) for n in names],
-        checkpoint=str(tmp / "chk"), watermark_delay_s=60, once=True, shards=shards,
+        checkpoint=str(tmp / "chk"), watermark_delay_s=60, once=True, shards=shards, operator=operator,
     )
 
 
-def test_streaming_equals_batch_with_bad_and_late_events(spark, tmp_path: Path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("operator", ["transformWithStateInPandas", "applyInPandasWithState"])
+def test_streaming_equals_batch_with_bad_and_late_events(spark, tmp_path: Path, operator: str) -> None:  # noqa: ANN001
     events = make_events()
     bad = ["{not json", json.dumps({"type": "A", "v": 1}), json.dumps({"type": "Stock", "time": 300.5, "company": 1}),
            json.dumps({"type": "A", "time": 1, "v": 1, "g": 0}),  # far behind the watermark by then: late
            json.dumps({"type": "Flush", "time": 100_000})]
     write_batches(tmp_path / "in", events, n_files=4, extra_last=bad)
-    counts = run(pipeline(tmp_path, list(QUERIES)), spark=spark, echo=lambda s: None)
+    counts = run(pipeline(tmp_path, list(QUERIES), operator=operator), spark=spark, echo=lambda s: None)
     for name, text in QUERIES.items():
         got = list(read_jsonl_dir(tmp_path / "out" / name))
         assert normalized(got) == normalized(evaluate(text, events)), name
@@ -82,7 +84,8 @@ def test_streaming_equals_batch_with_bad_and_late_events(spark, tmp_path: Path) 
     assert sorted(d["reason"] for d in read_jsonl_dir(tmp_path / "dead" / "stock")) == ["malformed", "missing_attribute", "missing_time"]
 
 
-def test_restart_from_checkpoint_loses_and_repeats_nothing(spark, tmp_path: Path) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("operator", ["transformWithStateInPandas", "applyInPandasWithState"])
+def test_restart_from_checkpoint_loses_and_repeats_nothing(spark, tmp_path: Path, operator: str) -> None:  # noqa: ANN001
     events = make_events(seed=2)
     staging = tmp_path / "staging"
     write_batches(staging, events, n_files=5, seed=3, extra_last=[json.dumps({"type": "Flush", "time": 100_000})])
@@ -90,8 +93,11 @@ def test_restart_from_checkpoint_loses_and_repeats_nothing(spark, tmp_path: Path
     (tmp_path / "in").mkdir()
     for f in files[:2]:
         shutil.copy2(f, tmp_path / "in" / f.name)  # keeps the mtime: Spark reads files in mtime order
-    cfg = pipeline(tmp_path, ["negation"], shards=2)
+    cfg = pipeline(tmp_path, ["negation"], shards=2, operator=operator)
     run(cfg, spark=spark, echo=lambda s: None)
+    other = "applyInPandasWithState" if operator == "transformWithStateInPandas" else "transformWithStateInPandas"
+    with pytest.raises(ConfigError, match=f"written by the {operator} operator, this run asks for {other}"):
+        run(pipeline(tmp_path, ["negation"], shards=2, operator=other), spark=spark, echo=lambda s: None)
     first = list(read_jsonl_dir(tmp_path / "out" / "negation"))
     for f in files[2:]:
         shutil.copy2(f, tmp_path / "in" / f.name)  # keeps the mtime: Spark reads files in mtime order

@@ -177,7 +177,7 @@ class ChunkStore:
 
 
 _STORE: ContextVar[ChunkStore | None] = ContextVar("greta_chunk_store", default=None)
-_TRACKERS: ContextVar[tuple[set[str], ...]] = ContextVar("greta_chunk_trackers", default=())
+_TRACKERS: ContextVar[tuple[dict[str, int], ...]] = ContextVar("greta_chunk_trackers", default=())
 
 
 @contextmanager
@@ -193,9 +193,9 @@ def chunk_store(source: dict[str, bytes] | None = None) -> Iterator[ChunkStore]:
 
 
 @contextmanager
-def tracked() -> Iterator[set[str]]:
-    """The keys of the chunks the snapshots taken within refer to."""
-    keys: set[str] = set()
+def tracked() -> Iterator[dict[str, int]]:
+    """The chunks the snapshots taken within refer to: key -> bytes in a state store."""
+    keys: dict[str, int] = {}
     token = _TRACKERS.set((*_TRACKERS.get(), keys))
     try:
         yield keys
@@ -240,7 +240,7 @@ def content_key(chunk: KeptChunk) -> tuple[str, bytes | None]:
     if chunk._key is not None:
         return chunk._key, None
     data = encode(chunk)
-    chunk._key, chunk._size = "c" + hashlib.blake2b(data, digest_size=12).hexdigest(), len(data)
+    chunk._key, chunk._size = hashlib.blake2b(data, digest_size=8).hexdigest(), len(data)
     return chunk._key, data
 
 
@@ -257,7 +257,7 @@ class _ChunkPickler(pickle.Pickler):
             self.store.written[key] = data
         self.store.refs.add(key)
         for keys in _TRACKERS.get():
-            keys.add(key)
+            keys[key] = obj._size
         return key
 
 
