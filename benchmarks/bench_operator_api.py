@@ -28,9 +28,9 @@ Variants (``--variants``), every one do-nothing apart from its state:
 
 Blobs are random bytes (greta's are zlib'd: neither compresses further).
 ``tws-*`` run with the RocksDB state store provider (required); the others
-with Spark's default (HDFS-backed) one, as greta runs. ``transformWithStateInPandas``
-needs protobuf >= 5.28 (pyspark's generated ``StateMessage_pb2``), which
-greta's dependencies do not pull: without it the ``tws-*`` rows say so.
+with Spark's default (HDFS-backed) one. ``transformWithStateInPandas``
+needs protobuf (pyspark's generated ``StateMessage_pb2``), which greta's
+``spark`` extra installs: without it the ``tws-*`` rows say so.
 
 Timing as in ``bench_spark.py``: each variant first runs once on a small
 warm-up input (not reported), then ``--repeat`` rounds run every variant in
@@ -78,7 +78,7 @@ VARIANTS = ("apply-floor", "apply-floor-arrow100k", "tws-floor", "apply-state", 
 def tws_missing() -> str | None:
     """Why ``transformWithStateInPandas`` cannot run here, or None."""
     if importlib.util.find_spec("google") is None or importlib.util.find_spec("google.protobuf") is None:
-        return "needs protobuf>=5.28"
+        return "needs protobuf"
     from pyspark.sql import GroupedData
 
     if not hasattr(GroupedData, "transformWithStateInPandas"):

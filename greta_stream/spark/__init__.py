@@ -9,6 +9,8 @@ connector; `progress` reports every micro-batch to a callback; `session`
 builds a SparkSession with the settings that matter.
 """
 
+import warnings
+
 from greta_stream.spark.layout import StreamLayout, read_layout
 from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.pipeline import (
@@ -34,3 +36,6 @@ __all__ = [
     "start", "start_stream",
     "stream_outputs", "streams", "trend_aggregates",
 ]
+
+# pyspark 4.2 says it does not fully support pandas 3; greta-stream's tests run this very pair
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)

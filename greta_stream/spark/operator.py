@@ -111,7 +111,8 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
     keyed, json_input = keyed_by_shard(events, queries, layout)
     if layout.operator == INCREMENTAL:
         return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(
-            statefulProcessor=incremental_processor(layout, slots, json_input), outputStructType=OUTPUT_SCHEMA,
+            statefulProcessor=incremental_processor(layout, slots, json_input, keyed.columns),
+            outputStructType=OUTPUT_SCHEMA,
             outputMode="Append", timeMode="EventTime")
     fn = _shard_function(layout, slots, json_input)
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
@@ -213,7 +214,17 @@ def _joined_frames(pdfs: Iterator[pd.DataFrame]) -> pd.DataFrame | None:
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True) if frames else None
 
 
-def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool) -> Any:
+def _named(frame: pd.DataFrame | None, columns: list[str]) -> pd.DataFrame | None:
+    """`frame` with the input's column names: pyspark (4.1 on) rebuilds the rows it hands
+    transformWithStateInPandas with `DataFrame.itertuples`, which renames every column that
+    starts with an underscore (all of the operator's own) to `_<position>`."""
+    if frame is not None and len(frame.columns) == len(columns) and list(frame.columns) != columns:
+        frame.columns = columns
+    return frame
+
+
+def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
+                          columns: list[str]) -> Any:
     """The `transformWithStateInPandas` processor of a stream: per shard a small
     value state (`shard.Saved`: the version, the stream state with its kept
     events named by chunk key, the chunks' sizes) and a map state of chunks
@@ -229,7 +240,7 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             self.chunks = handle.getMapState("chunks", CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
 
         def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-            yield self._step(key, _joined_frames(rows), timerValues.getCurrentWatermarkInMs())
+            yield self._step(key, _named(_joined_frames(rows), columns), timerValues.getCurrentWatermarkInMs())
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
             yield self._step(key, None, timerValues.getCurrentWatermarkInMs())

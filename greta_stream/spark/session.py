@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from greta_stream.jvm import spark_kafka_jars
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
 
 
 def get_session(
@@ -27,6 +28,9 @@ def get_session(
 ) -> SparkSession:
     """A SparkSession on `master` (default local[2]) tuned for the stateful operator."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # pyspark 4.2 warns in every Python worker that it does not fully support pandas 3; greta-stream's
+    # tests run this very pair (docs/SPARK.md): the workers (which inherit this) need not say it
+    os.environ.setdefault("PYTHONWARNINGS", PANDAS_WARNING)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ and not master  # under spark-submit: its --master wins
     master = master or os.environ.get("GRETA_SPARK_MASTER", "local[2]")

@@ -18,7 +18,7 @@ def test_bench_operator_api_smoke(bench: Callable[..., str]) -> None:
     # variant s/batch rows/s first-s state memoryUsedB commitMs ckpt-B/batch
     assert float(rows["apply-floor"][0]) > 0 and int(rows["apply-floor"][3]) >= 1, out
     tws = rows["tws-delta"]
-    if tws[0] == "unavailable:":  # no protobuf 5 in this environment: said so, the rest ran
-        assert " ".join(tws) == "unavailable: needs protobuf>=5.28", out
+    if tws[0] == "unavailable:":  # no protobuf in this environment: said so, the rest ran
+        assert " ".join(tws) == "unavailable: needs protobuf", out
     else:  # 100 bytes appended per shard and batch
         assert float(tws[0]) > 0 and int(tws[3]) >= 1 and int(tws[6].replace(",", "")) > 0, out

@@ -123,12 +123,13 @@ def joined(chunks: list[KeptChunk]) -> Prepared:
     """The chunks' prepared events as one (rows numbered 0.. across chunks)."""
     if len(chunks) == 1:
         p = chunks[0].prep
-        return Prepared(np.arange(len(p.t)), p.state, p.t, p.kmin, p.kmax, p.cols, p.int_time, [], p.metrics,
-                        p.time_kind)
+        return Prepared(np.arange(len(p.t)), p.state.astype(np.int64), p.t, p.kmin, p.kmax, p.cols, p.int_time, [],
+                        p.metrics, p.time_kind)
     first = chunks[0].prep
     preps = [c.prep for c in chunks]
     return Prepared(np.arange(sum(len(p.t) for p in preps)),
-                    *(np.concatenate([getattr(p, f) for p in preps]) for f in ("state", "t", "kmin", "kmax")),
+                    np.concatenate([p.state for p in preps]).astype(np.int64),  # the kernels' type (compiled once)
+                    *(np.concatenate([getattr(p, f) for p in preps]) for f in ("t", "kmin", "kmax")),
                     {a: Column(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in preps])
                                          for f in ("values", "null", "number")))
                      for a, c in first.cols.items()},
