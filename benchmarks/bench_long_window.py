@@ -24,8 +24,9 @@ hour, so sliding 1 minute), micro-batches of ``--batch-events`` events
 
 Modes (``--modes``), each configuration in a fresh process, one at a time:
 
-- ``engine``: no Spark. A forked child drives ``greta_stream.spark.shard.step``
-  as the operator does: ``--shards`` shards (default Spark's, 2 x cores; an
+- ``engine``: no Spark. A forked child drives ``greta_stream.spark.shard.step_incremental``
+  (``--operator incremental``, the default operator's state) or ``shard.step``
+  (``--operator whole``) as the operator does: ``--shards`` shards (default Spark's, 2 x cores; an
   event goes to shard ``sector % shards``), a shard called when it has
   events or its timeout passed, Spark's watermark for a batch = the latest
   event time of the batches before it (ms). Per batch: the ms of all the
@@ -195,17 +196,20 @@ def vm_rss() -> int:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
 
 
-def engine_child(conn: Any, case: Case, seed: int, shards: int) -> None:
-    """Drive the shards of `case` as Spark's operator would; send ("batch", {...}) per batch, then ("end", {...})."""
+def engine_child(conn: Any, case: Case, seed: int, shards: int, operator: str = "incremental") -> None:
+    """Drive the shards of `case` as Spark's operator would; send ("batch", {...}) per batch, then ("end", {...}).
+    `operator`: "incremental" (`shard.step_incremental`: a small value and chunks, what changed written) or
+    "whole" (`shard.step`: one value per shard, rewritten whole)."""
     from greta_stream.runtime import RunSpec
     from greta_stream.runtime.multi import QuerySet
-    from greta_stream.spark.shard import Shard, step
+    from greta_stream.spark.shard import Shard, step, step_incremental
 
     spec = RunSpec.create(case.text).for_streaming().with_options(kernel_threads=max(1, (os.cpu_count() or 1)
                                                                                      // shards))
     queries = QuerySet.of({"q1": spec})
     layout = [Shard(i, shards, ("sector",)) for i in range(shards)]
     states: list[Any] = [None] * shards
+    chunks: list[dict[str, bytes]] = [{} for _ in range(shards)]  # incremental: each shard's map state
     wakes: list[int | None] = [None] * shards
     watermark_ms, rss0 = 0, vm_rss()
     for cols in stock_batches(case, seed):
@@ -216,9 +220,17 @@ def engine_child(conn: Any, case: Case, seed: int, shards: int) -> None:
         for i, shard in enumerate(layout):
             wake = wakes[i]
             if parts[i] or (wake is not None and wake < watermark_ms):  # Spark calls a shard with data or timed out
-                out, states[i], wakes[i] = step(queries, states[i], parts[i], watermark_ms, shard)
+                if operator == "whole":
+                    out, states[i], wakes[i] = step(queries, states[i], parts[i], watermark_ms, shard)
+                    written += len(states[i] or b"")
+                else:
+                    out, states[i], new, removed, wakes[i] = step_incremental(queries, states[i], chunks[i], parts[i],
+                                                                              watermark_ms, shard)
+                    chunks[i].update(new)
+                    for k in removed:
+                        del chunks[i][k]
+                    written += (len(states[i].blob) if states[i] else 0) + sum(map(len, new.values()))
                 rows += sum(o["kind"] == "row" for o in out)
-                written += len(states[i] or b"")
         ms = 1000 * (time.perf_counter() - start)
         conn.send(("batch", {"events": int(cols["time"].size), "ms": ms, "rows": rows, "state": written}))
         if cols["time"].size:
@@ -231,7 +243,7 @@ def run_engine(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     """`engine_child` in a forked process, killed past the budget; its batches so far."""
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=engine_child, args=(child, case, args.seed, args.shards))
+    proc = ctx.Process(target=engine_child, args=(child, case, args.seed, args.shards, args.operator))
     proc.start()
     child.close()
     result: dict[str, Any] = {"batches": [], "status": "ok"}
@@ -528,6 +540,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--duration", type=float, default=1.5, help="event time to stream, in windows")
     ap.add_argument("--modes", default="engine,run", help="engine (shard.step, no Spark) and/or run (the CLI)")
     ap.add_argument("--shards", type=int, default=2 * (os.cpu_count() or 2), help="state shards (Spark's default)")
+    ap.add_argument("--operator", choices=["incremental", "whole"], default="incremental",
+                    help="engine mode: incremental (transformWithStateInPandas' state: a small value and chunks) or "
+                         "whole (applyInPandasWithState's: one value per shard); for run mode use --set operator=...")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="run mode: merged into the pipeline config (dotted key, YAML value; repeatable)")
     ap.add_argument("--budget-s", type=float, default=900.0, help="seconds per run; past it the run is killed")

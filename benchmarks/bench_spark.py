@@ -6,8 +6,9 @@ Parquet files of typed columns) of ``rows`` events each and read back with
 ``maxFilesPerTrigger=1``, so every micro-batch holds one file.
 Two streaming queries run over it on ``local[2]``, one after the other:
 
-- **greta**: ``trend_aggregates(...).rows`` (the sharded ``applyInPandasWithState``
-  operator) over the query of ``configs/``;
+- **greta**: ``trend_aggregates(...).rows`` (the sharded operator,
+  ``--operator``: ``transformWithStateInPandas``, the default, or
+  ``applyInPandasWithState``) over the query of ``configs/``;
 - **spark-native**: parse the same JSON (or read the same columns), ``withWatermark`` and
   ``groupBy(window(time, WITHIN, SLIDE), <GROUP-BY>).count()`` in append
   mode: the cheapest stateful windowed aggregation Spark offers on the same
@@ -132,16 +133,18 @@ def native_count(spark: Any, events_df: Any, text: str, delay_s: float) -> Any:
                           *cq.group_by).count()
 
 
-def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
-    """greta's operator as it is (shard keys, watermark, `applyInPandasWithState`)
-    with a shard function that only reads its rows and keeps a small state:
-    what the operator costs before any engine work."""
+def operator_floor(events_df: Any, text: str, delay_s: float, operator: str) -> Any:
+    """greta's operator as it is (shard keys, watermark, `operator`) with a
+    shard function that only reads its rows and keeps a small state: what
+    the operator costs before any engine work."""
     import pandas as pd
+    from pyspark.sql.streaming import StatefulProcessor
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from greta_stream.runtime import RunSpec
     from greta_stream.spark.operator import (
         OUTPUT_SCHEMA,
+        SAVED_SCHEMA,
         SHARD_COLUMN,
         STATE_SCHEMA,
         default_shards,
@@ -150,12 +153,30 @@ def operator_floor(events_df: Any, text: str, delay_s: float) -> Any:
 
     keyed, _ = keyed_by_shard(events_df, RunSpec.create(text, lateness_s=delay_s), shards=default_shards())
 
+    def output(rows: int) -> pd.DataFrame:
+        return pd.DataFrame({"query": ["query"], "kind": ["row"], "window_start": [0.0], "window_end": [0.0],
+                             "grp": [str(rows)], "payload": [""]})
+
+    if operator == "transformWithStateInPandas":
+        class Nothing(StatefulProcessor):
+            def init(self, handle: Any) -> None:
+                self.saved = handle.getValueState("saved", SAVED_SCHEMA)
+
+            def handleInputRows(self, key: Any, rows: Any, timerValues: Any) -> Any:
+                self.saved.update((1, b"x" * 1000))
+                yield output(sum(len(pdf) for pdf in rows))
+
+            def close(self) -> None:
+                pass
+
+        return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(
+            statefulProcessor=Nothing(), outputStructType=OUTPUT_SCHEMA, outputMode="Append", timeMode="EventTime")
+
     def nothing(key: Any, pdfs: Any, state: Any) -> Any:
         rows = sum(len(pdf) for pdf in pdfs)
         state.update((4, b"x" * 1000))
         state.setTimeoutTimestamp(max(state.getCurrentWatermarkMs(), 1) + 10**12)
-        yield pd.DataFrame({"query": ["query"], "kind": ["row"], "window_start": [0.0], "window_end": [0.0],
-                            "grp": [str(rows)], "payload": [""]})
+        yield output(rows)
 
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         nothing, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)
@@ -173,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the operator with a do-nothing shard function (its cost before any engine work)")
     ap.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                     help="input files: JSON lines (a text column parsed by both) or typed Parquet columns")
+    ap.add_argument("--operator", choices=["transformWithStateInPandas", "applyInPandasWithState"],
+                    default="transformWithStateInPandas", help="greta's stateful operator (and the floor's)")
     ap.add_argument("--json", help="also write the results to this file")
     args = ap.parse_args(argv)
 
@@ -204,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
                     return spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(base / folder))
 
                 streams = {
-                    "greta": lambda src, q=text: trend_aggregates(src, q, watermark_delay_s=args.watermark).rows,
+                    "greta": lambda src, q=text: trend_aggregates(src, q, watermark_delay_s=args.watermark,
+                                                                  operator=args.operator).rows,
                     "native": lambda src, q=text: native_count(spark, src, q, args.watermark),
                 }
                 if args.floor:
-                    streams["floor"] = lambda src, q=text: operator_floor(src, q, args.watermark)
+                    streams["floor"] = lambda src, q=text: operator_floor(src, q, args.watermark, args.operator)
                 for kind, build in streams.items():  # warm-up: not reported
                     run_stream(build(source("warm")), f"warm_{kind}_{qname}_{rows}")
                 runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in streams}

@@ -9,13 +9,15 @@ The service's address comes from `--url` or $GRETA_URL (default
 http://127.0.0.1:8000), its API key from `--api-key` or $GRETA_API_KEY.
 Sources and sinks are JSON objects (`{"format": "kafka", "topic": "stock"}`)
 or `FORMAT:WHERE` shorthands: `jsonl:PATH`, `parquet:PATH`, `kafka:TOPIC` or
-`kafka:TOPIC@HOST:PORT`, `console:`.
+`kafka:TOPIC@HOST:PORT`, `console:`. A relative file path is relative to the
+folder the command runs in, and sent as an absolute path (symbolic links as
+they are: the service checks the path as you typed it against its roots).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +25,8 @@ import typer
 from greta_stream.cli_args import query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
 from greta_stream.connectors.jsonl import dumps
+
+FILE_FORMATS = ("jsonl", "parquet")
 
 app = typer.Typer(help="Queries of a running service (greta-stream serve).", no_args_is_help=True)
 
@@ -51,6 +55,8 @@ def endpoint(spec: str) -> dict[str, Any]:
             raise typer.BadParameter(f"not JSON: {exc}") from None
         if not isinstance(value, dict):
             raise typer.BadParameter("a JSON object is needed")
+        if isinstance(value.get("path"), str) and value["path"] and value.get("format") in FILE_FORMATS:
+            value["path"] = os.path.abspath(value["path"])
         return value
     fmt, sep, where = text.partition(":")
     if not sep or not fmt:
@@ -60,7 +66,7 @@ def endpoint(spec: str) -> dict[str, Any]:
         return {"format": "kafka", "topic": topic, **({"bootstrap_servers": servers} if servers else {})}
     if fmt == "console":
         return {"format": "console"}
-    return {"format": fmt, "path": str(Path(where).resolve()) if where else where}
+    return {"format": fmt, "path": os.path.abspath(where) if where else where}
 
 
 @app.command("list")

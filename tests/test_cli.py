@@ -258,3 +258,16 @@ def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
     assert "q: 9 rows, 0 dead letters" in res.stderr
     assert not [f for f in (tmp_path / "dead").glob("*.jsonl") if f.read_text()]
     assert "watermark 2024-05-01T12:02:35.000Z" in res.stderr
+
+
+def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`greta-stream queries add --source jsonl:samples/stock` means ./samples/stock of the caller, sent
+    absolute, links as typed (samples/ links into the package: not the package's folder)."""
+    from greta_stream.client_cli import endpoint
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    assert endpoint("jsonl:link/stock") == {"format": "jsonl", "path": str(tmp_path / "link" / "stock")}
+    assert endpoint('{"format": "parquet", "path": "in"}') == {"format": "parquet", "path": str(tmp_path / "in")}
+    assert endpoint('{"format": "kafka", "topic": "t"}') == {"format": "kafka", "topic": "t"}

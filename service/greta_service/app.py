@@ -14,8 +14,10 @@ The lifespan owns the SparkSession and the running streams:
 
 from __future__ import annotations
 
+import difflib
 import logging
 import threading
+import typing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -23,6 +25,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from greta_service.metrics import ServiceMetrics
@@ -120,10 +123,45 @@ async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors: list[dict[str, Any]] = []
+    route = request.scope.get("route")
+    body = getattr(getattr(route, "body_field", None), "type_", None)
     for e in exc.errors():
         loc = [x if isinstance(x, (str, int)) else str(x) for x in e.get("loc", ())]
-        errors.append({"msg": str(e.get("msg", "invalid")), "line": None, "column": None, "loc": loc})
-    return JSONResponse({"detail": "invalid request", "errors": errors}, status_code=422)
+        msg = str(e.get("msg", "invalid"))
+        if e.get("type") == "extra_forbidden" and loc and loc[0] == "body":
+            msg = unknown_key(body, loc[1:])
+        errors.append({"msg": msg, "line": None, "column": None, "loc": loc})
+    detail = errors[0]["msg"] if len(errors) == 1 else "invalid request"
+    return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
+
+
+def unknown_key(model: Any, loc: list[str | int]) -> str:
+    """An unknown key of a request body, worded as the pipeline config's checker words it: where it
+    is, a close match, and the keys known there."""
+    *path, key = [str(p) for p in loc] or [""]
+    known = _known_keys(model, [p for p in path if not p.isdigit()])
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    inside = f" in {'.'.join(p for p in path if not p.isdigit())}" if path else ""
+    return f"unknown key {key!r}{inside} ({hint}known: {', '.join(known) or 'none'})"
+
+
+def _known_keys(model: Any, path: list[str]) -> list[str]:
+    for part in path:
+        field = getattr(model, "model_fields", {}).get(part)
+        model = _model_in(field.annotation) if field is not None else None
+    return sorted(getattr(model, "model_fields", {}))
+
+
+def _model_in(annotation: Any) -> Any:
+    """The pydantic model in an annotation (`Model`, `Model | None`, `list[Model]`), or None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 class BodyLimit:

@@ -294,3 +294,17 @@ def test_logs_are_json_lines(service: Service, q1: dict) -> None:
     assert any(r["logger"] == "greta_service" and r["message"].startswith("service ready") for r in lines)
     assert any(r["logger"] == "uvicorn.access" for r in lines)  # requests, through the same handler
     assert all(set(r) >= {"time", "level", "logger", "message"} for r in lines)
+
+
+def test_an_unknown_key_is_named_with_a_close_match(api: httpx.Client, service: Service) -> None:
+    """As the pipeline config's checker says it: where, a close match, the keys known there."""
+    spec = body(service, "unknown-key")
+    spec["options"] = {"watermark_delay": 30}
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 422
+    assert r.json()["detail"].startswith("unknown key 'watermark_delay' in options (did you mean 'watermark_delay_s'?")
+    spec = body(service, "unknown-key")
+    spec["sinks"][0]["pth"] = "x"
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 422 and "unknown key 'pth' in sinks (did you mean 'path'?" in r.json()["detail"]
+    assert api.get("/queries/unknown-key").status_code == 404
