@@ -285,9 +285,10 @@ def test_service_walkthrough(tmp_path: Path) -> None:
     events = [orjson.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
     log = tmp_path / "serve.log"
     with background(command_with("greta-stream serve                      #"), home, log) as proc:
-        until(lambda: _get("/readyz") == 200, "the service ready", log, proc)
+        until(lambda: _get("/healthz") == 200, "the service listening", log, proc)  # the README waits for ready
         register, results = block_with("mkdir -p greta-data/stock"), block_with("queries/q1/results?from=-600")
-        mkdir, post = commands(register)
+        wait, mkdir, post = commands(register)
+        sh(wait, cwd=home)
         sh(mkdir, cwd=home)
         created = orjson.loads(sh(post, cwd=home).stdout)
         assert created["name"] == "q1" and created["status"] == "running", created
@@ -297,8 +298,11 @@ def test_service_walkthrough(tmp_path: Path) -> None:
         want = [r for r in evaluate(q1.replace("COUNT(*), AVG(S.price)", "COUNT(*)"), events)
                 if r["sector"] == 3 and -600 <= r["window_start"] <= 0]
         assert page["rows"] and all(r in want for r in page["rows"])
-        feed = subprocess.run(["bash", "-c", f"timeout 5 {commands(results)[1]}"], cwd=home, env=ENV)
+        feed = subprocess.run(["bash", "-c", f"timeout 5 {commands(results)[1]}"], cwd=home, env=ENV,
+                              capture_output=True, text=True)
         assert feed.returncode == 124  # connected, and still open when cut
+        replayed = [orjson.loads(line[len("data: "):]) for line in feed.stdout.splitlines() if line.startswith("data: ")]
+        assert len(replayed) == _rows("q1") and all(r in replayed for r in page["rows"])  # every stored row
 
         cli = commands(block_with("greta-stream queries add --name q1-cli"))
         sh(cli[0], cwd=home)
