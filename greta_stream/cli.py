@@ -35,6 +35,7 @@ from greta_stream.connectors.jsonl import dumps, read_events
 from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import RunSpec, evaluate_spec
+from greta_stream.runtime.dead_letters import DeadLetters
 from greta_stream.runtime.spec import compile_once
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
@@ -118,19 +119,24 @@ def evaluate(
                      with_events=with_events)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     dl_out = open(dead_letter, "w", encoding="utf-8") if dead_letter else None  # noqa: SIM115
-    dead = 0
+    dead = DeadLetters()
 
     def on_dead(dl: DeadLetter) -> None:
-        nonlocal dead
-        dead += 1
+        dead.add(dl)
         if dl_out:
             dl_out.write(dumps(dl.to_dict()) + "\n")
 
     try:
         if spec.runner_kind == "columnar":
-            _evaluate_at_once(spec, events, out, on_dead, progress)
+            processed = _evaluate_at_once(spec, events, out, on_dead, progress)
         else:
-            _evaluate_streamed(spec, events, out, on_dead, progress)
+            processed = _evaluate_streamed(spec, events, out, on_dead, progress)
+        if dead.total:
+            typer.echo(dead.summary(), err=True)
+        suspect = dead.suspect(processed)
+        if suspect:
+            typer.echo(f"error: {suspect}", err=True)
+            raise typer.Exit(1)
     finally:
         if output:
             out.close()
@@ -163,8 +169,8 @@ def _read(spec: RunSpec, events: Path, on_dead: Any, progress: bool) -> Any:
             typer.echo(f"read {n:,} events ({n / (last - started):,.0f}/s)", err=True)
 
 
-def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> None:
-    """Add records to the run's runner as they are read, then finish (general engine, CET)."""
+def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> int:
+    """Add records to the run's runner as they are read, then finish (general engine, CET); the events processed."""
     started = time.monotonic()
     read_dead = [0]
 
@@ -184,10 +190,12 @@ def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, prog
             f"{m.get('events_dead_lettered', 0) + read_dead[0]:,} dead-lettered, {time.monotonic() - started:.2f} s",
             err=True,
         )
+    return int(runner.metrics.get("events_processed", 0))
 
 
-def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> None:
-    """Read every record, then evaluate them at once (columnar engine; the general one if the input needs it)."""
+def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progress: bool) -> int:
+    """Read every record, then evaluate them at once (columnar engine; the general one if the input needs it);
+    the events processed."""
     started = time.monotonic()
     read_dead: list[DeadLetter] = []
 
@@ -213,6 +221,7 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progr
             f"{time.monotonic() - started:.2f} s",
             err=True,
         )
+    return int(rows.metrics.get("events_processed", 0))
 
 
 @app.command("warm-up")

@@ -271,3 +271,18 @@ def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monke
     assert endpoint("jsonl:link/stock") == {"format": "jsonl", "path": str(tmp_path / "link" / "stock")}
     assert endpoint('{"format": "parquet", "path": "in"}') == {"format": "parquet", "path": str(tmp_path / "in")}
     assert endpoint('{"format": "kafka", "topic": "t"}') == {"format": "kafka", "topic": "t"}
+
+
+def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> None:
+    """Every event dead-lettered for one missing attribute: exit 1, the attribute and the ones the events have;
+    dead letters are always summed up by reason."""
+    q = "RETURN sector, COUNT(*), AVG(S.prize) PATTERN Stock S+ WHERE [sector] GROUP-BY sector WITHIN 1 minute"
+    res = cli("evaluate", "-q", q, "-e", "samples/stock/events.jsonl", "--no-progress")
+    assert res.returncode == 1 and res.stdout == ""
+    assert "2,000 dead letters: 2,000 missing_attribute (Stock events need attribute 'prize')" in res.stderr
+    assert "no attribute 'prize' (they have company, id, price, sector, time, type, volume)" in res.stderr
+    src = tmp_path / "e.jsonl"
+    src.write_text('{"type": "Stock", "time": 1, "sector": 1, "price": 2}\n{"type": "Stock", "time": 2}\nnope\n')
+    ok = cli("evaluate", "-q", q.replace("prize", "price"), "-e", str(src), "--no-progress")
+    assert ok.returncode == 0 and ok.stdout
+    assert "2 dead letters: 1 malformed" in ok.stderr and "1 missing_attribute" in ok.stderr
