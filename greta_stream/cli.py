@@ -295,6 +295,8 @@ def run(
     for name, c in counts.items():
         typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
                    err=True)
+        if c["dead_letters"]:
+            typer.echo(f"{name}: {c['dead'].summary()}", err=True)
     failed = {name: c["failed"] for name, c in counts.items() if c.get("failed")}
     for name, reason in failed.items():
         typer.echo(f"error: query {name} failed (the others ran on): {reason}. Run again from the same checkpoint "

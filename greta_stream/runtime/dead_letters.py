@@ -43,9 +43,15 @@ class DeadLetters:
                     if len(seen) < _ATTRS_KEPT:
                         seen.update(str(k) for k in dl.record)
 
-    def merge(self, counts: dict[str, int]) -> None:
-        """Counts by reason from elsewhere (a Spark batch's), without details."""
-        self.by_reason.update(counts)
+    def merge(self, other: DeadLetters) -> DeadLetters:
+        """Another tally added to this one (two runs of one query)."""
+        self.by_reason.update(other.by_reason)
+        for reason, detail in other.first_detail.items():
+            self.first_detail.setdefault(reason, detail)
+        self.missing.update(other.missing)
+        for etype, attrs in other.have.items():
+            self.have.setdefault(etype, set()).update(attrs)
+        return self
 
     @property
     def total(self) -> int:

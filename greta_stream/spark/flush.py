@@ -58,7 +58,14 @@ def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any
     second, _ = drive(spark, staged, echo)
     total = counts(first)
     for name, c in counts(second).items():
-        total[name] = {k: total.get(name, {}).get(k, 0) + v for k, v in c.items()}
+        before = total.setdefault(name, {})
+        for k, v in c.items():
+            if isinstance(v, int):
+                before[k] = before.get(k, 0) + v
+            elif k == "dead" and k in before:
+                before[k].merge(v)
+            else:
+                before[k] = v
     return total
 
 

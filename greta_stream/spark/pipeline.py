@@ -32,10 +32,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from greta_stream.compiler import LIMITS, Limits
+from greta_stream.connectors.jsonl import loads
 from greta_stream.connectors.sinks import Sink, make_sink
-from greta_stream.engine import FieldNames
+from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
+from greta_stream.runtime.dead_letters import DeadLetters
 from greta_stream.runtime.multi import QuerySet, one_line
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark import config_file
@@ -270,6 +272,7 @@ class BatchWriter:
         )
         self.on_batch = on_batch
         self.counts = {"rows": 0, "dead_letters": 0}
+        self.dead_letters = DeadLetters()  # their reasons, as the run's summary says them
         self.failed: str | None = None  # why this query's sinks failed (one line); its output waits in the spool
         self.spool = Spool(Path(checkpoint) / "spool" if local else None)  # type: ignore[arg-type]
 
@@ -320,6 +323,11 @@ class BatchWriter:
         for o in outputs:
             if o.kind == "dead":
                 reasons[o.grp] = reasons.get(o.grp, 0) + 1
+                if o.grp == "missing_attribute" or o.grp not in self.dead_letters.first_detail:  # what it says
+                    d = loads(o.payload)
+                    self.dead_letters.add(DeadLetter(d["reason"], d.get("event"), d.get("detail", "")))
+                else:
+                    self.dead_letters.by_reason[o.grp] += 1
         if dead:
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
         if self.on_batch is not None:
@@ -547,12 +555,13 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
 
 
 def counts(started: Started) -> dict[str, dict[str, Any]]:
-    """The rows and dead letters written, per query, and why a query failed ("failed", when it did)."""
+    """The rows and dead letters written, per query, the dead letters' tally ("dead": `DeadLetters`)
+    and why a query failed ("failed", when it did)."""
     out: dict[str, dict[str, Any]] = {}
     for _, sw in started:
         failed = sw.failed
         for name, w in sw.writers.items():
-            out[name] = {**w.counts, **({"failed": failed[name]} if name in failed else {})}
+            out[name] = {**w.counts, "dead": w.dead_letters, **({"failed": failed[name]} if name in failed else {})}
     return out
 
 

@@ -96,6 +96,7 @@ def test_poison_lines_are_dead_letters_and_the_stream_goes_on(spark, tmp_path: P
     dead = list(read_jsonl_dir(tmp_path / "dead"))
     assert Counter(d["reason"] for d in dead) == {"malformed": len(lines)} == {"malformed": counts["dead_letters"]}
     assert sorted(d["detail"] for d in dead) == sorted(detail for _, detail in POISON_LINES)
+    assert counts["dead"].summary().startswith(f"{len(lines)} dead letters: {len(lines)} malformed (")
 
 
 def test_a_far_future_event_moves_no_watermark(spark, tmp_path: Path) -> None:  # noqa: ANN001
