@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install setup-jvm setup-system run evaluate test test-kafka test-all lint bench demo clean
+.PHONY: install setup-jvm setup-system run evaluate test test-kafka lint bench bench-spark demo clean
 
 install: $(BIN)/greta-stream setup-jvm setup-system  ## create .venv, install the library (all extras), the service and the dev tools, fetch the Kafka jars
 
