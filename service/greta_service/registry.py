@@ -18,7 +18,6 @@ import logging
 import shutil
 import threading
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +48,10 @@ from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSp
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
+from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
 
 log = logging.getLogger("greta_service")
 
-
-@dataclass
-class ServiceError(Exception):
-    """An error the API reports with `status` and `{detail, errors}`."""
-
-    status: int
-    detail: str
-    errors: list[dict[str, Any]] = field(default_factory=list)
-
-    def __str__(self) -> str:
-        return self.detail
 
 
 def query_error(exc: QueryError) -> ServiceError:
