@@ -153,8 +153,8 @@ def builders(text: str, args: argparse.Namespace) -> dict[str, tuple[dict[str, s
     default, big = {ARROW_BATCH: "10000", PROVIDER: HDFS}, {ARROW_BATCH: "100000", PROVIDER: HDFS}
     rocks = {ARROW_BATCH: "10000", PROVIDER: ROCKSDB}
     return {
-        "apply-floor": (default, lambda src: operator_floor(src, text, args.watermark)),
-        "apply-floor-arrow100k": (big, lambda src: operator_floor(src, text, args.watermark)),
+        "apply-floor": (default, lambda src: operator_floor(src, text, args.watermark, "applyInPandasWithState")),
+        "apply-floor-arrow100k": (big, lambda src: operator_floor(src, text, args.watermark, "applyInPandasWithState")),
         "tws-floor": (rocks, lambda src: transform_with_state(keyed(src), "none", 0)),
         "apply-state": (default, lambda src: apply_state(keyed(src), state_bytes)),
         "tws-delta": (rocks, lambda src: transform_with_state(keyed(src), "delta", delta_bytes)),

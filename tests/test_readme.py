@@ -102,6 +102,7 @@ RUN_BY = {  # command prefix -> the test that runs it
     "greta-stream run --config": "test_streaming_commands_run_until_ctrl_c",
     "greta-stream explain --config": "test_use_it_commands",
     "greta-stream serve": "test_service_walkthrough",
+    "until curl -sf localhost:8000/readyz": "test_service_walkthrough",
     "mkdir -p greta-data": "test_service_walkthrough",
     "curl -s": "test_service_walkthrough",
     "greta-stream queries": "test_service_walkthrough",

@@ -39,7 +39,7 @@ from greta_stream.spark.shard import FLUSH_TIME_S, FLUSH_TYPE
 _GLOB_CHARS = set("{}[]*?,\\")
 
 
-def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, int]]:
+def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, Any]]:
     """Run a bounded pipeline (`once`), then flush every window still open;
     the rows and dead letters written, per query, over both runs."""
     from greta_stream.spark.session import get_session

@@ -524,7 +524,7 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
     return query
 
 
-def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, int]]:
+def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, Any]]:
     """Run the pipeline until it ends (`once`) or is interrupted; report
     progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session

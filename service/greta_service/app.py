@@ -98,7 +98,11 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
                                      shuffle_partitions=s.spark_shuffle_partitions,
                                      conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
-        on_progress(registry.spark, lambda report: (metrics.observe(report), registry.observe(report)))
+        def observe(report: dict[str, Any]) -> None:  # every micro-batch of every stream
+            metrics.observe(report)
+            registry.observe(report)
+
+        on_progress(registry.spark, observe)
         registry.resume_all()
         registry.ready.set()
         log.info("service ready: Spark %s", registry.spark.version)
@@ -123,8 +127,7 @@ async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors: list[dict[str, Any]] = []
-    route = request.scope.get("route")
-    body = getattr(getattr(route, "body_field", None), "type_", None)
+    body = _body_model(request)
     for e in exc.errors():
         loc = [x if isinstance(x, (str, int)) else str(x) for x in e.get("loc", ())]
         msg = str(e.get("msg", "invalid"))
@@ -133,6 +136,17 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
         errors.append({"msg": msg, "line": None, "column": None, "loc": loc})
     detail = errors[0]["msg"] if len(errors) == 1 else "invalid request"
     return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
+
+
+def _body_model(request: Request) -> Any:
+    """The pydantic model the request's body is read into: the endpoint's model parameter."""
+    endpoint = request.scope.get("endpoint")
+    try:
+        hints = typing.get_type_hints(endpoint) if endpoint is not None else {}
+    except Exception:  # an annotation that does not resolve: no suggestion, still a 422
+        return None
+    models = (_model_in(hint) for name, hint in hints.items() if name != "return")
+    return next((m for m in models if m is not None), None)
 
 
 def unknown_key(model: Any, loc: list[str | int]) -> str:
