@@ -114,7 +114,7 @@ def test_every_readme_command_is_run() -> None:
     unrun = [c for b in blocks("bash") for c in commands(b)
              if not any(c.startswith(p) for p in [*NOT_RUN, *RUN_BY])]
     assert unrun == [], "README commands that no test runs (add a test, or a reason to NOT_RUN)"
-    assert len(blocks("python")) == 5, "a new python example: run it in test_python_examples or another test"
+    assert len(blocks("python")) == 6, "a new python example: run it in test_python_examples or another test"
 
 
 def sh(cmd: str, cwd: Path = ROOT, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -247,18 +247,18 @@ def test_make_run() -> None:
 @pytest.mark.spark
 def test_pyspark_example(tmp_path: Path) -> None:
     home = scratch(tmp_path)
-    code = block_with("from greta_stream.spark import trend_aggregates", "python").text
+    code = block_with("events = spark.readStream.text(\"samples/stock\")", "python").text
     check = """
 got = spark.read.parquet("out/q1-parquet")
 print("SCHEMA", got.schema.simpleString())
 import json
-print("ROWS", json.dumps([r.asDict() for r in got.collect()]))
+print("ROWS", json.dumps([r.asDict() for r in got.collect()], default=str))
 """
     done = subprocess.run([sys.executable, "-c", code + check], cwd=home, env=ENV, text=True, capture_output=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     schema = next(line for line in done.stdout.splitlines() if line.startswith("SCHEMA"))
-    assert schema == ("SCHEMA struct<window_start:double,window_end:double,sector:string,count:string,"
+    assert schema == ("SCHEMA struct<window_start:double,window_end:double,sector:string,count:decimal(38,0),"
                       "avg_S_price:double>")
     got = orjson.loads(next(line for line in done.stdout.splitlines() if line.startswith("ROWS"))[5:])
     assert "window_start" in done.stdout and "|" in done.stdout  # show() printed its table
@@ -270,6 +270,33 @@ print("ROWS", json.dumps([r.asDict() for r in got.collect()]))
         assert int(row["count"]) == expected["count"] and row["avg_S_price"] == pytest.approx(expected["avg_S_price"])
     watermark = max(e["time"] for e in events) - 30
     assert len(got) == sum(1 for r in want.values() if r["window_end"] <= watermark)
+
+
+@pytest.mark.spark
+def test_pyspark_batch_example(tmp_path: Path) -> None:
+    home = scratch(tmp_path)
+    code = block_with('history = spark.read.json("samples/stock")', "python").text
+    check = """
+import json
+got = spark.read.parquet("out/q1-backfill")
+print("SCHEMA", got.schema.simpleString())
+print("ROWS", json.dumps([{**r.asDict(), "count": int(r["count"])} for r in got.collect()]))
+"""
+    done = subprocess.run([sys.executable, "-c", code + check], cwd=home, env=ENV, text=True, capture_output=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "window_start" in done.stdout and "|" in done.stdout  # show() printed its table
+    schema = next(line for line in done.stdout.splitlines() if line.startswith("SCHEMA"))
+    assert schema == ("SCHEMA struct<window_start:double,window_end:double,sector:bigint,count:decimal(38,0),"
+                      "avg_S_price:double>")
+    got = orjson.loads(next(line for line in done.stdout.splitlines() if line.startswith("ROWS"))[5:])
+    events = [orjson.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
+    want = evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)
+    assert len(got) == len(want) > 0  # every window, as the batch evaluator has them
+    by_key = {(r["window_start"], r["sector"]): r for r in want}
+    for row in got:
+        expected = by_key[(row["window_start"], row["sector"])]
+        assert row["count"] == expected["count"] and row["avg_S_price"] == pytest.approx(expected["avg_S_price"])
 
 
 def _port_free(port: int) -> bool:

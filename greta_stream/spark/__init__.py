@@ -12,7 +12,7 @@ builds a SparkSession with the settings that matter.
 import warnings
 
 from greta_stream.spark.layout import StreamLayout, read_layout
-from greta_stream.spark.operator import stream_outputs
+from greta_stream.spark.operator import batch_outputs, stream_outputs
 from greta_stream.spark.pipeline import (
     BatchWriter,
     PipelineConfig,
@@ -28,11 +28,12 @@ from greta_stream.spark.pipeline import (
 )
 from greta_stream.spark.progress import on_progress
 from greta_stream.spark.session import get_session
+from greta_stream.spark.shard import end_of_input
 from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
 
 __all__ = [
-    "BatchWriter", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamLayout",
-    "StreamWriter", "TrendOutputs", "check_session", "get_session", "on_progress", "read_layout", "read_source",
+    "BatchWriter", "batch_outputs", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamLayout",
+    "StreamWriter", "TrendOutputs", "check_session", "end_of_input", "get_session", "on_progress", "read_layout", "read_source",
     "start", "start_stream",
     "stream_outputs", "streams", "trend_aggregates",
 ]

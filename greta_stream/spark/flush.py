@@ -24,17 +24,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from greta_stream.connectors.jsonl import dumps
+from greta_stream.engine import FieldNames
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
 from greta_stream.spark.pipeline import PipelineConfig, SourceConfig, counts, drive, source_key, streams
-from greta_stream.spark.shard import FLUSH_TIME_S, FLUSH_TYPE
+from greta_stream.spark.shard import end_of_input
 
 _GLOB_CHARS = set("{}[]*?,\\")
 
@@ -101,11 +101,9 @@ def flush_glob(path: str, folder: Path) -> str:
 
 def write_flush(folder: Path, type_field: str, time_field: str, time_kinds: set[str]) -> Path:
     """Write the flush event into `folder` (atomically: Spark may list it any time)."""
-    at: Any = FLUSH_TIME_S
-    if TIMESTAMP in time_kinds:
-        at = datetime.fromtimestamp(FLUSH_TIME_S, UTC).isoformat().replace("+00:00", "Z")
+    event = end_of_input(FieldNames(type=type_field, time=time_field), TIMESTAMP in time_kinds)
     target = folder / f"flush-{time.time_ns()}.jsonl"
     temp = folder / f".{target.name}.tmp"
-    temp.write_text(dumps({type_field: FLUSH_TYPE, time_field: at}) + "\n")
+    temp.write_text(dumps(event) + "\n")
     temp.rename(target)
     return target

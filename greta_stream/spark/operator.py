@@ -46,7 +46,7 @@ from pyspark.sql.types import (
 from greta_stream.engine import DeadLetter
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
-from greta_stream.spark.layout import INCREMENTAL, StreamLayout, open_layout
+from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
 from greta_stream.spark.shard import (
     FLUSH_TYPE,
     OUTPUT_COLUMNS,
@@ -55,6 +55,7 @@ from greta_stream.spark.shard import (
     Shard,
     parse_json_records,
     step,
+    step_bounded,
     step_incremental,
     upgrade_state,
 )
@@ -118,6 +119,31 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
+
+
+def batch_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None) -> DataFrame:
+    """The outputs of every query of `queries` over the static DataFrame
+    `events`, with `stream_outputs`' columns: every window, as `evaluate`
+    gives them. Events are keyed by shard as a stream's are, and each shard
+    is evaluated in one `applyInPandas` call (`shard.step_bounded`): its
+    events are held by one task at a time, so the input as a whole need not
+    fit one machine."""
+    if events.isStreaming:
+        raise ValueError("batch_outputs reads a static DataFrame; use stream_outputs for a streaming one")
+    layout = open_layout(None, queries, shards, default_shards(), WHOLE)
+    slots = layout.members(queries)
+    keyed, json_input = keyed_by_shard(events, queries, layout)
+    empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
+
+    def fn(key: tuple[Any, ...], frame: pd.DataFrame) -> pd.DataFrame:
+        where = _at(layout, slots, key[0])
+        if where is None:
+            return empty
+        queries, shard = where
+        records, _, _ = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
+        return pd.DataFrame(step_bounded(queries, records, shard), columns=list(OUTPUT_COLUMNS))
+
+    return keyed.groupBy(SHARD_COLUMN).applyInPandas(fn, OUTPUT_SCHEMA)
 
 
 def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: StreamLayout | None = None, *,

@@ -1,4 +1,4 @@
-"""`trend_aggregates`: one query over a streaming DataFrame, as typed DataFrames.
+"""`trend_aggregates`: one query over a DataFrame, streaming or static, as typed DataFrames.
 
 The operator (`operator.stream_outputs`) emits one row per output with the
 row's JSON text, which keeps counts of any size exact through Spark; this
@@ -12,13 +12,16 @@ Column types of `rows`:
   (a timestamp column, or `time_kind="timestamp"`), else doubles (seconds);
 - GROUP-BY columns: the input column's type for typed input, strings for
   JSON text input (`value`);
-- `COUNT` and `SUM`: decimal text, exact at any size (trend counts grow
-  exponentially; cast to `decimal(38,0)` or `double` where they are known to
-  fit); `AVG`: double; `MIN`/`MAX`: the attribute's type for typed input,
-  double for JSON text.
+- `COUNT`: `decimal(38,0)`; `SUM`: `decimal(38,0)` over an integer
+  column, double over a floating one or over JSON text; `AVG`: double;
+  `MIN`/`MAX`: the attribute's type for typed input, double for JSON text.
+  Trend counts grow exponentially: one past 38 digits comes out null, so
+  where counts may grow that large ask for `counts="text"`, which gives
+  COUNT and SUM as their exact decimal text at any size.
 
 CET mode (`RETURN TRENDS`): `rows` has the bounds, the group, `trend` (the
-event ids as strings), `total` (decimal text) and `truncated`.
+event ids as strings), `total` (`decimal(38,0)`, or text with
+`counts="text"`) and `truncated`.
 
 `rows` and `dead_letters` come from the same operator: each started query
 runs it once, so start one of them per input unless both are wanted.
@@ -37,7 +40,9 @@ from pyspark.sql.types import (
     ArrayType,
     BooleanType,
     DataType,
+    DecimalType,
     DoubleType,
+    IntegralType,
     StringType,
     StructField,
     StructType,
@@ -48,7 +53,7 @@ from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import QuerySet
 from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
-from greta_stream.spark.operator import SINGLE, default_shards, stream_outputs
+from greta_stream.spark.operator import SINGLE, batch_outputs, default_shards, stream_outputs
 from greta_stream.spark.session import ROCKSDB
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -73,17 +78,29 @@ def trend_aggregates(
     max_trends: int | None = None,
     engine: str = "auto",
     time_kind: str | None = None,
+    counts: str = "decimal",
 ) -> TrendOutputs:
-    """`query` over the streaming `events` (JSON text in a `value` column, or
-    typed columns): its result rows and its dead letters (module docstring).
+    """`query` over `events` (JSON text in a `value` column, or typed
+    columns): its result rows and its dead letters (module docstring).
+
+    A streaming `events` gives a streaming result: windows are emitted as
+    the watermark passes them (a bounded input's last ones when
+    `end_of_input` is written to it). A static `events` gives every window,
+    as `evaluate` does, computed by shard on the cluster: the way to
+    backfill history that does not fit one machine (`operator` and
+    `watermark_delay_s` do not apply; lateness has no meaning there).
 
     `query` is a `RunSpec` or query text with the options of `RunSpec.create`:
     `watermark_delay_s` (allowed lateness, default 0), `fields`, `mode`,
     `trends`, `max_trends`, `engine`, `time_kind`. `operator` is the
     stateful operator (`transformWithStateInPandas`, the default, or
     `applyInPandasWithState`); a checkpoint keeps the one it started with.
-    Spark's settings are checked first (`check_session`).
+    `counts`: "decimal" (COUNT and integer SUM as `decimal(38,0)`) or
+    "text" (their exact decimal text). Spark's settings are checked first
+    (`check_session`).
     """
+    if counts not in COUNT_TYPES:
+        raise ValueError(f"counts must be one of {', '.join(COUNT_TYPES)}, got {counts!r}")
     if isinstance(query, RunSpec):
         spec = query
         if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
@@ -92,16 +109,31 @@ def trend_aggregates(
         spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
                               lateness_s=watermark_delay_s or 0.0, time_kind=time_kind)
     n = shards or default_shards()
-    check_session(events, n, operator or DEFAULT_OPERATOR)
-    outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=n, operator=operator)
-    schema = _payload_schema(spec, events)
+    if events.isStreaming:
+        check_session(events, n, operator or DEFAULT_OPERATOR)
+        outputs = stream_outputs(events, QuerySet.of({SINGLE: spec}), shards=n, operator=operator)
+    else:  # a static DataFrame (a backfill): every window, computed by shard
+        check_session(events, n, WHOLE)
+        outputs = batch_outputs(events, QuerySet.of({SINGLE: spec}), shards=n)
+    schema, exact = _payload_schema(spec, events)
     timestamps = spec.time_kind == "timestamp" or _typed(events, spec.fields.time) == TimestampType()
     bounds = [_bound(F.col(c), timestamps).alias(c) for c in ("window_start", "window_end")]
     parsed = outputs.where(F.col("kind") == "row").select(*bounds, F.from_json("payload", schema).alias("r"))
-    typed = parsed.select("window_start", "window_end", *[F.col("r").getField(c).alias(c) for c in schema.names])
+    typed = parsed.select("window_start", "window_end", *[
+        _exact(F.col("r").getField(c), counts).alias(c) if c in exact else F.col("r").getField(c).alias(c)
+        for c in schema.names])
     dead = outputs.where(F.col("kind") == "dead").select(
         F.from_json("payload", "reason string, detail string, event string").alias("d")).select("d.*")
     return TrendOutputs(typed, dead)
+
+
+COUNT_TYPES = ("decimal", "text")
+EXACT = DecimalType(38, 0)
+
+
+def _exact(text: Column, counts: str) -> Column:
+    """A count's or an integer sum's exact text, as `decimal(38,0)` (null past 38 digits) or as it is."""
+    return text if counts == "text" else text.try_cast(EXACT)
 
 
 def _bound(col: Column, timestamps: bool) -> Column:
@@ -118,25 +150,28 @@ def _json_input(events: DataFrame) -> bool:
     return "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
 
 
-def _payload_schema(spec: RunSpec, events: DataFrame) -> StructType:
-    """The schema `from_json` reads a row's JSON text with (types as in the module docstring)."""
+def _payload_schema(spec: RunSpec, events: DataFrame) -> tuple[StructType, set[str]]:
+    """The schema `from_json` reads a row's JSON text with (types as in the
+    module docstring), and the columns read as exact text (counts, integer sums)."""
     fields = [StructField(g, _typed(events, g) or StringType()) for g in spec.group_columns]
     if spec.mode == "cet":
         fields += [StructField("trend", ArrayType(StringType())), StructField("total", StringType()),
                    StructField("truncated", BooleanType())]
-        return StructType(fields)
+        return StructType(fields), {"total"}
     query = spec.query
+    exact = set()
     for out in query.outputs:
         func = out.func.lower()
         attr = query.fields[out.value_field].attr if out.value_field is not None else None
-        if func in ("count", "sum"):
-            dtype: DataType = StringType()  # the JSON number's text: exact at any size
+        source = _typed(events, attr) if attr is not None else None
+        dtype: DataType = DoubleType()
+        if func == "count" or (func == "sum" and isinstance(source, IntegralType)):
+            dtype = StringType()  # the JSON number's text: exact at any size
+            exact.add(out.column)
         elif func in ("min", "max") and attr is not None:
-            dtype = _typed(events, attr) or DoubleType()
-        else:
-            dtype = DoubleType()
+            dtype = source or DoubleType()
         fields.append(StructField(out.column, dtype))
-    return StructType(fields)
+    return StructType(fields), exact
 
 
 def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None:

@@ -29,7 +29,7 @@ def test_typed_input_gives_typed_rows_and_dead_letters_apart(spark, tmp_path: Pa
     stream = spark.readStream.schema(spark.read.parquet(str(src)).schema).parquet(str(src))
     out = trend_aggregates(stream, QUERY, shards=2)
     assert out.rows.schema.simpleString() == (
-        "struct<window_start:timestamp,window_end:timestamp,g:bigint,count:string,sum_A_n:string,"
+        "struct<window_start:timestamp,window_end:timestamp,g:bigint,count:decimal(38,0),sum_A_n:decimal(38,0),"
         "min_A_v:double,max_A_n:bigint,avg_A_v:double>")
     rows_q = out.rows.writeStream.format("memory").queryName("typed_rows").option(
         "checkpointLocation", str(tmp_path / "chk-rows")).trigger(availableNow=True).start()
