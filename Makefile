@@ -3,14 +3,17 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install setup-jvm setup-system run evaluate test test-kafka lint bench bench-spark demo clean
+.PHONY: install setup-connector setup-jvm setup-system run evaluate test test-kafka lint bench bench-spark demo clean
 
-install: $(BIN)/greta-stream setup-jvm setup-system  ## create .venv, install the library (all extras), the service and the dev tools, fetch the Kafka jars
+install: $(BIN)/greta-stream setup-connector setup-system  ## create .venv, install the library (all extras), the service and the dev tools; no Maven needed
+
+setup-connector: $(BIN)/greta-stream  ## Spark's Kafka connector, fetched by Spark's own resolver into .cache/jvm (skipped when there)
+	@$(BIN)/python -m greta_stream.spark.connector || echo "setup-connector failed: a Kafka source or sink will have Spark fetch the connector when it starts"
 
 setup-system:  ## headless Chromium for the results-page test (apt; skipped when present)
 	bash scripts/setup_system.sh || echo "setup-system failed: the browser test will be skipped"
 
-setup-jvm:  ## Spark's Kafka connector and Apache Kafka from Maven Central into .cache/jvm (skipped when there)
+setup-jvm:  ## Apache Kafka from Maven Central into .cache/jvm with Maven, for the tests and the demo (skipped when there)
 	bash scripts/setup_jvm.sh
 
 $(BIN)/greta-stream: pyproject.toml service/pyproject.toml
@@ -32,14 +35,14 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
-test: install  ## the layering contract, then the default test suite (what CI runs)
+test: install setup-jvm  ## the layering contract, then the default test suite (what CI runs)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/python -m pytest -q
 
-test-kafka: install  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
+test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
 	$(BIN)/python -m pytest -q -m kafka
 
-demo: install  ## Kafka, the event producer and the pipeline as local processes (docker-compose.yml without Docker)
+demo: install setup-jvm  ## Kafka, the event producer and the pipeline as local processes (docker-compose.yml without Docker)
 	$(BIN)/greta-stream demo
 
 lint: install  ## ruff over the packages and tests, and the layering contract

@@ -383,12 +383,14 @@ def demo(
 ) -> None:
     """Kafka (KRaft), the event producer and the pipeline as local processes: docker-compose.yml without Docker."""
     from greta_stream.demo import DEFAULT_CONFIG, run_demo
-    from greta_stream.jvm import SETUP_HINT, jars
+    from greta_stream.jvm import CONNECTOR_HINT, SETUP_HINT, jars, spark_kafka_jars
 
     if config is not None:
         existing_file(config, "config")
-    if not jars("kafka") or not jars("spark-kafka"):
-        fail(f"the Kafka jars are missing: {SETUP_HINT}")
+    if not jars("kafka"):
+        fail(f"Apache Kafka's jars are missing: {SETUP_HINT}")
+    if not spark_kafka_jars():
+        fail(f"Spark's Kafka connector is missing: {CONNECTOR_HINT}")
     code = run_demo(workdir, config or DEFAULT_CONFIG, rate=rate, seconds=seconds, rows=rows, echo=typer.echo)
     raise typer.Exit(code)
 

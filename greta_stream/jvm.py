@@ -1,7 +1,10 @@
-"""Where the JVM artifacts fetched by `scripts/setup_jvm.sh` live.
+"""Where the JVM artifacts live.
 
-`<cache>/spark-kafka/` holds Spark's Kafka connector jars (handed to Spark
-as `spark.jars`), `<cache>/kafka/` Apache Kafka for the local KRaft broker.
+`<cache>/spark-kafka/<spark version>/` holds Spark's Kafka connector as
+Spark's own resolver fetched it (`greta_stream.spark.connector`, run by
+`make install`; its jars are handed to Spark as `spark.jars`),
+`<cache>/kafka/` Apache Kafka for the local KRaft broker of the tests and
+the demo (`scripts/setup_jvm.sh`, with Maven).
 The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
 checkout's `.cache/jvm/` when it is there, else the user's cache folder
 `~/.cache/greta-stream/jvm` (`$XDG_CACHE_HOME/greta-stream/jvm`), where an
@@ -14,8 +17,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh) in a checkout to fetch them from Maven Central, "
-              "or set GRETA_JVM_CACHE to a folder that holds them")
+SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh, with Maven) in a checkout to fetch them from Maven "
+              "Central, or set GRETA_JVM_CACHE to a folder that holds them")
+CONNECTOR_HINT = ("run `python -m greta_stream.spark.connector` (`make install` does) to have Spark fetch it, "
+                  "or set GRETA_JVM_CACHE to a folder that holds it")
 
 
 CHECKOUT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "jvm"  # where scripts/setup_jvm.sh puts them
@@ -26,7 +31,7 @@ def cache_dir() -> Path:
     env = os.environ.get("GRETA_JVM_CACHE")
     if env:
         return Path(env)
-    if CHECKOUT_CACHE.is_dir():
+    if (CHECKOUT_CACHE.parents[1] / "pyproject.toml").is_file():  # running from a checkout (make install)
         return CHECKOUT_CACHE
     return user_cache_dir()
 
@@ -38,15 +43,28 @@ def user_cache_dir() -> Path:
 
 
 def jars(profile: str) -> list[Path]:
-    """The jars of one profile of jvm/pom.xml (`spark-kafka` or `kafka`), sorted; [] when not fetched."""
+    """The jars of one profile of jvm/pom.xml (`kafka`), sorted; [] when not fetched."""
     folder = cache_dir() / profile
     if not (folder / ".stamp").is_file():  # written last by setup_jvm.sh: the folder is complete
         return []
     return sorted(folder.glob("*.jar"))
 
 
-def spark_kafka_jars() -> list[Path]:
-    return jars("spark-kafka")
+def spark_kafka_dir(spark_version: str | None = None) -> Path:
+    """Where Spark's Kafka connector for `spark_version` (default: the installed pyspark's) is kept."""
+    if spark_version is None:
+        from importlib.metadata import version
+
+        spark_version = version("pyspark")
+    return cache_dir() / "spark-kafka" / spark_version
+
+
+def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
+    """The connector's jars as Spark's resolver retrieved them, sorted; [] when not fetched."""
+    folder = spark_kafka_dir(spark_version)
+    if not (folder / ".stamp").is_file():  # written last by connector.fetch: the folder is complete
+        return []
+    return sorted((folder / "jars").glob("*.jar"))
 
 
 def kafka_classpath() -> str:

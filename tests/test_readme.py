@@ -91,6 +91,8 @@ NOT_RUN = {
     "MAIN=$(python": "spark-submit to a cluster at a placeholder address; tests/spark/test_cluster.py runs the job "
                      "on a standalone cluster",
     "spark-submit": "as above",
+    "source .venv/bin/activate": "every command here runs with .venv/bin first on PATH (ENV), which is what "
+                                 "activating does",
     "curl -N": "run with a time limit by the walkthrough (a feed does not end)",
 }
 RUN_BY = {  # command prefix -> the test that runs it
@@ -232,6 +234,23 @@ def test_streaming_commands_run_until_ctrl_c(tmp_path: Path) -> None:
         until(lambda: part_rows(home / "out/pipeline-yaml/stock_downtrends"), "rows of `greta-stream run --config`",
               tmp_path / "config.log", proc)
     assert proc.returncode == 0, (tmp_path / "config.log").read_text()[-3000:]
+
+
+def test_the_main_job_and_evaluate_need_no_maven(tmp_path: Path) -> None:
+    """Maven fetches only Apache Kafka, for the tests and the demo: `make evaluate` runs with a
+    `mvn` that fails, and `make run` would not call it."""
+    if subprocess.run(["make", "-q", ".venv/bin/greta-stream"], cwd=ROOT).returncode != 0:
+        pytest.skip("the virtualenv is older than pyproject.toml: make would reinstall it under the tests")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "mvn").write_text("#!/bin/sh\necho MAVEN-CALLED >&2\nexit 1\n")
+    (shim / "mvn").chmod(0o755)
+    env = {**ENV, "PATH": f"{shim}{os.pathsep}{ENV['PATH']}"}
+    done = subprocess.run(["make", "evaluate"], cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+    assert done.returncode == 0 and "MAVEN-CALLED" not in done.stdout + done.stderr, done.stderr[-2000:]
+    assert re.search(r"results: out/q1_stock.jsonl \((\d+) rows\)", done.stdout)
+    planned = subprocess.run(["make", "-n", "run"], cwd=ROOT, env=env, text=True, capture_output=True, timeout=60)
+    assert planned.returncode == 0 and "setup_jvm" not in planned.stdout and "mvn" not in planned.stdout
 
 
 @pytest.mark.spark

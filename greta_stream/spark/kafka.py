@@ -51,7 +51,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from greta_stream.errors import ConfigError
-from greta_stream.jvm import SETUP_HINT, spark_kafka_jars
+from greta_stream.jvm import CONNECTOR_HINT, spark_kafka_jars
 
 log = logging.getLogger("greta_stream.kafka")
 
@@ -88,7 +88,7 @@ def need_connector(spark: SparkSession) -> None:
     """Fail clearly when Spark's Kafka connector is not on its classpath."""
     given = spark.conf.get("spark.jars", "") + "," + spark.conf.get("spark.jars.packages", "")
     if not spark_kafka_jars() and "sql-kafka" not in given:
-        raise ConfigError(f"Spark's Kafka connector (spark-sql-kafka-0-10) is not on Spark's classpath: {SETUP_HINT}")
+        raise ConfigError(f"Spark's Kafka connector (spark-sql-kafka-0-10) is not on Spark's classpath: {CONNECTOR_HINT}")
 
 
 def row_key(query: str, grp: str, window_start: float, window_end: float, n: int | None = None) -> str:

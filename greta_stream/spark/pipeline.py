@@ -529,8 +529,14 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
     progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session
 
-    started, _ = drive(spark or get_session(cfg.master), cfg, echo)
+    started, _ = drive(spark or get_session(cfg.master, kafka=uses_kafka(cfg)), cfg, echo)
     return counts(started)
+
+
+def uses_kafka(cfg: PipelineConfig) -> bool:
+    """Whether a source or a sink of the pipeline is Kafka (Spark's connector is needed)."""
+    ends = [cfg.source] + [e for q in cfg.queries for e in (q.source, q.dead_letter, *q.sinks) if e is not None]
+    return any(e.format == "kafka" for e in ends)
 
 
 def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started, str | None]:

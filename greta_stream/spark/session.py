@@ -24,9 +24,11 @@ PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning
 
 def get_session(
     master: str | None = None, *, app_name: str = "greta-stream", shuffle_partitions: int | None = None,
-    conf: dict[str, str] | None = None, ui: bool = False,
+    conf: dict[str, str] | None = None, ui: bool = False, kafka: bool = False,
 ) -> SparkSession:
-    """A SparkSession on `master` (default local[2]) tuned for the stateful operator."""
+    """A SparkSession on `master` (default local[2]) tuned for the stateful operator.
+    Spark's Kafka connector is on its classpath when it was fetched
+    (`greta_stream.spark.connector`); `kafka`: else have Spark resolve it now."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # pyspark 4.2 warns in every Python worker that it does not fully support pandas 3; greta-stream's
     # tests run this very pair (docs/SPARK.md): the workers (which inherit this) need not say it
@@ -52,9 +54,14 @@ def get_session(
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )
-    kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once scripts/setup_jvm.sh fetched it
-    if kafka_jars:  # local paths: nothing is downloaded at run time (no spark.jars.packages)
+    kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once `make install` had Spark fetch it
+    if kafka_jars:  # local paths: nothing is resolved or downloaded at run time
         builder = builder.config("spark.jars", ",".join(str(j) for j in kafka_jars))
+    elif kafka:  # Spark resolves the package itself, into the same cache
+        from greta_stream.spark.connector import package_conf
+
+        for k, v in package_conf().items():
+            builder = builder.config(k, v)
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()

@@ -16,15 +16,17 @@ from typing import Any
 import pytest
 
 from greta_stream.demo.broker import KafkaBroker
-from greta_stream.jvm import SETUP_HINT, jars, spark_kafka_jars
+from greta_stream.jvm import CONNECTOR_HINT, SETUP_HINT, jars, spark_kafka_jars
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    if not jars("kafka") or not spark_kafka_jars():
-        pytest.fail(f"the Kafka jars are missing: {SETUP_HINT}")
+    if not jars("kafka"):
+        pytest.fail(f"Apache Kafka's jars are missing: {SETUP_HINT}")
+    if not spark_kafka_jars():
+        pytest.fail(f"Spark's Kafka connector is missing: {CONNECTOR_HINT}")
     broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
     broker.start()
     yield broker
