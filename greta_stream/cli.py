@@ -87,9 +87,19 @@ def explain(
         cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
     except (ConfigError, QueryError) as exc:
         fail(str(exc))
+    from greta_stream.spark.operator import default_shards
+
+    shards = cfg.shards or default_shards()
     for stream in streams(cfg):
         typer.echo(f"stream {stream.name} ({stream.source.format} {stream.source.path or stream.source.topic}):")
-        typer.echo("  " + stream.query_set().plan().explain().replace("\n", "\n  "))
+        queries = stream.query_set()
+        typer.echo("  " + queries.plan().explain().replace("\n", "\n  "))
+        keyed = [f"{name} by {', '.join(spec.query.group_by)}" for name, spec in queries if spec.query.group_by]
+        alone = [name for name, spec in queries if not spec.query.group_by]
+        if keyed:
+            typer.echo(f"  shards: {shards} per GROUP-BY ({'; '.join(keyed)})")
+        if alone:
+            typer.echo(f"  one shard (no GROUP-BY): {', '.join(alone)}")
 
 
 @app.command()

@@ -23,8 +23,13 @@ for profile in kafka; do
   fi
   echo "setup_jvm: fetching $profile jars into $dest"
   rm -rf "$dest.tmp"
-  mvn -q -B -Dstyle.color=never -s jvm/settings.xml -f jvm/pom.xml -P "$profile" \
-    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dest.tmp"
+  # Maven's output (colour resets even in batch mode) goes to a log, shown when it fails
+  mkdir -p "$dest.tmp"
+  if ! mvn -q -B -Dstyle.color=never -s jvm/settings.xml -f jvm/pom.xml -P "$profile" \
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dest.tmp" > "$cache/mvn-$profile.log" 2>&1; then
+    cat "$cache/mvn-$profile.log" >&2
+    exit 1
+  fi
   echo "$stamp" > "$dest.tmp/.stamp"
   rm -rf "$dest"
   mv "$dest.tmp" "$dest"

@@ -173,7 +173,8 @@ def test_use_it_commands(tmp_path: Path) -> None:
     assert rows and rows == [dict(r) for r in evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)]
     explained = sh(command_with("explain  --query configs/q3_traffic.greta")).stdout
     assert "template" in explained.lower()
-    assert "stock_downtrends" in sh(command_with("greta-stream explain --config")).stdout
+    plan = sh(command_with("greta-stream explain --config")).stdout
+    assert "stock_downtrends" in plan and "shards: 4 per GROUP-BY (stock_downtrends by sector" in plan
     trends = [orjson.loads(line) for line in sh(command_with("--mode cet --trends all")).stdout.splitlines()]
     assert trends and all(len(r["trend"]) >= 1 and r["total"] >= 1 for r in trends)
     per_window: dict[float, int] = {}

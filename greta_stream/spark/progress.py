@@ -57,10 +57,11 @@ def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = ()) 
     seconds when the stream's times are numbers (`time_kinds` of its queries)."""
     state = p.get("stateOperators") or [{}]
     wm = watermark_text((p.get("eventTime") or {}).get("watermark"), set(time_kinds))
+    events = p.get("numInputRows", 0)
     return (
-        f"[{name}] batch {p.get('batchId')}: {p.get('numInputRows', 0):,} events "
+        f"[{name}] batch {p.get('batchId')}: {events:,} event{'' if events == 1 else 's'} "
         f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
-        f"watermark {wm}; state {state[0].get('numRowsTotal', 0)} shard(s), {state[0].get('memoryUsedBytes', 0):,} bytes"
+        f"watermark {wm}; state {state[0].get('memoryUsedBytes', 0):,} bytes"
     )
 
 

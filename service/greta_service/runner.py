@@ -166,12 +166,14 @@ class StreamProgress:
     last: dict[str, Any] | None = None
     durations_ms: deque[int] = field(default_factory=lambda: deque(maxlen=20))
     input_rows: int = 0
+    batches: int = 0
 
     def observe(self, report: dict[str, Any]) -> None:
         if report.get("runId") != self.run_id:  # a new run of the stream (a restart): counts start again
-            self.run_id, self.input_rows = report.get("runId"), 0
+            self.run_id, self.input_rows, self.batches = report.get("runId"), 0, 0
             self.durations_ms.clear()
         self.last = report
+        self.batches += 1
         self.input_rows += int(report.get("numInputRows") or 0)
         self.durations_ms.append(int((report.get("durationMs") or {}).get("triggerExecution", 0)))
 
@@ -189,7 +191,7 @@ def progress(stream: StreamProgress | None, counts: ResultCounts) -> dict[str, A
     state = (last.get("stateOperators") or [{}])[0]
     out.update(
         input_rows_per_s=last.get("inputRowsPerSecond"), processed_rows_per_s=last.get("processedRowsPerSecond"),
-        input_rows=stream.input_rows, batch_durations_ms=list(stream.durations_ms),
+        input_rows=stream.input_rows, stream_batches=stream.batches, batch_durations_ms=list(stream.durations_ms),
         watermark_s=event_watermark_s((last.get("eventTime") or {}).get("watermark")),
         state_rows=state.get("numRowsTotal"), state_bytes=state.get("memoryUsedBytes"),
     )

@@ -142,12 +142,15 @@ class QueryCreated(BaseModel):
 
 
 class Progress(BaseModel):
-    batches: int = Field(0, description="micro-batches written to the results store")
+    batches: int = Field(0, description="this query's micro-batches written to the results store, over all runs")
     last_batch_id: int | None = None
     input_rows_per_s: float | None = None
     processed_rows_per_s: float | None = None
     input_rows: int = Field(0, description="events read since this service started the stream")
-    batch_durations_ms: list[int] = Field([], description="recent micro-batches, oldest first")
+    stream_batches: int = Field(0, description="micro-batches its stream ran since this service started it, "
+                                "those with no input included")
+    batch_durations_ms: list[int] = Field([], description="the stream's last micro-batches (up to 20 of "
+                                          "stream_batches), oldest first")
     watermark_s: float | None = Field(None, description="event-time watermark, seconds since the epoch")
     state_rows: int | None = None
     state_bytes: int | None = Field(None, description="bytes this query's state takes over all shards")

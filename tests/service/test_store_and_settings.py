@@ -91,3 +91,21 @@ def test_run_spec_carries_the_engine_and_old_records_default_to_auto() -> None:
                  Settings(max_windows_per_event=4))
     with pytest.raises(ValueError):
         QueryOptions(engine="columnar")
+
+
+def test_progress_counts_the_streams_batches_beside_their_durations() -> None:
+    """`batch_durations_ms` are the stream's last batches, no-data ones included: `stream_batches`
+    counts the same batches (and starts again with a new run), `batches` the query's stored ones."""
+    from greta_service.runner import StreamProgress, progress
+    from greta_service.store import ResultCounts
+
+    stream = StreamProgress()
+    for i in range(25):
+        stream.observe({"runId": "a", "batchId": i, "numInputRows": 1 if i % 3 == 0 else 0,
+                        "durationMs": {"triggerExecution": 100 + i}})
+    out = progress(stream, ResultCounts(rows=9, batches=4, last_batch_id=21))
+    assert out["stream_batches"] == 25 and out["batch_durations_ms"] == list(range(105, 125))
+    assert out["batches"] == 4 and out["input_rows"] == 9
+    stream.observe({"runId": "b", "batchId": 25, "numInputRows": 2, "durationMs": {"triggerExecution": 7}})
+    again = progress(stream, ResultCounts())
+    assert again["stream_batches"] == 1 and again["batch_durations_ms"] == [7] and again["input_rows"] == 2
