@@ -49,8 +49,16 @@ def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_
         first = wait_for(settled(api, query_id, 1), "first rows", service)["progress"]["result_rows"]
 
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.route("**/queries**", lambda route: route.abort())  # the first view comes with the page itself
         page.goto(service.url + "/")
         plot = 'details[data-query="q1-page"] svg'
+        assert int(page.locator(plot).get_attribute("data-rows")) >= first > 0
+        check_readable(page, plot)
+        early = tmp_path / "first-view.png"
+        page.screenshot(path=str(early), full_page=True)
+        print(f"screenshot: {early}")
+        page.unroute("**/queries**")
+        page.reload()
         page.wait_for_function(f"document.querySelector('{plot}')?.dataset.rows >= {first}", timeout=DEADLINE_MS)
         assert page.locator('tr[data-query="q1-page"]').get_attribute("data-status") == "running"
 
@@ -69,6 +77,23 @@ def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     print(f"screenshot: {shot}")
     page.close()
+
+
+def check_readable(page: Any, plot: str) -> None:
+    """Axis titles with units, x ticks on round window starts, the watermark's unit, the query
+    without its comment lines, a favicon."""
+    assert page.locator(f"{plot} text.x-title").text_content() == "window start (seconds of event time)"
+    assert page.locator(f"{plot} text.y-title").text_content() in ("count per window", "log scale: count per window")
+    ticks = [float(t) for t in page.locator(f"{plot} text.tick").all_text_contents()]
+    steps = {round(b - a, 6) for a, b in zip(ticks, ticks[1:], strict=False)}
+    assert 3 <= len(ticks) <= 9 and len(steps) == 1, ticks
+    (step,) = steps
+    assert step in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600) and all(t % step == 0 for t in ticks)
+    cells = page.locator('tr[data-query="q1-page"] td').all_inner_texts()
+    assert cells[7].endswith(" s"), cells  # the watermark, in seconds of event time
+    text = page.locator('details[data-query="q1-page"] pre.query').inner_text()
+    assert text.startswith("RETURN sector") and "--" not in text and text.endswith("SLIDE 10 seconds")
+    assert page.locator('link[rel="icon"]').count() == 1
 
 
 def test_api_docs_render_without_the_internet(service: Service, browser: Any) -> None:
