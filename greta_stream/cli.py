@@ -307,11 +307,15 @@ def run(
                    err=True)
         if c["dead_letters"]:
             typer.echo(f"{name}: {c['dead'].summary()}", err=True)
+    suspects = {name: c["dead"].suspect(c["rows"]) for name, c in counts.items() if c["dead_letters"]}
+    for name, suspect in suspects.items():
+        if suspect:
+            typer.echo(f"error: query {name}: {suspect}", err=True)
     failed = {name: c["failed"] for name, c in counts.items() if c.get("failed")}
     for name, reason in failed.items():
         typer.echo(f"error: query {name} failed (the others ran on): {reason}. Run again from the same checkpoint "
                    "to resume it: what its sinks could not take is delivered first", err=True)
-    if failed:
+    if failed or any(suspects.values()):
         raise typer.Exit(1)
 
 

@@ -276,6 +276,17 @@ def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monke
     assert endpoint('{"format": "kafka", "topic": "t"}') == {"format": "kafka", "topic": "t"}
 
 
+@pytest.mark.spark
+def test_run_names_a_misspelled_attribute_too(tmp_path: Path) -> None:
+    q = "RETURN sector, COUNT(*), AVG(S.prize) PATTERN Stock S+ WHERE [sector] GROUP-BY sector WITHIN 1 minute"
+    res = cli("run", "-q", q, "-i", "samples/stock", "-o", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c"),
+              "--once")
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "query1: 0 rows, 2,000 dead letters" in res.stderr
+    assert "error: query query1: every Stock event (2,000) was dead-lettered: they have no attribute 'prize' " \
+           "(they have company, id, price, sector, time, type, volume)" in res.stderr
+
+
 def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> None:
     """Every event dead-lettered for one missing attribute: exit 1, the attribute and the ones the events have;
     dead letters are always summed up by reason."""

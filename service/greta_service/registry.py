@@ -380,6 +380,10 @@ class Registry:
         if handle is not None:
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
+            writer = handle.writer.writers.get(rec.id)
+            if writer is not None:  # the dead letters' reasons in this run, and the mistake they point at
+                out["dead_letter_summary"] = writer.dead_letters.summary() or None
+                out["problem"] = writer.dead_letters.suspect(writer.counts["rows"])
         return out
 
     def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:

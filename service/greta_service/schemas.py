@@ -160,6 +160,10 @@ class Progress(BaseModel):
     dead_letters: int = 0
     late: int = 0
     dead_letters_by_reason: dict[str, int] = {}
+    dead_letter_summary: str | None = Field(None, description="this run's dead letters by reason, with the first "
+                                            "detail of each")
+    problem: str | None = Field(None, description="the mistake the dead letters point at: no rows, and every "
+                                "event of a type dead-lettered for one missing attribute (a misspelled attribute)")
 
 
 class QueryInfo(BaseModel):

@@ -18,6 +18,7 @@ from service_helpers import (
     Service,
     all_results,
     normalized,
+    query_progress,
     sample_events,
     settled,
     wait_for,
@@ -308,3 +309,19 @@ def test_an_unknown_key_is_named_with_a_close_match(api: httpx.Client, service: 
     r = api.post("/queries", json=spec)
     assert r.status_code == 422 and "unknown key 'pth' in sinks (did you mean 'path'?" in r.json()["detail"]
     assert api.get("/queries/unknown-key").status_code == 404
+
+
+def test_a_misspelled_attribute_shows_in_the_querys_progress(api: httpx.Client, service: Service) -> None:
+    """Every event dead-lettered for one missing attribute and no rows: the progress says which
+    attribute and what the events have, beside the dead letters' reasons."""
+    spec = body(service, "prize", text=Q1.replace("AVG(S.price)", "AVG(S.prize)"))
+    write_file(service.root / "in-prize", "events.jsonl", sample_events()[:300])
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    query_id = r.json()["id"]
+    progress = wait_for(lambda: (p := query_progress(api, query_id))["dead_letters"] >= 300 and p,
+                        "the dead letters", service)
+    assert progress["result_rows"] == 0
+    assert progress["dead_letter_summary"].startswith("300 dead letters: 300 missing_attribute")
+    assert "no attribute 'prize' (they have company, id, price, sector, time, type, volume)" in progress["problem"]
+    assert api.delete(f"/queries/{query_id}").status_code == 204
