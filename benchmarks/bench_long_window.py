@@ -201,7 +201,7 @@ def engine_child(conn: Any, case: Case, seed: int, shards: int, operator: str = 
     `operator`: "incremental" (`shard.step_incremental`: a small value and chunks, what changed written) or
     "whole" (`shard.step`: one value per shard, rewritten whole)."""
     from greta_stream.runtime import RunSpec
-    from greta_stream.runtime.multi import QuerySet
+    from greta_stream.runtime.queryset import QuerySet
     from greta_stream.spark.shard import Shard, step, step_incremental
 
     spec = RunSpec.create(case.text).for_streaming().with_options(kernel_threads=max(1, (os.cpu_count() or 1)

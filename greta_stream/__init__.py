@@ -14,12 +14,14 @@ from greta_stream.compiler import Limits
 from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import ResultRows, Runner, RunSpec
-from greta_stream.runtime.multi import MultiRunner, QuerySet, run_fingerprint
+from greta_stream.runtime.multi import MultiRunner
+from greta_stream.runtime.planner import plan_units
+from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CetConfig", "ConfigError", "DeadLetter", "Engine", "FieldNames", "Limits", "MultiRunner", "QueryError", "QuerySet",
     "ResultRows", "RunSpec", "Runner",
-    "TrendExtractor", "compile_query", "evaluate", "open_stream", "run_fingerprint", "__version__",
+    "TrendExtractor", "compile_query", "evaluate", "open_stream", "plan_units", "run_fingerprint", "__version__",
 ]

@@ -87,13 +87,14 @@ def explain(
         cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
     except (ConfigError, QueryError) as exc:
         fail(str(exc))
+    from greta_stream.runtime.planner import plan_units
     from greta_stream.spark.operator import default_shards
 
     shards = cfg.shards or default_shards()
     for stream in streams(cfg):
         typer.echo(f"stream {stream.name} ({stream.source.format} {stream.source.path or stream.source.topic}):")
         queries = stream.query_set()
-        typer.echo("  " + queries.plan().explain().replace("\n", "\n  "))
+        typer.echo("  " + plan_units(queries).explain().replace("\n", "\n  "))
         keyed = [f"{name} by {', '.join(spec.query.group_by)}" for name, spec in queries if spec.query.group_by]
         alone = [name for name, spec in queries if not spec.query.group_by]
         if keyed:
@@ -241,12 +242,10 @@ def warm_up() -> None:
     import os
 
     from greta_stream.cet.warm import compile_kernels as compile_cet
-    from greta_stream.engine.columnar.driver import compile_kernels
-    from greta_stream.engine.columnar.live import compile_kernels as compile_incremental
+    from greta_stream.engine.columnar.warm import compile_all
 
     started = time.monotonic()
-    where = compile_kernels()
-    compile_incremental()
+    where = compile_all()
     compile_cet()
     cache = os.environ.get("NUMBA_CACHE_DIR") or f"__pycache__ beside each kernel module under {where.parents[1]}"
     typer.echo(f"kernels compiled in {time.monotonic() - started:.1f} s (cache: {cache})", err=True)

@@ -117,7 +117,15 @@ def test_jvm_jars_are_found_in_the_user_cache_without_a_checkout_cache(monkeypat
     assert jvm.jars("kafka") == []  # no .stamp: a fetch did not finish
     (user / "kafka" / ".stamp").write_text("x")
     assert jvm.jars("kafka") == [user / "kafka" / "kafka-clients.jar"]
-    checkout.mkdir(parents=True)
-    assert jvm.cache_dir() == checkout  # a checkout's own cache first
+    (tmp_path / "checkout" / "pyproject.toml").parent.mkdir(parents=True)
+    (tmp_path / "checkout" / "pyproject.toml").write_text("")
+    assert jvm.cache_dir() == checkout  # a checkout's own cache first (made by its install)
+    assert jvm.spark_kafka_jars("4.2.0") == []
+    connector = checkout / "spark-kafka" / "4.2.0"
+    (connector / "jars").mkdir(parents=True)
+    (connector / "jars" / "spark-sql-kafka.jar").write_bytes(b"")
+    assert jvm.spark_kafka_jars("4.2.0") == []  # no .stamp: Spark's fetch did not finish
+    (connector / ".stamp").write_text("4.2.0")
+    assert jvm.spark_kafka_jars("4.2.0") == [connector / "jars" / "spark-sql-kafka.jar"]
     monkeypatch.setenv("GRETA_JVM_CACHE", str(tmp_path / "elsewhere"))
     assert jvm.cache_dir() == tmp_path / "elsewhere"  # the environment over both

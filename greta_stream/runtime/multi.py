@@ -1,13 +1,7 @@
-"""Many queries over one stream: `QuerySet` and `MultiRunner`.
+"""Many queries over one stream: `MultiRunner`.
 
-A stream read once serves every query registered on it. `QuerySet` names
-the queries (name -> `RunSpec`) and derives what the stream needs of them
-all: one set of field names, the stream's watermark delay (the smallest
-lateness; each query's own watermark trails it by the rest of its own) and
-the shard attributes (the GROUP-BY attributes every query groups by, so each
-query's groups, and so its partitions, stay inside one shard).
-
-`MultiRunner` runs a `QuerySet` behind one interface. Records are handed
+A stream read once serves every query registered on it (a `QuerySet`,
+`greta_stream.runtime.queryset`). `MultiRunner` runs a `QuerySet` behind one interface. Records are handed
 over once per micro-batch (parsed once) to the planner's units
 (`greta_stream.runtime.planner`): a unit serves one query (its own runner)
 or several (a shared pass). Rows and dead letters carry their query's name.
@@ -35,110 +29,21 @@ per query by `watermark_of(spec, time_kind)`):
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import pickle
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from greta_stream.engine import DeadLetter, FieldNames
+from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar.kept import tracked
-from greta_stream.errors import ConfigError, SnapshotError
-from greta_stream.runtime.spec import RunSpec
+from greta_stream.errors import SnapshotError
+from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf
 
 SNAPSHOT_FORMAT = 1
 log = logging.getLogger("greta_stream.runtime")
 
-WatermarkOf = Callable[[RunSpec, str | None], Any]  # a query's watermark in its stream's time unit
 QueryDeadLetter = Callable[[str, DeadLetter], None]
-
-
-@dataclass(frozen=True, eq=False)
-class QuerySet:
-    """The queries of one stream, by name, in registration order; `paused`
-    names queries that do not run now but whose saved state the stream keeps
-    (a stopped query that may start again)."""
-
-    specs: tuple[tuple[str, RunSpec], ...]
-    paused: frozenset[str] = frozenset()
-    sharing: bool = True  # False: every query on a runner of its own (no shared families)
-    # Which run of the stream this is (a driver's start): a query that failed in an
-    # earlier run is tried again; one that failed in this run stays out of it.
-    epoch: int = 0
-
-    @classmethod
-    def of(cls, specs: Mapping[str, RunSpec] | Iterable[tuple[str, RunSpec]],
-           paused: Iterable[str] = (), sharing: bool = True, epoch: int = 0) -> QuerySet:
-        items = tuple(specs.items()) if isinstance(specs, Mapping) else tuple(specs)
-        names = [n for n, _ in items]
-        if not items:
-            raise ConfigError("a stream needs at least one query")
-        if len(set(names)) != len(names):
-            raise ConfigError(f"query names must be unique in a stream: {names}")
-        fields = {s.fields for _, s in items}
-        if len(fields) > 1:
-            raise ConfigError("the queries of one stream must read the same type, time and id fields")
-        return cls(items, frozenset(paused) - set(names), sharing, epoch)
-
-    def __iter__(self) -> Any:
-        return iter(self.specs)
-
-    def __len__(self) -> int:
-        return len(self.specs)
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(n for n, _ in self.specs)
-
-    def __getitem__(self, name: str) -> RunSpec:
-        for n, spec in self.specs:
-            if n == name:
-                return spec
-        raise KeyError(name)
-
-    @property
-    def fields(self) -> FieldNames:
-        return self.specs[0][1].fields
-
-    @property
-    def max_future_s(self) -> float | None:
-        """The tightest bound on event times ahead of the watermark any query sets (None: no query sets one)."""
-        bounds = [s.max_future_s for _, s in self.specs if s.max_future_s is not None]
-        return min(bounds) if bounds else None
-
-    @cached_property
-    def shard_attrs(self) -> tuple[str, ...]:
-        """The GROUP-BY attributes every query groups by (in the first query's
-        order): a shard keyed by them holds whole groups of every query, and
-        so whole partitions (a partition lies inside one group)."""
-        first = self.specs[0][1].query.group_by
-        common = set(first).intersection(*(s.query.group_by for _, s in self.specs))
-        return tuple(a for a in first if a in common)
-
-    @property
-    def key(self) -> tuple[Any, ...]:
-        return (tuple((n, s.key) for n, s in self.specs), tuple(sorted(self.paused)), self.sharing, self.epoch)
-
-    def plan(self) -> Any:
-        """The sharing plan of these queries (`greta_stream.runtime.planner.SharePlan`)."""
-        from greta_stream.runtime.planner import plan_units
-
-        return plan_units(self)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, QuerySet) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-
-def run_fingerprint(spec: RunSpec) -> str:
-    """What a query's saved state is tied to: its text and the options that change results."""
-    text = repr((spec.query.text, spec.mode, spec.fields, spec.cet))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class MultiRunner:
@@ -196,16 +101,16 @@ class MultiRunner:
             if name in self.saved:
                 self.carried[name] = self.saved[name]
 
-    def expect(self, watermark_of: WatermarkOf) -> None:
+    def expect(self, watermark_of: QueryWatermarkOf) -> None:
         self._each(lambda unit: unit.expect(watermark_of))
 
-    def add_many(self, records: Any, watermark_of: WatermarkOf | None = None) -> None:
+    def add_many(self, records: Any, watermark_of: QueryWatermarkOf | None = None) -> None:
         """Hand one micro-batch (dicts or a DataFrame) to every unit."""
         if not isinstance(records, list) and not hasattr(records, "columns"):
             records = list(records)
         self._each(lambda unit: unit.add_many(records, watermark_of))
 
-    def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
+    def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
         for rows in self._each(lambda unit: unit.advance(watermark_of)):
             out += rows

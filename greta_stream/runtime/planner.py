@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.engine import DeadLetter
-from greta_stream.runtime.multi import QuerySet, WatermarkOf, run_fingerprint
+from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
 
 SinkOf = Callable[[str], Callable[[DeadLetter], None]]
@@ -88,16 +88,16 @@ class SoloUnit:
     def names(self) -> tuple[str, ...]:
         return (self.name,)
 
-    def _of(self, watermark_of: WatermarkOf) -> Callable[[str | None], Any]:
+    def _of(self, watermark_of: QueryWatermarkOf) -> Callable[[str | None], Any]:
         return lambda kind: watermark_of(self.spec, kind)
 
-    def expect(self, watermark_of: WatermarkOf) -> None:
+    def expect(self, watermark_of: QueryWatermarkOf) -> None:
         self.runner.expect(watermark_of(self.spec, self.runner.time_kind))
 
-    def add_many(self, records: Any, watermark_of: WatermarkOf | None) -> None:
+    def add_many(self, records: Any, watermark_of: QueryWatermarkOf | None) -> None:
         self.runner.add_many(records, self._of(watermark_of) if watermark_of is not None else None)
 
-    def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
+    def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         return [(self.name, row) for row in self.runner.advance(watermark_of(self.spec, self.runner.time_kind))]
 
     @property

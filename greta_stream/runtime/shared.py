@@ -40,7 +40,7 @@ from greta_stream.engine.columnar import ColumnarPlan, columnar_plan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
 from greta_stream.engine.columnar.stream import ColumnarStream, Diverged
 from greta_stream.query import ast
-from greta_stream.runtime.multi import QuerySet, WatermarkOf, run_fingerprint
+from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
 
 PREPARE = 2.0  # units per event of validating, typing and windowing it (a 1-window COUNT(*) pass is 1)
@@ -245,11 +245,11 @@ class FamilyUnit:
     def _spec(self, names: tuple[str, ...]) -> RunSpec:
         return self.specs[names[0]]  # the family's lateness and fields are its queries'
 
-    def expect(self, watermark_of: WatermarkOf) -> None:
+    def expect(self, watermark_of: QueryWatermarkOf) -> None:
         for names, stream in self.parts:
             stream.expect(watermark_of(self._spec(names), stream.time_kind))
 
-    def add_many(self, records: Any, watermark_of: WatermarkOf | None) -> None:
+    def add_many(self, records: Any, watermark_of: QueryWatermarkOf | None) -> None:
         parts = []
         for names, stream in self.parts:
             spec = self._spec(names)
@@ -272,7 +272,7 @@ class FamilyUnit:
             groups.setdefault((_frozen(cq.needed_by_type), _frozen(cq.numeric_by_type)), []).append(n)
         return [(tuple(g), self._stream(tuple(g), blob)) for g in groups.values()]
 
-    def advance(self, watermark_of: WatermarkOf) -> list[tuple[str, dict[str, Any]]]:
+    def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
         for names, stream in self.parts:
             out += stream.advance_members(watermark_of(self._spec(names), stream.time_kind))

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from greta_stream.errors import ConfigError
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.queryset import QuerySet
 
 LAYOUT_FILE = "greta-layout.json"
 # The stateful operators: Spark's `transformWithStateInPandas`, each shard's state a small

@@ -45,7 +45,7 @@ from pyspark.sql.types import (
 
 from greta_stream.engine import DeadLetter
 from greta_stream.runtime import RunSpec
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
 from greta_stream.spark.shard import (
     FLUSH_TYPE,

@@ -38,7 +38,8 @@ from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.dead_letters import DeadLetters
-from greta_stream.runtime.multi import QuerySet, one_line
+from greta_stream.runtime.multi import one_line
+from greta_stream.runtime.queryset import QuerySet
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 from greta_stream.spark import config_file
 from greta_stream.spark.cet_distributed import expand_outputs

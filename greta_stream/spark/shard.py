@@ -55,7 +55,8 @@ from greta_stream.engine.columnar.kept import chunk_store, release_memory
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
-from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter, QuerySet, run_fingerprint
+from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter
+from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 from greta_stream.spark.layout import MAX_SHARDS, attrs_id
 
 # `greta-stream run --flush-at-end` (flush.py) ends a bounded input with one event of

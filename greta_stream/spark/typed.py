@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 
 from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
 from greta_stream.spark.operator import SINGLE, batch_outputs, default_shards, stream_outputs
 from greta_stream.spark.session import ROCKSDB

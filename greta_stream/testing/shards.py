@@ -28,7 +28,7 @@ from typing import Any
 
 from greta_stream.connectors import loads
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark import shard as shard_step
 from greta_stream.spark.layout import StreamLayout
 from greta_stream.spark.shard import FLUSH_TYPE, STATE_VERSION, Saved, Shard, step, step_incremental, upgrade_state

@@ -28,7 +28,7 @@ from greta_stream.engine import DeadLetter, Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
-from greta_stream.runtime.multi import QuerySet
+from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark import shard as shard_mod
 from greta_stream.spark.layout import shard_keys, spark_partition
 from greta_stream.spark.shard import (

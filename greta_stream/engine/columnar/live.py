@@ -308,22 +308,3 @@ def _grown(a: np.ndarray, n: int) -> np.ndarray:
 def _canonical(key: tuple[Any, ...]) -> tuple[Any, ...]:
     """A partition or group key as `pd.factorize` compares: NaN and None are one value."""
     return tuple(_NAN if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in key)
-
-
-def compile_kernels() -> None:
-    """Run the incremental kernels once (`feed` through a small stream over
-    order, equality and no edges, and `compact`), so that numba's on-disk
-    cache holds them for the argument types a stream passes."""
-    from greta_stream.compiler.compiled import compile_query
-    from greta_stream.engine.columnar.stream import ColumnarStream
-
-    events = [{"type": "S", "time": i, "p": float(i % 7), "q": i % 3} for i in range(40)]
-    for where in ("S.p > NEXT(S).p", "S.q = NEXT(S).q", "S.p > 0"):
-        stream = ColumnarStream(compile_query(f"RETURN COUNT(*), SUM(S.p), MAX(S.p) PATTERN S+ WHERE {where} "
-                                              "WITHIN 20 seconds SLIDE 5 seconds"), incremental=True)
-        for t in range(0, 40, 10):
-            stream.add_many(events[t: t + 10])
-            stream.advance(t + 10)
-        stream.finish()
-    state = _new_state(2, 0, 4)
-    lk.compact(state, np.zeros(state.tnseg.shape[0], bool))

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from greta_service.routes.deps import RegistryDep
+from greta_stream import plan_units
 
 router = APIRouter(tags=["plan"])
 
@@ -22,7 +23,7 @@ def plan(registry: RegistryDep) -> dict[str, Any]:
     with registry.lock:
         handles = list(registry.streams.values())
     for handle in handles:
-        plan = handle.queries.plan()
+        plan = plan_units(handle.queries)
         out = plan.to_dict()
         out["stream"] = handle.key
         out["text"] = plan.explain()

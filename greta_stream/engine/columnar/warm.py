@@ -1,0 +1,40 @@
+"""Every kernel of the columnar engine run once, so that numba's on-disk
+cache holds them (`greta-stream warm-up`, at install time): the batch
+kernels (`driver.compile_kernels`) and the incremental ones that a stream's
+carried trees use (`compile_incremental`). One place for the warm-up, above
+the modules it exercises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from greta_stream.compiler.compiled import compile_query
+from greta_stream.engine.columnar import live_kernel as lk
+from greta_stream.engine.columnar.driver import compile_kernels as compile_batch
+from greta_stream.engine.columnar.live import _new_state
+from greta_stream.engine.columnar.stream import ColumnarStream
+
+
+def compile_all() -> Path:
+    """Every kernel of the columnar engine; the folder numba caches beside."""
+    where = compile_batch()
+    compile_incremental()
+    return where
+
+
+def compile_incremental() -> None:
+    """Run the incremental kernels once (`feed` through a small stream over
+    order, equality and no edges, and `compact`), so that numba's on-disk
+    cache holds them for the argument types a stream passes."""
+    events = [{"type": "S", "time": i, "p": float(i % 7), "q": i % 3} for i in range(40)]
+    for where in ("S.p > NEXT(S).p", "S.q = NEXT(S).q", "S.p > 0"):
+        stream = ColumnarStream(compile_query(f"RETURN COUNT(*), SUM(S.p), MAX(S.p) PATTERN S+ WHERE {where} "
+                                              "WITHIN 20 seconds SLIDE 5 seconds"), incremental=True)
+        for t in range(0, 40, 10):
+            stream.add_many(events[t: t + 10])
+            stream.advance(t + 10)
+        stream.finish()
+    state = _new_state(2, 0, 4)
+    lk.compact(state, np.zeros(state.tnseg.shape[0], bool))
