@@ -33,15 +33,6 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     broker.stop()
 
 
-@pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
-    from greta_stream.spark.session import get_session
-
-    session = get_session("local[2]", app_name="greta-stream-tests", shuffle_partitions=2)
-    yield session
-    session.stop()
-
-
 @pytest.fixture
 def topics(kafka_broker: KafkaBroker) -> Callable[..., list[str]]:
     """make(names, partitions=1) -> unique topic names, created on the broker."""
