@@ -31,7 +31,7 @@ from greta_stream.cli_args import query_text as _query_text
 from greta_stream.client_cli import app as queries_app
 from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.connectors.jsonl import dumps, read_events
+from greta_stream.connectors.jsonl import dumps_payload, read_events
 from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import RunSpec, evaluate_spec
@@ -135,7 +135,7 @@ def evaluate(
     def on_dead(dl: DeadLetter) -> None:
         dead.add(dl)
         if dl_out:
-            dl_out.write(dumps(dl.to_dict()) + "\n")
+            dl_out.write(dumps_payload(dl.to_dict()) + "\n")
 
     try:
         if spec.runner_kind == "columnar":
@@ -193,7 +193,7 @@ def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any, prog
     runner.add_many(_read(spec, events, unreadable, progress))
     rows = runner.finish()
     for row in rows:
-        out.write(dumps(row) + "\n")
+        out.write(dumps_payload(row) + "\n")
     if progress:
         m = runner.metrics
         typer.echo(
@@ -224,7 +224,7 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any, progr
     for dl in rows.dead_letters:
         on_dead(dl)
     for row in rows:
-        out.write(dumps(row) + "\n")
+        out.write(dumps_payload(row) + "\n")
     if progress:
         typer.echo(
             f"done: {len(records) + len(read_dead):,} events, {len(rows):,} rows, "

@@ -24,7 +24,7 @@ import typer
 
 from greta_stream.cli_args import query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
-from greta_stream.connectors.jsonl import dumps
+from greta_stream.connectors.jsonl import dumps_payload
 
 FILE_FORMATS = ("jsonl", "parquet")
 
@@ -164,7 +164,7 @@ def results(
         for row in _client(url, api_key).results(ref, window_from=window_from, window_to=window_to,
                                                  group=groups if isinstance(groups, list) or groups is None
                                                  else [groups]):
-            typer.echo(dumps(row))
+            typer.echo(dumps_payload(row))
     except ServiceError as exc:
         raise _fail(exc) from None
 
