@@ -50,10 +50,10 @@ from greta_stream.cet.plan import CetPlan
 from greta_stream.cet.ranges import RangeGraph, ranged
 from greta_stream.cet.windows import Trend
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
-from greta_stream.engine import DeadLetter, Engine, FieldNames
+from greta_stream.engine import Engine, FieldNames
 from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.engine.engine import load_snapshot
-from greta_stream.engine.ingest import DeadLetterSink, Event, Front, Validator, WatermarkOf
+from greta_stream.engine.ingest import DeadLetterSink, Event, Front, Fronted, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.rows import RowFinisher
 from greta_stream.engine.timebase import Timebase
@@ -62,7 +62,7 @@ from greta_stream.query import ast
 SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
 TOTAL_COLUMN = "greta_total"
 
-class TrendExtractor:
+class TrendExtractor(Fronted):
     """Extracts the trends of one query over a stream of records."""
 
     def __init__(
@@ -86,30 +86,6 @@ class TrendExtractor:
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         self._group_at = [self.cq.common.index(g) for g in self.cq.group_by]
 
-    @property
-    def validator(self) -> Validator:
-        return self.front.validator
-
-    @property
-    def time_kind(self) -> str | None:
-        return self.front.time_kind
-
-    @property
-    def watermark(self) -> Any:
-        return self.front.watermark
-
-    @property
-    def buffer(self) -> list[Event]:
-        return self.front.buffer
-
-    @property
-    def dead_letter(self) -> DeadLetterSink | None:
-        return self.front.dead_letter
-
-    @dead_letter.setter
-    def dead_letter(self, sink: DeadLetterSink | None) -> None:
-        self.front.dead_letter = sink
-
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
@@ -123,10 +99,6 @@ class TrendExtractor:
         if hasattr(records, "to_dict") and hasattr(records, "columns"):
             records = frame_records(records)
         self.front.add_many(records, watermark_of, self.add)
-
-    def reject(self, dl: DeadLetter) -> None:
-        """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.front.reject(dl)
 
     def expect(self, watermark: Any) -> None:
         """Declare events before `watermark` late from now on, without processing."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, Event, FieldNames, Front, Validator, WatermarkOf
+from greta_stream.engine.ingest import DeadLetterSink, Event, FieldNames, Front, Fronted, WatermarkOf
 from greta_stream.engine.partition import Partition
 from greta_stream.engine.plan import Metrics, Plan
 from greta_stream.engine.rows import RowFinisher, SumColumn
@@ -33,7 +33,7 @@ from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 3  # 2: packed vertex aggregates (lanes.py); 3: cells of whole bytes
 
-class Engine:
+class Engine(Fronted):
     """Aggregates event trends of one query over a stream of records (a runner:
     `greta_stream.runtime.runner.Runner`)."""
 
@@ -54,30 +54,6 @@ class Engine:
         cq = self.cq
         self._group_at = [cq.common.index(g) for g in cq.group_by]
 
-    @property
-    def validator(self) -> Validator:
-        return self.front.validator
-
-    @property
-    def time_kind(self) -> str | None:
-        return self.front.time_kind
-
-    @property
-    def watermark(self) -> Any:
-        return self.front.watermark
-
-    @property
-    def buffer(self) -> list[Event]:
-        return self.front.buffer
-
-    @property
-    def dead_letter(self) -> DeadLetterSink | None:
-        return self.front.dead_letter
-
-    @dead_letter.setter
-    def dead_letter(self, sink: DeadLetterSink | None) -> None:
-        self.front.dead_letter = sink
-
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
@@ -87,10 +63,6 @@ class Engine:
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
         """`add` each record (a DataFrame: each row); see `Front.add_many` for `watermark_of`."""
         self.front.add_many(_records(records), watermark_of, self.add)
-
-    def reject(self, dl: DeadLetter) -> None:
-        """Count a record that is not processed and hand it to the dead-letter sink."""
-        self.front.reject(dl)
 
     def expect(self, watermark: Any) -> None:
         """Declare events before `watermark` late from now on, without processing.

@@ -247,3 +247,39 @@ class Front:
         self.validator.time_kind = state["time_kind"]
         self.watermark, self.late_before = state["watermark"], state["late_before"]
         self.position, self.buffer = state["position"], state["buffer"]
+
+
+class Fronted:
+    """The members of a runner that reads its input through a `Front`
+    (`self.front`), as the front has them: the engine, the columnar stream
+    and the CET extractor share these (each may override one)."""
+
+    front: Front
+
+    @property
+    def validator(self) -> Validator:
+        return self.front.validator
+
+    @property
+    def time_kind(self) -> str | None:
+        return self.front.time_kind
+
+    @property
+    def watermark(self) -> Any:
+        return self.front.watermark
+
+    @property
+    def buffer(self) -> list[Event]:
+        return self.front.buffer
+
+    @property
+    def dead_letter(self) -> DeadLetterSink | None:
+        return self.front.dead_letter
+
+    @dead_letter.setter
+    def dead_letter(self, sink: DeadLetterSink | None) -> None:
+        self.front.dead_letter = sink
+
+    def reject(self, dl: DeadLetter) -> None:
+        """Count a record that is not processed and hand it to the dead-letter sink."""
+        self.front.reject(dl)

@@ -68,7 +68,7 @@ from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, sin
 from greta_stream.engine.columnar.prepare import window_in
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.engine import Engine, fingerprint
-from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Validator, WatermarkOf
+from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Fronted, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, Timebase, window_bounds
 from greta_stream.errors import SnapshotError
@@ -76,7 +76,7 @@ from greta_stream.errors import SnapshotError
 SNAPSHOT_FORMAT = 1  # one query; 2: a family of queries (passes)
 
 
-class ColumnarStream:
+class ColumnarStream(Fronted):
     """Aggregates of one columnar query, or of a family of them, over a stream of micro-batches."""
 
     def __init__(
@@ -188,10 +188,6 @@ class ColumnarStream:
         out = dict(self._metrics)
         out["rows_emitted"] = self.rows_emitted.get(name, 0)
         return out
-
-    @property
-    def watermark(self) -> Any:
-        return self.front.watermark
 
     @property
     def dead_letter(self) -> DeadLetterSink | None:
