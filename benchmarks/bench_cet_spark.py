@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import peak_rss_bytes  # noqa: E402
 from cet_scale import events, query  # noqa: E402
 
-Out = namedtuple("Out", ["query", "kind", "window_start", "window_end", "grp", "payload"])
+Out = namedtuple("Out", ["query", "kind", "window_start", "window_end", "grp", "payload", "reason"])
 
 
 def one(n: int, cap: int | None, defer: bool, out: str) -> dict[str, Any]:
@@ -116,7 +116,7 @@ def job(spark: Any, path: str, tasks: int) -> dict[str, Any]:
 
     lines = [json.loads(line) for line in Path(path).read_text().splitlines()]
     texts = [x["deferred"] for x in lines if "deferred" in x]
-    outs = [Out("q", "deferred", 0.0, 172800.0, "[]", t) for t in texts]
+    outs = [Out("q", "deferred", 0.0, 172800.0, "[]", t, None) for t in texts]
     t0 = time.perf_counter()
     rows = expand_outputs(spark, outs, tasks)
     seconds = time.perf_counter() - t0

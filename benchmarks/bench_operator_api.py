@@ -98,7 +98,7 @@ def apply_state(keyed: Any, blob_bytes: int) -> Any:
         state.update((4, os.urandom(blob_bytes)))
         state.setTimeoutTimestamp(max(state.getCurrentWatermarkMs(), 1) + 10**12)
         yield pd.DataFrame({"query": ["query"], "kind": ["row"], "window_start": [0.0], "window_end": [0.0],
-                            "grp": [str(rows)], "payload": [""]})
+                            "grp": [str(rows)], "payload": [""], "reason": [None]})
 
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         rewrite, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout)

@@ -155,7 +155,7 @@ def operator_floor(events_df: Any, text: str, delay_s: float, operator: str) -> 
 
     def output(rows: int) -> pd.DataFrame:
         return pd.DataFrame({"query": ["query"], "kind": ["row"], "window_start": [0.0], "window_end": [0.0],
-                             "grp": [str(rows)], "payload": [""]})
+                             "grp": [str(rows)], "payload": [""], "reason": [None]})
 
     if operator == "transformWithStateInPandas":
         class Nothing(StatefulProcessor):

@@ -35,7 +35,7 @@ from greta_stream.connectors.jsonl import dumps_payload
 
 log = logging.getLogger("greta_stream.cet_distributed")
 JOB_GROUP = "greta-stream-cet-distributed"  # the Spark job group of the extraction jobs
-Extracted = namedtuple("Extracted", ["query", "kind", "window_start", "window_end", "grp", "payload"])
+Extracted = namedtuple("Extracted", ["query", "kind", "window_start", "window_end", "grp", "payload", "reason"])
 Item = tuple[int, int, int, int]  # (deferred window, first piece, end piece, share of the cap)
 
 
@@ -74,7 +74,7 @@ def expand_outputs(spark: SparkSession, outputs: list[Any], tasks: int | None = 
             out.append(o)
             continue
         query = getattr(o, "query", None)
-        out += [Extracted(query, "row", o.window_start, o.window_end, o.grp, p) for p in payloads[w]]
+        out += [Extracted(query, "row", o.window_start, o.window_end, o.grp, p, None) for p in payloads[w]]
     return out
 
 

@@ -4,8 +4,8 @@
 JSON string column `value`, or typed columns) into a streaming DataFrame of
 outputs of every query of a `QuerySet`, with the columns of
 `shard.OUTPUT_COLUMNS`: `query` names the query, `kind` is "row" (a result
-row, JSON in `payload`), "dead" (a dead letter) or "state" (the bytes the
-query's state takes in shard `window_start`). One operator serves every
+row, JSON in `payload`), "dead" (a dead letter, its `reason`), "state" (the
+bytes the query's state takes in a shard) or "error". One operator serves every
 query of the stream: events are read, parsed and shuffled once.
 `typed.trend_aggregates(events, query, ...)` runs one query on it and types its rows.
 
@@ -67,6 +67,7 @@ OUTPUT_SCHEMA = StructType([
     StructField("window_end", DoubleType()),
     StructField("grp", StringType()),
     StructField("payload", StringType()),
+    StructField("reason", StringType()),
 ])
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
 # transformWithStateInPandas: a shard's value state (shard.Saved) and its map state of chunks

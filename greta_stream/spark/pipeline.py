@@ -323,12 +323,12 @@ class BatchWriter:
         reasons: dict[str, int] = {}
         for o in outputs:
             if o.kind == "dead":
-                reasons[o.grp] = reasons.get(o.grp, 0) + 1
-                if o.grp == "missing_attribute" or o.grp not in self.dead_letters.first_detail:  # what it says
+                reasons[o.reason] = reasons.get(o.reason, 0) + 1
+                if o.reason == "missing_attribute" or o.reason not in self.dead_letters.first_detail:  # what it says
                     d = loads(o.payload)
                     self.dead_letters.add(DeadLetter(d["reason"], d.get("event"), d.get("detail", "")))
                 else:
-                    self.dead_letters.by_reason[o.grp] += 1
+                    self.dead_letters.by_reason[o.reason] += 1
         if dead:
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
         if self.on_batch is not None:
@@ -388,7 +388,14 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
     return list(out.values())
 
 
-Output = namedtuple("Output", ["query", "kind", "window_start", "window_end", "grp", "payload"])
+Output = namedtuple("Output", ["query", "kind", "window_start", "window_end", "grp", "payload", "reason"])
+
+
+def _spooled(values: list[Any]) -> Output:
+    """An output as a spool file keeps it; one spooled before the `reason` column had a dead letter's in `grp`."""
+    if len(values) == len(Output._fields) - 1:
+        values = [*values[:4], None, values[5], values[4]] if values[1] == "dead" else [*values, None]
+    return Output(*values)
 
 
 def collected(outputs: DataFrame) -> list[Output]:
@@ -424,7 +431,7 @@ class Spool:
         if not self.folder.is_dir():
             return []
         found = sorted((int(p.stem.split("-")[1]), p) for p in self.folder.glob("batch-*.jsonl"))
-        return [(batch_id, [Output(*json.loads(line)) for line in p.read_text().splitlines()])
+        return [(batch_id, [_spooled(json.loads(line)) for line in p.read_text().splitlines()])
                 for batch_id, p in found]
 
     def drop(self, batch_id: int) -> None:
@@ -470,9 +477,10 @@ class StreamWriter:
         by_query: dict[str, list[Any]] = {name: [] for name in self.writers}
         for o in outputs:
             if o.kind == "state":
-                self._state[(o.query, int(o.window_start))] = int(o.payload)
-                if o.grp:
-                    self.time_kinds[o.query] = o.grp
+                state = json.loads(o.payload)
+                self._state[(o.query, state["shard"])] = state["bytes"]
+                if state["time_kind"]:
+                    self.time_kinds[o.query] = state["time_kind"]
             elif o.kind == "error":
                 if o.query not in self.errors:
                     log.error("[%s] batch %d: the query failed, the stream's other queries go on: %s",

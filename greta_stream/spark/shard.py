@@ -91,10 +91,18 @@ def end_of_input(fields: FieldNames = FieldNames(), timestamps: bool = False) ->
 # state of 5 is one of slot 0 of a checkpoint from before slots.
 STATE_VERSION = 6
 
-# kind: "row" (a result row), "deferred" (a CET window whose rows the batch writer
-# extracts: spark/cet_distributed.py), "dead", "state", or "error" (a query failed
-# in this shard: its one-line reason in `payload`; the other queries go on)
-OUTPUT_COLUMNS = ("query", "kind", "window_start", "window_end", "grp", "payload")
+# One output per row of every kind, each column meaning one thing:
+# - "row": a result row; `window_start`/`window_end` (seconds), `grp` (its GROUP-BY
+#   values as a JSON list), `payload` (the row as JSON);
+# - "deferred": a CET window whose rows the batch writer extracts (spark/cet_distributed.py);
+#   the same columns, `payload` the window's graph;
+# - "dead": a dead letter; `reason`, and `payload` (reason, detail, event as JSON);
+# - "state": what a query's state takes in one shard; `payload` is JSON: bytes, the
+#   shard's index and the query's time kind (null: not known yet);
+# - "error": a query failed in this shard (the other queries go on): its one-line
+#   reason in `payload`.
+# Columns a kind does not use are null.
+OUTPUT_COLUMNS = ("query", "kind", "window_start", "window_end", "grp", "payload", "reason")
 
 _HEADER_FORMAT = ">HHQd"  # shard index, shard count, digest of the slot's attributes, clock (s)
 _HEADER = struct.calcsize(_HEADER_FORMAT)
@@ -451,7 +459,7 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
     if deferred is not None:  # a CET window that the batch writer extracts as a Spark job (cet_distributed.py)
         return {"query": name, "kind": "deferred", "window_start": _seconds(row["window_start"]),
                 "window_end": _seconds(row["window_end"]), "grp": dumps_row([row[c] for c in spec.group_columns]),
-                "payload": to_text(deferred)}
+                "payload": to_text(deferred), "reason": None}
     return {
         "query": name,
         "kind": "row",
@@ -459,25 +467,31 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
         "window_end": _seconds(row["window_end"]),
         "grp": dumps_row([row[c] for c in spec.group_columns]),
         "payload": dumps_payload(row),
+        "reason": None,
     }
 
 
 def _state_output(name: str, shard: Shard, size: int, time_kind: str | None) -> dict[str, Any]:
     """How many bytes (uncompressed) a query's state takes in this shard now, and
     the query's time kind as its runner knows it ("": not known yet)."""
-    return {"query": name, "kind": "state", "window_start": float(shard.index), "window_end": None,
-            "grp": time_kind or "", "payload": str(size)}
+    return {"query": name, "kind": "state", "window_start": None, "window_end": None, "grp": None,
+            "payload": state_payload(size, shard.index, time_kind), "reason": None}
+
+
+def state_payload(size: int, shard: int, time_kind: str | None) -> str:
+    return dumps_row({"bytes": size, "shard": shard, "time_kind": time_kind or None})
 
 
 def _error_output(name: str, reason: str) -> dict[str, Any]:
     """A query failed in this shard (the others go on): its one-line reason."""
-    return {"query": name, "kind": "error", "window_start": None, "window_end": None, "grp": "", "payload": reason}
+    return {"query": name, "kind": "error", "window_start": None, "window_end": None, "grp": None, "payload": reason,
+            "reason": None}
 
 
 def _dead_output(name: str, d: DeadLetter) -> dict[str, Any]:
     # compact JSON, as result rows are (orjson: fast when a replay makes every event late)
-    return {"query": name, "kind": "dead", "window_start": None, "window_end": None, "grp": d.reason,
-            "payload": dumps_payload(d.to_dict())}
+    return {"query": name, "kind": "dead", "window_start": None, "window_end": None, "grp": None,
+            "payload": dumps_payload(d.to_dict()), "reason": d.reason}
 
 
 def _seconds(x: Any) -> float:
