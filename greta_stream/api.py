@@ -14,7 +14,7 @@ from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine import FieldNames
-from greta_stream.runtime import ResultRows, RunSpec, evaluate_spec
+from greta_stream.runtime import ResultRows, Runner, RunSpec, evaluate_spec
 
 
 def evaluate(
@@ -59,7 +59,7 @@ def open_stream(
     *,
     dead_letter: Any = None,
     **options: Any,
-) -> Any:
+) -> Runner:
     """A runner for a stream of events (`greta_stream.runtime.Runner`).
 
     `options` are those of `RunSpec.create` (`mode`, `engine`, `fields`,

@@ -28,6 +28,7 @@ from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.engine.ingest import DeadLetterSink
 from greta_stream.engine.timebase import NUMERIC, TIMESTAMP
 from greta_stream.errors import ConfigError, SnapshotError
+from greta_stream.runtime.runner import Runner
 
 Mode = Literal["aggregate", "cet"]
 EngineChoice = Literal["auto", "general", "columnar"]
@@ -189,7 +190,7 @@ class RunSpec:
         return replace(self, **changes)
 
     # ----------------------------------------------------------- runners
-    def build(self, dead_letter: DeadLetterSink | None = None, *, kind: str | None = None) -> Any:
+    def build(self, dead_letter: DeadLetterSink | None = None, *, kind: str | None = None) -> Runner:
         """A new runner (see `greta_stream.runtime.runner.Runner`): CET
         extraction, the columnar stream (which hands over to the general
         engine by itself when some input needs it) or the general engine.
@@ -216,7 +217,7 @@ class RunSpec:
         """The runner's state as bytes: a tag byte naming the runner, then its snapshot."""
         return _TAGS[type(runner)] + runner.snapshot()
 
-    def restore(self, blob: bytes | bytearray, dead_letter: DeadLetterSink | None = None) -> Any:
+    def restore(self, blob: bytes | bytearray, dead_letter: DeadLetterSink | None = None) -> Runner:
         """The runner that `snapshot` saved, continuing where it left off."""
         cls = _RUNNERS.get(bytes(blob[:1]))
         if cls is None or (cls is TrendExtractor) != (self.mode == "cet"):
