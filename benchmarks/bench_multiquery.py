@@ -142,7 +142,8 @@ def engine_modes(queries: list[tuple[str, str]], events: list[dict[str, Any]]) -
 
 def spark_modes(queries: list[tuple[str, str]], events: list[dict[str, Any]], spark: Any, files: int,
                 modes: list[str], budget_s: float) -> dict[str, float | None]:
-    from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, run
+    from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+    from greta_stream.spark.pipeline import run
 
     root = Path(tempfile.mkdtemp(prefix="bench-mq-"))
     try:

@@ -81,14 +81,14 @@ def explain(
     if query is not None:
         typer.echo(_load_query(query).explain())
         return
-    from greta_stream.spark.pipeline import PipelineConfig, streams
+    from greta_stream.pipeline import PipelineConfig, streams
 
     try:
         cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
     except (ConfigError, QueryError) as exc:
         fail(str(exc))
+    from greta_stream.pipeline import default_shards
     from greta_stream.runtime.planner import plan_units
-    from greta_stream.spark.operator import default_shards
 
     shards = cfg.shards or default_shards()
     for stream in streams(cfg):
@@ -323,7 +323,7 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
                      shards: int | None, max_files_per_trigger: int | None, trigger_interval: float | None,
                      engine_name: str) -> Any:
     """The run's pipeline: a config file with the flags that override it, or the flags alone."""
-    from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+    from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 
     if config is not None:
         existing_file(config, "config")

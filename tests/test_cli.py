@@ -171,8 +171,8 @@ def test_progress_watermark_reads_as_the_stream_times() -> None:
 
 def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
     from greta_stream.errors import ConfigError
+    from greta_stream.pipeline import PipelineConfig, SourceConfig
     from greta_stream.spark.flush import flush_glob, flushable, write_flush
-    from greta_stream.spark.pipeline import PipelineConfig, SourceConfig
     from greta_stream.spark.shard import FLUSH_TIME_S, FLUSH_TYPE
 
     one_line_error(cli("run", "-q", "configs/q1_stock.greta", "-i", str(tmp_path), "-o", str(tmp_path / "o"),
@@ -300,3 +300,14 @@ def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> Non
     ok = cli("evaluate", "-q", q.replace("prize", "price"), "-e", str(src), "--no-progress")
     assert ok.returncode == 0 and ok.stdout
     assert "2 dead letters: 1 malformed" in ok.stderr and "1 missing_attribute" in ok.stderr
+
+
+def test_explain_config_needs_no_pyspark() -> None:
+    """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported."""
+    code = ("import sys; sys.modules['pyspark'] = None\n"
+            "from greta_stream.cli import main\n"
+            "sys.argv = ['greta-stream', 'explain', '--config', 'configs/pipeline.yaml']\n"
+            "main()\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "stock_downtrends" in done.stdout and "shards: 4 per GROUP-BY" in done.stdout

@@ -11,21 +11,10 @@ builds a SparkSession with the settings that matter.
 
 import warnings
 
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, StreamConfig, streams
 from greta_stream.spark.layout import StreamLayout, read_layout
 from greta_stream.spark.operator import batch_outputs, stream_outputs
-from greta_stream.spark.pipeline import (
-    BatchWriter,
-    PipelineConfig,
-    QueryConfig,
-    SinkConfig,
-    SourceConfig,
-    StreamConfig,
-    StreamWriter,
-    read_source,
-    start,
-    start_stream,
-    streams,
-)
+from greta_stream.spark.pipeline import BatchWriter, StreamWriter, read_source, start, start_stream
 from greta_stream.spark.progress import on_progress
 from greta_stream.spark.session import get_session
 from greta_stream.spark.shard import end_of_input

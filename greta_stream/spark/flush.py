@@ -33,7 +33,8 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import FieldNames
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
-from greta_stream.spark.pipeline import PipelineConfig, SourceConfig, counts, drive, source_key, streams, uses_kafka
+from greta_stream.pipeline import PipelineConfig, SourceConfig, source_key, streams, uses_kafka
+from greta_stream.spark.pipeline import counts, drive
 from greta_stream.spark.shard import end_of_input
 
 _GLOB_CHARS = set("{}[]*?,\\")

@@ -44,6 +44,7 @@ from pyspark.sql.types import (
 )
 
 from greta_stream.engine import DeadLetter
+from greta_stream.pipeline.model import default_shards
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
@@ -85,11 +86,6 @@ _BAD_UTF8 = "__greta_bad_utf8"  # JSON text that was not valid UTF-8 (repaired i
 # when Spark hands it to Python, and never overflows Spark's own timestamp math.
 _HORIZON_S = 100 * 365 * 86_400  # rows later than this are dropped by Spark itself
 _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # about 1811 to 2156
-
-
-def default_shards(spark_cores: int | None = None) -> int:
-    """A small multiple of the cores: enough shards to keep both tasks of a core busy, few enough calls per batch."""
-    return 2 * (spark_cores or os.cpu_count() or 2)
 
 
 SINGLE = "query"  # the name of the one query of `trend_aggregates`

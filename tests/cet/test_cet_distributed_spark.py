@@ -21,8 +21,9 @@ import pytest
 
 from greta_stream import evaluate
 from greta_stream.connectors.sinks import read_jsonl_dir
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 from greta_stream.spark.cet_distributed import JOB_GROUP
-from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, run
+from greta_stream.spark.pipeline import run
 from greta_stream.testing.cluster import StandaloneCluster
 from greta_stream.testing.files import write_batches
 

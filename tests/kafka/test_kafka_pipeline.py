@@ -22,8 +22,9 @@ import pytest
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
 from greta_stream.demo.broker import KafkaBroker, consume_all, produce
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 from greta_stream.spark.kafka import KafkaSink, Message, SinkLog, row_key
-from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, start
+from greta_stream.spark.pipeline import start
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 

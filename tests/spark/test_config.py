@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from greta_stream.errors import ConfigError, QueryError
-from greta_stream.spark.pipeline import PipelineConfig
+from greta_stream.pipeline import PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

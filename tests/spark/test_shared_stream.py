@@ -16,7 +16,8 @@ from test_streaming import QUERIES, make_events, normalized, pipeline
 
 from greta_stream import evaluate
 from greta_stream.connectors.sinks import read_jsonl_dir
-from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, run, streams
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, streams
+from greta_stream.spark.pipeline import run
 from greta_stream.testing.files import write_batches
 
 pytestmark = pytest.mark.spark

@@ -19,7 +19,8 @@ from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
 from greta_stream.connectors.sinks import read_jsonl_dir
 from greta_stream.errors import ConfigError
-from greta_stream.spark.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, run
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+from greta_stream.spark.pipeline import run
 from greta_stream.testing.files import write_batches
 
 pytestmark = pytest.mark.spark

@@ -1,0 +1,16 @@
+"""A pipeline as users describe it (config files, CLI flags, the service's requests), free of Spark."""
+
+from greta_stream.pipeline.model import (
+    PipelineConfig,
+    QueryConfig,
+    SinkConfig,
+    SourceConfig,
+    StreamConfig,
+    default_shards,
+    source_key,
+    streams,
+    uses_kafka,
+)
+
+__all__ = ["PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "default_shards",
+           "source_key", "streams", "uses_kafka"]
