@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from greta_stream.compiler.expressions import compile_edge, compile_expr, compile_local, format_expr
-from greta_stream.compiler.limits import LIMITS, Limits, check_limits
+from greta_stream.compiler.limits import LIMITS, Limits, check_limits, check_window_length
 from greta_stream.compiler.templates import Template, Transition, build_templates, format_pattern
 from greta_stream.errors import QueryError, QueryProblem
 from greta_stream.query import ast
@@ -141,6 +141,7 @@ def compile_query(text_or_query: str | ast.Query | CompiledQuery, *, limits: Lim
     except RecursionError:  # a safety net: the parser refuses nesting past MAX_NESTING before this
         source = text_or_query if isinstance(text_or_query, str) else None
         raise QueryError([_too_deep(source)], source) from None
+    check_window_length(cq)
     return cq if limits is None else check_limits(cq, limits)
 
 

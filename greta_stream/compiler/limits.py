@@ -37,6 +37,24 @@ class Limits:
 LIMITS = Limits()
 
 
+MAX_WINDOW_S = 1_000 * 31_557_600  # 1,000 years: a timestamp window then still ends before the year 9999
+
+
+def check_window_length(cq: CompiledQuery) -> CompiledQuery:
+    """`cq`, or `QueryError` at its WITHIN or SLIDE when either is longer than
+    `MAX_WINDOW_S`: window bounds must be times a timestamp stream can show
+    (before the year 9999), whatever the limits of the run."""
+    q = cq.query
+    for clause, d in (("WITHIN", q.within), ("SLIDE", q.slide)):
+        if d is not None and d.seconds > MAX_WINDOW_S:
+            span = d.span
+            raise QueryError([QueryProblem(
+                f"{clause} {_dur(d)} is longer than 1,000 years, the longest window (window bounds must be "
+                "times before the year 9999)", max(span.line, 1), max(span.column, 1), span.end_column or None)],
+                cq.text)
+    return cq
+
+
 def check_limits(cq: CompiledQuery, limits: Limits = LIMITS) -> CompiledQuery:
     """`cq`, or `QueryError` when its windows exceed `limits`."""
     w = cq.window
