@@ -29,6 +29,7 @@ from greta_service.guards import (
     check_options,
     check_path_given,
     check_reach,
+    glob_base,
 )
 from greta_service.runner import (
     STREAM_PREFIX,
@@ -169,7 +170,7 @@ class Registry:
             check_reach(path, joined, what, self.settings.protected_paths)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        if must_exist and not resolved.exists():
+        if must_exist and not glob_base(joined).resolve().exists():  # a glob: the folder it matches under
             raise config_error(f"{what} path {path!r} does not exist")
         return {**spec, "path": str(resolved)}
 

@@ -198,6 +198,11 @@ def test_folders_beside_the_services_own_files_are_allowed(registry: Registry) -
     data = registry.settings.data_dir.resolve()
     assert registry._paths({"format": "jsonl", "path": "in"}, "source", must_exist=True)["path"] == str(data / "in")
     assert registry._paths({"format": "jsonl", "path": "out/../out2"}, "sink")["path"] == str(data / "out2")
+    # a glob source exists when the folder it matches under does
+    assert registry._paths({"format": "jsonl", "path": "in/*.jsonl"}, "source", must_exist=True)["path"] == \
+        str(data / "in" / "*.jsonl")
+    with pytest.raises(ServiceError, match="does not exist"):
+        registry._paths({"format": "jsonl", "path": "nowhere/*.jsonl"}, "source", must_exist=True)
     assert registry._paths({"format": "jsonl", "path": "greta.sqlite.old"}, "sink")["path"] == str(data / "greta.sqlite.old")
     for glob in ("in/*.jsonl", "in/{a,b}/day=*/", "in/[0-9]*", "in/{..,x}"):  # Hadoop matches {..,x} against listings
         check_reach(glob, data / glob, "source", registry.settings.protected_paths)
