@@ -59,10 +59,15 @@ class StandaloneCluster:
     def start(self, timeout_s: float = 90) -> StandaloneCluster:
         self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                     "--port", str(self.master_port), "--webui-port", str(self.webui_port))
+        taken = {self.master_port, self.webui_port}  # a port free now may be the master's a moment later
         for i in range(self.workers):
+            port = free_port()
+            while port in taken:
+                port = free_port()
+            taken.add(port)
             self._spawn(f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.url, "--host", "127.0.0.1",
                         "--cores", str(self.cores_per_worker), "--memory", self.memory_per_worker,
-                        "--webui-port", str(free_port()))
+                        "--webui-port", str(port))
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.alive_workers() >= self.workers:
@@ -78,7 +83,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.webui_port}/json/", timeout=2) as r:
                 info = json.load(r)
-        except OSError:
+        except (OSError, ValueError):  # not up yet, or another page on the port (not JSON)
             return 0
         return sum(1 for w in info.get("workers", []) if w.get("state") == "ALIVE")
 
