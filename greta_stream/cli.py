@@ -17,9 +17,11 @@ import typer
 from greta_stream import logs
 from greta_stream.cli_args import (
     Engine,
+    InputFormat,
     LogLevel,
     Mode,
     Operator,
+    OutputFormat,
     StreamEngine,
     Trends,
     existing_file,
@@ -255,15 +257,21 @@ def warm_up() -> None:
 def run(
     config: Annotated[Path | None, typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
     query: Annotated[list[str] | None, typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
-    input: Annotated[str | None, typer.Option("--input", "-i", help="folder of JSON lines event files")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows (JSON lines)")] = None,
+    input: Annotated[str | None, typer.Option("--input", "-i", help="folder of event files (or a Delta table)")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows")] = None,
+    input_format: Annotated[InputFormat, typer.Option(help="what --input holds: JSON lines files, Parquet files or "
+                                                      "a Delta table")] = InputFormat.jsonl,
+    output_format: Annotated[OutputFormat, typer.Option(help=(
+        "how rows and dead letters are written: JSON lines files, Parquet files (OUTPUT, OUTPUT/dead_letters) or "
+        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = OutputFormat.jsonl,
     checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
     watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
     once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
     flush_at_end: Annotated[bool, typer.Option("--flush-at-end", help=(
         "with --once: when the input is drained, emit every window still open, as if the watermark passed the "
         "end of time (the rows `evaluate` gives)"))] = False,
-    dead_letter: Annotated[str | None, typer.Option(help="folder for dead letters (default OUTPUT/dead_letters)")] = None,
+    dead_letter: Annotated[str | None, typer.Option(help=(
+        "folder for dead letters (default OUTPUT/dead_letters; for Delta, OUTPUT_dead_letters)"))] = None,
     master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
     shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
     operator: Annotated[Operator | None, typer.Option(help=(
@@ -289,7 +297,8 @@ def run(
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
     try:
         cfg = _pipeline_config(config, query, input, output, checkpoint, watermark, once, dead_letter, master, shards,
-                               max_files_per_trigger, trigger_interval, engine_name.value)
+                               max_files_per_trigger, trigger_interval, engine_name.value,
+                               input_format.value, output_format.value)
         if operator is not None:
             cfg.operator = operator.value
     except ConfigError as exc:
@@ -321,7 +330,7 @@ def run(
 def _pipeline_config(config: Path | None, query: list[str] | None, input: str | None, output: str | None,
                      checkpoint: str | None, watermark: float, once: bool, dead_letter: str | None, master: str | None,
                      shards: int | None, max_files_per_trigger: int | None, trigger_interval: float | None,
-                     engine_name: str) -> Any:
+                     engine_name: str, input_format: str = "jsonl", output_format: str = "jsonl") -> Any:
     """The run's pipeline: a config file with the flags that override it, or the flags alone."""
     from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 
@@ -342,11 +351,13 @@ def _pipeline_config(config: Path | None, query: list[str] | None, input: str | 
             cq = _load_query(q)
             name = Path(q).stem if is_file(q) else f"query{i + 1}"
             out = output if len(query) == 1 else str(Path(output) / name)
-            dl = dead_letter or str(Path(out) / "dead_letters")
-            queries.append(QueryConfig(name, cq.text, [SinkConfig("jsonl", out)], SinkConfig("jsonl", dl),
+            # a Delta table owns its folder (VACUUM removes what its log does not name): its dead letters go beside it
+            dl = dead_letter or (f"{out.rstrip('/')}_dead_letters" if output_format == "delta"
+                                 else str(Path(out) / "dead_letters"))
+            queries.append(QueryConfig(name, cq.text, [SinkConfig(output_format, out)], SinkConfig(output_format, dl),
                                        engine=engine_name))
         return PipelineConfig(
-            source=SourceConfig("jsonl", input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
+            source=SourceConfig(input_format, input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
             watermark_delay_s=watermark, once=once, trigger_interval_s=trigger_interval, master=master, shards=shards,
         )
 

@@ -42,6 +42,18 @@ class Operator(StrEnum):
     applyInPandasWithState = "applyInPandasWithState"  # noqa: N815
 
 
+class InputFormat(StrEnum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+    delta = "delta"
+
+
+class OutputFormat(StrEnum):
+    jsonl = "jsonl"
+    parquet = "parquet"
+    delta = "delta"
+
+
 class LogLevel(StrEnum):
     critical = "critical"
     error = "error"

@@ -1,8 +1,9 @@
 """Where the JVM artifacts live.
 
-`<cache>/spark-kafka/<spark version>/` holds Spark's Kafka connector as
-Spark's own resolver fetched it (`greta_stream.spark.connector`, run by
-`make install`; its jars are handed to Spark as `spark.jars`),
+`<cache>/spark-kafka/<spark version>/` holds Spark's Kafka connector and
+`<cache>/spark-delta/<delta version>-spark<spark version>/` Delta Lake's
+jars, as Spark's own resolver fetched them (`greta_stream.spark.connector`,
+run by `make install`; their jars are handed to Spark as `spark.jars`),
 `<cache>/kafka/` Apache Kafka for the local KRaft broker of the tests and
 the demo (`scripts/setup_jvm.sh`, with Maven).
 The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
@@ -21,6 +22,8 @@ SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh, with Maven) in a chec
               "Central, or set GRETA_JVM_CACHE to a folder that holds them")
 CONNECTOR_HINT = ("run `python -m greta_stream.spark.connector` (`make install` does) to have Spark fetch it, "
                   "or set GRETA_JVM_CACHE to a folder that holds it")
+DELTA_HINT = ("install the delta extra (pip install 'greta-stream[delta]'; `make install` does), then run "
+              "`python -m greta_stream.spark.connector` to have Spark fetch Delta Lake's jars")
 
 
 CHECKOUT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "jvm"  # where scripts/setup_jvm.sh puts them
@@ -52,19 +55,46 @@ def jars(profile: str) -> list[Path]:
 
 def spark_kafka_dir(spark_version: str | None = None) -> Path:
     """Where Spark's Kafka connector for `spark_version` (default: the installed pyspark's) is kept."""
-    if spark_version is None:
-        from importlib.metadata import version
-
-        spark_version = version("pyspark")
-    return cache_dir() / "spark-kafka" / spark_version
+    return cache_dir() / "spark-kafka" / (spark_version or _version("pyspark"))
 
 
 def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
     """The connector's jars as Spark's resolver retrieved them, sorted; [] when not fetched."""
-    folder = spark_kafka_dir(spark_version)
+    return _fetched(spark_kafka_dir(spark_version))
+
+
+def delta_version() -> str | None:
+    """The installed delta-spark's version (the `delta` extra), or None."""
+    try:
+        return _version("delta-spark")
+    except Exception:  # noqa: BLE001 - PackageNotFoundError: not installed
+        return None
+
+
+def spark_delta_dir(spark_version: str | None = None) -> Path | None:
+    """Where Delta Lake's jars for the installed delta-spark and `spark_version` are kept (None: no delta-spark)."""
+    delta = delta_version()
+    if delta is None:
+        return None
+    return cache_dir() / "spark-delta" / f"{delta}-spark{spark_version or _version('pyspark')}"
+
+
+def spark_delta_jars(spark_version: str | None = None) -> list[Path]:
+    """Delta Lake's jars as Spark's resolver retrieved them, sorted; [] when not fetched or not installed."""
+    folder = spark_delta_dir(spark_version)
+    return [] if folder is None else _fetched(folder)
+
+
+def _fetched(folder: Path) -> list[Path]:
     if not (folder / ".stamp").is_file():  # written last by connector.fetch: the folder is complete
         return []
     return sorted((folder / "jars").glob("*.jar"))
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
 
 
 def kafka_classpath() -> str:

@@ -9,8 +9,8 @@ from greta_stream.pipeline.model import (
     default_shards,
     source_key,
     streams,
-    uses_kafka,
+    uses,
 )
 
 __all__ = ["PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "default_shards",
-           "source_key", "streams", "uses_kafka"]
+           "source_key", "streams", "uses"]

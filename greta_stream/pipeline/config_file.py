@@ -23,7 +23,7 @@ class _Strict(BaseModel):
 
 
 class SourceFile(_Strict):
-    format: Literal["jsonl", "parquet", "kafka"] = "jsonl"
+    format: Literal["jsonl", "parquet", "delta", "kafka"] = "jsonl"
     path: str = ""
     max_files_per_trigger: int | None = Field(None, ge=1)
     options: dict[str, str] = {}
@@ -41,11 +41,15 @@ class SourceFile(_Strict):
 
 
 class SinkFile(_Strict):
-    format: Literal["jsonl", "parquet", "console", "kafka"] = "jsonl"
+    format: Literal["jsonl", "parquet", "delta", "console", "kafka"] = "jsonl"
     path: str | None = None
     bootstrap_servers: str | None = None
     topic: str | None = None
     options: dict[str, str] = {}
+    table: str | None = Field(None, min_length=1)
+    partition_by: list[str] = []
+    merge_schema: bool = False
+    counts: Literal["decimal", "text"] = "decimal"
 
     @model_validator(mode="after")
     def _where(self) -> SinkFile:
@@ -53,6 +57,11 @@ class SinkFile(_Strict):
             raise ValueError("a kafka sink needs a topic")
         if self.format in ("jsonl", "parquet") and not self.path:
             raise ValueError(f"a {self.format} sink needs a path")
+        if self.format == "delta" and (self.path is None) == (self.table is None):
+            raise ValueError("a delta sink needs a path or a table (one of them)")
+        delta_only = [k for k in ("table", "partition_by", "merge_schema", "counts") if k in self.model_fields_set]
+        if self.format != "delta" and delta_only:
+            raise ValueError(f"{', '.join(delta_only)} apply to delta sinks only")
         return self
 
 

@@ -33,7 +33,7 @@ def default_shards(spark_cores: int | None = None) -> int:
 
 @dataclass
 class SourceConfig:
-    format: str = "jsonl"  # jsonl | parquet | kafka
+    format: str = "jsonl"  # jsonl | parquet | delta | kafka
     path: str = ""
     max_files_per_trigger: int | None = None
     options: dict[str, str] = field(default_factory=dict)  # reader options (kafka: maxOffsetsPerTrigger, kafka.*)
@@ -46,13 +46,20 @@ class SourceConfig:
 
 @dataclass
 class SinkConfig:
-    format: str = "jsonl"  # jsonl | parquet | console | kafka
+    format: str = "jsonl"  # jsonl | parquet | delta | console | kafka
     path: str | None = None
     # kafka: rows as JSON to `topic`; servers default to $KAFKA_BOOTSTRAP_SERVERS;
-    # options go to Spark's Kafka writer (kafka.* producer settings)
+    # options go to Spark's Kafka writer (kafka.* producer settings) or Delta's writer
     bootstrap_servers: str | None = None
     topic: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    # delta: a table of Spark's catalog instead of a path; its partition columns; whether a
+    # batch may add columns to the table (off: a schema change fails the write); COUNT and
+    # integer SUM as decimal(38,0) ("decimal") or their exact text ("text")
+    table: str | None = None
+    partition_by: list[str] = field(default_factory=list)
+    merge_schema: bool = False
+    counts: str = "decimal"
 
 
 @dataclass
@@ -157,7 +164,7 @@ def _source(doc: config_file.SourceFile, base: Path) -> SourceConfig:
 
 def _sink(doc: config_file.SinkFile, base: Path) -> SinkConfig:
     sink = SinkConfig(**doc.model_dump())
-    if sink.path and sink.format in ("jsonl", "parquet"):
+    if sink.path and sink.format in ("jsonl", "parquet", "delta"):
         sink.path = _resolve(sink.path, base)
     return sink
 
@@ -220,7 +227,7 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
     return list(out.values())
 
 
-def uses_kafka(cfg: PipelineConfig) -> bool:
-    """Whether a source or a sink of the pipeline is Kafka (Spark's connector is needed)."""
+def uses(cfg: PipelineConfig, fmt: str) -> bool:
+    """Whether a source or a sink of the pipeline has the format `fmt`."""
     ends = [cfg.source] + [e for q in cfg.queries for e in (q.source, q.dead_letter, *q.sinks) if e is not None]
-    return any(e.format == "kafka" for e in ends)
+    return any(e.format == fmt for e in ends)

@@ -33,7 +33,7 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import FieldNames
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
-from greta_stream.pipeline import PipelineConfig, SourceConfig, source_key, streams, uses_kafka
+from greta_stream.pipeline import PipelineConfig, SourceConfig, source_key, streams, uses
 from greta_stream.spark.pipeline import counts, drive
 from greta_stream.spark.shard import end_of_input
 
@@ -48,7 +48,7 @@ def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any
     if not cfg.once:
         raise ConfigError("--flush-at-end needs a bounded run: add --once (or once: true in the config)")
     staged, folders = flushable(cfg)
-    spark = spark or get_session(cfg.master, kafka=uses_kafka(cfg))
+    spark = spark or get_session(cfg.master, kafka=uses(cfg, "kafka"), delta=uses(cfg, "delta"))
     first, stopped = drive(spark, staged, echo)
     if stopped:
         return counts(first)

@@ -39,16 +39,18 @@ from greta_stream.pipeline.model import (
     SourceConfig,
     default_shards,
     streams,
-    uses_kafka,
+    uses,
 )
 from greta_stream.runtime.dead_letters import DeadLetters
 from greta_stream.runtime.multi import one_line
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.cet_distributed import expand_outputs
+from greta_stream.spark.delta import DeltaSink, read_delta
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.layout import open_layout
 from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.progress import progress_line
+from greta_stream.spark.typed import column_types
 
 log = logging.getLogger("greta_stream.pipeline")
 
@@ -57,6 +59,8 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     """A streaming DataFrame of events: JSON text in `value`, or typed columns."""
     if src.format == "kafka":
         return read_kafka(spark, src.bootstrap_servers, src.topic, src.starting_offsets, src.options)
+    if src.format == "delta":
+        return read_delta(spark, src)
     reader = spark.readStream
     if src.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", src.max_files_per_trigger)
@@ -73,7 +77,7 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
     if src.format == "parquet":
         schema = spark.read.parquet(src.path).schema
         return reader.schema(schema).parquet(src.path)
-    raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet or kafka")
+    raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet, delta or kafka")
 
 
 def tied_files(folder: str) -> int:
@@ -113,11 +117,11 @@ class BatchWriter:
         self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
         sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
-        self.sinks: list[Sink | KafkaSink] = [
-            _make_sink(query.name, "row", s, sink_log and sink_log / f"sink-{i}") for i, s in enumerate(query.sinks)
+        self.sinks: list[Sink | KafkaSink | DeltaSink] = [
+            _make_sink(query, "row", s, sink_log and sink_log / f"sink-{i}") for i, s in enumerate(query.sinks)
         ]
-        self.dead: Sink | KafkaSink | None = (
-            _make_sink(query.name, "dead", query.dead_letter, sink_log and sink_log / "dead-letter")
+        self.dead: Sink | KafkaSink | DeltaSink | None = (
+            _make_sink(query, "dead", query.dead_letter, sink_log and sink_log / "dead-letter")
             if query.dead_letter else None
         )
         self.on_batch = on_batch
@@ -161,10 +165,14 @@ class BatchWriter:
         for sink in self.sinks:
             if isinstance(sink, KafkaSink):
                 sink.write(spark, batch_id, self._keyed(rows))
+            elif isinstance(sink, DeltaSink):
+                sink.write(spark, batch_id, rows)
             else:
                 sink.write(batch_id, [o.payload for o in rows])
         if isinstance(self.dead, KafkaSink):
             self.dead.write(spark, batch_id, [Message(dead_key(self.name, batch_id, n), p) for n, p in enumerate(dead)])
+        elif isinstance(self.dead, DeltaSink):
+            self.dead.write(spark, batch_id, dead)
         elif self.dead is not None:
             self.dead.write(batch_id, dead)
         self.counts["rows"] += len(rows)
@@ -195,9 +203,17 @@ class BatchWriter:
         return out
 
 
-def _make_sink(query: str, kind: str, s: SinkConfig, sink_log: Path | None) -> Sink | KafkaSink:
+    @property
+    def delta_sinks(self) -> list[DeltaSink]:
+        return [s for s in (*self.sinks, self.dead) if isinstance(s, DeltaSink)]
+
+
+def _make_sink(query: QueryConfig, kind: str, s: SinkConfig, sink_log: Path | None) -> Sink | KafkaSink | DeltaSink:
     if s.format == "kafka":
-        return KafkaSink(query, kind, s.topic, s.bootstrap_servers, s.options, sink_log)
+        return KafkaSink(query.name, kind, s.topic, s.bootstrap_servers, s.options, sink_log)
+    if s.format == "delta":
+        assert query.spec is not None
+        return DeltaSink(query.name, kind, s, query.spec, sink_log and sink_log.with_name(sink_log.name + ".delta-app-id"))
     return make_sink(s.format, s.path)
 
 
@@ -277,6 +293,13 @@ class StreamWriter:
         for writer in self.writers.values():
             writer.replay(spark)
 
+    def bind(self, events: DataFrame) -> None:
+        """The stream's input, as it starts: its column types give Delta tables their types."""
+        types = column_types(events)
+        for writer in self.writers.values():
+            for sink in writer.delta_sinks:
+                sink.bind(types)
+
     def state_bytes(self, name: str) -> int:
         """The bytes a query's state takes over all shards (as each shard last reported)."""
         return sum(size for (query, _), size in self._state.items() if query == name)
@@ -334,6 +357,7 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
     is delivered first. `shards` and `operator` must be the checkpoint's, or None."""
     layout = open_layout(checkpoint, queries, shards, default_shards(), operator)
     queries = dataclasses.replace(queries, epoch=time.time_ns() // 1_000_000)
+    writer.bind(events)
     writer.replay(events.sparkSession)
     out = stream_outputs(events, queries, layout=layout)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
@@ -351,7 +375,7 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
     progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session
 
-    started, _ = drive(spark or get_session(cfg.master, kafka=uses_kafka(cfg)), cfg, echo)
+    started, _ = drive(spark or get_session(cfg.master, kafka=uses(cfg, "kafka"), delta=uses(cfg, "delta")), cfg, echo)
     return counts(started)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from greta_stream.jvm import spark_kafka_jars
+from greta_stream.jvm import spark_delta_jars, spark_kafka_jars
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
@@ -24,11 +24,13 @@ PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning
 
 def get_session(
     master: str | None = None, *, app_name: str = "greta-stream", shuffle_partitions: int | None = None,
-    conf: dict[str, str] | None = None, ui: bool = False, kafka: bool = False,
+    conf: dict[str, str] | None = None, ui: bool = False, kafka: bool = False, delta: bool = False,
 ) -> SparkSession:
     """A SparkSession on `master` (default local[2]) tuned for the stateful operator.
-    Spark's Kafka connector is on its classpath when it was fetched
-    (`greta_stream.spark.connector`); `kafka`: else have Spark resolve it now."""
+    Spark's Kafka connector and Delta Lake (with its SQL extension and
+    catalog) are on its classpath when they were fetched
+    (`greta_stream.spark.connector`); `kafka`, `delta`: else have Spark
+    resolve them now."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # pyspark 4.2 warns in every Python worker that it does not fully support pandas 3; greta-stream's
     # tests run this very pair (docs/SPARK.md): the workers (which inherit this) need not say it
@@ -54,19 +56,34 @@ def get_session(
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )
-    kafka_jars = spark_kafka_jars()  # Spark's Kafka connector, once `make install` had Spark fetch it
-    if kafka_jars:  # local paths: nothing is resolved or downloaded at run time
-        builder = builder.config("spark.jars", ",".join(str(j) for j in kafka_jars))
-    elif kafka:  # Spark resolves the package itself, into the same cache
-        from greta_stream.spark.connector import package_conf
-
-        for k, v in package_conf().items():
-            builder = builder.config(k, v)
+    for k, v in _packages_conf(kafka=kafka, delta=delta).items():
+        builder = builder.config(k, v)
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(level)
     return spark
+
+
+def _packages_conf(*, kafka: bool, delta: bool) -> dict[str, str]:
+    """Settings for Spark's Kafka connector and Delta Lake: their fetched jars as local paths (nothing
+    resolved at run time), or, when `kafka`/`delta` asks for one not fetched, its package for Spark to resolve."""
+    from greta_stream.spark import connector
+
+    out: dict[str, str] = {}
+    jars = [*spark_kafka_jars(), *spark_delta_jars()]
+    if jars:
+        out["spark.jars"] = ",".join(str(j) for j in jars)
+    if spark_delta_jars():
+        out.update(connector.DELTA_CONF)
+    wanted = [p for p in (connector.kafka() if kafka and not spark_kafka_jars() else None,
+                          connector.delta() if delta and not spark_delta_jars() else None) if p is not None]
+    if wanted:  # Spark resolves them itself, each into its own cache folder's Ivy home (the first one's)
+        out.update(connector.package_conf(wanted[0]))
+        out["spark.jars.packages"] = ",".join(p.coordinates for p in wanted)
+        for p in wanted:
+            out.update(p.conf)
+    return out
 
 
 def log_level() -> str:

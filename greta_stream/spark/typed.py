@@ -115,16 +115,40 @@ def trend_aggregates(
     else:  # a static DataFrame (a backfill): every window, computed by shard
         check_session(events, n, WHOLE)
         outputs = batch_outputs(events, QuerySet.of({SINGLE: spec}), shards=n)
-    schema, exact = _payload_schema(spec, events)
-    timestamps = spec.time_kind == "timestamp" or _typed(events, spec.fields.time) == TimestampType()
+    types = column_types(events)
+    timestamps = spec.time_kind == "timestamp" or types.get(spec.fields.time) == TimestampType()
+    typed = typed_rows(outputs.where(F.col("kind") == "row"), spec, types, timestamps, counts)
+    dead = outputs.where(F.col("kind") == "dead").select(
+        F.from_json("payload", DEAD_LETTER_SCHEMA).alias("d")).select("d.*")
+    return TrendOutputs(typed, dead)
+
+
+DEAD_LETTER_SCHEMA = "reason string, detail string, event string"
+
+
+def typed_rows(rows: DataFrame, spec: RunSpec, types: dict[str, DataType], timestamps: bool,
+               counts: str = "decimal") -> DataFrame:
+    """Result rows (`window_start`, `window_end` in seconds and the row's JSON
+    `payload`) as typed columns (module docstring): `types` are the input's
+    column types ({} for JSON text), `timestamps` makes the bounds timestamps."""
+    schema, exact = _payload_schema(spec, types)
     bounds = [_bound(F.col(c), timestamps).alias(c) for c in ("window_start", "window_end")]
-    parsed = outputs.where(F.col("kind") == "row").select(*bounds, F.from_json("payload", schema).alias("r"))
-    typed = parsed.select("window_start", "window_end", *[
+    parsed = rows.select(*bounds, F.from_json("payload", schema).alias("r"))
+    return parsed.select("window_start", "window_end", *[
         _exact(F.col("r").getField(c), counts).alias(c) if c in exact else F.col("r").getField(c).alias(c)
         for c in schema.names])
-    dead = outputs.where(F.col("kind") == "dead").select(
-        F.from_json("payload", "reason string, detail string, event string").alias("d")).select("d.*")
-    return TrendOutputs(typed, dead)
+
+
+def column_types(events: DataFrame) -> dict[str, DataType]:
+    """The input's column types by name; {} for JSON text in `value` (every attribute read from text)."""
+    if _json_input(events):
+        return {}
+    return {f.name: f.dataType for f in events.schema.fields}
+
+
+def exact_columns(spec: RunSpec, types: dict[str, DataType]) -> set[str]:
+    """The result columns kept exact (counts, integer sums, a CET record's total)."""
+    return _payload_schema(spec, types)[1]
 
 
 COUNT_TYPES = ("decimal", "text")
@@ -140,20 +164,14 @@ def _bound(col: Column, timestamps: bool) -> Column:
     return F.timestamp_seconds(col) if timestamps else col
 
 
-def _typed(events: DataFrame, name: str) -> DataType | None:
-    if _json_input(events) or name not in events.columns:
-        return None
-    return events.schema[name].dataType
-
-
 def _json_input(events: DataFrame) -> bool:
     return "value" in events.columns and isinstance(events.schema["value"].dataType, StringType)
 
 
-def _payload_schema(spec: RunSpec, events: DataFrame) -> tuple[StructType, set[str]]:
+def _payload_schema(spec: RunSpec, types: dict[str, DataType]) -> tuple[StructType, set[str]]:
     """The schema `from_json` reads a row's JSON text with (types as in the
     module docstring), and the columns read as exact text (counts, integer sums)."""
-    fields = [StructField(g, _typed(events, g) or StringType()) for g in spec.group_columns]
+    fields = [StructField(g, types.get(g) or StringType()) for g in spec.group_columns]
     if spec.mode == "cet":
         fields += [StructField("trend", ArrayType(StringType())), StructField("total", StringType()),
                    StructField("truncated", BooleanType())]
@@ -163,7 +181,7 @@ def _payload_schema(spec: RunSpec, events: DataFrame) -> tuple[StructType, set[s
     for out in query.outputs:
         func = out.func.lower()
         attr = query.fields[out.value_field].attr if out.value_field is not None else None
-        source = _typed(events, attr) if attr is not None else None
+        source = types.get(attr) if attr is not None else None
         dtype: DataType = DoubleType()
         if func == "count" or (func == "sum" and isinstance(source, IntegralType)):
             dtype = StringType()  # the JSON number's text: exact at any size

@@ -32,7 +32,7 @@ from typing import Any
 
 from greta_stream import ConfigError
 
-FILE_FORMATS = ("jsonl", "parquet")
+FILE_FORMATS = ("jsonl", "parquet", "delta")
 
 # Options a request may set, lower-cased; everything else is refused.
 SOURCE_OPTIONS: dict[str, frozenset[str]] = {
@@ -40,11 +40,14 @@ SOURCE_OPTIONS: dict[str, frozenset[str]] = {
                         "recursivefilelookup", "encoding", "linesep"}),
     "parquet": frozenset({"maxfilespertrigger", "maxbytespertrigger", "maxfileage", "pathglobfilter",
                           "recursivefilelookup", "mergeschema"}),
+    "delta": frozenset({"maxfilespertrigger", "maxbytespertrigger", "startingversion", "startingtimestamp",
+                        "ignoredeletes", "ignorechanges", "skipchangecommits"}),
     "kafka": frozenset({"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "failondataloss",
                         "fetchoffset.numretries", "fetchoffset.retryintervalms", "kafka.request.timeout.ms",
                         "kafka.default.api.timeout.ms", "kafka.max.poll.records", "kafka.fetch.max.bytes"}),
 }
 SINK_OPTIONS: dict[str, frozenset[str]] = {
+    "delta": frozenset({"usermetadata"}),
     "kafka": frozenset({"kafka.request.timeout.ms", "kafka.delivery.timeout.ms", "kafka.max.block.ms",
                         "kafka.linger.ms", "kafka.batch.size", "kafka.compression.type", "kafka.acks",
                         "kafka.default.api.timeout.ms"}),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Status = Literal["running", "stopped", "failed"]
 Mode = Literal["aggregate", "cet"]
@@ -32,13 +32,14 @@ OptionValue = str | int | float | bool
 
 
 class SourceSpec(BaseModel):
-    """Where events come from: a folder of JSON-lines or Parquet files (`path`), or a Kafka `topic`.
+    """Where events come from: a folder of JSON-lines or Parquet files or a Delta table (`path`), or a Kafka `topic`.
     `options` are allow-listed per format (docs/SECURITY.md)."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
 
-    format: Literal["jsonl", "parquet", "kafka"] = "jsonl"
-    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats: the folder to read")
+    format: Literal["jsonl", "parquet", "delta", "kafka"] = "jsonl"
+    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats and delta: the folder "
+                             "to read")
     max_files_per_trigger: int | None = Field(None, ge=1, le=1_000_000)
     options: dict[str, OptionValue] = Field({}, max_length=32, description="reader options allowed for the format")
     bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
@@ -52,12 +53,25 @@ class SinkSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
 
-    format: Literal["jsonl", "parquet", "console", "kafka"] = "jsonl"
-    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats: the folder to write")
+    format: Literal["jsonl", "parquet", "delta", "console", "kafka"] = "jsonl"
+    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats and delta: the folder "
+                             "to write (a Delta table's own folder)")
     options: dict[str, OptionValue] = Field({}, max_length=32, description="writer options allowed for the format")
     bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
                                           description="kafka: host:port list; loopback or the kafka_hosts setting")
     topic: str | None = Field(None, min_length=1, max_length=249)
+    partition_by: list[str] = Field([], max_length=8, description="delta: the table's partition columns (result "
+                                    "columns: window_start, window_end, GROUP-BY attributes)")
+    merge_schema: bool = Field(False, description="delta: a batch may add columns to the table")
+    counts: Literal["decimal", "text"] = Field("decimal", description="delta: COUNT and integer SUM as "
+                                               "decimal(38,0), or as their exact text (counts past 38 digits)")
+
+    @model_validator(mode="after")
+    def _delta_only(self) -> SinkSpec:
+        given = [k for k in ("partition_by", "merge_schema", "counts") if k in self.model_fields_set]
+        if self.format != "delta" and given:
+            raise ValueError(f"{', '.join(given)} apply to delta sinks only")
+        return self
 
 
 class FieldNamesSpec(BaseModel):

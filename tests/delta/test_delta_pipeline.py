@@ -1,0 +1,172 @@
+"""Delta Lake through `greta-stream run`: a query's rows and dead letters as
+Delta tables equal to `evaluate`, exactly once across a `kill -9` and a
+restart (read back with Spark and with delta-rs, no JVM), a Delta table of
+events as a source picking up new commits, and the sink's options."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from deltalake import DeltaTable
+
+from greta_stream import evaluate
+from greta_stream.connectors.sinks import read_jsonl_dir
+from greta_stream.errors import ConfigError
+from greta_stream.pipeline import PipelineConfig
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+Q = ("RETURN company, COUNT(*), SUM(S.volume), MAX(S.price) PATTERN Stock S+ WHERE [company] AND "
+     "S.price > NEXT(S).price GROUP-BY company WITHIN 20 s SLIDE 10 s")
+FILES, SPAN_S = 5, 50
+BAD = ['{"type": "Stock", "company": 1, "price": 3}', "{not json"]
+
+
+def events(seed: int = 7) -> list[list[dict[str, Any]]]:
+    rnd = random.Random(seed)
+    return [[{"type": "Stock", "time": round(i * SPAN_S + rnd.uniform(0, SPAN_S), 3), "company": rnd.randrange(3),
+              "price": rnd.randrange(20), "volume": rnd.randrange(1, 50)} for _ in range(60)] for i in range(FILES)]
+
+
+def write_files(folder: Path, chunks: list[list[dict[str, Any]]]) -> None:
+    """One file per micro-batch, in increasing modification times; bad lines in the second; a Flush event last."""
+    folder.mkdir()
+    stamp = time.time() - 3600
+    for i, chunk in enumerate(chunks):
+        lines = [json.dumps(e) for e in chunk] + (BAD if i == 1 else [])
+        if i == len(chunks) - 1:
+            lines.append(json.dumps({"type": "Flush", "time": 100_000}))  # closes every window
+        path = folder / f"events-{i}.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        os.utime(path, (stamp + i, stamp + i))
+
+
+def expected(flat: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted((float(r["window_start"]), float(r["window_end"]), str(r["company"]), int(r["count"]),
+                   int(r["sum_S_volume"]), float(r["max_S_price"])) for r in evaluate(Q, flat))
+
+
+def as_rows(records: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted((float(r["window_start"]), float(r["window_end"]), str(r["company"]), int(r["count"]),
+                   int(r["sum_S_volume"]), float(r["max_S_price"])) for r in records)
+
+
+def config(tmp: Path, **sink: Any) -> Path:
+    doc = {"source": {"format": "jsonl", "path": "in", "max_files_per_trigger": 1}, "checkpoint": "chk",
+           "shards": 2, "master": "local[2]",
+           "queries": [{"name": "down", "text": Q, "sinks": [{"format": "delta", "path": "out", **sink}],
+                        "dead_letter": {"format": "delta", "path": "dead"}}]}
+    path = tmp / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_rows_survive_kill_9_exactly_once_and_read_back_with_spark_and_delta_rs(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    chunks = events()
+    write_files(tmp_path / "in", chunks)
+    cli = [sys.executable, "-m", "greta_stream", "run", "--config", str(config(tmp_path, partition_by=["company"]))]
+    log = tmp_path / "out" / "_delta_log"
+    proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 400
+        while len(list(log.glob("*.json"))) < 2 and time.monotonic() < deadline:
+            assert proc.poll() is None, "the job ended before it was killed"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, right after a commit of the table
+        proc.wait()
+    assert DeltaTable(str(tmp_path / "out")).to_pandas().shape[0] > 0, "nothing was written before the kill"
+    done = subprocess.run([*cli, "--once"], capture_output=True, text=True, timeout=500)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    want = expected([e for c in chunks for e in c])
+    table = DeltaTable(str(tmp_path / "out"))
+    by_rs = as_rows(table.to_pandas().to_dict("records"))
+    by_spark = as_rows([r.asDict() for r in spark.read.format("delta").load(str(tmp_path / "out")).collect()])
+    assert len(by_rs) == len(set(by_rs)), "a row was written twice"
+    assert by_rs == want and by_spark == want and want
+    assert table.metadata().partition_columns == ["company"]
+    schema = {f.name: str(f.dataType) for f in spark.read.format("delta").load(str(tmp_path / "out")).schema}
+    # JSON text input: group columns as text, SUM and MAX as doubles (typed input keeps its types)
+    assert schema == {"window_start": "DoubleType()", "window_end": "DoubleType()", "company": "StringType()",
+                      "count": "DecimalType(38,0)", "sum_S_volume": "DoubleType()", "max_S_price": "DoubleType()"}
+    dead = DeltaTable(str(tmp_path / "dead")).to_pandas()
+    assert Counter(dead["reason"]) == Counter({"missing_time": 1, "malformed": 1})
+    assert json.loads(dead[dead.reason == "missing_time"].event.iloc[0])["company"] == 1
+
+
+def test_a_replayed_batch_adds_nothing_and_a_new_checkpoint_writes_afresh(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """The sink's idempotent write, as a replay after a crash calls it: the same batch id twice, once in the table."""
+    from greta_stream.spark.delta import DeltaSink
+    from greta_stream.spark.pipeline import Output
+
+    cfg = PipelineConfig.from_dict({"source": {"path": "in"}, "checkpoint": "chk", "queries": [
+        {"name": "q", "text": Q, "sinks": [{"format": "delta", "path": str(tmp_path / "t")}]}]})
+    spec = cfg.queries[0].spec
+    assert spec is not None
+    row = Output("q", "row", 0.0, 20.0, '["1"]', json.dumps(
+        {"window_start": 0, "window_end": 20, "company": 1, "count": 10**30, "sum_S_volume": 3, "max_S_price": 2.5}),
+        None)
+    sink = DeltaSink("q", "row", cfg.queries[0].sinks[0], spec, tmp_path / "chk" / "sink-0.delta-app-id")
+    for batch_id in (0, 0, 1, 1, 0):
+        sink.write(spark, batch_id, [row])
+    got = DeltaTable(str(tmp_path / "t")).to_pandas()
+    assert len(got) == 2 and got["count"].tolist() == [Decimal(10**30)] * 2
+    again = DeltaSink("q", "row", cfg.queries[0].sinks[0], spec, tmp_path / "new-chk" / "sink-0.delta-app-id")
+    again.write(spark, 0, [row])  # a new checkpoint counts batches from 0 again: a new writer, not skipped
+    assert len(DeltaTable(str(tmp_path / "t")).to_pandas()) == 3
+    huge = row._replace(payload=row.payload.replace(str(10**30), str(10**40)))
+    with pytest.raises(ValueError, match="past decimal\\(38,0\\): set counts: text"):
+        sink.write(spark, 2, [huge])
+
+
+def test_a_delta_table_of_events_is_a_source_and_new_commits_are_read(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    import pandas as pd
+
+    from greta_stream.spark.pipeline import run
+
+    chunks = events(11)
+    table = str(tmp_path / "events")
+    frame = pd.DataFrame([e for c in chunks[:3] for e in c])
+    spark.createDataFrame(frame).write.format("delta").save(table)
+    cfg = {"source": {"format": "delta", "path": table}, "checkpoint": "chk", "shards": 2, "once": True,
+           "queries": [{"name": "down", "text": Q, "sinks": [{"format": "jsonl", "path": "out"}],
+                        "dead_letter": {"format": "jsonl", "path": "dead"}}]}
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    first = run(PipelineConfig.from_file(path), spark=spark, echo=lambda _: None)
+    assert first["down"]["rows"] > 0 and "failed" not in first["down"]
+    seen = as_rows(list(read_jsonl_dir(tmp_path / "out")))
+    assert seen and all(r[1] <= 3 * SPAN_S for r in seen)  # windows the watermark passed
+    for chunk in chunks[3:]:  # later commits, then the end of the input
+        spark.createDataFrame(pd.DataFrame(chunk)).write.format("delta").mode("append").save(table)
+    flush = pd.DataFrame([{"type": "Flush", "time": 100_000.0}])
+    spark.createDataFrame(flush).write.format("delta").mode("append").option("mergeSchema", "true").save(table)
+    second = run(PipelineConfig.from_file(path), spark=spark, echo=lambda _: None)
+    assert "failed" not in second["down"]
+    assert as_rows(list(read_jsonl_dir(tmp_path / "out"))) == expected([e for c in chunks for e in c])
+    assert list(read_jsonl_dir(tmp_path / "dead")) == []
+
+
+@pytest.mark.parametrize(("sink", "message"), [
+    ({"format": "delta"}, "a delta sink needs a path or a table"),
+    ({"format": "delta", "path": "x", "table": "t"}, "a delta sink needs a path or a table"),
+    ({"format": "jsonl", "path": "x", "partition_by": ["g"]}, "partition_by apply to delta sinks only"),
+    ({"format": "delta", "path": "x", "counts": "hex"}, "counts"),
+])
+def test_delta_sink_settings_are_checked(sink: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        PipelineConfig.from_dict({"source": {"path": "in"}, "checkpoint": "c",
+                                  "queries": [{"name": "q", "text": Q, "sinks": [sink]}]})
