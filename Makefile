@@ -7,8 +7,8 @@ BIN := $(VENV)/bin
 
 install: $(BIN)/greta-stream setup-connector setup-system  ## create .venv, install the library (all extras), the service and the dev tools; no Maven needed
 
-setup-connector: $(BIN)/greta-stream  ## Spark's Kafka connector, fetched by Spark's own resolver into .cache/jvm (skipped when there)
-	@$(BIN)/python -m greta_stream.spark.connector || echo "setup-connector failed: a Kafka source or sink will have Spark fetch the connector when it starts"
+setup-connector: $(BIN)/greta-stream  ## Spark's Kafka connector and Delta Lake's jars, fetched by Spark's own resolver into .cache/jvm (skipped when there)
+	@$(BIN)/python -m greta_stream.spark.connector || echo "setup-connector failed: a Kafka or Delta source or sink will have Spark fetch its package when it starts"
 
 setup-system:  ## headless Chromium for the results-page test (apt; skipped when present)
 	bash scripts/setup_system.sh || echo "setup-system failed: the browser test will be skipped"

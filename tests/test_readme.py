@@ -101,6 +101,8 @@ RUN_BY = {  # command prefix -> the test that runs it
     "greta-stream explain  --query": "test_use_it_commands",
     "greta-stream run --query configs/q1_stock.greta --input events/": "test_streaming_commands_run_until_ctrl_c",
     "greta-stream run --query configs/q1_stock.greta --input samples/stock": "test_make_run (make run's command)",
+    "greta-stream run --config configs/pipeline_delta.yaml": "test_delta_commands",
+    "greta-stream run --query configs/q1_stock.greta --input samples/stock --output out/q1_delta": "test_delta_commands",
     "greta-stream run --config": "test_streaming_commands_run_until_ctrl_c",
     "greta-stream explain --config": "test_use_it_commands",
     "greta-stream serve": "test_service_walkthrough",
@@ -116,7 +118,7 @@ def test_every_readme_command_is_run() -> None:
     unrun = [c for b in blocks("bash") for c in commands(b)
              if not any(c.startswith(p) for p in [*NOT_RUN, *RUN_BY])]
     assert unrun == [], "README commands that no test runs (add a test, or a reason to NOT_RUN)"
-    assert len(blocks("python")) == 6, "a new python example: run it in test_python_examples or another test"
+    assert len(blocks("python")) == 7, "a new python example: run it in test_python_examples or another test"
 
 
 def sh(cmd: str, cwd: Path = ROOT, timeout: float = 300, **kw: Any) -> subprocess.CompletedProcess[str]:
@@ -162,7 +164,7 @@ def test_python_examples(monkeypatch: pytest.MonkeyPatch) -> None:
     namespace: dict[str, Any] = {}
     checks = 0
     for block in blocks("python"):
-        if "ServiceClient" not in block.text and "pyspark" not in block.text:  # run by the tests below
+        if not any(t in block.text for t in ("ServiceClient", "pyspark", "deltalake")):  # run by the tests below
             checks += run_checking_comments(block.text, namespace)
     assert checks == 3  # evaluate, open_stream's advance, CET
 
@@ -235,6 +237,29 @@ def test_streaming_commands_run_until_ctrl_c(tmp_path: Path) -> None:
         until(lambda: part_rows(home / "out/pipeline-yaml/stock_downtrends"), "rows of `greta-stream run --config`",
               tmp_path / "config.log", proc)
     assert proc.returncode == 0, (tmp_path / "config.log").read_text()[-3000:]
+
+
+@pytest.mark.spark
+def test_delta_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Q1's rows to Delta tables through a config and through flags, read back with delta-rs as the README does."""
+    from deltalake import DeltaTable
+
+    home = scratch(tmp_path)
+    events = [orjson.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
+    want = evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)
+    sh(command_with("configs/pipeline_delta.yaml --flush-at-end"), cwd=home, timeout=600)
+    monkeypatch.chdir(home)
+    namespace: dict[str, Any] = {}
+    exec(block_with("from deltalake import DeltaTable", "python").text, namespace)  # noqa: S102
+    rows = namespace["rows"]
+    assert (len(rows), sorted(rows.columns)) == (316, ["avg_S_price", "count", "sector", "window_end", "window_start"])
+    got = sorted((r["window_start"], r["sector"], int(r["count"])) for r in rows.to_dict("records"))
+    assert got == sorted((float(r["window_start"]), str(r["sector"]), r["count"]) for r in want)
+    assert DeltaTable("out/delta/stock_downtrends").metadata().partition_columns == ["sector"]
+    sh(command_with("--output-format delta"), cwd=home, timeout=600)
+    closed = DeltaTable("out/q1_delta").to_pandas()
+    watermark = max(e["time"] for e in events) - 10
+    assert len(closed) == sum(1 for r in want if r["window_end"] <= watermark) == 72
 
 
 def test_the_main_job_and_evaluate_need_no_maven(tmp_path: Path) -> None:

@@ -170,3 +170,21 @@ def test_delta_sink_settings_are_checked(sink: dict[str, Any], message: str) -> 
     with pytest.raises(ConfigError, match=message):
         PipelineConfig.from_dict({"source": {"path": "in"}, "checkpoint": "c",
                                   "queries": [{"name": "q", "text": Q, "sinks": [sink]}]})
+
+
+def test_trend_aggregates_rows_go_to_delta_with_sparks_own_sink(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """What the README says to PySpark users: `rows` written by Spark's Delta sink, exactly once by its checkpoint."""
+    from greta_stream.spark import end_of_input, trend_aggregates
+
+    chunks = events(3)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(json.dumps(e) + "\n" for c in chunks for e in c))
+    (folder / "b.jsonl").write_text(json.dumps(end_of_input()) + "\n")
+    out = trend_aggregates(spark.readStream.text(str(folder)), Q)
+    for _ in range(2):  # the second run finds nothing new: the table stays as it is
+        query = (out.rows.writeStream.format("delta").option("checkpointLocation", str(tmp_path / "chk"))
+                 .trigger(availableNow=True).start(str(tmp_path / "rows")))
+        query.awaitTermination()
+    got = as_rows(DeltaTable(str(tmp_path / "rows")).to_pandas().to_dict("records"))
+    assert got == expected([e for c in chunks for e in c])
