@@ -59,7 +59,8 @@ class SinkFile(_Strict):
             raise ValueError(f"a {self.format} sink needs a path")
         if self.format == "delta" and (self.path is None) == (self.table is None):
             raise ValueError("a delta sink needs a path or a table (one of them)")
-        delta_only = [k for k in ("table", "partition_by", "merge_schema", "counts") if k in self.model_fields_set]
+        delta_only = [k for k, v in (("table", self.table), ("partition_by", self.partition_by),
+                                     ("merge_schema", self.merge_schema), ("counts", self.counts != "decimal")) if v]
         if self.format != "delta" and delta_only:
             raise ValueError(f"{', '.join(delta_only)} apply to delta sinks only")
         return self

@@ -68,7 +68,8 @@ class SinkSpec(BaseModel):
 
     @model_validator(mode="after")
     def _delta_only(self) -> SinkSpec:
-        given = [k for k in ("partition_by", "merge_schema", "counts") if k in self.model_fields_set]
+        given = [k for k, v in (("partition_by", self.partition_by), ("merge_schema", self.merge_schema),
+                                 ("counts", self.counts != "decimal")) if v]
         if self.format != "delta" and given:
             raise ValueError(f"{', '.join(given)} apply to delta sinks only")
         return self

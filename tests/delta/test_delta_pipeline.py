@@ -188,3 +188,23 @@ def test_trend_aggregates_rows_go_to_delta_with_sparks_own_sink(spark, tmp_path:
         query.awaitTermination()
     got = as_rows(DeltaTable(str(tmp_path / "rows")).to_pandas().to_dict("records"))
     assert got == expected([e for c in chunks for e in c])
+
+
+def test_a_sink_names_a_catalog_table(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """`table:` instead of `path:`: the rows in a table of Spark's catalog (here a database kept under tmp_path)."""
+    from greta_stream.spark.pipeline import run
+
+    chunks = events(5)
+    write_files(tmp_path / "in", chunks)
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS greta_test LOCATION '{tmp_path / 'warehouse'}'")
+    cfg = PipelineConfig.from_dict({
+        "source": {"format": "jsonl", "path": "in"}, "checkpoint": "chk", "shards": 2, "once": True,
+        "queries": [{"name": "down", "text": Q, "sinks": [{"format": "delta", "table": "greta_test.down_rows"}]}]},
+        base=tmp_path)
+    try:
+        counts = run(cfg, spark=spark, echo=lambda _: None)
+        assert "failed" not in counts["down"]
+        got = as_rows([r.asDict() for r in spark.table("greta_test.down_rows").collect()])
+        assert got == expected([e for c in chunks for e in c])
+    finally:
+        spark.sql("DROP DATABASE IF EXISTS greta_test CASCADE")

@@ -181,7 +181,7 @@ def test_limits_answer_clear_errors(api: httpx.Client, service: Service) -> None
         (body(service, "field", source={"format": "jsonl", "path": str(service.root), "colour": "red"}), 422,
          '"colour"'),
         (body(service, "sinkfmt", sinks=[{"format": "xml", "path": str(service.root / "x")}]), 422,
-         "'jsonl', 'parquet', 'console' or 'kafka'"),
+         "'jsonl', 'parquet', 'delta', 'console' or 'kafka'"),
         ({**body(service, "big"), "padding": "x" * 20000}, 413, "max_request_bytes"),
     ]
     for spec, status, words in cases:

@@ -73,7 +73,7 @@ def test_sources_and_sinks_cannot_escape_the_roots_or_reach_other_hosts(api: htt
                      "options": {"kafka.bootstrap.servers": "evil.example.com:9092"}}}, "not allowed"),
         ({"sinks": [{"format": "kafka", "topic": "t", "bootstrap_servers": "[::1]:1",
                      "options": {"kafka.ssl.truststore.location": "/etc/passwd"}}]}, "not allowed"),
-        ({"source": {"format": "text", "path": root}}, "'jsonl', 'parquet' or 'kafka'"),
+        ({"source": {"format": "text", "path": root}}, "'jsonl', 'parquet', 'delta' or 'kafka'"),
     ]
     for i, (over, words) in enumerate(cases):
         r = api.post("/queries", json=body(service, f"escape{i}", **over))
