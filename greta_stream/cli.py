@@ -17,12 +17,11 @@ import typer
 from greta_stream import logs
 from greta_stream.cli_args import (
     Engine,
-    InputFormat,
     LogLevel,
     Mode,
     Operator,
-    OutputFormat,
     StreamEngine,
+    TableFormat,
     Trends,
     existing_file,
     existing_folder,
@@ -259,11 +258,11 @@ def run(
     query: Annotated[list[str] | None, typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="folder of event files (or a Delta table)")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows")] = None,
-    input_format: Annotated[InputFormat, typer.Option(help="what --input holds: JSON lines files, Parquet files or "
-                                                      "a Delta table")] = InputFormat.jsonl,
-    output_format: Annotated[OutputFormat, typer.Option(help=(
+    input_format: Annotated[TableFormat, typer.Option(help="what --input holds: JSON lines files, Parquet files or "
+                                                      "a Delta table")] = TableFormat.jsonl,
+    output_format: Annotated[TableFormat, typer.Option(help=(
         "how rows and dead letters are written: JSON lines files, Parquet files (OUTPUT, OUTPUT/dead_letters) or "
-        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = OutputFormat.jsonl,
+        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = TableFormat.jsonl,
     checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
     watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
     once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,

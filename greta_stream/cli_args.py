@@ -42,13 +42,9 @@ class Operator(StrEnum):
     applyInPandasWithState = "applyInPandasWithState"  # noqa: N815
 
 
-class InputFormat(StrEnum):
-    jsonl = "jsonl"
-    parquet = "parquet"
-    delta = "delta"
+class TableFormat(StrEnum):
+    """What `run --input` holds and `--output` is written as."""
 
-
-class OutputFormat(StrEnum):
     jsonl = "jsonl"
     parquet = "parquet"
     delta = "delta"
