@@ -59,11 +59,17 @@ class SinkFile(_Strict):
             raise ValueError(f"a {self.format} sink needs a path")
         if self.format == "delta" and (self.path is None) == (self.table is None):
             raise ValueError("a delta sink needs a path or a table (one of them)")
-        delta_only = [k for k, v in (("table", self.table), ("partition_by", self.partition_by),
-                                     ("merge_schema", self.merge_schema), ("counts", self.counts != "decimal")) if v]
-        if self.format != "delta" and delta_only:
-            raise ValueError(f"{', '.join(delta_only)} apply to delta sinks only")
+        check_delta_only(self)
         return self
+
+
+def check_delta_only(sink: Any) -> None:
+    """A `ValueError` naming the Delta-only settings (`table`, `partition_by`, `merge_schema`, `counts`)
+    that a sink of another format sets away from their defaults (a sink model without one counts as default)."""
+    given = [k for k, v in (("table", getattr(sink, "table", None)), ("partition_by", sink.partition_by),
+                            ("merge_schema", sink.merge_schema), ("counts", sink.counts != "decimal")) if v]
+    if sink.format != "delta" and given:
+        raise ValueError(f"{', '.join(given)} apply to delta sinks only")
 
 
 class QueryFile(_Strict):

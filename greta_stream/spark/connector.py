@@ -106,8 +106,9 @@ def fetch(pkg: Package | None = None, echo: object = print) -> Path:
     if done.returncode != 0 or not list((temp / "jars").glob("*.jar")):
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
         raise RuntimeError(f"Spark could not fetch {pkg.coordinates} (is Maven Central reachable?):\n{tail}")
+    ships = shipped()
     for jar in (temp / "jars").glob("*.jar"):
-        if artifact(jar.name.split("_", 1)[-1]) in shipped():  # Ivy names them group_artifact-version.jar
+        if artifact(jar.name.split("_", 1)[-1]) in ships:  # Ivy names them group_artifact-version.jar
             jar.unlink()
     (temp / ".stamp").write_text(pyspark.__version__ + "\n")  # written last: the folder is complete
     shutil.rmtree(dest, ignore_errors=True)

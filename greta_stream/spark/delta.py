@@ -27,7 +27,6 @@ in the spool), rather than writing a null.
 
 from __future__ import annotations
 
-import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -42,9 +41,7 @@ from greta_stream.pipeline.model import SinkConfig, SourceConfig
 from greta_stream.runtime import RunSpec
 from greta_stream.spark.typed import DEAD_LETTER_SCHEMA, exact_columns, typed_rows
 
-log = logging.getLogger("greta_stream.delta")
 DECIMAL_38 = 10 ** 38
-BOUNDS = ("window_start", "window_end")
 
 
 def need_delta(spark: SparkSession) -> None:

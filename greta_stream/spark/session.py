@@ -74,13 +74,13 @@ def _packages_conf(*, kafka: bool, delta: bool) -> dict[str, str]:
     from greta_stream.spark import connector
 
     out: dict[str, str] = {}
-    jars = [*spark_kafka_jars(), *spark_delta_jars()]
-    if jars:
-        out["spark.jars"] = ",".join(str(j) for j in jars)
-    if spark_delta_jars():
+    kafka_jars, delta_jars = spark_kafka_jars(), spark_delta_jars()
+    if kafka_jars or delta_jars:
+        out["spark.jars"] = ",".join(str(j) for j in [*kafka_jars, *delta_jars])
+    if delta_jars:
         out.update(connector.DELTA_CONF)
-    wanted = [p for p in (connector.kafka() if kafka and not spark_kafka_jars() else None,
-                          connector.delta() if delta and not spark_delta_jars() else None) if p is not None]
+    wanted = [p for p in (connector.kafka() if kafka and not kafka_jars else None,
+                          connector.delta() if delta and not delta_jars else None) if p is not None]
     if wanted:  # Spark resolves them itself, each into its own cache folder's Ivy home (the first one's)
         out.update(connector.package_conf(wanted[0]))
         out["spark.jars.packages"] = ",".join(p.coordinates for p in wanted)

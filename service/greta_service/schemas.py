@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from greta_stream.pipeline import check_delta_only
+
 Status = Literal["running", "stopped", "failed"]
 Mode = Literal["aggregate", "cet"]
 
@@ -68,10 +70,7 @@ class SinkSpec(BaseModel):
 
     @model_validator(mode="after")
     def _delta_only(self) -> SinkSpec:
-        given = [k for k, v in (("partition_by", self.partition_by), ("merge_schema", self.merge_schema),
-                                 ("counts", self.counts != "decimal")) if v]
-        if self.format != "delta" and given:
-            raise ValueError(f"{', '.join(given)} apply to delta sinks only")
+        check_delta_only(self)
         return self
 
 
