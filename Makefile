@@ -26,7 +26,7 @@ $(BIN)/greta-stream: pyproject.toml service/pyproject.toml
 run: install  ## the main job: Q1 on local Spark over the bundled sample stream -> out/q1_stock/ (every window)
 	rm -rf out/q1_stock out/checkpoints/q1_stock
 	$(BIN)/greta-stream run --query configs/q1_stock.greta --input samples/stock --output out/q1_stock \
-		--checkpoint out/checkpoints/q1_stock --watermark 10 --once --flush-at-end
+		--checkpoint out/checkpoints/q1_stock --lateness 10 --once --flush-at-end
 	@echo "results: out/q1_stock/part-*.jsonl ($$(cat out/q1_stock/part-*.jsonl | wc -l) rows)"
 
 evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_stock.jsonl
@@ -35,8 +35,9 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
-test: install setup-jvm  ## the layering contract, then the default test suite (what CI runs)
+test: install setup-jvm  ## the layering contract and the type checks, then the default test suite (what CI runs)
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
@@ -45,8 +46,9 @@ test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Ka
 demo: install setup-jvm  ## Kafka, the event producer and the pipeline as local processes (docker-compose.yml without Docker)
 	$(BIN)/greta-stream demo
 
-lint: install  ## ruff over the packages and tests, and the layering contract
+lint: install  ## ruff over the packages and tests, mypy over the packages, and the layering contract
 	$(BIN)/ruff check greta_stream service tests benchmarks
+	$(BIN)/mypy
 	$(BIN)/lint-imports --no-logo
 
 bench: install  ## engine benchmarks: events/s and peak memory for Q1-Q3

@@ -49,7 +49,7 @@ if kind == "native":
     ev = ev.withColumn("ts", F.timestamp_seconds("time")).withWatermark("ts", "10 seconds")
     out = ev.groupBy(F.window("ts", "10 minutes", "10 seconds"), "sector").count()
 else:
-    out = trend_aggregates(lines, open(query).read(), watermark_delay_s=10).rows
+    out = trend_aggregates(lines, open(query).read(), lateness_s=10).rows
 q = out.writeStream.format("noop").option("checkpointLocation", chk).trigger(availableNow=True).start()
 q.awaitTermination()
 first = q.recentProgress[0]["durationMs"]["triggerExecution"]

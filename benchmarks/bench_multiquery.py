@@ -163,9 +163,10 @@ def spark_modes(queries: list[tuple[str, str]], events: list[dict[str, Any]], sp
             shared_streams, sharing = {"stream per query": (False, False), "one stream": (True, False),
                                        "one stream, shared": (True, True)}[mode]
             cfg = PipelineConfig(
-                source=SourceConfig("jsonl", str(src), max_files_per_trigger=1),
-                queries=[QueryConfig(n, t, [SinkConfig("jsonl", str(root / mode / "out" / n))]) for n, t in queries],
-                checkpoint=str(root / mode / "chk"), watermark_delay_s=60, once=True, shards=4,
+                source=SourceConfig(format="jsonl", path=str(src), max_files_per_trigger=1),
+                queries=[QueryConfig(name=n, text=t, sinks=[SinkConfig(format="jsonl", path=str(root / mode / "out" / n))])
+                         for n, t in queries],
+                checkpoint=str(root / mode / "chk"), lateness_s=60, once=True, shards=4,
                 shared_streams=shared_streams, sharing=sharing)
             t = time.perf_counter()
             run(cfg, spark=spark, echo=lambda line: None)

@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-kb", type=float, default=400.0, help="state blob per key of the *-state variants")
     ap.add_argument("--delta-ratio", type=float, default=60.0, help="tws-delta appends state-kb / this per batch")
     ap.add_argument("--warm-rows", type=int, default=5_000, help="events of the warm-up run (2 batches); 0: none")
-    ap.add_argument("--watermark", type=float, default=5.0, help="watermark delay in seconds")
+    ap.add_argument("--lateness", type=float, default=5.0, help="watermark delay in seconds")
     ap.add_argument("--budget-s", type=float, default=1800.0,
                     help="no new run starts after this many seconds; the rest show 'skipped'")
     ap.add_argument("--seed", type=int, default=0)

@@ -49,10 +49,10 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     import generators
 
     import greta_stream
-    from greta_stream.engine.plan import Plan
+    from greta_stream.engine.plan import GraphPlan
 
-    Plan.indexing = spec["index"]
-    Plan.index_min_vertices = 48
+    GraphPlan.indexing = spec["index"]
+    GraphPlan.index_min_vertices = 48
     events = generators.stock(
         spec["n"], seed=spec["seed"], companies=spec["companies"], sectors=min(10, spec["companies"])
     )

@@ -135,9 +135,9 @@ def run_format(spark: Any, fmt: str, text: str, source: Path, work: Path, waterm
 
     out = work / "out"
     cfg = PipelineConfig(
-        source=SourceConfig("jsonl", str(source), max_files_per_trigger=1),
-        queries=[QueryConfig("q1", text, [SinkConfig(fmt, str(out))])],
-        checkpoint=str(work / "chk"), watermark_delay_s=watermark_s, once=True)
+        source=SourceConfig(format="jsonl", path=str(source), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q1", text=text, sinks=[SinkConfig(format=fmt, path=str(out))])],
+        checkpoint=str(work / "chk"), lateness_s=watermark_s, once=True)
     start = len(log.calls)
     t = time.perf_counter()
     got = run(cfg, spark=spark, echo=lambda line: None)
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-by", default="company, sector", help="the query's GROUP-BY (and RETURN) attributes")
     ap.add_argument("--within", default="10 minutes")
     ap.add_argument("--slide", default="10 seconds")
-    ap.add_argument("--watermark", type=float, default=10.0, help="watermark delay in seconds")
+    ap.add_argument("--lateness", type=float, default=10.0, help="watermark delay in seconds")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-warmup", action="store_true", help="skip the warm-up run")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",

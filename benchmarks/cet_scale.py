@@ -11,7 +11,7 @@ script with `--one`), killed past `--budget-s`; it reports seconds, the
 records, the exact total and the peak RSS. `graph` is the CET graph alone
 (`TrendGraph` construction, no extraction); `indexed` the current graph
 (attribute-indexed: range edges for kiting, order edges for rising) and
-`edges` the event-to-event graph (`CetPlan.indexing = False`). `threads` is
+`edges` the event-to-event graph (`ExtractionPlan.indexing = False`). `threads` is
 `CetConfig.threads`: the reduction sweeps of range edges and the walk over
 anchor slices of order edges.
 """
@@ -58,9 +58,9 @@ def events(workload: str, n: int, seed: int = 0, accounts: int = 200) -> list[di
 def one(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one measurement in this process (the child side)."""
     from greta_stream.cet import CetConfig, TrendExtractor
-    from greta_stream.cet.plan import CetPlan
+    from greta_stream.cet.plan import ExtractionPlan
 
-    CetPlan.indexing = spec["graph"] != "edges"
+    ExtractionPlan.indexing = spec["graph"] != "edges"
     evs = events(spec["workload"], spec["n"], spec["seed"])
     text = query(spec["workload"], spec["n"])
     cap = spec["cap"]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -38,6 +39,9 @@ from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import RunSpec, evaluate_spec
 from greta_stream.runtime.dead_letters import DeadLetters
 from greta_stream.runtime.spec import compile_once
+
+if TYPE_CHECKING:
+    from greta_stream.pipeline import PipelineConfig
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
 app.add_typer(queries_app, name="queries")
@@ -116,18 +120,18 @@ def evaluate(
     progress: Annotated[bool, typer.Option(help="report progress on stderr")] = True,
     mode: Annotated[Mode | None, typer.Option(
         help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
-    trends: Annotated[Trends, typer.Option(help="CET mode: complete (maximal trends) or all")] = Trends.complete,
+    trends: Annotated[Trends, typer.Option(help="CET mode: complete (maximal trends) or all")] = "complete",
     max_trends: Annotated[int | None, typer.Option(
         help="CET mode: at most this many trends per window and group")] = None,
     with_events: Annotated[bool, typer.Option(help="CET mode: also print each trend's aliases and events")] = False,
     engine_name: Annotated[Engine, typer.Option("--engine", help=(
-        "aggregate mode: auto (columnar where the query allows, else general), columnar or general"))] = Engine.auto,
+        "aggregate mode: auto (columnar where the query allows, else general), columnar or general"))] = "auto",
 ) -> None:
     """Aggregate trends over a file of events, or list them (--mode cet); print one JSON object per row."""
     existing_file(events, "events file")
     cq = _load_query(query)
-    spec = _run_spec(cq, mode=mode and mode.value, engine=engine_name.value,
-                     fields=FieldNames(type_field, time_field, id_field), trends=trends.value, max_trends=max_trends,
+    spec = _run_spec(cq, mode=mode, engine=engine_name,
+                     fields=FieldNames(type_field, time_field, id_field), trends=trends, max_trends=max_trends,
                      with_events=with_events)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout  # noqa: SIM115
     dl_out = open(dead_letter, "w", encoding="utf-8") if dead_letter else None  # noqa: SIM115
@@ -259,12 +263,13 @@ def run(
     input: Annotated[str | None, typer.Option("--input", "-i", help="folder of event files (or a Delta table)")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows")] = None,
     input_format: Annotated[TableFormat, typer.Option(help="what --input holds: JSON lines files, Parquet files or "
-                                                      "a Delta table")] = TableFormat.jsonl,
+                                                      "a Delta table")] = "jsonl",
     output_format: Annotated[TableFormat, typer.Option(help=(
         "how rows and dead letters are written: JSON lines files, Parquet files (OUTPUT, OUTPUT/dead_letters) or "
-        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = TableFormat.jsonl,
+        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = "jsonl",
     checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
-    watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
+    lateness: Annotated[float | None, typer.Option(help="allowed lateness in seconds (default 0)")] = None,
+    watermark: Annotated[float | None, typer.Option(hidden=True, help="the old name of --lateness")] = None,
     once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
     flush_at_end: Annotated[bool, typer.Option("--flush-at-end", help=(
         "with --once: when the input is drained, emit every window still open, as if the watermark passed the "
@@ -279,11 +284,26 @@ def run(
     max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
     trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
     engine_name: Annotated[StreamEngine, typer.Option("--engine", help=(
-        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = StreamEngine.auto,
+        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = "auto",
+    mode: Annotated[Mode | None, typer.Option(
+        help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
+    trends: Annotated[Trends | None, typer.Option(help="CET mode: complete (maximal trends) or all")] = None,
+    max_trends: Annotated[int | None, typer.Option(
+        help="CET mode: at most this many trends per window and group")] = None,
+    with_events: Annotated[bool, typer.Option(help="CET mode: also write each trend's aliases and events")] = False,
+    distribute_over: Annotated[int | None, typer.Option(help=(
+        "CET mode: extract a window of one partition with more vertices by a distributed Spark job"))] = None,
+    type_field: Annotated[str | None, typer.Option(help="name of the event type field (default type)")] = None,
+    time_field: Annotated[str | None, typer.Option(help="name of the event time field (default time)")] = None,
+    id_field: Annotated[str | None, typer.Option(help="name of the event id field (default id)")] = None,
     spark_logs: Annotated[bool, typer.Option("--spark-logs", help=(
         "show Spark's own warnings (default: its errors only; $GRETA_SPARK_LOG_LEVEL sets any level)"))] = False,
 ) -> None:
-    """Run queries continuously on Spark Structured Streaming (the main job)."""
+    """Run queries continuously on Spark Structured Streaming (the main job).
+
+    Give a pipeline config (--config), or the queries and their input and output as flags; either way the
+    same pipeline model is built (greta_stream.pipeline). With --config, the flags of the engine, the run
+    (--once, --master) and the operator override the file; the file holds the queries' own settings."""
     import logging
     import os
 
@@ -294,12 +314,19 @@ def run(
         os.environ["GRETA_SPARK_LOG_LEVEL"] = "WARN"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    if watermark is not None:
+        typer.echo("warning: --watermark is deprecated: use --lateness (same meaning)", err=True)
+        if lateness is not None:
+            fail("--watermark is the old name of --lateness: give --lateness only")
+        lateness = watermark
+    flags = RunFlags(query=query, input=input, output=output, checkpoint=checkpoint, lateness=lateness, once=once,
+                     dead_letter=dead_letter, master=master, shards=shards, operator=operator,
+                     max_files_per_trigger=max_files_per_trigger, trigger_interval=trigger_interval,
+                     engine=engine_name, input_format=input_format, output_format=output_format, mode=mode,
+                     trends=trends, max_trends=max_trends, with_events=with_events, distribute_over=distribute_over,
+                     type_field=type_field, time_field=time_field, id_field=id_field)
     try:
-        cfg = _pipeline_config(config, query, input, output, checkpoint, watermark, once, dead_letter, master, shards,
-                               max_files_per_trigger, trigger_interval, engine_name.value,
-                               input_format.value, output_format.value)
-        if operator is not None:
-            cfg.operator = operator.value
+        cfg = pipeline_config(config, flags)
     except ConfigError as exc:
         fail(str(exc))
     if flush_at_end and not cfg.once:
@@ -326,39 +353,92 @@ def run(
         raise typer.Exit(1)
 
 
-def _pipeline_config(config: Path | None, query: list[str] | None, input: str | None, output: str | None,
-                     checkpoint: str | None, watermark: float, once: bool, dead_letter: str | None, master: str | None,
-                     shards: int | None, max_files_per_trigger: int | None, trigger_interval: float | None,
-                     engine_name: str, input_format: str = "jsonl", output_format: str = "jsonl") -> Any:
-    """The run's pipeline: a config file with the flags that override it, or the flags alone."""
-    from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+@dataclass
+class RunFlags:
+    """`run`'s flags (None: not given)."""
+
+    query: list[str] | None = None
+    input: str | None = None
+    output: str | None = None
+    checkpoint: str | None = None
+    lateness: float | None = None
+    once: bool = False
+    dead_letter: str | None = None
+    master: str | None = None
+    shards: int | None = None
+    operator: Operator | None = None
+    max_files_per_trigger: int | None = None
+    trigger_interval: float | None = None
+    engine: StreamEngine = "auto"
+    input_format: TableFormat = "jsonl"
+    output_format: TableFormat = "jsonl"
+    mode: Mode | None = None
+    trends: Trends | None = None
+    max_trends: int | None = None
+    with_events: bool = False
+    distribute_over: int | None = None
+    type_field: str | None = None
+    time_field: str | None = None
+    id_field: str | None = None
+
+    def query_options(self) -> dict[str, Any]:
+        """The queries' own settings given as flags."""
+        given = {"lateness_s": self.lateness, "trends": self.trends, "max_trends": self.max_trends,
+                 "with_events": self.with_events or None, "distribute_over": self.distribute_over,
+                 "mode": self.mode}
+        return {k: v for k, v in given.items() if v is not None}
+
+    def fields(self) -> dict[str, str]:
+        given = {"type": self.type_field, "time": self.time_field, "id": self.id_field}
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
+    """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone."""
+    import warnings
+
+    from greta_stream.pipeline import PipelineConfig
 
     if config is not None:
         existing_file(config, "config")
-        cfg = PipelineConfig.from_file(config, engine=None if engine_name == "auto" else engine_name)
-        if once:
-            cfg.once = True
-        if master:
-            cfg.master = master
+        own = [f"--{k.replace('_', '-')}" for k in [*flags.query_options(), *flags.fields()]]
+        if own:
+            fail(f"{', '.join(own)}: the config file holds the queries' settings; set them there")
+        with warnings.catch_warnings(record=True) as renamed:
+            warnings.simplefilter("always")
+            cfg = PipelineConfig.from_file(config, engine=None if flags.engine == "auto" else flags.engine)
+        for w in renamed:
+            typer.echo(f"warning: {w.message}", err=True)
+        cfg.once = cfg.once or flags.once
+        cfg.master = flags.master or cfg.master
+        cfg.operator = flags.operator or cfg.operator
         return cfg
-    else:
-        if not (query and input and output and checkpoint):
-            fail("give --config, or --query, --input, --output and --checkpoint")
-        existing_folder(input, "input folder")
-        queries = []
-        for i, q in enumerate(query):
-            cq = _load_query(q)
-            name = Path(q).stem if is_file(q) else f"query{i + 1}"
-            out = output if len(query) == 1 else str(Path(output) / name)
-            # a Delta table owns its folder (VACUUM removes what its log does not name): its dead letters go beside it
-            dl = dead_letter or (f"{out.rstrip('/')}_dead_letters" if output_format == "delta"
-                                 else str(Path(out) / "dead_letters"))
-            queries.append(QueryConfig(name, cq.text, [SinkConfig(output_format, out)], SinkConfig(output_format, dl),
-                                       engine=engine_name))
-        return PipelineConfig(
-            source=SourceConfig(input_format, input, max_files_per_trigger), queries=queries, checkpoint=checkpoint,
-            watermark_delay_s=watermark, once=once, trigger_interval_s=trigger_interval, master=master, shards=shards,
-        )
+    if not (flags.query and flags.input and flags.output and flags.checkpoint):
+        fail("give --config, or --query, --input, --output and --checkpoint")
+    existing_folder(flags.input, "input folder")
+    output, fmt = flags.output, flags.output_format
+    options = {k: v for k, v in flags.query_options().items() if k != "lateness_s"}
+    queries = []
+    for i, q in enumerate(flags.query):
+        cq = _load_query(q)
+        name = Path(q).stem if is_file(q) else f"query{i + 1}"
+        out = output if len(flags.query) == 1 else str(Path(output) / name)
+        # a Delta table owns its folder (VACUUM removes what its log does not name): its dead letters go beside it
+        dl = flags.dead_letter or (f"{out.rstrip('/')}_dead_letters" if fmt == "delta"
+                                   else str(Path(out) / "dead_letters"))
+        queries.append({"name": name, "text": cq.text, "sinks": [{"format": fmt, "path": out}],
+                        "dead_letter": {"format": fmt, "path": dl}, "engine": flags.engine, **options})
+    raw = {"source": {"format": flags.input_format, "path": flags.input,
+                      "max_files_per_trigger": flags.max_files_per_trigger},
+           "queries": queries, "checkpoint": flags.checkpoint, "lateness_s": flags.lateness, "once": flags.once,
+           "trigger_interval_s": flags.trigger_interval, "master": flags.master, "shards": flags.shards,
+           "operator": flags.operator, "fields": flags.fields()}
+    return PipelineConfig.from_dict(_given(raw), origin="command line")
+
+
+def _given(raw: dict[str, Any]) -> dict[str, Any]:
+    """`raw` without the settings not given (None), so that the model's defaults apply."""
+    return {k: _given(v) if isinstance(v, dict) else v for k, v in raw.items() if v is not None}
 
 
 @app.command()

@@ -3,7 +3,8 @@
 Shared by `greta-stream` (cli.py) and `greta-stream queries` (client_cli.py).
 A bad argument ends the command with a one-line `error: ...` on stderr and
 exit status 2, never a traceback. The choices are those of
-`greta_stream.runtime.spec` (a test keeps them equal). Imports nothing of the package.
+`greta_stream.choices`, declared there once for every entry point. Imports
+nothing else of the package.
 """
 
 from __future__ import annotations
@@ -15,39 +16,10 @@ from typing import NoReturn
 
 import typer
 
+from greta_stream.choices import Engine, Mode, Operator, StreamEngine, TableFormat, Trends
 
-class Mode(StrEnum):
-    aggregate = "aggregate"
-    cet = "cet"
-
-
-class Trends(StrEnum):
-    complete = "complete"
-    all = "all"
-
-
-class Engine(StrEnum):
-    auto = "auto"
-    columnar = "columnar"
-    general = "general"
-
-
-class StreamEngine(StrEnum):
-    auto = "auto"
-    general = "general"
-
-
-class Operator(StrEnum):
-    transformWithStateInPandas = "transformWithStateInPandas"  # noqa: N815 - Spark's name
-    applyInPandasWithState = "applyInPandasWithState"  # noqa: N815
-
-
-class TableFormat(StrEnum):
-    """What `run --input` holds and `--output` is written as."""
-
-    jsonl = "jsonl"
-    parquet = "parquet"
-    delta = "delta"
+__all__ = ["Engine", "LogLevel", "Mode", "Operator", "StreamEngine", "TableFormat", "Trends", "existing_file",
+           "existing_folder", "fail", "is_file", "looks_like_path", "query_text"]
 
 
 class LogLevel(StrEnum):

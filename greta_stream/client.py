@@ -60,7 +60,8 @@ class ServiceClient:
     def add(self, name: str, text: str, *, source: dict[str, Any], sinks: list[dict[str, Any]] | None = None,
             dead_letter: dict[str, Any] | None = None, mode: str | None = None, **options: Any) -> dict[str, Any]:
         """Register and start a query; `options` are the API's query options
-        (watermark_delay_s, shards, trigger_interval_s, backfill, engine, trends, max_trends, fields)."""
+        (lateness_s, engine, trends, max_trends, with_events, distribute_over, shards, operator,
+        trigger_interval_s, fields, backfill: `greta_service.schemas.QueryOptions`)."""
         body: dict[str, Any] = {"name": name, "text": text, "source": source, "sinks": sinks or [],
                                 "options": options}
         if dead_letter is not None:

@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from greta_stream.cli_args import query_text
+from greta_stream.cli_args import Mode, Operator, StreamEngine, Trends, fail, query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
 from greta_stream.connectors.jsonl import dumps_payload
 
@@ -100,17 +100,46 @@ def add(
     sink: Annotated[list[str] | None, typer.Option(help="where rows go too (repeatable); the service stores them "
                                                    "anyway")] = None,
     dead_letter: Annotated[str | None, typer.Option(help="where bad and late events go")] = None,
-    watermark: Annotated[float, typer.Option(help="allowed lateness in seconds")] = 0.0,
+    lateness: Annotated[float | None, typer.Option(help="allowed lateness in seconds (default 0)")] = None,
+    watermark: Annotated[float | None, typer.Option(hidden=True, help="the old name of --lateness")] = None,
     backfill: Annotated[bool, typer.Option(help="read the source from its start on a stream of its own")] = False,
+    mode: Annotated[Mode | None, typer.Option(
+        help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
+    engine: Annotated[StreamEngine | None, typer.Option(
+        help="auto: the columnar engine where it covers the query, general: always the general engine")] = None,
+    trends: Annotated[Trends | None, typer.Option(help="CET mode: complete (maximal trends) or all")] = None,
+    max_trends: Annotated[int | None, typer.Option(help="CET mode: at most this many trends per window and "
+                                                   "group")] = None,
+    with_events: Annotated[bool, typer.Option(help="CET mode: each trend's aliases and events as well")] = False,
+    distribute_over: Annotated[int | None, typer.Option(help=(
+        "CET mode: extract a window of one partition with more vertices by a distributed Spark job"))] = None,
+    shards: Annotated[int | None, typer.Option(help="state shards of the stream this query starts")] = None,
+    operator: Annotated[Operator | None, typer.Option(help="stateful operator of the stream this query "
+                                                      "starts")] = None,
+    trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
+    type_field: Annotated[str | None, typer.Option(help="name of the event type field (default type)")] = None,
+    time_field: Annotated[str | None, typer.Option(help="name of the event time field (default time)")] = None,
+    id_field: Annotated[str | None, typer.Option(help="name of the event id field (default id)")] = None,
     url: UrlOpt = None, api_key: KeyOpt = None,
 ) -> None:
     """Register and start a query; prints its id."""
     text = query_text(query)
+    if watermark is not None:
+        typer.echo("warning: --watermark is deprecated: use --lateness (same meaning)", err=True)
+        if lateness is not None:
+            fail("--watermark is the old name of --lateness: give --lateness only")
+        lateness = watermark
+    fields = {k: v for k, v in (("type", type_field), ("time", time_field), ("id", id_field)) if v is not None}
+    given = {"lateness_s": lateness, "engine": engine, "trends": trends, "max_trends": max_trends,
+             "with_events": with_events or None, "distribute_over": distribute_over, "shards": shards,
+             "operator": operator, "trigger_interval_s": trigger_interval, "fields": fields or None,
+             "backfill": backfill or None}
+    options = {k: v for k, v in given.items() if v is not None}
     try:
         made = _client(url, api_key).add(name, text, source=endpoint(source),
                                           sinks=[endpoint(s) for s in sink or []],
-                                          dead_letter=endpoint(dead_letter) if dead_letter else None,
-                                          watermark_delay_s=watermark, backfill=backfill)
+                                          dead_letter=endpoint(dead_letter) if dead_letter else None, mode=mode,
+                                          **options)
     except ServiceError as exc:
         raise _fail(exc) from None
     typer.echo(f"{made['name']} {made['id']} {made['status']}")

@@ -122,10 +122,17 @@ def flat(text: str) -> str:
 
 
 def test_fixed_values_are_choices(tmp_path: Path) -> None:
-    from greta_stream.cli_args import Engine, Mode, StreamEngine
-    from greta_stream.runtime.spec import ENGINES, MODES, STREAM_ENGINES
+    from typing import get_args
 
-    assert [set(MODES), set(ENGINES), set(STREAM_ENGINES)] == [{c.value for c in e} for e in (Mode, Engine, StreamEngine)]
+    from greta_service.schemas import QueryOptions as ServiceOptions
+    from greta_stream.choices import ENGINES, MODES, STREAM_ENGINES, Engine, Mode, StreamEngine
+    from greta_stream.pipeline import QueryConfig
+    from greta_stream.runtime import spec
+
+    # one declaration: the run spec, the pipeline model and the service's requests take theirs from greta_stream.choices
+    assert (spec.MODES, spec.ENGINES, spec.STREAM_ENGINES) == (MODES, ENGINES, STREAM_ENGINES) == tuple(
+        get_args(t) for t in (Mode, Engine, StreamEngine))
+    assert QueryConfig.model_fields["engine"].annotation == ServiceOptions.model_fields["engine"].annotation == StreamEngine
     events = tmp_path / "e.jsonl"
     events.write_text('{"type": "A", "time": 1}\n')
     for option, value in (("--mode", "aggregates"), ("--trends", "maximal"), ("--engine", "fast")):
@@ -187,8 +194,8 @@ def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
                                     "once": True})
     with pytest.raises(ConfigError, match="jsonl folders, not a parquet source"):
         flushable(cfg)
-    staged, folders = flushable(PipelineConfig(SourceConfig("jsonl", str(tmp_path / "in")), cfg.queries,
-                                               str(tmp_path / "chk"), once=True))
+    staged, folders = flushable(PipelineConfig(source=SourceConfig(format="jsonl", path=str(tmp_path / "in")),
+                                               queries=cfg.queries, checkpoint=str(tmp_path / "chk"), once=True))
     (folder,) = folders.values()
     assert staged.source.path == f"{tmp_path}/{{in,chk/flush/{folder.name}}}"
     numeric = json.loads(write_flush(folder, "kind", "ts", {"seconds"}).read_text())
@@ -203,7 +210,7 @@ def test_run_once_flush_at_end_gives_the_rows_of_evaluate(tmp_path: Path) -> Non
     out = tmp_path / "out"
     res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--query", "configs/q1_stock.greta",
                           "--input", "samples/stock", "--output", str(out), "--checkpoint", str(tmp_path / "chk"),
-                          "--watermark", "10", "--once", "--flush-at-end"],
+                          "--lateness", "10", "--once", "--flush-at-end"],
                          capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert res.returncode == 0, res.stderr
     streamed = sorted(json.dumps(loads(line), sort_keys=True) for f in sorted(out.glob("part-*.jsonl"))

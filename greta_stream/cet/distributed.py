@@ -42,7 +42,7 @@ from typing import Any
 
 from greta_stream.cet.config import CetConfig
 from greta_stream.cet.graphlets import Budget
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.cet.ranges import RangeGraph
 from greta_stream.cet.rangeview import RangeView
 from greta_stream.cet.windows import WindowView
@@ -87,7 +87,7 @@ def from_text(text: str) -> DeferredWindow:
     return d
 
 
-def view_of(graph: Any, plan: CetPlan, config: CetConfig, budget: Budget, k: int) -> WindowView:
+def view_of(graph: Any, plan: ExtractionPlan, config: CetConfig, budget: Budget, k: int) -> WindowView:
     """The view the extractor uses for window k of `graph`."""
     cls = RangeView if isinstance(graph, RangeGraph) else WindowView
     return cls(graph, plan, config, budget, k)
@@ -99,7 +99,7 @@ def distributable(view: WindowView) -> bool:
     return not (view.reduced and view.plan.rebinding)
 
 
-def pickled_window(graph: Any, plan: CetPlan, k: int) -> bytes:
+def pickled_window(graph: Any, plan: ExtractionPlan, k: int) -> bytes:
     """The graph as bytes; a range graph keeps only window k's vertices (its
     edges are ranges over them), an edge graph is pickled whole (its edges
     link vertices of other windows)."""
@@ -191,13 +191,13 @@ def split(counts: tuple[int, ...] | list[int], take: int, n: int) -> list[Range]
     return out
 
 
-def plan_of(d: DeferredWindow) -> CetPlan:
+def plan_of(d: DeferredWindow) -> ExtractionPlan:
     cq = compile_query(d.query, limits=None)
     w = cq.window
-    return CetPlan(cq, Timebase.create(d.time_kind, w.within, w.slide), Metrics())
+    return ExtractionPlan(cq, Timebase.create(d.time_kind, w.within, w.slide), Metrics())
 
 
-def extract(d: DeferredWindow, a: int, b: int, share: int, plan: CetPlan | None = None) -> list[dict[str, Any]]:
+def extract(d: DeferredWindow, a: int, b: int, share: int, plan: ExtractionPlan | None = None) -> list[dict[str, Any]]:
     """The records of pieces [a, b) of `d`: their first `share` trends, in order."""
     if share <= 0:
         return []

@@ -46,7 +46,7 @@ from greta_stream.cet.graphlets import Budget
 from greta_stream.cet.orders import OrderGraph, ordered
 from greta_stream.cet.orderview import OrderView
 from greta_stream.cet.partition import CetPartition, canonical
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.cet.ranges import RangeGraph, ranged
 from greta_stream.cet.windows import Trend
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
@@ -79,7 +79,7 @@ class TrendExtractor(Fronted):
         self.metrics = Metrics()
         self.front = Front(self.cq, fields, self.metrics, dead_letter)
         self.budget = Budget(config.cache_units)
-        self.plan: CetPlan | None = None
+        self.plan: ExtractionPlan | None = None
         self.partitions: dict[tuple[Any, ...], CetPartition] = {}
         self.next_ekey = 0
         self.counter: Engine | None = None if config.complete else Engine(count_query(self.cq), fields=fields)
@@ -106,7 +106,7 @@ class TrendExtractor(Fronted):
         if self.counter is not None:
             self.counter.expect(watermark)
 
-    def _graph_cls(self, plan: CetPlan) -> type:
+    def _graph_cls(self, plan: ExtractionPlan) -> type:
         """Range edges (ranges.py) when every edge is one equality or none and no event
         binds to two aliases of a complete query (that needs the exact check of windows.py);
         order edges (orders.py) for `S+` with one order comparison and nothing else."""
@@ -116,10 +116,10 @@ class TrendExtractor(Fronted):
             return RangeGraph
         return TrendGraph
 
-    def _plan(self) -> CetPlan:
+    def _plan(self) -> ExtractionPlan:
         w = self.cq.window
         tb = Timebase.create(self.front.time_kind or "seconds", w.within, w.slide)
-        plan = CetPlan(self.cq, tb, self.metrics)
+        plan = ExtractionPlan(self.cq, tb, self.metrics)
         if ordered(plan):
             self.counter = None  # order edges count `all` trends exactly themselves (orderview.py)
         return plan
@@ -192,16 +192,18 @@ class TrendExtractor(Fronted):
         """Window k of one run closed: collect its trends (up to the cap) and count;
         past `distribute_over` vertices, count them, cut them into pieces and defer them (distributed.py).
         Order edges (orders.py) are always walked here, on `CetConfig.threads`."""
+        plan = self.plan
+        assert plan is not None  # windows close only after the first event made the plan
         if isinstance(graph, OrderGraph):
             graph = graph.fallback or graph  # type: ignore[assignment]
         ordered_view = isinstance(graph, OrderGraph)
-        view = OrderView(graph, self.plan, self.config, self.budget, k) if ordered_view \
-            else view_of(graph, self.plan, self.config, self.budget, k)  # type: ignore[arg-type]
+        view = OrderView(graph, plan, self.config, self.budget, k) if ordered_view \
+            else view_of(graph, plan, self.config, self.budget, k)
         over = self.config.distribute_over
         trends: list[Trend] | _Deferral
         if over is not None and view.n > over and not ordered_view and distributable(view):
             cut, counts, total = pieces(view, self.config.max_trends)
-            trends = _Deferral(pickled_window(graph, self.plan, k), tuple(cut), tuple(counts)) if total else []
+            trends = _Deferral(pickled_window(graph, plan, k), tuple(cut), tuple(counts)) if total else []
             self.metrics.inc("windows_deferred")
         else:
             trends, total = view.collect(self.config.max_trends)

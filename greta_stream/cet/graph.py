@@ -32,7 +32,7 @@ from bisect import bisect_left
 from typing import Any
 
 from greta_stream.cet.negation import NEG_INF, Negation
-from greta_stream.cet.plan import CetPlan, Incoming
+from greta_stream.cet.plan import ExtractionPlan, Incoming
 from greta_stream.engine.plan import UNSAFE
 
 
@@ -111,7 +111,7 @@ class TrendGraph:
         return not self.verts and self.negation.empty
 
     # ------------------------------------------------------------ building
-    def process(self, plan: CetPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
         """Add the bindings (event, alias, event key) of time stamp t.
 
         All of them are computed from the graph before t, then inserted: time
@@ -135,7 +135,7 @@ class TrendGraph:
         for ev, alias, ekey, preds in made_pos:
             self._insert(plan, Vertex(self.next_gi, t, ev.id, ekey, alias, ev.attrs, pane), preds)
 
-    def _preds(self, plan: CetPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int) -> list[Vertex] | None:
+    def _preds(self, plan: ExtractionPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int) -> list[Vertex] | None:
         """Predecessors of a new vertex in time order, or None if it can be in no trend."""
         tb = plan.tb
         kmin = max(tb.first_window(t), next_k)
@@ -163,7 +163,7 @@ class TrendGraph:
             return None
         return preds
 
-    def _from(self, plan: CetPlan, tr: Incoming, entry: tuple[list[Vertex], list[Any]], attrs: dict[str, Any],
+    def _from(self, plan: ExtractionPlan, tr: Incoming, entry: tuple[list[Vertex], list[Any]], attrs: dict[str, Any],
               lo: Any, t: Any) -> list[Vertex]:
         """Predecessors across one transition, time in [lo, t), in time order."""
         spec = tr.index
@@ -186,14 +186,14 @@ class TrendGraph:
         return out
 
     @staticmethod
-    def _checked(plan: CetPlan, edge: Any, verts: list[Vertex], times: list[Any], attrs: dict[str, Any],
+    def _checked(plan: ExtractionPlan, edge: Any, verts: list[Vertex], times: list[Any], attrs: dict[str, Any],
                  lo: Any, t: Any) -> list[Vertex]:
         window = verts[bisect_left(times, lo):bisect_left(times, t)]
         if edge is None:
             return window
         return [u for u in window if plan.edge_ok(edge, u.attrs, attrs)]
 
-    def _key_index(self, plan: CetPlan) -> dict[int, KeyIndex]:
+    def _key_index(self, plan: ExtractionPlan) -> dict[int, KeyIndex]:
         """The key indexes of the indexed transitions, built from the live vertices on first use."""
         if self.index is None:
             self.index = {}
@@ -204,10 +204,10 @@ class TrendGraph:
         return self.index
 
     @staticmethod
-    def _indexed(plan: CetPlan) -> list[Incoming]:
+    def _indexed(plan: ExtractionPlan) -> list[Incoming]:
         return [tr for trs in plan.root.incoming.values() for tr in trs if tr.index is not None]
 
-    def _insert(self, plan: CetPlan, v: Vertex, preds: list[Vertex]) -> None:
+    def _insert(self, plan: ExtractionPlan, v: Vertex, preds: list[Vertex]) -> None:
         if self.index is not None:
             for tr in self._indexed(plan):
                 if tr.src == v.alias:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.engine.graph import NegVertex
 from greta_stream.engine.values import NEG_INF
 
@@ -47,7 +47,7 @@ class Negation:
         i = bisect_left(steps[0], tau)
         return steps[1][i - 1] if i else NEG_INF
 
-    def vertex(self, plan: CetPlan, alias: str, time: Any, attrs: dict[str, Any]) -> NegVertex | None:
+    def vertex(self, plan: ExtractionPlan, alias: str, time: Any, attrs: dict[str, Any]) -> NegVertex | None:
         """The vertex of a negative binding at `time`, computed from earlier vertices."""
         tp = plan.templates[plan.template_of[alias]]
         if alias in tp.start:
@@ -64,7 +64,7 @@ class Negation:
                     best = u.start
         return None if best == NEG_INF else NegVertex(time, attrs, best)
 
-    def insert(self, plan: CetPlan, alias: str, v: NegVertex) -> None:
+    def insert(self, plan: ExtractionPlan, alias: str, v: NegVertex) -> None:
         self.verts.setdefault(alias, []).append(v)
         self.times.setdefault(alias, []).append(v.time)
         tp = plan.templates[plan.template_of[alias]]

@@ -27,7 +27,7 @@ from typing import Any
 
 from greta_stream.cet.graph import TrendGraph, Vertex
 from greta_stream.cet.negation import Negation
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.engine.plan import UNSAFE, IndexSpec, index_spec
 
 ORDER_OPS = ("<", "<=", ">", ">=")
@@ -52,7 +52,7 @@ class OVertex(Vertex):
         self.key, self.probe, self.lo = s[7], s[8], s[9]
 
 
-def order_spec(plan: CetPlan) -> IndexSpec | None:
+def order_spec(plan: ExtractionPlan) -> IndexSpec | None:
     """The comparison of a query of the shape in the module docstring, else None."""
     cq, root = plan.cq, plan.root
     if len(plan.templates) != 1 or len(cq.aliases) != 1 or root.leading is not None or root.trailing is not None:
@@ -70,7 +70,7 @@ def order_spec(plan: CetPlan) -> IndexSpec | None:
     return spec
 
 
-def ordered(plan: CetPlan) -> bool:
+def ordered(plan: ExtractionPlan) -> bool:
     """Can this query's graph be an `OrderGraph`?"""
     return plan.indexing and order_spec(plan) is not None
 
@@ -107,7 +107,7 @@ class OrderGraph:
     def empty(self) -> bool:
         return self.fallback.empty if self.fallback is not None else not self.overts
 
-    def process(self, plan: CetPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
         """Add the bindings of time stamp t."""
         if self.fallback is not None:
             self.fallback.process(plan, t, bound, next_k)
@@ -122,8 +122,7 @@ class OrderGraph:
         for ev, alias, ekey in bound:
             key, probe = spec.key(ev.attrs), spec.probe(ev.attrs)  # type: ignore[union-attr]
             if key is UNSAFE or probe is UNSAFE:
-                self._hand_over(plan)
-                self.fallback.process(plan, t, bound, next_k)  # type: ignore[union-attr]
+                self._hand_over(plan).process(plan, t, bound, next_k)
                 return
             made.append((ev, alias, ekey, key, probe))
         pane = tb.pane_index(t)
@@ -134,28 +133,30 @@ class OrderGraph:
             self.overts.append(v)
             self.otimes.append(t)
 
-    def spec(self, plan: CetPlan) -> IndexSpec:
+    def spec(self, plan: ExtractionPlan) -> IndexSpec:
         """The comparison (derived from the plan, not state)."""
         if self._spec is None:
             self._spec = order_spec(plan)
         return self._spec  # type: ignore[return-value]
 
-    def _hand_over(self, plan: CetPlan) -> None:
-        """Become the edge graph: each stored vertex gets the predecessors the edge graph
+    def _hand_over(self, plan: ExtractionPlan) -> TrendGraph:
+        """Become the edge graph (returned): each stored vertex gets the predecessors the edge graph
         would have found on insertion (full predicate over [lo, time))."""
         g = TrendGraph(self.want_reduced)
         (alias,) = plan.cq.aliases
-        tr = plan.root.incoming[alias][0]
+        edge = plan.root.incoming[alias][0].edge
+        assert edge is not None  # the shape has one edge predicate (order_spec)
         verts, times = self.overts, self.otimes
         g.next_gi = verts[0].gi if verts else self.next_gi
         for i, v in enumerate(verts):
             a = bisect_left(times, v.lo, 0, i)
             b = bisect_left(times, v.time, a, i)
-            preds = [u for u in verts[a:b] if plan.edge_ok(tr.edge, u.attrs, v.attrs)]
+            preds: list[Vertex] = [u for u in verts[a:b] if plan.edge_ok(edge, u.attrs, v.attrs)]
             g._insert(plan, v, preds)  # noqa: SLF001 - the edge graph's own insertion step
         g.next_gi = self.next_gi
         self.fallback = g
         self.overts, self.otimes = [], []
+        return g
 
     def window_slice(self, lo: Any, hi: Any) -> tuple[int, int]:
         return bisect_left(self.otimes, lo), bisect_left(self.otimes, hi)

@@ -30,13 +30,14 @@ the number of threads. Exact totals are Python integers.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from greta_stream.cet import orderkernels as K
-from greta_stream.cet.orders import OrderGraph
+from greta_stream.cet.orders import OrderGraph, OVertex
 from greta_stream.cet.windows import Trend, WindowView
 
 MIN_SLICE_TRENDS = 256  # fewer trends per thread are not worth a thread
@@ -46,6 +47,7 @@ class OrderView(WindowView):
     """Roles, counts and trends of one window of an `OrderGraph`."""
 
     graph: OrderGraph  # type: ignore[assignment]
+    verts: Sequence[OVertex]
 
     def _roles(self) -> None:
         verts = self.verts
@@ -262,7 +264,7 @@ def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.
         shift += int(offs[-1])
     return np.concatenate(flats), np.concatenate(offsets)
 
-def _gather(items: list[Any], positions: np.ndarray) -> list[Any]:
+def _gather(items: Sequence[Any], positions: np.ndarray) -> list[Any]:
     """`[items[p] for p in positions]`, done by numpy."""
     arr = np.empty(len(items), dtype=object)
     for i, x in enumerate(items):  # element-wise: an item that is a sequence stays one object

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from greta_stream.cet.graph import TrendGraph
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.engine.ingest import Event
 from greta_stream.engine.partition import add_run_values, compatible
 
@@ -43,7 +43,7 @@ class CetPartition:
     def empty(self) -> bool:
         return not self.runs and not self.retained
 
-    def process(self, plan: CetPlan, t: Any, bound: Bound, close: Close) -> int:
+    def process(self, plan: ExtractionPlan, t: Any, bound: Bound, close: Close) -> int:
         """Add the bindings of time t (windows ending by t close first); return units released."""
         released = self.close_until(plan, plan.tb.first_window(t), close)
         if not bound:
@@ -65,7 +65,7 @@ class CetPartition:
         self.retained.append((t, bound))
         return released
 
-    def _create_runs(self, plan: CetPlan) -> None:
+    def _create_runs(self, plan: ExtractionPlan) -> None:
         for key in sorted(set(itertools.product(*self.values)) - set(self.runs), key=repr):
             run = self.runs[key] = self.graph_cls(self.reduced)
             for past_t, past in self.retained:
@@ -73,7 +73,7 @@ class CetPartition:
                 if sub:
                     run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
 
-    def close_until(self, plan: CetPlan, target: int | None, close: Close) -> int:
+    def close_until(self, plan: ExtractionPlan, target: int | None, close: Close) -> int:
         """Report every window k < target (all when None); return cache units released."""
         tb = plan.tb
         if target is not None and self.next_k is not None and target <= self.next_k:
@@ -96,7 +96,7 @@ class CetPartition:
         self.next_k = target
         return self._expire(plan, tb.start(target))
 
-    def _expire(self, plan: CetPlan, horizon: Any) -> int:
+    def _expire(self, plan: ExtractionPlan, horizon: Any) -> int:
         released = 0
         if self.retained and self.retained[0][0] < horizon:
             self.retained = [(t, b) for t, b in self.retained if t >= horizon]

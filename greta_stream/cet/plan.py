@@ -1,4 +1,5 @@
-"""What trend extraction needs of a compiled query, in fast form.
+"""The plan of one query's trend extraction (`ExtractionPlan`): what CET mode
+needs of a compiled query, in fast form.
 
 Built once per extractor from a `CompiledQuery` and a `Timebase`, never
 pickled (it holds the compiled predicate closures). Predicate calls go through
@@ -44,8 +45,9 @@ class TemplateInfo:
     trailing: int | None
 
 
-class CetPlan:
-    """Templates, alias roles and predicate wrappers of one query."""
+class ExtractionPlan:
+    """How one query's trends are extracted: the templates the trend graph
+    follows, alias roles and predicate wrappers."""
 
     indexing = True  # equality edges through hash buckets (False: the scan, for tests and benchmarks)
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from greta_stream.cet.graph import Vertex
 from greta_stream.cet.negation import Negation
-from greta_stream.cet.plan import CetPlan, Incoming
+from greta_stream.cet.plan import ExtractionPlan, Incoming
 from greta_stream.engine.plan import UNSAFE
 
 ANY = ("*",)  # key and probe of a transition without an edge predicate
@@ -79,7 +79,7 @@ class RangeGraph:
     def empty(self) -> bool:
         return not self.verts and self.negation.empty
 
-    def process(self, plan: CetPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
         """Add the bindings of time stamp t (computed from the graph before t, then inserted)."""
         self.ensure_index(plan)
         tb = plan.tb
@@ -103,7 +103,7 @@ class RangeGraph:
             v.ins = ins
             self._insert(plan, v)
 
-    def _ins(self, plan: CetPlan, alias: str, t: Any, attrs: dict[str, Any], lo: Any) -> tuple | None:
+    def _ins(self, plan: ExtractionPlan, alias: str, t: Any, attrs: dict[str, Any], lo: Any) -> tuple | None:
         """(bucket, lo) per incoming edge source, or None if the vertex can be in no trend."""
         ins: list[tuple[Any, Any]] = []
         found = start = alias in plan.root.start  # a START needs no predecessor: skip the check
@@ -117,7 +117,7 @@ class RangeGraph:
             found |= self._probe(plan, tr, entry, attrs, lo_tr, t, ins, start)
         return tuple(ins) if found else None
 
-    def _probe(self, plan: CetPlan, tr: Incoming, entry: tuple[list[RVertex], list[Any]], attrs: dict[str, Any],
+    def _probe(self, plan: ExtractionPlan, tr: Incoming, entry: tuple[list[RVertex], list[Any]], attrs: dict[str, Any],
                lo: Any, t: Any, ins: list[tuple[Any, Any]], start: bool) -> bool:
         """Record y's edges across one transition in `ins`; True if it has a predecessor
         (not checked for a START: False)."""
@@ -137,7 +137,7 @@ class RangeGraph:
         return found
 
     @staticmethod
-    def _explicit(plan: CetPlan, tr: Incoming, verts: list[RVertex], times: list[Any], attrs: dict[str, Any],
+    def _explicit(plan: ExtractionPlan, tr: Incoming, verts: list[RVertex], times: list[Any], attrs: dict[str, Any],
                   lo: Any, t: Any, ins: list[tuple[Any, Any]]) -> bool:
         """Edges checked with the full predicate: each source's singleton bucket."""
         found = False
@@ -147,7 +147,7 @@ class RangeGraph:
                 found = True
         return found
 
-    def _insert(self, plan: CetPlan, v: RVertex) -> None:
+    def _insert(self, plan: ExtractionPlan, v: RVertex) -> None:
         self.next_gi += 1
         self.verts.append(v)
         self.times.append(v.time)
@@ -156,9 +156,9 @@ class RangeGraph:
         times.append(v.time)
         self._index(plan, v)
 
-    def _index(self, plan: CetPlan, v: RVertex) -> None:
+    def _index(self, plan: ExtractionPlan, v: RVertex) -> None:
         """Put v in the buckets it is a source of (its `outs`)."""
-        outs = [("e", v.gi)]
+        outs: list[tuple[Any, Any]] = [("e", v.gi)]
         for tr in plan.outgoing[v.alias]:
             key = ANY if tr.edge is None else tr.index.key(v.attrs)  # type: ignore[union-attr]
             if key is None:
@@ -199,7 +199,7 @@ class RangeGraph:
             times.append(v.time)
         self.indexed = False  # buckets need the plan: rebuilt by `ensure_index`
 
-    def ensure_index(self, plan: CetPlan) -> None:
+    def ensure_index(self, plan: ExtractionPlan) -> None:
         """Rebuild the buckets of a restored graph (they are derived, not state)."""
         if not getattr(self, "indexed", True):
             for v in self.verts:
@@ -217,7 +217,7 @@ def _trim(table: dict[Any, tuple[list[Any], list[Any]]], horizon: Any) -> None:
             del verts[:cut], times[:cut]
 
 
-def ranged(plan: CetPlan) -> bool:
+def ranged(plan: ExtractionPlan) -> bool:
     """Can this query's graph use range edges? Every edge is one equality or none."""
     return all(tr.edge is None or (tr.index is not None and tr.index.residual is None)
                for trs in plan.root.incoming.values() for tr in trs)

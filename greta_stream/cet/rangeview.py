@@ -23,18 +23,22 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from greta_stream.cet.negation import NEG_INF
+from greta_stream.cet.ranges import RangeGraph, RVertex
 from greta_stream.cet.reduction import reduced_edges
 from greta_stream.cet.windows import Trend, WindowView
 
 
 class RangeView(WindowView):
     """Roles, counts and trends of one window of a `RangeGraph`."""
+
+    graph: RangeGraph  # type: ignore[assignment]
+    verts: Sequence[RVertex]
 
     def _roles(self) -> None:
         self.graph.ensure_index(self.plan)
@@ -82,8 +86,8 @@ class RangeView(WindowView):
         for i, v in enumerate(self.verts):
             own_in: dict[int, Any] = {}
             for b, lo in v.ins:
-                j = bid.get(b)
-                if j is not None and (j not in own_in or lo < own_in[j]):
+                j = bid.get(b, -1)
+                if j >= 0 and (j not in own_in or lo < own_in[j]):
                     own_in[j] = lo if b[0] != "e" else NEG_INF
             entries = []
             for j, lo in own_in.items():

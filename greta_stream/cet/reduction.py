@@ -36,15 +36,15 @@ def reduced_edges(arrays: tuple[np.ndarray, ...], need: np.ndarray, nb: int, thr
     n = need.shape[0]
     parts = max(1, min(threads, n // MIN_SLICE))
     if parts == 1:
-        return _sweeps(*arrays, need, nb, 0, n)
+        return _sweeps(need, nb, 0, n, *arrays)
     cuts = [n * i // parts for i in range(parts + 1)]
     with ThreadPoolExecutor(parts) as pool:
-        done = list(pool.map(lambda i: _sweeps(*arrays, need, nb, cuts[i], cuts[i + 1]), range(parts)))
+        done = list(pool.map(lambda i: _sweeps(need, nb, cuts[i], cuts[i + 1], *arrays), range(parts)))
     return np.concatenate([d[0] for d in done]), np.concatenate([d[1] for d in done])
 
 
 @njit(cache=True, nogil=True)
-def _sweeps(tg, in_ptr, in_bid, in_lo, out_ptr, out_bid, need, nb, x_lo, x_hi):  # noqa: ANN001, ANN202 - numba kernel
+def _sweeps(need, nb, x_lo, x_hi, tg, in_ptr, in_bid, in_lo, out_ptr, out_bid):  # noqa: ANN001, ANN202 - numba kernel
     n = tg.shape[0]
     last = np.full(nb, -1, np.int64)  # latest group of a reached member, this sweep
     direct = np.zeros(nb, np.bool_)  # x is a member

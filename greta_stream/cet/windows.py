@@ -25,13 +25,13 @@ yields the trends in depth-first order of the vertex positions.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from greta_stream.cet.config import CetConfig
 from greta_stream.cet.graph import NEG_INF, TrendGraph, Vertex
 from greta_stream.cet.graphlets import Budget, Graphlet, graphlet_of
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 
 Trend = tuple[tuple[Any, ...], Any]  # (event ids, vertices or None when nobody needs them)
 
@@ -39,7 +39,9 @@ Trend = tuple[tuple[Any, ...], Any]  # (event ids, vertices or None when nobody 
 class WindowView:
     """Roles and reachability of the vertices of one run inside window k."""
 
-    def __init__(self, graph: TrendGraph, plan: CetPlan, cfg: CetConfig, budget: Budget, k: int) -> None:
+    verts: Sequence[Vertex]
+
+    def __init__(self, graph: TrendGraph, plan: ExtractionPlan, cfg: CetConfig, budget: Budget, k: int) -> None:
         self.graph, self.plan, self.cfg, self.budget = graph, plan, cfg, budget
         tb = plan.tb
         lo, hi = tb.start(k), tb.end(k)
@@ -132,7 +134,9 @@ class WindowView:
         if not self.n or not self.sources:
             return [], 0
         if self.reduced and self.plan.rebinding:
-            out, total, seen = [], 0, {}
+            out: list[Trend] = []
+            total = 0
+            seen: dict[tuple[Any, ...], bool] = {}
             for tr in self.walk():
                 key = tuple(v.ekey for v in tr[1])
                 ok = seen.get(key)
@@ -238,12 +242,12 @@ class _Frame:
     def __init__(self, trie: list[Any], last_gi: int, pre_ids: tuple[Any, ...], pre_vs: Any) -> None:
         self.trie, self.last_gi, self.pre_ids, self.pre_vs = trie, last_gi, pre_ids, pre_vs
         self.idx = 0
-        self.pending: list[tuple[int, Vertex, tuple[Any, ...], tuple[Vertex, ...]]] = []
+        self.pending: list[tuple[int, Vertex, tuple[Any, ...], tuple[Vertex, ...] | None]] = []
         self.cross: list[Vertex] = []
         self.cross_ids: tuple[Any, ...] = ()
-        self.cross_vs: tuple[Vertex, ...] = ()
+        self.cross_vs: tuple[Vertex, ...] | None = ()
 
-    def open_cross(self, item: tuple[int, Vertex, tuple[Any, ...], tuple[Vertex, ...]], reduced: bool,
+    def open_cross(self, item: tuple[int, Vertex, tuple[Any, ...], tuple[Vertex, ...] | None], reduced: bool,
                    g0: int, n: int, useful: list[bool]) -> None:
         """Follow the cut edges of a finished subtree: successors past this graphlet, in order."""
         _, x, ids, vs = item

@@ -70,9 +70,9 @@ def encode_value(v: Any, compact: bool = False) -> str:
     return json.dumps(v, default=str)
 
 
-def dumps(row: dict[str, Any]) -> str:
-    """One JSON object on one line."""
-    return encode_value(row)
+def dumps(value: Any) -> str:
+    """One JSON value (an object, a list, ...) on one line."""
+    return encode_value(value)
 
 
 def dumps_row(row: Any) -> str:

@@ -125,13 +125,15 @@ def _follow(bootstrap: str, children: list[tuple[str, subprocess.Popen[bytes]]],
             msg = consumer.poll(0.5)
             if msg is None or msg.error():
                 continue
-            key = msg.key().decode()
+            raw_key, value = msg.key(), msg.value()
+            assert raw_key is not None and value is not None  # the pipeline writes keyed result rows
+            key = raw_key.decode()
             query = json.loads(key)[0]
             seen[query] += 1
             if key in keys:
                 echo(f"demo: duplicate result {key}")
             keys.add(key)
-            echo(f"{query:<11} {_row_text(json.loads(msg.value()))}")
+            echo(f"{query:<11} {_row_text(json.loads(value))}")
     finally:
         consumer.close()
     echo("demo: " + (", ".join(f"{q} {n} rows" for q, n in sorted(seen.items())) or "no rows yet"))

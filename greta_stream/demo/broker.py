@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from greta_stream.jvm import kafka_classpath
 
@@ -304,15 +304,20 @@ def _read_to_end(bootstrap: str, topic: str, ends: dict[int, int], timeout_s: fl
             if msg.error():
                 continue  # partition EOF or a transient error; the offsets decide when we are done
             p, off = msg.partition(), msg.offset()
+            assert p is not None and off is not None  # set on every message without an error
             if off < ends[p]:
+                # a consumed message's headers are a list of (name, bytes or None), not any HeadersType
+                headers = cast(list[tuple[str, bytes | None]], msg.headers() or [])
                 yield {
-                    "partition": p, "offset": off,
-                    "key": None if msg.key() is None else msg.key().decode(),
-                    "value": None if msg.value() is None else msg.value().decode(),
-                    "headers": {k: (v.decode() if v is not None else None) for k, v in (msg.headers() or [])},
+                    "partition": p, "offset": off, "key": _text(msg.key()), "value": _text(msg.value()),
+                    "headers": {k: _text(v) for k, v in headers},
                 }
             if off >= ends[p] - 1:
                 todo.discard(p)
     finally:
         c.close()
 
+
+
+def _text(raw: bytes | None) -> str | None:
+    return None if raw is None else raw.decode()

@@ -4,7 +4,7 @@ Imports `greta_stream.compiler` (and through it `greta_stream.query`).
 Main flow: `ingest` validates records, `engine.Engine` buffers them up to a
 watermark and routes them to `partition.Partition`s, each holding
 `graph.Run`s (the event graph over panes) that propagate the aggregates of
-`plan.Plan`; closed windows roll up into result rows.
+`plan.GraphPlan`; closed windows roll up into result rows.
 """
 
 from greta_stream.engine.engine import Engine

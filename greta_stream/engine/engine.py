@@ -25,7 +25,7 @@ from typing import Any
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.engine.ingest import DeadLetterSink, Event, FieldNames, Front, Fronted, WatermarkOf
 from greta_stream.engine.partition import Partition
-from greta_stream.engine.plan import Metrics, Plan
+from greta_stream.engine.plan import GraphPlan, Metrics
 from greta_stream.engine.rows import RowFinisher, SumColumn
 from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import FLOAT_BITS
@@ -48,7 +48,7 @@ class Engine(Fronted):
         self.fields = fields
         self.metrics = Metrics()
         self.front = Front(self.cq, fields, self.metrics, dead_letter)
-        self.plan: Plan | None = None
+        self.plan: GraphPlan | None = None
         self.partitions: dict[tuple[Any, ...], Partition] = {}
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         cq = self.cq
@@ -73,9 +73,9 @@ class Engine(Fronted):
         """
         self.front.expect(watermark)
 
-    def _plan(self) -> Plan:
+    def _plan(self) -> GraphPlan:
         w = self.cq.window
-        return Plan(self.cq, Timebase.create(self.front.time_kind or "seconds", w.within, w.slide), self.metrics)
+        return GraphPlan(self.cq, Timebase.create(self.front.time_kind or "seconds", w.within, w.slide), self.metrics)
 
     # --------------------------------------------------------- processing
     def advance(self, watermark: Any) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from greta_stream.engine.index import BucketIndex, aligned
 from greta_stream.engine.index import build as build_index
 from greta_stream.engine.ingest import Event
 from greta_stream.engine.lanes import Layout
-from greta_stream.engine.plan import NEG_INF, UNSAFE, Plan
+from greta_stream.engine.plan import NEG_INF, UNSAFE, GraphPlan
 from greta_stream.engine.values import FLOAT_BITS
 
 
@@ -71,7 +71,9 @@ class Pane:
     __slots__ = ("index", "times", "verts")
 
     def __init__(self, index: int) -> None:
-        self.index, self.times, self.verts = index, [], []
+        self.index = index
+        self.times: list[Any] = []
+        self.verts: list[Any] = []
 
     def __getstate__(self) -> tuple[Any, ...]:
         return (self.index, self.times, self.verts)
@@ -141,7 +143,7 @@ class Run:
         return steps[1][i - 1] if i else NEG_INF
 
     # --------------------------------------------------------- processing
-    def process(self, plan: Plan, t: Any, bound: list[tuple[Event, str]], next_k: int) -> None:
+    def process(self, plan: GraphPlan, t: Any, bound: list[tuple[Event, str]], next_k: int) -> None:
         """Add the events of time stamp t (each with one alias it binds to)."""
         if self.layout is None:
             self.layout = Layout(plan.base_cells, 30, 0, plan.guard_bits)
@@ -163,7 +165,7 @@ class Run:
                 self._account(plan, alias, v)
 
     # ------------------------------------------------------ packed values
-    def _fit_values(self, plan: Plan, alias: str, attrs: dict[str, Any]) -> None:
+    def _fit_values(self, plan: GraphPlan, alias: str, attrs: dict[str, Any]) -> None:
         """Promote the layout so the event's summed values fit (before any use)."""
         lay = self.layout
         assert lay is not None
@@ -209,7 +211,7 @@ class Run:
         self.fscale += fshift
         self.indexes = {}
 
-    def _account(self, plan: Plan, alias: str, v: Vertex) -> None:
+    def _account(self, plan: GraphPlan, alias: str, v: Vertex) -> None:
         """Add a new vertex to its state's total and indexes; widen cells if needed."""
         lay = self.layout
         assert lay is not None and self.base is not None
@@ -232,7 +234,7 @@ class Run:
             self._relayout(lay)
 
     # ----------------------------------------------------------- vertices
-    def _positive(self, plan: Plan, tp: Any, alias: str, ev: Event, next_k: int) -> Vertex | None:
+    def _positive(self, plan: GraphPlan, tp: Any, alias: str, ev: Event, next_k: int) -> Vertex | None:
         tb, t = plan.tb, ev.time
         kmin, kmax = max(tb.first_window(t), next_k), tb.last_window(t)
         if kmax < kmin:
@@ -300,7 +302,7 @@ class Run:
         return Vertex(t, ev.attrs, ev.id, kmin, n, acc, mm)
 
     @staticmethod
-    def _own_mm(plan: Plan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:
+    def _own_mm(plan: GraphPlan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:
         """Fold the event's value into MIN/MAX of the windows with a trend ending here."""
         own = plan.own_mm.get(alias)
         if not own:
@@ -312,7 +314,7 @@ class Run:
                     if (v < row[m]) if kind == "min" else (v > row[m]):
                         row[m] = v
 
-    def _indexed(self, plan: Plan, tr: Any, ev: Event, kmin: int, lo_t: Any) -> int | None:
+    def _indexed(self, plan: GraphPlan, tr: Any, ev: Event, kmin: int, lo_t: Any) -> int | None:
         """The combined aggregate of the admitted predecessors, from an index;
         None when the new event's probe is not safe (the caller scans)."""
         spec = tr.index
@@ -344,7 +346,7 @@ class Run:
                 acc += u.agg >> ((kmin - u.kmin) * lw)
         return acc
 
-    def _build_index(self, plan: Plan, tr: Any, lo_t: Any) -> Any:
+    def _build_index(self, plan: GraphPlan, tr: Any, lo_t: Any) -> Any:
         verts = [u for pane in self.panes.get(tr.src, []) for u in pane.verts]
         if tr.negation is not None:
             verts = [u for u in verts if u.time >= lo_t]
@@ -354,10 +356,10 @@ class Run:
         self.indexes[tr.ident] = idx
         return idx
 
-    def _upcoming_keys(self, plan: Plan, tr: Any) -> list[Any]:
+    def _upcoming_keys(self, plan: GraphPlan, tr: Any) -> list[Any]:
         """Index keys of the batch's events of tr's source type, once per batch
         (an index rebuilt within a batch reuses them)."""
-        cache = self.__dict__.get("_keys_of")
+        cache: tuple[list[Event], dict[Any, list[Any]]] | None = self.__dict__.get("_keys_of")
         if cache is None or cache[0] is not self.upcoming:
             cache = self.__dict__["_keys_of"] = (self.upcoming, {})
         keys = cache[1].get(tr.ident)
@@ -366,7 +368,7 @@ class Run:
             keys = cache[1][tr.ident] = [tr.index.key(e.attrs) for e in self.upcoming if e.type == src_type]
         return keys
 
-    def _negative(self, plan: Plan, tp: Any, alias: str, ev: Event) -> NegVertex | None:
+    def _negative(self, plan: GraphPlan, tp: Any, alias: str, ev: Event) -> NegVertex | None:
         t = ev.time
         if alias in tp.start:
             return NegVertex(t, ev.attrs, t)  # no match ending here starts later
@@ -381,7 +383,7 @@ class Run:
                     best = u.start
         return None if best == NEG_INF else NegVertex(t, ev.attrs, best)
 
-    def _place(self, plan: Plan, alias: str, v: Any) -> None:
+    def _place(self, plan: GraphPlan, alias: str, v: Any) -> None:
         pidx = plan.tb.pane_index(v.time)
         panes = self.panes.setdefault(alias, [])
         if not panes or panes[-1].index != pidx:
@@ -399,7 +401,7 @@ class Run:
                     values.append(v.start)
 
     # ------------------------------------------------------------- windows
-    def window_result(self, plan: Plan, k: int, acc: list[Any]) -> None:
+    def window_result(self, plan: GraphPlan, k: int, acc: list[Any]) -> None:
         """Fold the trends of window k that end in this run into acc."""
         tb, lay = plan.tb, self.layout
         if lay is None:
@@ -437,7 +439,7 @@ class Run:
         if cells.get("n"):
             plan.combine(acc, plan.row_from_cells(cells, self.fscale, mm))
 
-    def end_window_range(self, plan: Plan) -> tuple[int, int] | None:
+    def end_window_range(self, plan: GraphPlan) -> tuple[int, int] | None:
         """Lowest and highest window any END vertex of this run falls in."""
         lo = hi = None
         for alias in plan.templates[0].end:
@@ -448,9 +450,9 @@ class Run:
             a, b = first.kmin, last.kmin + last.n - 1
             lo = a if lo is None else min(lo, a)
             hi = b if hi is None else max(hi, b)
-        return None if lo is None else (lo, hi)
+        return None if lo is None or hi is None else (lo, hi)
 
-    def closed(self, plan: Plan, target: int) -> None:
+    def closed(self, plan: GraphPlan, target: int) -> None:
         """Every window before `target` was reported: shift their lanes out."""
         if self.base is not None and target > self.base and self.layout is not None:
             shift = (target - self.base) * self.layout.lw
@@ -461,7 +463,7 @@ class Run:
             for k in [k for k in mt if k < target]:
                 del mt[k]
 
-    def expire(self, plan: Plan, horizon: Any, target: int) -> None:
+    def expire(self, plan: GraphPlan, horizon: Any, target: int) -> None:
         """Drop whole panes before `horizon` = start of the oldest open window `target`."""
         first = plan.tb.window_start_pane(target)  # panes before it end by the horizon
         for alias in list(self.panes):

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.graph import Run
 from greta_stream.engine.ingest import Event
-from greta_stream.engine.plan import Plan
+from greta_stream.engine.plan import GraphPlan
 
 Emit = Callable[[int, tuple[Any, ...], list[Any]], None]
 Bound = list[tuple[Event, str]]
@@ -39,6 +39,7 @@ class Partition:
         self.retained: list[tuple[Any, Bound]] = []  # (time, bound events), only with runs
         self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
         self._by_key: _Replay | None = None  # derived from `retained`, not pickled
+        self._batch: list[Event] = []  # the events being processed, not pickled
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("_by_key", "_batch")}
@@ -51,11 +52,11 @@ class Partition:
     def empty(self) -> bool:
         return not self.runs and not self.retained
 
-    def process(self, plan: Plan, events: list[Event], group: tuple[Any, ...], emit: Emit) -> None:
+    def process(self, plan: GraphPlan, events: list[Event], group: tuple[Any, ...], emit: Emit) -> None:
         """Add time-ordered events; report windows that end before them."""
         self._batch = events
-        for run in self.runs.values():
-            run.upcoming = events  # lets indexes size their key domains once per batch
+        for r in self.runs.values():
+            r.upcoming = events  # lets indexes size their key domains once per batch
         for t, same_time in itertools.groupby(events, key=lambda e: e.time):
             self.close_until(plan, plan.tb.first_window(t), group, emit)
             bound = [(ev, a) for ev in same_time for a in plan.cq.by_type.get(ev.type, ()) if plan.local_ok(a, ev.attrs)]
@@ -70,12 +71,12 @@ class Partition:
                     run.upcoming = events
                 run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
         self._batch = []
-        for run in self.runs.values():
-            run.upcoming = []
-            run.__dict__.pop("_keys_of", None)
+        for r in self.runs.values():
+            r.upcoming = []
+            r.__dict__.pop("_keys_of", None)
 
     # ---------------------------------------------------------------- runs
-    def _process_runs(self, plan: Plan, t: Any, bound: Bound) -> None:
+    def _process_runs(self, plan: GraphPlan, t: Any, bound: Bound) -> None:
         if not self.values:
             self.values = [{} for _ in plan.cq.run_components]
         if add_run_values(plan.cq, bound, self.values):
@@ -87,7 +88,7 @@ class Partition:
             self._by_key.add(plan, len(self.retained), bound)
         self.retained.append((t, bound))
 
-    def _create_runs(self, plan: Plan) -> None:
+    def _create_runs(self, plan: GraphPlan) -> None:
         """Create the runs of new value combinations, replaying the retained events."""
         keys = set(itertools.product(*self.values))
         new = {key: key for key in sorted(keys - set(self.runs), key=repr)}
@@ -108,7 +109,7 @@ class Partition:
                 run.process(plan, retained[i][0], sub, self.next_k)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------- windows
-    def close_until(self, plan: Plan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
+    def close_until(self, plan: GraphPlan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
         """Report every window k < target (all of them when target is None)."""
         tb = plan.tb
         if target is not None and self.next_k is not None and target <= self.next_k:
@@ -180,7 +181,7 @@ class _Replay:
         self.full: dict[tuple[Any, ...], list[tuple[int, int, Event, str]]] = {}
         self.partial: list[tuple[int, int, Event, str]] = []
 
-    def add(self, plan: Plan, i: int, bound: Bound) -> None:
+    def add(self, plan: GraphPlan, i: int, bound: Bound) -> None:
         comps = plan.cq.run_components
         aliases = plan.cq.aliases
         for pos, (ev, alias) in enumerate(bound):
@@ -190,7 +191,7 @@ class _Replay:
             else:
                 self.partial.append((i, pos, ev, alias))
 
-    def replay(self, plan: Plan, key: tuple[Any, ...]) -> list[tuple[int, Bound]]:
+    def replay(self, plan: GraphPlan, key: tuple[Any, ...]) -> list[tuple[int, Bound]]:
         """(retained index, bindings of that time stamp compatible with key), in order."""
         comps = plan.cq.run_components
         aliases = plan.cq.aliases
@@ -208,7 +209,7 @@ class _Replay:
         return out
 
 
-def _route(plan: Plan, keys: dict[tuple[Any, ...], Any], bound: Bound) -> dict[tuple[Any, ...], Bound]:
+def _route(plan: GraphPlan, keys: dict[tuple[Any, ...], Any], bound: Bound) -> dict[tuple[Any, ...], Bound]:
     """`compatible` for every run key at once, in O(bindings): a binding
     that carries every run component goes to the one key equal to its values
     (dict lookup: `==` and hash agree, so 1 and 1.0 are one key); one that

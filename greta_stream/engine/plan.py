@@ -1,9 +1,10 @@
-"""Runtime plan: what the engine needs of a compiled query, in fast form.
+"""The general engine's plan of one query's event graph (`GraphPlan`): what
+`graph.Run` and `partition.Partition` need of a compiled query, in fast form.
 
 Built once per engine from a `CompiledQuery` and never pickled (it holds
 closures); engine state refers to it only through method arguments, so state
-snapshots stay plain data. Predicate calls go through `Plan.local_ok` and
-`Plan.edge_ok`, which turn evaluation errors into "false" and count them
+snapshots stay plain data. Predicate calls go through `GraphPlan.local_ok` and
+`GraphPlan.edge_ok`, which turn evaluation errors into "false" and count them
 (docs/QUERY_LANGUAGE.md section 2: an error never stops processing).
 """
 
@@ -108,8 +109,10 @@ class Metrics(dict):  # type: ignore[type-arg]
         self.inc(f"dead_letter_{reason}")
 
 
-class Plan:
-    """Templates, field operations and predicate wrappers of one query."""
+class GraphPlan:
+    """How one query's event graph is built and aggregated: its templates
+    (`TemplatePlan`, `TransitionPlan`), the aggregate slots and packed cells a
+    vertex carries, and the predicate wrappers."""
 
     indexing = True  # answer order/equality edge predicates from indexes (False: always scan)
     index_min_vertices = 48  # below this many predecessors a scan is cheaper than building an index
@@ -281,7 +284,7 @@ class Plan:
 def index_spec(tr: Any) -> IndexSpec | None:
     """Index the first equality (else the first order comparison) among the
     leading simple comparisons of the edge; None when there is none."""
-    if not Plan.indexing or tr.edge is None:
+    if not GraphPlan.indexing or tr.edge is None:
         return None
     shapes = []
     for e in tr.edge_exprs:
@@ -300,4 +303,4 @@ def index_spec(tr: Any) -> IndexSpec | None:
     )
 
 
-__all__ = ["Plan", "Metrics", "TemplatePlan", "TransitionPlan", "IndexSpec", "UNSAFE", "NEG_INF", "index_spec"]
+__all__ = ["GraphPlan", "Metrics", "TemplatePlan", "TransitionPlan", "IndexSpec", "UNSAFE", "NEG_INF", "index_spec"]

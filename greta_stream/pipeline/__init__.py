@@ -1,17 +1,19 @@
 """A pipeline as users describe it (config files, CLI flags, the service's requests), free of Spark."""
 
-from greta_stream.pipeline.config_file import check_delta_only
 from greta_stream.pipeline.model import (
+    FieldsConfig,
     PipelineConfig,
     QueryConfig,
+    QueryOptions,
     SinkConfig,
     SourceConfig,
     StreamConfig,
+    StreamOptions,
     default_shards,
     source_key,
     streams,
     uses,
 )
 
-__all__ = ["PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "check_delta_only",
-           "default_shards", "source_key", "streams", "uses"]
+__all__ = ["FieldsConfig", "PipelineConfig", "QueryConfig", "QueryOptions", "SinkConfig", "SourceConfig",
+           "StreamConfig", "StreamOptions", "default_shards", "source_key", "streams", "uses"]

@@ -1,29 +1,51 @@
-"""The description of a pipeline, free of Spark: its source, its queries
-(each with its sinks, dead-letter sink and options, compiled once into a
-`RunSpec`), the checkpoint and the run's settings (`PipelineConfig`, read
-from a YAML or TOML file through `config_file`'s checks, or built by the
-CLI's flags and the service), and the grouping of queries into streams by
-the source they read (`streams`). `greta_stream.spark.pipeline` runs it.
+"""The description of a pipeline, free of Spark: one family of models that
+every entry point builds.
+
+- `SourceConfig`, `SinkConfig`: where events come from and where rows and
+  dead letters go;
+- `FieldsConfig`: the names of the type, time and id fields in events;
+- `QueryOptions`: what a query sets for its own run (mode, lateness,
+  engine, CET options);
+- `StreamOptions`: what a stream's operator is run with (shards, operator,
+  trigger interval, field names);
+- `QueryConfig`: one query, its text, sinks and options, compiled once into
+  a `RunSpec` where the run begins;
+- `PipelineConfig`: the queries, their source, the checkpoint and the run's
+  settings; its `lateness_s` and `fields` are every query's defaults;
+- `streams`: the queries grouped by the source they read.
+
+A YAML or TOML file (`PipelineConfig.from_file`) and the command line's
+flags (`from_dict`) are validated into these models, every problem a message
+with its place (`validation`); the service's request models are these
+models with the service's limits (`greta_service.schemas`).
+`greta_stream.spark` runs them. Every model refuses unknown keys. A setting
+has one name; a renamed one is still read, with a warning
+(`validation.RENAMED`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
 import tomllib
-from dataclasses import dataclass, field
+import warnings
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+
+from greta_stream.choices import Counts, Mode, Operator, SinkFormat, SourceFormat, StreamEngine, Trends
 from greta_stream.compiler import LIMITS, Limits
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
-from greta_stream.pipeline import config_file
+from greta_stream.pipeline.validation import renamed, validated
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
+
+FILE_FORMATS = ("jsonl", "parquet", "delta")  # sources and sinks with a path, relative to a config file's folder
+OptionValue = str | int | float | bool
 
 
 def default_shards(spark_cores: int | None = None) -> int:
@@ -31,77 +53,193 @@ def default_shards(spark_cores: int | None = None) -> int:
     return 2 * (spark_cores or os.cpu_count() or 2)
 
 
-@dataclass
-class SourceConfig:
-    format: str = "jsonl"  # jsonl | parquet | delta | kafka
-    path: str = ""
-    max_files_per_trigger: int | None = None
-    options: dict[str, str] = field(default_factory=dict)  # reader options (kafka: maxOffsetsPerTrigger, kafka.*)
+class Model(BaseModel):
+    """A strict model: an unknown key is an error, never ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _resolved(path: str, info: ValidationInfo) -> str:
+    """Relative file paths in a config file are relative to its folder (the `base` of the validation context)."""
+    base = (info.context or {}).get("base")
+    if base is None or not path or "://" in path or Path(path).is_absolute():
+        return path
+    return str(Path(base) / path)
+
+
+class SourceConfig(Model):
+    format: SourceFormat = "jsonl"
+    path: str = ""  # file formats and delta: the folder (or glob) to read
+    max_files_per_trigger: int | None = Field(None, ge=1)
+    options: dict[str, OptionValue] = {}  # reader options (kafka: maxOffsetsPerTrigger, kafka.*)
     # kafka: JSON events in `topic`; servers default to $KAFKA_BOOTSTRAP_SERVERS;
     # where a new query starts (a restarted one resumes from its checkpoint)
     bootstrap_servers: str | None = None
     topic: str | None = None
     starting_offsets: str = "earliest"
 
+    @field_validator("path", mode="before")
+    @classmethod
+    def _not_given(cls, path: Any) -> Any:
+        return "" if path is None else path  # null: no path given
 
-@dataclass
-class SinkConfig:
-    format: str = "jsonl"  # jsonl | parquet | delta | console | kafka
+    @model_validator(mode="after")
+    def _where(self, info: ValidationInfo) -> SourceConfig:
+        if self.format == "kafka" and not self.topic:
+            raise ValueError("a kafka source needs a topic")
+        if self.format != "kafka" and not self.path:
+            raise ValueError(f"a {self.format} source needs a path")
+        self.path = _resolved(self.path, info)
+        return self
+
+    def key(self) -> str:
+        """A short name of these settings, stable while they are."""
+        text = json.dumps(self.model_dump(), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+class SinkConfig(Model):
+    format: SinkFormat = "jsonl"
     path: str | None = None
     # kafka: rows as JSON to `topic`; servers default to $KAFKA_BOOTSTRAP_SERVERS;
     # options go to Spark's Kafka writer (kafka.* producer settings) or Delta's writer
     bootstrap_servers: str | None = None
     topic: str | None = None
-    options: dict[str, str] = field(default_factory=dict)
+    options: dict[str, OptionValue] = {}
     # delta: a table of Spark's catalog instead of a path; its partition columns; whether a
     # batch may add columns to the table (off: a schema change fails the write); COUNT and
     # integer SUM as decimal(38,0) ("decimal") or their exact text ("text")
-    table: str | None = None
-    partition_by: list[str] = field(default_factory=list)
+    table: str | None = Field(None, min_length=1)
+    partition_by: list[str] = []
     merge_schema: bool = False
-    counts: str = "decimal"
+    counts: Counts = "decimal"
+
+    @model_validator(mode="after")
+    def _where(self, info: ValidationInfo) -> SinkConfig:
+        if self.format == "kafka" and not self.topic:
+            raise ValueError("a kafka sink needs a topic")
+        if self.format in ("jsonl", "parquet") and not self.path:
+            raise ValueError(f"a {self.format} sink needs a path")
+        if self.format == "delta" and (self.path is None) == (self.table is None):
+            raise ValueError("a delta sink needs a path or a table (one of them)")
+        given = [k for k, v in (("table", self.table), ("partition_by", self.partition_by),
+                                ("merge_schema", self.merge_schema), ("counts", self.counts != "decimal")) if v]
+        if self.format != "delta" and given:
+            raise ValueError(f"{', '.join(given)} apply to delta sinks only")
+        if self.path and self.format in FILE_FORMATS:
+            self.path = _resolved(self.path, info)
+        return self
 
 
-@dataclass
-class QueryConfig:
-    name: str
-    text: str
-    sinks: list[SinkConfig]
+class FieldsConfig(Model):
+    """The names of the type, time and id fields in events."""
+
+    type: str = Field("type", min_length=1)
+    time: str = Field("time", min_length=1)
+    id: str = Field("id", min_length=1)
+
+    def names(self) -> FieldNames:
+        return FieldNames(self.type, self.time, self.id)
+
+
+class QueryOptions(Model):
+    """What a query sets for its own run; every entry point offers each (flags, files, requests, `trend_aggregates`)."""
+
+    lateness_s: float | None = Field(None, ge=0, description="allowed lateness in seconds (default: the pipeline's, "
+                                     "else 0)")
+    engine: StreamEngine = Field("auto", description="aggregate mode: auto runs the columnar engine for the queries "
+                                 "it covers, general always the general engine")
+    trends: Trends = Field("complete", description="CET mode: complete (maximal trends) or all")
+    max_trends: int | None = Field(None, ge=1, description="CET mode: cap per (window, group); the record keeps the "
+                                   "exact total")
+    with_events: bool = Field(False, description="CET mode: each trend's aliases and events as well")
+    distribute_over: int | None = Field(None, ge=0, description="CET mode: a window of one partition with more "
+                                        "vertices is extracted by a distributed Spark job")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return renamed(data)
+
+
+class StreamOptions(Model):
+    """What a stream's stateful operator runs with: a pipeline's settings, or those of the first query
+    that starts a stream of the service. The shard count and the operator are fixed by its checkpoint."""
+
+    shards: int | None = Field(None, ge=1, description="state shards (default 2 x cores)")
+    operator: Operator | None = Field(None, description="the stateful operator of a new checkpoint (default "
+                                      "transformWithStateInPandas: state written as it changes)")
+    trigger_interval_s: float | None = Field(None, gt=0, description="seconds between micro-batches")
+    fields: FieldsConfig = FieldsConfig()
+
+
+class QueryConfig(QueryOptions):
+    """One query: its text (or, in a config file, the `file` that holds it), sinks and options."""
+
+    name: str = Field(min_length=1)
+    text: str | None = None
+    file: str | None = None
+    mode: Mode | None = None  # None: cet for RETURN TRENDS, else aggregate
+    sinks: list[SinkConfig]  # required (a file that leaves it out is told so); the service may give none
     dead_letter: SinkConfig | None = None
-    mode: str | None = None  # "aggregate" or "cet" (one row per complete trend); None: cet for RETURN TRENDS
     source: SourceConfig | None = None  # this query's own source (e.g. its Kafka topic); None: the pipeline's
-    trends: str = "complete"  # cet mode: "complete" (maximal trends) or "all"
-    max_trends: int | None = None  # cet mode: cap per (window, group); the record keeps the exact total
-    engine: str = "auto"  # aggregate mode: "auto" (the columnar engine where it covers the query) or "general"
-    spec: RunSpec | None = None  # the run, built once by `PipelineConfig` (the pipeline's fields and lateness)
-    # cet mode: a window of one partition with more vertices is extracted by a distributed Spark job
-    distribute_over: int | None = None
+    _spec: RunSpec | None = PrivateAttr(None)
 
-    def run_spec(self, fields: FieldNames, lateness_s: float, max_future_s: float | None = DEFAULT_MAX_FUTURE_S,
-                 limits: Limits = LIMITS) -> RunSpec:
-        """This query's `RunSpec`: compiled and checked once, where the run begins."""
+    @model_validator(mode="after")
+    def _read_text(self, info: ValidationInfo) -> QueryConfig:
+        context = info.context or {}
+        if (self.text is None) == (self.file is None):
+            raise ValueError("give the query as text or as file (one of them)")
+        if self.file is not None:
+            path = Path(context.get("base", ".")) / self.file
+            try:
+                self.text = path.read_text()
+            except OSError as exc:
+                raise ValueError(f"query {self.name!r}: cannot read its file {path}: {exc.strerror or exc}") from None
+            self.file = None
+        if context.get("engine"):
+            self.engine = context["engine"]
+        return self
+
+    @property
+    def spec(self) -> RunSpec | None:
+        """The run, compiled once where the run begins (`compile`)."""
+        return self._spec
+
+    def compiled_as(self, spec: RunSpec) -> QueryConfig:
+        """This query run by `spec`, compiled where the run began (the service's registry)."""
+        self._spec = spec
+        self.lateness_s, self.mode = spec.lateness_s, spec.mode
+        return self
+
+    def compile(self, fields: FieldNames = FieldNames(), lateness_s: float = 0.0,
+                max_future_s: float | None = DEFAULT_MAX_FUTURE_S, limits: Limits = LIMITS) -> RunSpec:
+        """This query's `RunSpec`, checked and kept (`spec`); `lateness_s` when the query sets none.
+        The query then carries its lateness and its mode as the run has them."""
+        if self.lateness_s is None:
+            self.lateness_s = lateness_s
         try:
-            return RunSpec.create(self.text, mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
-                                  max_trends=self.max_trends, distribute_over=self.distribute_over,
-                                  lateness_s=lateness_s, max_future_s=max_future_s,
-                                  limits=limits).for_streaming()
+            self._spec = RunSpec.create(
+                self.text or "", mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
+                max_trends=self.max_trends, with_events=self.with_events, distribute_over=self.distribute_over,
+                lateness_s=self.lateness_s, max_future_s=max_future_s, limits=limits).for_streaming()
         except ConfigError as exc:
             raise ConfigError(f"query {self.name!r}: {exc}") from None
+        self.mode = self._spec.mode
+        return self._spec
 
 
-@dataclass
-class PipelineConfig:
+class PipelineConfig(StreamOptions):
+    """Queries, their source, the checkpoint and the run's settings. Each query is compiled once
+    (`compile`) with the pipeline's `fields`, and its `lateness_s` when it sets none (the query
+    then carries the pipeline's)."""
+
     source: SourceConfig
-    queries: list[QueryConfig]
-    checkpoint: str
-    watermark_delay_s: float = 0.0
+    queries: list[QueryConfig] = Field(min_length=1)
+    checkpoint: str = Field(min_length=1)
+    lateness_s: float = Field(0.0, ge=0)
     once: bool = False
-    trigger_interval_s: float | None = None
     master: str | None = None
-    shards: int | None = None
-    # The stateful operator of a new checkpoint (None: the default, or the checkpoint's own)
-    operator: str | None = None
-    fields: FieldNames = FieldNames()
     # Queries that read one source share one Spark stream (one read, one parse, one
     # operator); False gives each query a stream (and a checkpoint folder) of its own.
     shared_streams: bool = True
@@ -109,20 +247,48 @@ class PipelineConfig:
     # evaluation (runtime/shared.py); False runs each on a runner of its own.
     sharing: bool = True
     # Events further ahead of the watermark are dead-lettered as "future" (None: no bound).
-    max_future_s: float | None = DEFAULT_MAX_FUTURE_S
-    limits: Limits = LIMITS  # caps on windows per event and panes per window
+    max_future_s: float | None = Field(DEFAULT_MAX_FUTURE_S, gt=0)
+    # caps on windows per event and panes per window (None: the defaults)
+    max_windows_per_event: int | None = Field(None, ge=1)
+    max_panes_per_window: int | None = Field(None, ge=1)
 
-    def __post_init__(self) -> None:
-        for q in self.queries:  # each query compiled and checked once, here
-            q.spec = q.run_spec(self.fields, self.watermark_delay_s, self.max_future_s, self.limits)
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return renamed(data)
+
+    @model_validator(mode="after")
+    def _checked(self, info: ValidationInfo) -> PipelineConfig:
+        names = [q.name for q in self.queries]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"query names must be unique: {', '.join(twice)} more than once")
+        for q in self.queries:
+            if not q.sinks:
+                raise ValueError(f"query {q.name!r} has no sinks: its rows would go nowhere")
+        self.checkpoint = _resolved(self.checkpoint, info)
+        return self
+
+    def compile(self) -> PipelineConfig:
+        """Compile and check each query not compiled yet (a `ConfigError` naming the query): where a run
+        begins (`from_dict`, the command line, `greta_stream.spark.pipeline.start`)."""
+        for q in self.queries:
+            if q.spec is None:
+                q.compile(self.fields.names(), self.lateness_s, self.max_future_s, self.limits)
+        return self
+
+    @property
+    def limits(self) -> Limits:
+        given = {k: getattr(self, k) for k in ("max_windows_per_event", "max_panes_per_window")
+                 if getattr(self, k) is not None}
+        return Limits(**given) if given else LIMITS
 
     @classmethod
     def from_file(cls, path: str | Path, *, engine: str | None = None) -> PipelineConfig:
-        """Read a YAML (.yaml/.yml) or TOML (.toml) pipeline config.
+        """The compiled pipeline of a YAML (.yaml/.yml) or TOML (.toml) file, or a `ConfigError`.
 
         Relative paths in it (query files, source, sinks, checkpoint) are
-        relative to the config file's folder. `engine` overrides every
-        query's engine.
+        relative to the file's folder. `engine` overrides every query's.
         """
         import yaml
 
@@ -135,64 +301,24 @@ class PipelineConfig:
             raw = tomllib.loads(text) if p.suffix == ".toml" else yaml.safe_load(text)
         except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"{p} is not valid {'TOML' if p.suffix == '.toml' else 'YAML'}: {exc}") from None
-        return cls.from_dict(raw, base=p.parent, engine=engine, origin=str(p))
+        return cls.from_dict(raw, p.parent, engine=engine, origin=str(p))
 
     @classmethod
     def from_dict(cls, raw: Any, base: Path = Path("."), *, engine: str | None = None,
                   origin: str = "pipeline config") -> PipelineConfig:
-        """The pipeline of a config document, checked by `config_file` first:
-        unknown keys, bad formats and queries without sinks are `ConfigError`s."""
-        doc = config_file.check(raw, origin)
-        src = _source(doc.source, base)
-        return cls(
-            source=src, queries=[_query_config(q, base, engine) for q in doc.queries],
-            checkpoint=_resolve(doc.checkpoint, base), watermark_delay_s=doc.watermark_delay_s, once=doc.once,
-            trigger_interval_s=doc.trigger_interval_s, master=doc.master, shards=doc.shards, operator=doc.operator,
-            fields=FieldNames(doc.fields.type, doc.fields.time, doc.fields.id),
-            shared_streams=doc.shared_streams, sharing=doc.sharing,
-            max_future_s=doc.max_future_s if "max_future_s" in doc.model_fields_set else DEFAULT_MAX_FUTURE_S,
-            limits=Limits(**{k: getattr(doc, k) for k in ("max_windows_per_event", "max_panes_per_window")
-                             if getattr(doc, k) is not None}),
-        )
+        """The compiled pipeline of a document (paths relative to `base`), or a `ConfigError` listing
+        every problem with its place. A renamed setting warns (FutureWarning) with `origin` in the message."""
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{origin}: expected a mapping of settings, got {type(raw).__name__}")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            cfg = validated(cls, raw, origin, context={"base": base, "engine": engine})
+        for w in seen:
+            warnings.warn(f"{origin}: {w.message}", w.category, stacklevel=2)
+        return cfg.compile()
 
 
-def _source(doc: config_file.SourceFile, base: Path) -> SourceConfig:
-    src = SourceConfig(**doc.model_dump())
-    src.path = _resolve(src.path, base)
-    return src
-
-
-def _sink(doc: config_file.SinkFile, base: Path) -> SinkConfig:
-    sink = SinkConfig(**doc.model_dump())
-    if sink.path and sink.format in ("jsonl", "parquet", "delta"):
-        sink.path = _resolve(sink.path, base)
-    return sink
-
-
-def _query_config(q: config_file.QueryFile, base: Path, engine: str | None) -> QueryConfig:
-    if q.text is not None:
-        text = q.text
-    else:
-        path = base / str(q.file)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ConfigError(f"query {q.name!r}: cannot read its file {path}: {exc.strerror or exc}") from None
-    return QueryConfig(q.name, text, [_sink(s, base) for s in q.sinks],
-                       _sink(q.dead_letter, base) if q.dead_letter else None, q.mode,
-                       _source(q.source, base) if q.source else None, q.trends, q.max_trends, engine or q.engine,
-                       distribute_over=q.distribute_over)
-
-
-def _resolve(path: str, base: Path) -> str:
-    """Relative file paths in a config file are relative to the file's folder."""
-    if not path or "://" in path or Path(path).is_absolute():
-        return path
-    return str(base / path)
-
-
-@dataclass
-class StreamConfig:
+class StreamConfig(Model):
     """The queries that read one source: one Spark streaming query, one operator, one checkpoint.
 
     `name` is stable while the source is (the pipeline's own source is
@@ -210,8 +336,7 @@ class StreamConfig:
 
 def source_key(src: SourceConfig) -> str:
     """A short stable name of a source's settings."""
-    text = json.dumps(dataclasses.asdict(src), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    return src.key()
 
 
 def streams(cfg: PipelineConfig) -> list[StreamConfig]:
@@ -223,7 +348,7 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
             name = q.name
         else:
             name = "source" if q.source is None else f"source-{source_key(src)}"
-        out.setdefault(name, StreamConfig(name, src, [], cfg.sharing)).queries.append(q)
+        out.setdefault(name, StreamConfig(name=name, source=src, queries=[], sharing=cfg.sharing)).queries.append(q)
     return list(out.values())
 
 

@@ -89,7 +89,8 @@ def _check_nesting(tree: Tree, text: str) -> None:
 def _syntax_problem(exc: UnexpectedInput, text: str) -> QueryProblem:
     line, column = max(exc.line, 1), max(exc.column, 1)
     if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else "?"
+        pos = exc.pos_in_stream
+        ch = text[pos] if pos is not None and pos < len(text) else "?"
         return QueryProblem(f"unexpected character {ch!r}", line, column, column + 1)
     if isinstance(exc, UnexpectedEOF) or (isinstance(exc, UnexpectedToken) and exc.token.type == "$END"):
         expected = _expected(getattr(exc, "expected", ()))
@@ -290,13 +291,13 @@ class _Build(Transformer):  # type: ignore[type-arg]
         return ast.AttrRef(None, str(children[0]), span=_span(meta))
 
 
-def _conjuncts(e: object) -> list[ast.Predicate]:
+def _conjuncts(e: ast.Expr | ast.Equivalence) -> list[ast.Predicate]:
     """Split the WHERE expression at its top-level ANDs into predicates."""
     if isinstance(e, ast.Binary) and e.op == "AND":
         return _conjuncts(e.left) + _conjuncts(e.right)
     if isinstance(e, ast.Equivalence):
         return [e]
-    return [ast.Condition(e, span=e.span)]  # type: ignore[arg-type]
+    return [ast.Condition(e, span=e.span)]
 
 
 __all__ = ["parse", "QuerySyntaxError", "Tree"]

@@ -5,7 +5,7 @@ piece of work per micro-batch: a `SoloUnit` runs one query on its own runner
 (`RunSpec.build`); a shared unit (`greta_stream.runtime.shared`) runs a
 family of columnar queries whose patterns, predicates, partitioning and
 validation are the same, with one preparation of the events and one kernel
-pass per window spec. `SharePlan.explain()` prints the plan.
+pass per window spec. `QuerySetPlan.explain()` prints the plan.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ SinkOf = Callable[[str], Callable[[DeadLetter], None]]
 
 
 @dataclass(frozen=True)
-class SoloPlan:
-    """One query on its own runner."""
+class SoloUnitPlan:
+    """A unit of one query on its own runner (`build` makes its `SoloUnit`)."""
 
     name: str
     spec: RunSpec
@@ -42,8 +42,8 @@ class SoloPlan:
 
 
 @dataclass(frozen=True)
-class SharePlan:
-    """The units of a stream's queries."""
+class QuerySetPlan:
+    """How a query set is run: its units (`SoloUnitPlan`s and shared `FamilyUnitPlan`s)."""
 
     queries: QuerySet
     units: tuple[Any, ...]
@@ -62,19 +62,19 @@ class SharePlan:
                           for u in self.units]}
 
 
-def plan_units(queries: QuerySet) -> SharePlan:
+def plan_units(queries: QuerySet) -> QuerySetPlan:
     """The units of `queries`: shared families where sharing pays, solo runners for the rest."""
     from greta_stream.runtime.shared import share_families
 
-    if not queries.sharing:
-        families, solos = [], [(name, spec, "sharing is off") for name, spec in queries]
-    else:
+    if queries.sharing:
         families, solos = share_families(queries)
+    else:
+        families, solos = [], [(name, spec, "sharing is off") for name, spec in queries]
     units: list[Any] = list(families)
-    units += [SoloPlan(name, spec, why) for name, spec, why in solos]
+    units += [SoloUnitPlan(name, spec, why) for name, spec, why in solos]
     order = {n: i for i, n in enumerate(queries.names)}
     units.sort(key=lambda u: min(order[n] for n in u.names))
-    return SharePlan(queries, tuple(units))
+    return QuerySetPlan(queries, tuple(units))
 
 
 class SoloUnit:

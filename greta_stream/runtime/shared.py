@@ -23,7 +23,7 @@ pass re-reads the kept events whenever one of its windows closes, so a
 10-second window next to a 1-day window would re-read a day of events every
 10 seconds. So a family only spans window lengths within `MAX_WITHIN_RATIO`
 of each other; queries further apart form families of their own (or run
-alone). `FamilyPlan.explain()` shows the estimate.
+alone). `FamilyUnitPlan.explain()` shows the estimate.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 
 from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine import DeadLetter
-from greta_stream.engine.columnar import ColumnarPlan, columnar_plan
+from greta_stream.engine.columnar import KernelPlan, columnar_plan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
 from greta_stream.engine.columnar.stream import ColumnarStream, Diverged
 from greta_stream.query import ast
@@ -75,7 +75,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     )
 
 
-def validation_plan(plans: list[ColumnarPlan]) -> ColumnarPlan:
+def validation_plan(plans: list[KernelPlan]) -> KernelPlan:
     """The first plan with what every plan's validation asks of each event type: needed
     attributes, and numbers where any query aggregates them."""
     base = plans[0]
@@ -112,13 +112,14 @@ def cell_units(fields: Any) -> float:
     return 1 + sum({"count": 1.0, "sum": 2.0}.get(f.kind, 0.5) for f in fields)
 
 
-def _windows(plan: ColumnarPlan) -> int:
+def _windows(plan: KernelPlan) -> int:
     return math.ceil(plan.within / plan.slide)
 
 
 @dataclass(frozen=True)
-class FamilyPlan:
-    """Queries evaluated together: their passes and the cost estimate that chose them."""
+class FamilyUnitPlan:
+    """A unit of queries evaluated together (`build` makes its `FamilyUnit`): their
+    passes and the cost estimate that chose them."""
 
     members: tuple[tuple[str, RunSpec], ...]
     passes: tuple[PassSpec, ...]
@@ -150,7 +151,7 @@ class FamilyPlan:
                             "group_by": list(p.group_by)} for p in self.passes]}
 
 
-def share_families(queries: QuerySet) -> tuple[list[FamilyPlan], list[tuple[str, RunSpec, str]]]:
+def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[str, RunSpec, str]]]:
     """(shared families, solo queries with the reason they run alone)."""
     groups: dict[Any, list[tuple[str, RunSpec]]] = {}
     solos: list[tuple[str, RunSpec, str]] = []
@@ -189,17 +190,18 @@ def _by_window_length(members: list[tuple[str, RunSpec]]) -> list[list[tuple[str
     return [sorted(c, key=lambda m: order[m[0]]) for c in chunks]
 
 
-def plan_family(members: list[tuple[str, RunSpec]]) -> FamilyPlan:
+def plan_family(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
     """The passes of a family (one per window spec) and its cost estimate."""
-    by_window: dict[tuple[int, int], list[tuple[str, ColumnarPlan]]] = {}
+    by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
+    separate = 0.0
     for name, spec in members:
         plan = spec.columnar
         assert plan is not None
         by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
+        separate += PREPARE + _windows(plan) * cell_units(spec.query.fields)
     passes = tuple(shared_pass(plans) for plans in by_window.values())
-    separate = sum(PREPARE + _windows(s.columnar) * cell_units(s.query.fields) for _, s in members)  # type: ignore[arg-type]
     shared = PREPARE + sum(_windows(p.plan) * cell_units(p.fields) for p in passes)
-    return FamilyPlan(tuple(members), passes, shared, separate)
+    return FamilyUnitPlan(tuple(members), passes, shared, separate)
 
 
 class FamilyUnit:
@@ -211,7 +213,7 @@ class FamilyUnit:
     (they must not see the events the others kept). Each group is a *part*.
     """
 
-    def __init__(self, plan: FamilyPlan, sink_of: Callable[[str], Callable[[DeadLetter], None]]) -> None:
+    def __init__(self, plan: FamilyUnitPlan, sink_of: Callable[[str], Callable[[DeadLetter], None]]) -> None:
         self.plan = plan
         self.specs = dict(plan.members)
         self.sinks = {name: sink_of(name) for name in plan.names}
@@ -236,7 +238,8 @@ class FamilyUnit:
                 sink(dl)
 
         validation = validation_plan([self.specs[n].columnar for n in names])  # type: ignore[misc]
-        kw = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads, "validation": validation}
+        kw: dict[str, Any] = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads,
+                              "validation": validation}
         stream = ColumnarStream(passes, **kw) if blob is None else ColumnarStream.restore(passes, blob, **kw)
         stream.member_sinks = {n: self.sinks[n] for n in names}
         stream.dead_letter = fan_out

@@ -17,26 +17,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from greta_stream.cet import CetConfig, TrendExtractor
+from greta_stream.choices import ENGINES, MODES, STREAM_ENGINES, Mode
+from greta_stream.choices import Engine as EngineChoice
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
 from greta_stream.compiler.limits import LIMITS, Limits, check_limits
 from greta_stream.engine import Engine, FieldNames
-from greta_stream.engine.columnar import ColumnarPlan, Unsupported, columnar_plan
+from greta_stream.engine.columnar import KernelPlan, Unsupported, columnar_plan
 from greta_stream.engine.columnar.stream import ColumnarStream
 from greta_stream.engine.ingest import DeadLetterSink
 from greta_stream.engine.timebase import NUMERIC, TIMESTAMP
 from greta_stream.errors import ConfigError, SnapshotError
 from greta_stream.runtime.runner import Runner
 
-Mode = Literal["aggregate", "cet"]
-EngineChoice = Literal["auto", "general", "columnar"]
-MODES: tuple[str, ...] = ("aggregate", "cet")
-ENGINES: tuple[str, ...] = ("auto", "general", "columnar")
-# A stream cannot promise "columnar": its columnar runner hands over to the
-# general engine by itself when some micro-batch needs it.
-STREAM_ENGINES: tuple[str, ...] = ("auto", "general")
 TIME_KINDS: tuple[str | None, ...] = (None, NUMERIC, TIMESTAMP)
 CET_COLUMNS = ("trend", "total", "truncated")
 # Events further ahead of the watermark are dead-lettered as "future" (a year-long
@@ -154,7 +149,7 @@ class RunSpec:
         return self.query.group_columns
 
     @cached_property
-    def _columnar(self) -> tuple[ColumnarPlan | None, str]:
+    def _columnar(self) -> tuple[KernelPlan | None, str]:
         if self.mode != "aggregate" or self.engine == "general":
             return None, f"mode {self.mode}, engine {self.engine}"
         try:
@@ -163,7 +158,7 @@ class RunSpec:
             return None, str(exc)
 
     @property
-    def columnar(self) -> ColumnarPlan | None:
+    def columnar(self) -> KernelPlan | None:
         """The columnar engine's plan when this run may use it, else None."""
         return self._columnar[0]
 
@@ -265,7 +260,7 @@ def compile_once(text: str) -> CompiledQuery:
     return compile_query(text, limits=None)  # a run's own limits are checked where it is set up
 
 
-def _plan_of(cq: CompiledQuery) -> ColumnarPlan:
+def _plan_of(cq: CompiledQuery) -> KernelPlan:
     try:
         return columnar_plan(cq)
     except Unsupported as exc:

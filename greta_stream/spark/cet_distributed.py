@@ -69,8 +69,8 @@ def expand_outputs(spark: SparkSession, outputs: list[Any], tasks: int | None = 
     out: list[Any] = []
     index = dict(zip(at, range(len(at)), strict=True))
     for i, o in enumerate(outputs):
-        w = index.get(i)
-        if w is None:
+        w = index.get(i, -1)
+        if w < 0:
             out.append(o)
             continue
         query = getattr(o, "query", None)

@@ -46,7 +46,7 @@ DECIMAL_38 = 10 ** 38
 
 def need_delta(spark: SparkSession) -> None:
     """Fail clearly when Delta Lake is not on Spark's classpath."""
-    given = spark.conf.get("spark.jars", "") + "," + spark.conf.get("spark.jars.packages", "")
+    given = f'{spark.conf.get("spark.jars", "")},{spark.conf.get("spark.jars.packages", "")}'
     if not spark_delta_jars() and "delta-spark" not in given:
         raise ConfigError(f"Delta Lake is not on Spark's classpath: {DELTA_HINT}")
 

@@ -21,7 +21,6 @@ past every window: later input to it would be late.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from pathlib import Path
@@ -79,12 +78,13 @@ def flushable(cfg: PipelineConfig) -> tuple[PipelineConfig, dict[str, Path]]:
         if src.format != "jsonl" or not src.path:
             raise ConfigError(f"--flush-at-end works with jsonl folders, not a {src.format} source")
         folder = Path(cfg.checkpoint).resolve() / "flush" / source_key(src)
-        new = dataclasses.replace(src, path=flush_glob(src.path, folder))
+        new = src.model_copy(update={"path": flush_glob(src.path, folder)})
         folders[source_key(new)] = folder
         return new
 
-    queries = [q if q.source is None else dataclasses.replace(q, source=rewrite(q.source)) for q in cfg.queries]
-    return dataclasses.replace(cfg, source=rewrite(cfg.source), queries=queries), folders
+    cfg.compile()  # the copies keep each query's RunSpec
+    queries = [q if q.source is None else q.model_copy(update={"source": rewrite(q.source)}) for q in cfg.queries]
+    return cfg.model_copy(update={"source": rewrite(cfg.source), "queries": queries}), folders
 
 
 def flush_glob(path: str, folder: Path) -> str:

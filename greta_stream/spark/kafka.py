@@ -86,7 +86,7 @@ def read_kafka(spark: SparkSession, servers: str | None, topic: str | None, star
 
 def need_connector(spark: SparkSession) -> None:
     """Fail clearly when Spark's Kafka connector is not on its classpath."""
-    given = spark.conf.get("spark.jars", "") + "," + spark.conf.get("spark.jars.packages", "")
+    given = f'{spark.conf.get("spark.jars", "")},{spark.conf.get("spark.jars.packages", "")}'
     if not spark_kafka_jars() and "sql-kafka" not in given:
         raise ConfigError(f"Spark's Kafka connector (spark-sql-kafka-0-10) is not on Spark's classpath: {CONNECTOR_HINT}")
 

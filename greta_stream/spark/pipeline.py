@@ -112,7 +112,7 @@ class BatchWriter:
         sink is at-least-once: a replayed batch is sent again.
         """
         self.name = query.name
-        assert query.spec is not None, "a QueryConfig gets its RunSpec from its PipelineConfig"
+        assert query.spec is not None, "a QueryConfig gets its RunSpec from QueryConfig.compile"
         # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
         self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
@@ -334,6 +334,7 @@ Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with
 
 def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
     """Start one streaming query per source; return them with their writers."""
+    cfg.compile()  # each query once, here where the run begins (a no-op for a compiled pipeline)
     started = []
     for stream in streams(cfg):
         checkpoint = Path(cfg.checkpoint) / stream.name

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+import warnings
 from typing import NamedTuple
 
 from pyspark.sql import Column, DataFrame
@@ -49,6 +50,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from greta_stream.choices import COUNTS
 from greta_stream.engine import FieldNames
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
@@ -69,16 +71,18 @@ def trend_aggregates(
     events: DataFrame,
     query: str | RunSpec,
     *,
-    watermark_delay_s: float | None = None,
+    lateness_s: float | None = None,
     shards: int | None = None,
     operator: str | None = None,
     fields: FieldNames = FieldNames(),
     mode: str | None = None,
     trends: str = "complete",
     max_trends: int | None = None,
+    with_events: bool = False,
     engine: str = "auto",
     time_kind: str | None = None,
     counts: str = "decimal",
+    watermark_delay_s: float | None = None,
 ) -> TrendOutputs:
     """`query` over `events` (JSON text in a `value` column, or typed
     columns): its result rows and its dead letters (module docstring).
@@ -88,11 +92,12 @@ def trend_aggregates(
     `end_of_input` is written to it). A static `events` gives every window,
     as `evaluate` does, computed by shard on the cluster: the way to
     backfill history that does not fit one machine (`operator` and
-    `watermark_delay_s` do not apply; lateness has no meaning there).
+    `lateness_s` do not apply; lateness has no meaning there).
 
     `query` is a `RunSpec` or query text with the options of `RunSpec.create`:
-    `watermark_delay_s` (allowed lateness, default 0), `fields`, `mode`,
-    `trends`, `max_trends`, `engine`, `time_kind`. `operator` is the
+    `lateness_s` (allowed lateness, default 0), `fields`, `mode`,
+    `trends`, `max_trends`, `with_events`, `engine`, `time_kind`
+    (`watermark_delay_s` is the old name of `lateness_s`). `operator` is the
     stateful operator (`transformWithStateInPandas`, the default, or
     `applyInPandasWithState`); a checkpoint keeps the one it started with.
     `counts`: "decimal" (COUNT and integer SUM as `decimal(38,0)`) or
@@ -101,13 +106,18 @@ def trend_aggregates(
     """
     if counts not in COUNT_TYPES:
         raise ValueError(f"counts must be one of {', '.join(COUNT_TYPES)}, got {counts!r}")
+    if watermark_delay_s is not None:
+        warnings.warn("watermark_delay_s is deprecated: use lateness_s (same meaning)", FutureWarning, stacklevel=2)
+        if lateness_s is not None:
+            raise ValueError("watermark_delay_s is the old name of lateness_s: give lateness_s only")
+        lateness_s = watermark_delay_s
     if isinstance(query, RunSpec):
         spec = query
-        if watermark_delay_s is not None and watermark_delay_s != spec.lateness_s:
-            raise ValueError("watermark_delay_s given with a RunSpec: set lateness_s on the spec")
+        if lateness_s is not None and lateness_s != spec.lateness_s:
+            raise ValueError("lateness_s given with a RunSpec: set lateness_s on the spec")
     else:
         spec = RunSpec.create(query, mode=mode, engine=engine, fields=fields, trends=trends, max_trends=max_trends,
-                              lateness_s=watermark_delay_s or 0.0, time_kind=time_kind)
+                              with_events=with_events, lateness_s=lateness_s or 0.0, time_kind=time_kind)
     n = shards or default_shards()
     if events.isStreaming:
         check_session(events, n, operator or DEFAULT_OPERATOR)
@@ -151,7 +161,7 @@ def exact_columns(spec: RunSpec, types: dict[str, DataType]) -> set[str]:
     return _payload_schema(spec, types)[1]
 
 
-COUNT_TYPES = ("decimal", "text")
+COUNT_TYPES = COUNTS
 EXACT = DecimalType(38, 0)
 
 
@@ -201,7 +211,7 @@ def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None
     spark = events.sparkSession
     context = spark.sparkContext
     python = context.pythonExec or "python3"
-    if context.master.startswith("local") and python != sys.executable:
+    if context.master.startswith("local") and python != sys.executable:  # type: ignore[union-attr]
         probe = subprocess.run([python, "-c", "import greta_stream"], capture_output=True, timeout=60)
         if probe.returncode != 0:
             raise RuntimeError(

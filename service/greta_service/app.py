@@ -14,7 +14,6 @@ The lifespan owns the SparkSession and the running streams:
 
 from __future__ import annotations
 
-import difflib
 import logging
 import threading
 import typing
@@ -25,7 +24,6 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from greta_service.metrics import ServiceMetrics
@@ -34,6 +32,7 @@ from greta_service.routes import docs, health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
 from greta_service.store import Retention, open_store
+from greta_stream.pipeline.validation import model_in, unknown_key
 
 log = logging.getLogger("greta_service")
 
@@ -130,9 +129,9 @@ async def _validation_error(request: Request, exc: RequestValidationError) -> JS
     body = _body_model(request)
     for e in exc.errors():
         loc = [x if isinstance(x, (str, int)) else str(x) for x in e.get("loc", ())]
-        msg = str(e.get("msg", "invalid"))
+        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
         if e.get("type") == "extra_forbidden" and loc and loc[0] == "body":
-            msg = unknown_key(body, loc[1:])
+            msg = unknown_key(body, [str(p) for p in loc[1:]])
         errors.append({"msg": msg, "line": None, "column": None, "loc": loc})
     detail = errors[0]["msg"] if len(errors) == 1 else "invalid request"
     return JSONResponse({"detail": detail, "errors": errors}, status_code=422)
@@ -145,37 +144,8 @@ def _body_model(request: Request) -> Any:
         hints = typing.get_type_hints(endpoint) if endpoint is not None else {}
     except Exception:  # an annotation that does not resolve: no suggestion, still a 422
         return None
-    models = (_model_in(hint) for name, hint in hints.items() if name != "return")
+    models = (model_in(hint) for name, hint in hints.items() if name != "return")
     return next((m for m in models if m is not None), None)
-
-
-def unknown_key(model: Any, loc: list[str | int]) -> str:
-    """An unknown key of a request body, worded as the pipeline config's checker words it: where it
-    is, a close match, and the keys known there."""
-    *path, key = [str(p) for p in loc] or [""]
-    known = _known_keys(model, [p for p in path if not p.isdigit()])
-    close = difflib.get_close_matches(key, known, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    inside = f" in {'.'.join(p for p in path if not p.isdigit())}" if path else ""
-    return f"unknown key {key!r}{inside} ({hint}known: {', '.join(known) or 'none'})"
-
-
-def _known_keys(model: Any, path: list[str]) -> list[str]:
-    for part in path:
-        field = getattr(model, "model_fields", {}).get(part)
-        model = _model_in(field.annotation) if field is not None else None
-    return sorted(getattr(model, "model_fields", {}))
-
-
-def _model_in(annotation: Any) -> Any:
-    """The pydantic model in an annotation (`Model`, `Model | None`, `list[Model]`), or None."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
 
 
 class BodyLimit:

@@ -3,9 +3,9 @@
 Built on the public pieces of `greta_stream.spark` only (`read_source`,
 `start_stream`, `StreamWriter`, `BatchWriter`); no pyspark here:
 
-  1. `source_config` / `sink_config` map the request's open objects onto the
-     pipeline's dataclasses by field name, so formats added there (Kafka)
-     work unchanged;
+  1. `query_config` makes a registered query the pipeline model
+     (`greta_stream.pipeline`) that the command line and config files build
+     too: its source, sinks and options;
   2. `run_spec` builds the query's `RunSpec` (compiled once, options checked);
   3. `stream_key` says which stream a query joins: every query that reads
      the same source with the same field names shares one stream (one read,
@@ -21,7 +21,6 @@ Built on the public pieces of `greta_stream.spark` only (`read_source`,
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -34,48 +33,39 @@ from typing import Any
 
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream import ConfigError, FieldNames, Limits, QuerySet, RunSpec
-from greta_stream.spark import BatchWriter, QueryConfig, SinkConfig, SourceConfig, StreamWriter, read_layout, read_source
+from greta_stream import Limits, QuerySet, RunSpec
+from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions, SinkConfig, SourceConfig
+from greta_stream.pipeline.validation import renamed, validated
+from greta_stream.spark import BatchWriter, StreamWriter, read_layout, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
 STREAM_PREFIX = "greta-"  # the Spark name of the service's stream of key k is "greta-k"
 
 
-def _build(cls: type, spec: dict[str, Any], what: str) -> Any:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise ConfigError(f"unknown {what} field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    try:
-        return cls(**spec)
-    except TypeError as exc:
-        raise ConfigError(f"bad {what}: {exc}") from exc
-
-
 def source_config(spec: dict[str, Any]) -> SourceConfig:
-    cfg = _build(SourceConfig, spec, "source")
-    plain = (str, int, float, bool)
-    if not isinstance(cfg.options, dict) or not all(isinstance(v, plain) for v in cfg.options.values()):
-        raise ConfigError("source options must be an object of plain values")
-    return cfg
+    return validated(SourceConfig, spec, "source")
 
 
 def sink_config(spec: dict[str, Any]) -> SinkConfig:
-    return _build(SinkConfig, spec, "sink")
+    return validated(SinkConfig, spec, "sink")
+
+
+def query_config(rec: QueryRecord) -> QueryConfig:
+    """A registered query as the pipeline model: what the command line and config files build too."""
+    options = renamed(rec.options)
+    own = {k: options[k] for k in QueryOptions.model_fields if k in options}
+    return validated(QueryConfig, {
+        "name": rec.name, "text": rec.text, "mode": rec.mode, "source": rec.source, "sinks": rec.sinks,
+        "dead_letter": rec.dead_letter, **own}, f"query {rec.name!r}")
 
 
 def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True) -> RunSpec:
     """The query's `RunSpec` (its text compiled once per process) under the service's limits
     (`checked=False`: a registered query as it was, whatever the limits are now)."""
-    opts = rec.options
-    f = opts.get("fields") or {}
-    fields = FieldNames(f.get("type", "type"), f.get("time", "time"), f.get("id", "id"))
-    cet_opts = {k: opts[k] for k in ("trends", "max_trends") if opts.get(k) is not None}
-    return RunSpec.create(rec.text, mode=rec.mode, engine=opts.get("engine") or "auto", fields=fields,
-                          lateness_s=float(opts.get("watermark_delay_s") or 0.0),
-                          limits=settings.limits if checked else Limits(None, None),
-                          max_future_s=settings.max_future_s, **cet_opts).for_streaming()
+    fields = validated(FieldsConfig, rec.options.get("fields") or {}, "fields")
+    return query_config(rec).compile(fields.names(), 0.0, settings.max_future_s,
+                                     settings.limits if checked else Limits(None, None))
 
 
 def stream_key(rec: QueryRecord) -> str:
@@ -108,8 +98,7 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     (properties of the stream: `stream_setting`)."""
     writers: dict[str, BatchWriter] = {}
     for rec in recs:
-        qc = QueryConfig(rec.name, rec.text, [sink_config(s) for s in rec.sinks],
-                         sink_config(rec.dead_letter) if rec.dead_letter else None, spec=specs[rec.id])
+        qc = query_config(rec).compiled_as(specs[rec.id])
         # Kafka sinks keep their sink logs in the checkpoint
         writers[rec.id] = BatchWriter(qc, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
     intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]

@@ -1,21 +1,25 @@
 """Request and response bodies of the API, one family per resource.
 
-Every request model is strict: unknown fields and formats are a 422. Sources
-and sinks carry the fields of `greta_stream.spark.SourceConfig` /
-`SinkConfig`; what they may name (options, paths, hosts) is checked by
-`greta_service.guards` and the registry.
+Every request model is strict: unknown fields and formats are a 422. The
+models of a query's source, sinks, field names and options are those of the
+pipeline model (`greta_stream.pipeline`), which the command line and config
+files build too, with the service's limits added; what they may name
+(options, paths, hosts) is checked by `greta_service.guards` and the
+registry.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from greta_stream.pipeline import check_delta_only
+from greta_stream.choices import Counts, Mode, StartingOffsets
+from greta_stream.pipeline import FieldsConfig, SinkConfig, SourceConfig, StreamOptions
+from greta_stream.pipeline import QueryOptions as PipelineQueryOptions
+from greta_stream.pipeline.model import OptionValue
 
 Status = Literal["running", "stopped", "failed"]
-Mode = Literal["aggregate", "cet"]
 
 
 class ErrorItem(BaseModel):
@@ -30,74 +34,59 @@ class ErrorResponse(BaseModel):
     errors: list[ErrorItem] = []
 
 
-OptionValue = str | int | float | bool
-
-
-class SourceSpec(BaseModel):
+class SourceSpec(SourceConfig):
     """Where events come from: a folder of JSON-lines or Parquet files or a Delta table (`path`), or a Kafka `topic`.
     `options` are allow-listed per format (docs/SECURITY.md)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
+    model_config = ConfigDict(json_schema_extra={"example": {"format": "jsonl", "path": "events/"}})
 
-    format: Literal["jsonl", "parquet", "delta", "kafka"] = "jsonl"
-    path: str | None = Field(None, min_length=1, max_length=4096, description="file formats and delta: the folder "
-                             "to read")
+    path: str = Field("", max_length=4096, description="file formats and delta: the folder to read")
     max_files_per_trigger: int | None = Field(None, ge=1, le=1_000_000)
     options: dict[str, OptionValue] = Field({}, max_length=32, description="reader options allowed for the format")
     bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
                                           description="kafka: host:port list; loopback or the kafka_hosts setting")
     topic: str | None = Field(None, min_length=1, max_length=249)
-    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    starting_offsets: StartingOffsets = "earliest"  # type: ignore[assignment]
 
 
-class SinkSpec(BaseModel):
-    """Where result rows (or dead letters) go besides the results store."""
+class SinkSpec(SinkConfig):
+    """Where result rows (or dead letters) go besides the results store. A Delta sink names its
+    folder (`path`): a catalog `table` could be anywhere, so the service does not take one."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
+    model_config = ConfigDict(json_schema_extra={"example": {"format": "jsonl", "path": "out/q1"}})
 
-    format: Literal["jsonl", "parquet", "delta", "console", "kafka"] = "jsonl"
     path: str | None = Field(None, min_length=1, max_length=4096, description="file formats and delta: the folder "
                              "to write (a Delta table's own folder)")
     options: dict[str, OptionValue] = Field({}, max_length=32, description="writer options allowed for the format")
     bootstrap_servers: str | None = Field(None, min_length=1, max_length=1024,
                                           description="kafka: host:port list; loopback or the kafka_hosts setting")
     topic: str | None = Field(None, min_length=1, max_length=249)
+    table: None = Field(None, description="not taken by the service: give a delta sink its path")  # type: ignore[assignment]
     partition_by: list[str] = Field([], max_length=8, description="delta: the table's partition columns (result "
                                     "columns: window_start, window_end, GROUP-BY attributes)")
     merge_schema: bool = Field(False, description="delta: a batch may add columns to the table")
-    counts: Literal["decimal", "text"] = Field("decimal", description="delta: COUNT and integer SUM as "
-                                               "decimal(38,0), or as their exact text (counts past 38 digits)")
-
-    @model_validator(mode="after")
-    def _delta_only(self) -> SinkSpec:
-        check_delta_only(self)
-        return self
+    counts: Counts = Field("decimal", description="delta: COUNT and integer SUM as decimal(38,0), or as their "
+                           "exact text (counts past 38 digits)")
 
 
-class FieldNamesSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FieldNamesSpec(FieldsConfig):
     type: str = Field("type", min_length=1, max_length=128)
     time: str = Field("time", min_length=1, max_length=128)
     id: str = Field("id", min_length=1, max_length=128)
 
 
-class QueryOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class QueryOptions(PipelineQueryOptions, StreamOptions):
+    """A query's own settings (those of every entry point) and those of the stream it starts, under the
+    service's limits. A stream's shards and operator are fixed when it first runs."""
 
-    watermark_delay_s: float = Field(0.0, ge=0, le=10 * 365 * 86_400, description="allowed lateness")
-    shards: int | None = Field(None, ge=1, description="state shards of the query's stream when it starts it; at "
-                               "most the service's max_shards")
-    operator: Literal["transformWithStateInPandas", "applyInPandasWithState"] | None = Field(
-        None, description="the stateful operator of the query's stream when it starts it (default "
-                          "transformWithStateInPandas: state written as it changes)")
-    trigger_interval_s: float | None = Field(None, ge=0, le=86_400, description="seconds between micro-batches")
-    fields: FieldNamesSpec = FieldNamesSpec()
-    trends: Literal["complete", "all"] | None = Field(None, description="CET mode: which trends to report")
+    lateness_s: float | None = Field(None, ge=0, le=10 * 365 * 86_400, description="allowed lateness in seconds "
+                                     "(default 0)")
     max_trends: int | None = Field(None, ge=1, description="CET mode: cap per (window, group); default and "
                                    "upper limit: the service's max_cet_trends")
-    engine: Literal["auto", "general"] = Field("auto", description="aggregate mode: auto runs the columnar engine "
-                                                "for the queries it covers, general always the general engine")
+    shards: int | None = Field(None, ge=1, description="state shards of the query's stream when it starts it; at "
+                               "most the service's max_shards")
+    trigger_interval_s: float | None = Field(None, gt=0, le=86_400, description="seconds between micro-batches")
+    fields: FieldNamesSpec = FieldNamesSpec()
     backfill: bool = Field(False, description="read the source from its earliest input on a stream of this query's "
                                               "own; by default a query joins the stream of its source (shared with "
                                               "the other queries of that source) at the stream's current position")

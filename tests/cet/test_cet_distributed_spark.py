@@ -69,10 +69,10 @@ def test_pipeline_extracts_deferred_windows_like_batch_and_replays_once(spark, t
     runs = {"dist": ("complete", None, OVER), "dist_cap": ("all", 40, OVER), "plain_cap": ("all", 40, None),
             "dist_cap1": ("complete", 1, 0)}
     cfg = PipelineConfig(
-        source=SourceConfig("jsonl", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(n, Q, [SinkConfig("jsonl", str(tmp_path / "out" / n))], trends=t, max_trends=cap,
+        source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name=n, text=Q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out" / n))], trends=t, max_trends=cap,
                              distribute_over=over) for n, (t, cap, over) in runs.items()],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=30, once=True, shards=3,
+        checkpoint=str(tmp_path / "chk"), lateness_s=30, once=True, shards=3,
     )
     jobs = distributed_jobs(spark)
     run(cfg, spark=spark, echo=lambda s: None)
@@ -99,7 +99,7 @@ def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path) -> Non
     write_batches(tmp_path / "in", events, n_files=2, seed=1, extra_last=[json.dumps(FLUSH)])
     config = {
         "source": {"format": "jsonl", "path": str(tmp_path / "in")},
-        "checkpoint": str(tmp_path / "chk"), "watermark_delay_s": 30, "once": True, "shards": 2,
+        "checkpoint": str(tmp_path / "chk"), "lateness_s": 30, "once": True, "shards": 2,
         "queries": [
             {"name": "dist", "text": Q, "distribute_over": OVER, "sinks": [{"format": "jsonl", "path": "out/dist"}]},
             {"name": "dist_cap", "text": Q, "trends": "all", "max_trends": 40, "distribute_over": OVER,

@@ -1,6 +1,6 @@
 """The order-comparison graph (orders.py, orderview.py, orderkernels.py) against the edge graph.
 
-`CetPlan.indexing = False` gives the event-to-event graph (graph.py,
+`ExtractionPlan.indexing = False` gives the event-to-event graph (graph.py,
 windows.py), itself checked against the oracle in test_cet_differential.py.
 On random streams (ties in time and in key, NaN and None, ints, floats and
 bools, two attributes or one) both must report the same records in the same

@@ -1,6 +1,6 @@
 """The range-edge graph (ranges.py, rangeview.py, reduction.py) against the edge graph.
 
-`CetPlan.indexing = False` gives the earlier event-to-event graph (graph.py,
+`ExtractionPlan.indexing = False` gives the earlier event-to-event graph (graph.py,
 windows.py), itself checked against the oracle in test_cet_differential.py.
 On random queries and streams both must report the same records in the same
 order, under every cap; the cap keeps a prefix of the uncapped order and the
@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from greta_stream.cet import CetConfig, TrendExtractor, reduction
-from greta_stream.cet.plan import CetPlan
+from greta_stream.cet.plan import ExtractionPlan
 from greta_stream.cet.ranges import RangeGraph
 from greta_stream.query import parse
 from greta_stream.testing.oracle import complete_trends, enumerate_trends
@@ -30,12 +30,12 @@ KITING = "RETURN TRENDS PATTERN Check C+ WHERE C.src = NEXT(C).dest WITHIN 20 s 
 
 @contextlib.contextmanager
 def edge_graph() -> Iterator[None]:
-    old = CetPlan.indexing
-    CetPlan.indexing = False
+    old = ExtractionPlan.indexing
+    ExtractionPlan.indexing = False
     try:
         yield
     finally:
-        CetPlan.indexing = old
+        ExtractionPlan.indexing = old
 
 
 def both(text: str, events: list[dict], **options: object) -> tuple[list[dict], list[dict]]:

@@ -48,10 +48,10 @@ def test_streaming_cet_equals_batch(spark, tmp_path: Path) -> None:  # noqa: ANN
     events = make_events()
     write_batches(tmp_path / "in", events, n_files=3, extra_last=[json.dumps({"type": "Flush", "time": 100_000})])
     cfg = PipelineConfig(
-        source=SourceConfig("jsonl", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(n, q, [SinkConfig("jsonl", str(tmp_path / "out" / n))])  # RETURN TRENDS: cet
+        source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name=n, text=q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out" / n))])  # RETURN TRENDS: cet
                  for n, q in QUERIES.items()],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=30, once=True, shards=3,
+        checkpoint=str(tmp_path / "chk"), lateness_s=30, once=True, shards=3,
     )
     run(cfg, spark=spark, echo=lambda s: None)
     for name, text in QUERIES.items():

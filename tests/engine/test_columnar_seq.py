@@ -16,19 +16,20 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from test_columnar import (
+from columnar_support import (
     OPS,
     SETTINGS,
-    _oracle_input,
     assert_same_rows,
+    batches_and_watermarks,
+    check,
     check_against_general,
+    oracle_input,
     queries,
     query_text,
     streams,
 )
-from test_columnar_stream import batches_and_watermarks, check
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from greta_stream import evaluate
 from greta_stream.query import parse
@@ -118,7 +119,7 @@ def test_seq_equals_general(data: st.DataObject) -> None:
 def test_seq_equals_oracle(data: st.DataObject) -> None:
     spec = data.draw(seq_queries())
     events = data.draw(seq_streams(spec, max_events=12, dirty=False))
-    expected = oracle_rows(parse(spec.text), _oracle_input(spec.text, events))
+    expected = oracle_rows(parse(spec.text), oracle_input(spec.text, events))
     got = evaluate(spec.text, events, engine="columnar")
     assert got.engine == "columnar"
     assert_same_rows(spec.text, events, expected, got, ("oracle", "columnar"))

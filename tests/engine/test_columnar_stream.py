@@ -13,68 +13,32 @@ with no row lost or repeated.
 from __future__ import annotations
 
 import math
-import random
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import pytest
+from columnar_support import (
+    ANY_F_MODES,
+    SETTINGS,
+    STOCK,
+    assert_same_rows,
+    batches_and_watermarks,
+    check,
+    columnar,
+    drive,
+    general,
+    queries,
+    stock,
+    streams,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_columnar import ANY_F_MODES, SETTINGS, assert_same_rows, queries, streams
 
 from greta_stream import compile_query, evaluate
 from greta_stream.engine import Engine
-from greta_stream.engine.columnar import Unsupported, columnar_plan
 from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.engine.columnar.stream import ColumnarStream
-
-
-def batches_and_watermarks(draw: Any, events: list[Any]) -> list[tuple[list[Any], Any]]:
-    """Events split into micro-batches (in time order, shuffled within), each
-    with the watermark declared before it and reached after it."""
-    rnd = random.Random(draw(st.integers(0, 2**16)))
-    timed = sorted((e for e in events if isinstance(e, dict) and isinstance(e.get("time"), (int, float))
-                    and not isinstance(e.get("time"), bool) and math.isfinite(e["time"])), key=lambda e: e["time"])
-    rest = [e for e in events if not any(e is x for x in timed)]
-    n = draw(st.integers(1, 6))
-    cuts = sorted(rnd.sample(range(len(timed) + 1), min(n - 1, len(timed) + 1)))
-    parts = [timed[a:b] for a, b in zip([0, *cuts], [*cuts, len(timed)])]
-    for e in rest:
-        parts[rnd.randrange(len(parts))].append(e)
-    if len(parts) > 1 and draw(st.booleans()):  # stragglers: events that come a batch or more later
-        for _ in range(draw(st.integers(1, 5))):
-            i = rnd.randrange(len(parts) - 1)
-            if parts[i]:
-                e = parts[i].pop(rnd.randrange(len(parts[i])))
-                parts[rnd.randrange(i + 1, len(parts))].append(e)
-    delay = draw(st.sampled_from([0, 0.5, 1, 3, 10, math.inf]))
-    out, high, watermark = [], -math.inf, -math.inf
-    for part in parts:
-        rnd.shuffle(part)
-        high = max([high, *(e["time"] for e in part if any(e is x for x in timed))])  # Spark's max event time
-        if delay != math.inf and high != -math.inf:
-            watermark = max(watermark, high - delay)
-        out.append((part, watermark))
-    return out
-
-
-def drive(stream_of: Any, text: str, plan: list[tuple[list[Any], Any]], restore: bool) -> tuple[list, list]:
-    """Rows per call and dead letters of a stream driven through `plan`."""
-    dead: list = []
-    cq = compile_query(text)
-    runner = stream_of(cq, dead.append)
-    calls: list = []
-    declared = -math.inf
-    for records, watermark in plan:
-        if restore:
-            runner = type(runner).restore(cq, runner.snapshot(), dead_letter=dead.append)
-        runner.expect(declared)
-        runner.add_many(records)
-        calls.append(runner.advance(watermark))
-        declared = watermark
-    calls.append(runner.finish())
-    return calls, [(d.reason, d.record, d.detail) for d in dead]
 
 
 def as_frames(plan: list[tuple[list[Any], Any]]) -> tuple[list[tuple[Any, Any]], list[tuple[list[Any], Any]]]:
@@ -82,23 +46,6 @@ def as_frames(plan: list[tuple[list[Any], Any]]) -> tuple[list[tuple[Any, Any]],
     records that frame stands for (what the general engine gets)."""
     frames = [(pd.DataFrame.from_records([r for r in records if isinstance(r, dict)]), w) for records, w in plan]
     return frames, [(frame_records(f), w) for f, w in frames]
-
-
-def general(cq: Any, sink: Any) -> Engine:
-    return Engine(cq, dead_letter=sink)
-
-
-def columnar(cq: Any, sink: Any) -> ColumnarStream:
-    return ColumnarStream(cq, dead_letter=sink)
-
-
-def check(text: str, events: list[Any], plan: list[tuple[list[Any], Any]], restore: bool) -> None:
-    want_calls, want_dead = drive(general, text, plan, restore)
-    got_calls, got_dead = drive(columnar, text, plan, restore)
-    assert len(got_calls) == len(want_calls)
-    for want, got in zip(want_calls, got_calls):
-        assert_same_rows(text, events, want, got)
-    assert got_dead == want_dead
 
 
 @settings(max_examples=150, **SETTINGS)
@@ -162,16 +109,6 @@ def test_long_streams_in_many_batches_equal_batch(data: st.DataObject) -> None:
         rows = sorted((r for c in calls for r in c), key=key)
         batch = sorted(evaluate(spec.text, events, engine="general"), key=key)
         assert_same_rows(spec.text, events, batch, rows, ("batch", "stream"))
-
-
-STOCK = ("RETURN sector, COUNT(*), SUM(S.price), MAX(S.price) PATTERN Stock S+ "
-         "WHERE [company, sector] AND S.price > NEXT(S).price GROUP-BY sector WITHIN 60 s SLIDE 20 s")
-
-
-def stock(n: int, seed: int, t0: float = 0.0, price: Any = float) -> list[dict]:
-    rnd = random.Random(seed)
-    return [{"type": "Stock", "time": t0 + i * 0.75, "company": rnd.randrange(4), "sector": rnd.randrange(2),
-             "price": price(rnd.randrange(90, 110))} for i in range(n)]
 
 
 def test_sum_of_ints_then_floats_hands_over_without_loss() -> None:
@@ -250,35 +187,10 @@ def test_timestamps_stay_columnar_and_give_the_general_engines_rows() -> None:
     assert late.finish() == general.finish()
 
 
-def test_kept_events_follow_the_open_windows() -> None:
-    events = stock(400, 4)  # 300 s of events, 60 s windows
-    s = ColumnarStream(compile_query(STOCK))
-    s.add_many(events)
-    assert s.next_window_end() == 20  # the first window holding an event: [-40, 20)
-    s.advance(200)
-    assert s.next_window_end() == 220
-    assert s.n_kept and min(s.kept["time"]) >= 160  # earlier events are in no open window
-    s.finish()
-    assert s.idle and s.next_window_end() is None
-
-
 def test_late_events_are_dead_lettered_like_the_general_engine() -> None:
     events = stock(100, 5)
     plan = [(events[:50], 30), (events[10:20] + events[50:], 60)]  # events[10:20] are late the second time
     check(STOCK, events, plan, restore=False)
-
-
-def test_snapshot_is_tied_to_the_query() -> None:
-    s = ColumnarStream(compile_query(STOCK))
-    s.add_many(stock(10, 6))
-    other = STOCK.replace("60 s", "61 s")
-    with pytest.raises(Exception, match="different query"):
-        ColumnarStream.restore(compile_query(other), s.snapshot())
-
-
-def test_only_columnar_queries() -> None:
-    with pytest.raises(Unsupported):
-        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT C c, B b) WITHIN 10 s"))
 
 
 def test_other_field_names() -> None:
@@ -298,24 +210,3 @@ def test_other_field_names() -> None:
     rows_want += want.finish()
     rows_got += got.finish()
     assert got.general is None and rows_got == rows_want and rows_got
-
-
-def test_a_named_query_alone_restores_its_own_state() -> None:
-    """A family part with one query snapshots as that query alone; restored
-    under its name it goes on exactly (its rows and its row count)."""
-    from greta_stream.engine.columnar.passes import single_pass
-
-    events = stock(200, 7)
-    plan = columnar_plan(compile_query(STOCK))
-    alone = ColumnarStream([single_pass(plan, "down")])
-    alone.add_many(events[:100])
-    first = alone.advance(100)
-    again = ColumnarStream.restore([single_pass(plan, "down")], alone.snapshot())
-    again.add_many(events[100:])
-    rest = again.finish()
-    assert again.member_metrics("down")["rows_emitted"] == len(first) + len(rest)
-    general = Engine(compile_query(STOCK))
-    general.add_many(events[:100])
-    want = general.advance(100)
-    general.add_many(events[100:])
-    assert_same_rows(STOCK, events, want + general.finish(), first + rest)

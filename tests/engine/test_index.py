@@ -1,6 +1,6 @@
 """Indexed propagation (engine/index.py) against the oracle and the scan.
 
-Every test forces the index on tiny inputs (`Plan.index_min_vertices = 0`),
+Every test forces the index on tiny inputs (`GraphPlan.index_min_vertices = 0`),
 so edges of the shape `key(X) op probe(NEXT(Y))` with op in `< <= > >= =` go
 through the Fenwick, hash or bucket indexes. Values come from a few numbers
 (ints and floats that tie across types, 1 == 1.0), so ties and equal keys are
@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from greta_stream import evaluate
 from greta_stream.engine import Engine
 from greta_stream.engine import graph as graph_module
-from greta_stream.engine.plan import Plan
+from greta_stream.engine.plan import GraphPlan
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 
@@ -34,12 +34,12 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, Heal
 
 @contextmanager
 def indexing(on: bool = True, min_vertices: int = 0) -> Iterator[None]:
-    saved = Plan.indexing, Plan.index_min_vertices
-    Plan.indexing, Plan.index_min_vertices = on, min_vertices
+    saved = GraphPlan.indexing, GraphPlan.index_min_vertices
+    GraphPlan.indexing, GraphPlan.index_min_vertices = on, min_vertices
     try:
         yield
     finally:
-        Plan.indexing, Plan.index_min_vertices = saved
+        GraphPlan.indexing, GraphPlan.index_min_vertices = saved
 
 
 def same_rows(expected: list[dict], got: list[dict]) -> bool:

@@ -15,10 +15,20 @@ import math
 import random
 from typing import Any
 
+from columnar_support import (
+    ANY_F_MODES,
+    SETTINGS,
+    STOCK,
+    assert_same_rows,
+    batches_and_watermarks,
+    drive,
+    general,
+    queries,
+    stock,
+    streams,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_columnar import ANY_F_MODES, SETTINGS, assert_same_rows, queries, streams
-from test_columnar_stream import STOCK, batches_and_watermarks, drive, general, stock
 
 from greta_stream import compile_query, evaluate
 from greta_stream.engine.columnar import columnar_plan

@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -125,14 +124,3 @@ def test_any_values_and_batches(xs: list[int | float], cut: st.DataObject) -> No
     got = {k: rows[0][k] for k in ("count", "count_A", "sum_A_x", "avg_A_x")}
     assert got == want
     assert type(got["sum_A_x"]) is type(want["sum_A_x"])
-
-
-@given(st.integers(0, 7).flatmap(lambda w: st.tuples(st.just(w), st.lists(st.integers(0, 2 ** (32 * w) - 1 if w else 0),
-                                                                          max_size=40))))
-def test_exact_ints_read_any_width_of_limbs(case: tuple[int, list[int]]) -> None:
-    from greta_stream.engine.columnar.rows import exact_ints
-
-    width, values = case
-    limbs = np.array([[(v >> (32 * j)) & 0xFFFFFFFF for j in range(width)] for v in values],
-                     dtype=np.uint64).reshape(len(values), width)
-    assert exact_ints(limbs) == values

@@ -50,12 +50,12 @@ def normalized(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def pipeline(tmp: Path, bootstrap: str, source: str, results: str, dead: str, names: list[str],
              once: bool = True) -> PipelineConfig:
     return PipelineConfig(
-        source=SourceConfig("kafka", bootstrap_servers=bootstrap, topic=source,
+        source=SourceConfig(format="kafka", bootstrap_servers=bootstrap, topic=source,
                             options={"maxOffsetsPerTrigger": "500"}),
-        queries=[QueryConfig(n, QUERIES[n], [SinkConfig("kafka", bootstrap_servers=bootstrap, topic=results)],
-                             SinkConfig("kafka", bootstrap_servers=bootstrap, topic=dead)) for n in names],
+        queries=[QueryConfig(name=n, text=QUERIES[n], sinks=[SinkConfig(format="kafka", bootstrap_servers=bootstrap, topic=results)],
+                             dead_letter=SinkConfig(format="kafka", bootstrap_servers=bootstrap, topic=dead)) for n in names],
         # events come in time order per partition; 20 s covers the skew between the two partitions
-        checkpoint=str(tmp / "chk"), watermark_delay_s=20, once=once, shards=2,
+        checkpoint=str(tmp / "chk"), lateness_s=20, once=once, shards=2,
         trigger_interval_s=None if once else 1.0,
     )
 

@@ -52,7 +52,7 @@ def test_query_with_kafka_source_and_sink_through_the_service(service: str, kafk
         "name": name, "text": QUERY,
         "source": {**kafka, "topic": source, "options": {"maxOffsetsPerTrigger": "500"}},
         "sinks": [{**kafka, "topic": results}], "dead_letter": {**kafka, "topic": dead},
-        "options": {"watermark_delay_s": 60, "shards": 2},
+        "options": {"lateness_s": 60, "shards": 2},
     }
     with httpx.Client(base_url=service, headers={"X-API-Key": API_KEY}, timeout=120) as api:
         r = api.post("/queries", json=body)

@@ -305,11 +305,11 @@ def test_an_unknown_key_is_named_with_a_close_match(api: httpx.Client, service: 
     spec["options"] = {"watermark_delay": 30}
     r = api.post("/queries", json=spec)
     assert r.status_code == 422
-    assert r.json()["detail"].startswith("unknown key 'watermark_delay' in options (did you mean 'watermark_delay_s'?")
+    assert r.json()["detail"].startswith("unknown key 'watermark_delay' in options (did you mean 'lateness_s'?")
     spec = body(service, "unknown-key")
     spec["sinks"][0]["pth"] = "x"
     r = api.post("/queries", json=spec)
-    assert r.status_code == 422 and "unknown key 'pth' in sinks (did you mean 'path'?" in r.json()["detail"]
+    assert r.status_code == 422 and "unknown key 'pth' in sinks[0] (did you mean 'path'?" in r.json()["detail"]
     assert api.get("/queries/unknown-key").status_code == 404
 
 

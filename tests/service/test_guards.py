@@ -54,7 +54,7 @@ def test_sources_and_sinks_cannot_escape_the_roots_or_reach_other_hosts(api: htt
     elsewhere = str(service.root.parent)  # outside path_roots
     src = {"format": "jsonl", "path": root}
     cases = [
-        ({"source": {"format": "jsonl", "path": None, "options": {"path": elsewhere}}}, "option(s) path are not allowed"),
+        ({"source": {"format": "jsonl", "path": None, "options": {"path": elsewhere}}}, "a jsonl source needs a path"),
         ({"source": {"format": "jsonl", "path": None}}, "needs a path"),
         ({"source": {**src, "options": {"path": elsewhere}}}, "option(s) path are not allowed"),
         ({"source": {**src, "options": {"PATH": elsewhere}}}, "option(s) PATH are not allowed"),

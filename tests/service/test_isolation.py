@@ -42,7 +42,7 @@ UP = Q1.replace("S.price > NEXT(S).price", "S.price < NEXT(S).price")
 def spec(service: Service, name: str, text: str, source: str, sink: Path, **options: object) -> dict:
     return {"name": name, "text": text, "source": {"format": "jsonl", "path": str(service.root / source),
                                                    "max_files_per_trigger": 1},
-            "sinks": [{"format": "jsonl", "path": str(sink)}], "options": {"watermark_delay_s": 0, **options}}
+            "sinks": [{"format": "jsonl", "path": str(sink)}], "options": {"lateness_s": 0, **options}}
 
 
 def status(api, query_id: str) -> dict:  # noqa: ANN001
@@ -147,7 +147,7 @@ def test_listing_and_metrics_with_a_hundred_queries_answer_at_once(tmp_path: Pat
         store.save_query(QueryRecord(f"many{i:03d}", f"many-{i}", Q1.replace("10 minutes", f"{10 + i} minutes"),
                                      source={"format": "jsonl", "path": str(src)},
                                      sinks=[{"format": "jsonl", "path": str(tmp_path / f"out-{i}")}],
-                                     options={"watermark_delay_s": 0.0}, created_at=i))
+                                     options={"lateness_s": 0.0}, created_at=i))
     store.close()
     svc.start()
     try:
@@ -178,6 +178,6 @@ def test_a_querys_state_size_outlives_its_stream_runs(service: Service) -> None:
         stopped = api.post(f"/queries/{q}/stop").json()["progress"]["state_bytes"]
         assert stopped > 0 and status(api, q)["progress"]["state_bytes"] == stopped  # its last batch's
         assert api.post(f"/queries/{q}/start").json()["progress"]["state_bytes"] > 0
-        r = api.patch(f"/queries/{q}", json={"options": {"watermark_delay_s": 5}})
+        r = api.patch(f"/queries/{q}", json={"options": {"lateness_s": 5}})
         assert r.status_code == 200, r.text
         assert r.json()["progress"]["state_bytes"] > 0

@@ -78,16 +78,19 @@ def test_run_spec_carries_the_engine_and_old_records_default_to_auto() -> None:
     from greta_service.schemas import QueryOptions
 
     text = "RETURN COUNT(*) PATTERN A+ WITHIN 5 s"
-    new = QueryRecord("q1", "q", text, options=QueryOptions(engine="general").model_dump())
-    old = QueryRecord("q2", "q", text, options={"watermark_delay_s": 1.0})  # registered before the option
+    source = {"format": "jsonl", "path": "in"}
+    new = QueryRecord("q1", "q", text, source=source, options=QueryOptions(engine="general").model_dump())
+    # registered before the engine option, with lateness under its old name
+    old = QueryRecord("q2", "q", text, source=source, options={"watermark_delay_s": 1.0})
     settings = Settings()
     assert run_spec(new, settings).engine == "general"
-    assert run_spec(old, settings).engine == "auto"
-    assert run_spec(old, settings).lateness_s == 1.0
+    with pytest.warns(FutureWarning, match="watermark_delay_s is deprecated: use lateness_s"):
+        assert run_spec(old, settings).engine == "auto"
+        assert run_spec(old, settings).lateness_s == 1.0
     assert run_spec(old, settings).max_future_s == 30 * 86_400
     assert run_spec(old, Settings(max_future_s=60)).max_future_s == 60
     with pytest.raises(ValueError, match="max_windows_per_event = 4"):
-        run_spec(QueryRecord("q3", "q", "RETURN COUNT(*) PATTERN A+ WITHIN 5 s SLIDE 1 s"),
+        run_spec(QueryRecord("q3", "q", "RETURN COUNT(*) PATTERN A+ WITHIN 5 s SLIDE 1 s", source=source),
                  Settings(max_windows_per_event=4))
     with pytest.raises(ValueError):
         QueryOptions(engine="columnar")

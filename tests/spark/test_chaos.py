@@ -66,7 +66,7 @@ def test_chaos_run_with_kill_and_restart(tmp_path: Path) -> None:
     query = tmp_path / "q.greta"
     query.write_text(Q)
     cli = [sys.executable, "-m", "greta_stream", "run", "--query", str(query), "--input", str(tmp_path / "in"),
-           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--watermark", str(LATENESS_S),
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--lateness", str(LATENESS_S),
            "--shards", "2", "--max-files-per-trigger", "1", "--master", "local[2]"]
     proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -30,7 +30,7 @@ def test_cluster_run_equals_batch(tmp_path: Path) -> None:
     query = tmp_path / "negation.greta"
     query.write_text(QUERIES["negation"])
     cli = [sys.executable, "-m", "greta_stream", "run", "--query", str(query), "--input", str(tmp_path / "in"),
-           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--watermark", "60",
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--lateness", "60",
            "--once", "--shards", "4"]
     with StandaloneCluster(workers=2) as cluster:
         proc = subprocess.run([*cli, "--master", cluster.url], capture_output=True, text=True, timeout=600)
@@ -52,7 +52,7 @@ def test_kill_mid_batch_and_restart_loses_and_repeats_nothing(tmp_path: Path) ->
     query = tmp_path / "q.greta"
     query.write_text(QUERIES["stock"])
     cli = [sys.executable, "-m", "greta_stream", "run", "--query", str(query), "--input", str(tmp_path / "in"),
-           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--watermark", "60",
+           "--output", str(tmp_path / "out"), "--checkpoint", str(tmp_path / "chk"), "--lateness", "60",
            "--shards", "2", "--max-files-per-trigger", "1", "--master", "local[2]"]
     proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -27,7 +27,7 @@ def test_sample_configs_load_with_paths_relative_to_the_file(name: str) -> None:
 def test_yaml_sample_has_everything() -> None:
     cfg = PipelineConfig.from_file(ROOT / "configs" / "pipeline.yaml")
     assert [q.name for q in cfg.queries] == ["stock_downtrends", "stock_peaks"]
-    assert cfg.watermark_delay_s == 30 and cfg.trigger_interval_s == 5 and cfg.shards == 4 and not cfg.once
+    assert cfg.lateness_s == 30 and cfg.trigger_interval_s == 5 and cfg.shards == 4 and not cfg.once
     assert [s.format for s in cfg.queries[0].sinks] == ["jsonl", "console"]
     assert cfg.queries[1].dead_letter is None
 
@@ -91,13 +91,13 @@ def test_future_bound_and_window_caps_are_pipeline_settings(tmp_path: Path) -> N
 
 def test_typos_and_missing_sinks_are_refused_with_their_place_and_the_known_keys(tmp_path: Path) -> None:
     p = tmp_path / "typo.yaml"
-    p.write_text("source: {format: jsonl, path: in}\ncheckpoint: c\nwatermark_delay: 30\nqueries:\n"
+    p.write_text("source: {format: jsonl, path: in}\ncheckpoint: c\nlateness: 30\nqueries:\n"
                  "  - {name: q, text: 'RETURN COUNT(*) PATTERN A+ WITHIN 5 s', sink: {format: console}}\n"
                  "  - {name: r, text: 'RETURN COUNT(*) PATTERN A+ WITHIN 5 s', sinks: [{format: csv, path: o}]}\n")
     with pytest.raises(ConfigError) as err:
         PipelineConfig.from_file(p)
     message = str(err.value)
-    assert "unknown key 'watermark_delay' (did you mean 'watermark_delay_s'?" in message
+    assert "unknown key 'lateness' (did you mean 'lateness_s'?" in message
     assert "unknown key 'sink' in queries[0] (did you mean 'sinks'?" in message
     assert "queries[0].sinks is required" in message
     assert "queries[1].sinks[0].format" in message and "'jsonl'" in message

@@ -52,10 +52,10 @@ def test_poison_and_future_events_are_dead_letters_and_move_nothing(spark, tmp_p
         path.write_text("\n".join([json.dumps(e) for e in chunk] + bad) + "\n")
         os.utime(path, (base + i, base + i))
     cfg = PipelineConfig(
-        source=SourceConfig("jsonl", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig("q", Q, [SinkConfig("jsonl", str(tmp_path / "out"))],
-                             SinkConfig("jsonl", str(tmp_path / "dead")))],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=5, once=True, shards=2)
+        source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q", text=Q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out"))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp_path / "dead")))],
+        checkpoint=str(tmp_path / "chk"), lateness_s=5, once=True, shards=2)
     counts = run(cfg, spark=spark, echo=lambda s: None)["q"]
     got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
     want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid))
@@ -77,10 +77,10 @@ def write_files(folder: Path, chunks: list[list[bytes]]) -> None:
 
 def one_query(tmp_path: Path, watermark_s: float = 5) -> PipelineConfig:
     return PipelineConfig(
-        source=SourceConfig("jsonl", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig("q", Q, [SinkConfig("jsonl", str(tmp_path / "out"))],
-                             SinkConfig("jsonl", str(tmp_path / "dead")))],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=watermark_s, once=True, shards=2)
+        source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q", text=Q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out"))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp_path / "dead")))],
+        checkpoint=str(tmp_path / "chk"), lateness_s=watermark_s, once=True, shards=2)
 
 
 def test_poison_lines_are_dead_letters_and_the_stream_goes_on(spark, tmp_path: Path) -> None:  # noqa: ANN001

@@ -16,7 +16,7 @@ from test_streaming import QUERIES, make_events, normalized, pipeline
 
 from greta_stream import evaluate
 from greta_stream.connectors.sinks import read_jsonl_dir
-from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, streams
+from greta_stream.pipeline import QueryConfig, SinkConfig, streams
 from greta_stream.spark.pipeline import run
 from greta_stream.testing.files import write_batches
 
@@ -39,8 +39,8 @@ def test_one_stream_per_source_and_a_changed_query_set(spark, tmp_path: Path) ->
     for f in files[2:]:
         shutil.copy2(f, tmp_path / "in" / f.name)
     later = pipeline(tmp_path, ["stock", "runs"], shards=2)  # "negation" removed, a new query added
-    later.queries.append(QueryConfig("negation-2", QUERIES["negation"], [SinkConfig("jsonl", str(tmp_path / "out2"))]))
-    later = PipelineConfig(**{**later.__dict__, "queries": later.queries})  # each query's RunSpec built once more
+    later.queries.append(QueryConfig(name="negation-2", text=QUERIES["negation"], sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out2"))]))
+    later = later.compile()  # the new query compiled, the others kept
     run(later, spark=spark, echo=lambda s: None)
     for name in ("stock", "runs"):
         got = list(read_jsonl_dir(tmp_path / "out" / name))
@@ -64,8 +64,8 @@ def test_a_query_joining_and_leaving_never_changes_another_querys_rows(spark, tm
         shutil.copy2(f, tmp_path / "in" / f.name)
         cfg = pipeline(tmp_path, ["stock"], shards=2)
         if i in (1, 2):
-            cfg.queries.append(QueryConfig("total", total, [SinkConfig("jsonl", str(tmp_path / "out-total"))]))
-            cfg = PipelineConfig(**{**cfg.__dict__, "queries": cfg.queries})
+            cfg.queries.append(QueryConfig(name="total", text=total, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out-total"))]))
+            cfg = cfg.compile()
         run(cfg, spark=spark, echo=lambda s: None)
     got = list(read_jsonl_dir(tmp_path / "out" / "stock"))
     assert normalized(got) == normalized(evaluate(QUERIES["stock"], events))

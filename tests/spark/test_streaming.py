@@ -59,10 +59,10 @@ def normalized(rows: list[dict]) -> list[dict]:
 
 def pipeline(tmp: Path, names: list[str], shards: int = 3, operator: str | None = None) -> PipelineConfig:
     return PipelineConfig(
-        source=SourceConfig("jsonl", str(tmp / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(n, QUERIES[n], [SinkConfig("jsonl", str(tmp / "out" / n))],
-                             SinkConfig("jsonl", str(tmp / "dead" / n))) for n in names],
-        checkpoint=str(tmp / "chk"), watermark_delay_s=60, once=True, shards=shards, operator=operator,
+        source=SourceConfig(format="jsonl", path=str(tmp / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name=n, text=QUERIES[n], sinks=[SinkConfig(format="jsonl", path=str(tmp / "out" / n))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp / "dead" / n))) for n in names],
+        checkpoint=str(tmp / "chk"), lateness_s=60, once=True, shards=shards, operator=operator,
     )
 
 
@@ -121,10 +121,10 @@ def test_typed_parquet_input_with_timestamps(spark, tmp_path: Path) -> None:  # 
         part.to_parquet(path, index=False, coerce_timestamps="us")  # Spark cannot read nanoseconds
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # the source reads files in modification order
     cfg = PipelineConfig(
-        source=SourceConfig("parquet", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig("stock", QUERIES["stock"], [SinkConfig("jsonl", str(tmp_path / "out"))],
-                             SinkConfig("jsonl", str(tmp_path / "dead")))],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=60, once=True, shards=2,
+        source=SourceConfig(format="parquet", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="stock", text=QUERIES["stock"], sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out"))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp_path / "dead")))],
+        checkpoint=str(tmp_path / "chk"), lateness_s=60, once=True, shards=2,
     )
     run(cfg, spark=spark, echo=lambda s: None)
     got = normalized(list(read_jsonl_dir(tmp_path / "out")))
@@ -151,10 +151,10 @@ def test_typed_parquet_input_with_numeric_times_runs_columnar(spark, tmp_path: P
         part.to_parquet(path, index=False)
         os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))  # the source reads files in modification order
     cfg = PipelineConfig(
-        source=SourceConfig("parquet", str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(n, QUERIES[n], [SinkConfig("jsonl", str(tmp_path / "out" / n))],
-                             SinkConfig("jsonl", str(tmp_path / "dead" / n))) for n in ("stock", "runs")],
-        checkpoint=str(tmp_path / "chk"), watermark_delay_s=60, once=True, shards=2,
+        source=SourceConfig(format="parquet", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name=n, text=QUERIES[n], sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out" / n))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp_path / "dead" / n))) for n in ("stock", "runs")],
+        checkpoint=str(tmp_path / "chk"), lateness_s=60, once=True, shards=2,
     )
     run(cfg, spark=spark, echo=lambda s: None)
     watermark = frame["time"].max() - 60

@@ -35,7 +35,7 @@ from typing import Any
 
 from greta_stream.engine.columnar.columns import Input, Unsupported
 from greta_stream.engine.columnar.driver import compute, warm_up
-from greta_stream.engine.columnar.plan import ColumnarPlan, State, columnar_plan
+from greta_stream.engine.columnar.plan import KernelPlan, State, columnar_plan
 from greta_stream.engine.columnar.prepare import Prepared, prepare
 from greta_stream.engine.ingest import DeadLetter, FieldNames
 
@@ -47,7 +47,7 @@ class ColumnarResult:
         self.rows, self.dead, self.metrics = rows, dead, metrics
 
 
-def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> ColumnarResult:
+def evaluate_columnar(plan: KernelPlan, events: Input, fields: FieldNames) -> ColumnarResult:
     """Result rows, dead letters and metrics, as the general engine gives them;
     raise `Unsupported` (before any result) when the input is not for us."""
     prep = prepare(plan, events, fields)
@@ -58,6 +58,6 @@ def evaluate_columnar(plan: ColumnarPlan, events: Input, fields: FieldNames) -> 
 
 
 __all__ = [
-    "ColumnarPlan", "ColumnarResult", "Input", "Prepared", "State", "Unsupported", "columnar_plan", "compute",
+    "ColumnarResult", "Input", "KernelPlan", "Prepared", "State", "Unsupported", "columnar_plan", "compute",
     "evaluate_columnar", "prepare", "warm_up",
 ]

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.engine.columnar.columns import FLOAT, INT, MIXED, Unsupported
-from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import subset
 
 DIGIT_BITS = 32  # a SUM value enters as a multiplier in digits of one limb each
@@ -22,7 +22,7 @@ MAX_DIGITS = 40
 
 
 
-def aggregate_cells(plan: ColumnarPlan, fields: tuple[Any, ...], cols: dict[str, Any],
+def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, Any],
                     st: np.ndarray, min_scales: dict[int, int] | None = None) -> tuple[list, dict, list]:
     """Exact cells with their own multipliers per event, in 32-bit digits
     (n, digits): COUNT(X) (multiplier 1) and, per SUM/AVG value, |value| *

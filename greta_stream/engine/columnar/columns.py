@@ -79,15 +79,15 @@ class Input:
             if values is None:
                 return [None] * (self.n if rows is None else len(rows))
             return values if rows is None else [values[i] for i in rows.tolist()]
-        values = self._raw.get(name)
-        if values is None:
+        cached = self._raw.get(name)
+        if cached is None:
             if self._all_dicts is None:
                 self._all_dicts = all(type(r) is dict for r in self.records)
-            values = np.fromiter(map(dict.get, self.records, repeat(name)) if self._all_dicts else
+            cached = np.fromiter(map(dict.get, self.records, repeat(name)) if self._all_dicts else
                                  (r.get(name) if type(r) is dict else None for r in self.records), dtype=object,
                                  count=self.n)
-            self._raw[name] = values
-        return values if rows is None else values[rows]
+            self._raw[name] = cached
+        return cached if rows is None else cached[rows]
 
     def column(self, name: str, rows: np.ndarray | None = None) -> Column:
         return typed(self.raw(name, rows), nan_is_null=self.frame is not None)

@@ -20,7 +20,7 @@ import numpy as np
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input
 from greta_stream.engine.columnar.keys import negated_starts, partitions, plain, ranks
-from greta_stream.engine.columnar.plan import ColumnarPlan, State
+from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, subset
 from greta_stream.engine.columnar.rows import result_rows
 
@@ -58,7 +58,7 @@ class KernelOutput:
     time_kind: str
 
 
-def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
+def compute(plan: KernelPlan, prep: Prepared, events: Input, k_from: int | None = None,
             k_to: int | None = None, *, threads: int | None = None) -> list[dict[str, Any]]:
     """Result rows of the windows k_from <= k < k_to (all when None) over the
     prepared events; a window's row needs only the events in it. The kernel
@@ -66,7 +66,7 @@ def compute(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | Non
     return result_rows(plan.cq, compute_cells(plan, prep, events, k_from, k_to, threads=threads))
 
 
-def compute_cells(plan: ColumnarPlan, prep: Prepared, events: Input, k_from: int | None = None,
+def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int | None = None,
                   k_to: int | None = None, *, threads: int | None = None, fields: tuple[Any, ...] | None = None,
                   group_by: tuple[str, ...] | None = None) -> KernelOutput:
     """The kernel's exact partial rows (see `compute`) of the aggregate
@@ -150,7 +150,7 @@ def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, m
         cuts = np.searchsorted(work, np.linspace(0, work[-1], workers + 1)[1:-1])
         bounds = sorted({0, *cuts.tolist(), len(task)})
 
-        def chunk(lo: int, hi: int, task: np.ndarray = task, lanes: int = lanes) -> tuple[np.ndarray, ...]:
+        def chunk(lo: int, hi: int, task: np.ndarray = task, lanes: int = lanes) -> tuple[np.ndarray, ...] | None:
             rows, ok, og, oc, om = kernel.run(task, lo, hi, k_first, lanes, group_of_part, n_groups, ev, wiring, ncell,
                                               START_LIMBS, MAX_TREE_BYTES // 8)
             return (ok[:rows], og[:rows], oc[:rows], om[:rows]) if rows >= 0 else None
@@ -161,13 +161,14 @@ def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, m
         else:
             with ThreadPoolExecutor(len(ranges)) as pool:
                 pieces = list(pool.map(lambda r: chunk(*r), ranges))
-        if all(p is not None for p in pieces):
+        done = [p for p in pieces if p is not None]
+        if len(done) == len(pieces):
             break
         lanes = max(1, lanes // 4)  # a block's tree would pass MAX_TREE_BYTES: smaller blocks, same rows
-    width = max(p[2].shape[2] for p in pieces)
-    cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in pieces])
-    return (np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]), cells,
-            np.concatenate([p[3] for p in pieces]))
+    width = max(p[2].shape[2] for p in done)
+    cells = np.concatenate([np.pad(p[2], ((0, 0), (0, 0), (0, width - p[2].shape[2]))) for p in done])
+    return (np.concatenate([p[0] for p in done]), np.concatenate([p[1] for p in done]), cells,
+            np.concatenate([p[3] for p in done]))
 
 
 
@@ -192,7 +193,7 @@ def compile_kernels() -> Path:
     from greta_stream.engine.columnar import kernel
 
     one = np.zeros(1, np.int64)
-    plan = ColumnarPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
+    plan = KernelPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
     run_kernel(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
          one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1,
          np.zeros(1, np.int64))

@@ -127,9 +127,10 @@ def joined(chunks: list[KeptChunk]) -> Prepared:
                         p.metrics, p.time_kind)
     first = chunks[0].prep
     preps = [c.prep for c in chunks]
+    t, kmin, kmax = (np.concatenate([getattr(p, f) for p in preps]) for f in ("t", "kmin", "kmax"))
     return Prepared(np.arange(sum(len(p.t) for p in preps)),
                     np.concatenate([p.state for p in preps]).astype(np.int64),  # the kernels' type (compiled once)
-                    *(np.concatenate([getattr(p, f) for p in preps]) for f in ("t", "kmin", "kmax")),
+                    t, kmin, kmax,
                     {a: Column(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in preps])
                                          for f in ("values", "null", "number")))
                      for a, c in first.cols.items()},

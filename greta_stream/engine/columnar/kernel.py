@@ -69,7 +69,7 @@ def _normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.nd
             x = row[j] + cy[j]
             row[j] = x & _MASK
             cy[j] = x >> _SHIFT
-    return cy.any()
+    return bool(cy.any())
 
 
 @njit(cache=True)
@@ -284,7 +284,7 @@ Events = namedtuple("Events", [
     "mult",  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
     "mmval",  # (n, nm) float64: values of MIN/MAX
 ])
-# How the states read and feed the stores (`ColumnarPlan.stores`), and the cells.
+# How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
     "start", "final",  # (states,) bool: a trend starts / ends at this state
     "store_src",  # (stores,) state whose vertices a store sums
@@ -332,7 +332,8 @@ def run(
     joins = np.zeros(wiring.start.shape[0], np.bool_)  # events of the state join some store
     for js in range(nstore):
         joins[wiring.store_src[js]] = True
-    rows, out_k, out_g, out_c, out_m = 0, *_rows_of(256, ncell, lo_limbs, nm)  # result rows
+    rows = 0
+    out_k, out_g, out_c, out_m = _rows_of(256, ncell, lo_limbs, nm)  # result rows
     # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
     acc = np.zeros((ncell, limbs, lanes), np.uint64)
     pend = np.zeros((4, ncell, limbs, lanes), np.uint64)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine.columnar.columns import OTHER
-from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import Prepared
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
@@ -22,7 +22,7 @@ NO_BOUND = -(2**62)  # no window bound from a negated event
 
 
 
-def negated_starts(plan: ColumnarPlan, prep: Prepared) -> np.ndarray:
+def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
     """Per event, the first window in which it may start a trend: with a
     leading `NOT N`, a window whose start is after the last N event before
     it in its partition of the common attributes (docs/QUERY_LANGUAGE.md section 3:
@@ -72,7 +72,7 @@ def plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
-def ranks(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
     """Global key rank of each event of the edge predicate's state as a
     predecessor (gr) and what its probe admits: a prefix length of ranks
     (order ops) or one rank (point, -1: none); 0 for events of other states."""
@@ -107,11 +107,12 @@ def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[new], gr
 
 
-def edge_values(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
     """(key, probe, op) of the edge predicate per event, as float64: a
     predecessor u admits event v iff `key[u] op probe[v]`, op one of `< <= =`
     (`>` and `>=` are turned around by negating both sides)."""
     m = len(st)
+    assert plan.edge is not None  # called only for a plan with an edge predicate
     op, x_side, y_side = plan.edge
     mine = st == plan.edge_state
     values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}

@@ -42,7 +42,7 @@ from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import MIXED, Input
 from greta_stream.engine.columnar.driver import BLOCK_LANES, START_LIMBS, KernelOutput
 from greta_stream.engine.columnar.keys import edge_values, partitions, plain
-from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import Prepared, subset
 
 BUDGET_BYTES = 512 << 20  # of one stream's carried state, by default
@@ -58,7 +58,7 @@ class Relayout(Exception):
     """A micro-batch's cells are laid out otherwise than the carried state's: rebuild it."""
 
 
-def covered(plan: ColumnarPlan) -> bool:
+def covered(plan: KernelPlan) -> bool:
     """Whether `LiveAggregates` takes the plan's query."""
     return len(plan.states) == 1 and plan.states[0].kleene and plan.neg is None
 
@@ -89,7 +89,7 @@ class Layout:
 class LiveAggregates:
     """One pass's aggregates (a window spec, its fields and grouping) carried across micro-batches."""
 
-    def __init__(self, plan: ColumnarPlan, fields: tuple[Any, ...], group_by: tuple[str, ...]) -> None:
+    def __init__(self, plan: KernelPlan, fields: tuple[Any, ...], group_by: tuple[str, ...]) -> None:
         if not covered(plan):
             raise NotLive("not a single Kleene pattern without negation")
         self.plan, self.fields, self.group_by = plan, fields, group_by
@@ -175,6 +175,7 @@ class LiveAggregates:
             blk += k_al // self.lanes
             task[x] = (self._task((pkeys[p], blk)), self._slot(int(gids[group_of_part[p]]), blk), blk, a, b)
         self._sized()
+        assert self.state is not None  # made with the carried layout
         batch = lk.Batch(kmin, kmax, newt, np.ascontiguousarray(key[order]), np.ascontiguousarray(probe[order]),
                          mult[order], np.ascontiguousarray(mmval[order]))
         self.state = lk.feed(self.state, task, self.lanes, batch, ndig, mmax, plan.edge is not None, op == "=",

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.compiler.compiled import AggField, CompiledQuery
-from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.plan import KernelPlan
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ class Member:
 class PassSpec:
     """One kernel pass: the plan of its window spec, the union fields and grouping, its members."""
 
-    plan: ColumnarPlan
+    plan: KernelPlan
     fields: tuple[AggField, ...]
     group_by: tuple[str, ...]
     members: tuple[Member, ...]
@@ -48,14 +48,14 @@ class PassSpec:
         return self.plan.within, self.plan.slide
 
 
-def single_pass(plan: ColumnarPlan, name: str = "") -> PassSpec:
+def single_pass(plan: KernelPlan, name: str = "") -> PassSpec:
     """The pass of one query alone."""
     cq = plan.cq
     member = Member(name, cq, tuple(range(len(cq.fields))), tuple(range(len(cq.group_by))))
     return PassSpec(plan, cq.fields, cq.group_by, (member,))
 
 
-def shared_pass(plans: list[tuple[str, ColumnarPlan]]) -> PassSpec:
+def shared_pass(plans: list[tuple[str, KernelPlan]]) -> PassSpec:
     """The pass of several queries of one family and window spec (the first one's plan drives the kernel)."""
     base = plans[0][1]
     alias_of = {i: s.alias for i, s in enumerate(base.states)}

@@ -1,4 +1,4 @@
-"""Which queries the columnar engine covers, and its plan of one (`columnar_plan`).
+"""Which queries the columnar engine covers, and its kernel's plan of one (`columnar_plan`).
 
 A single Kleene pattern `X+` (nested `+` included) or a SEQ of distinct
 event types, each once or Kleene, with an optional leading `NOT` of one
@@ -30,8 +30,11 @@ class State:
 
 
 @dataclass(frozen=True)
-class ColumnarPlan:
-    """What the columnar engine needs of a query it covers."""
+class KernelPlan:
+    """How the columnar kernel evaluates a query it covers: the pattern's states
+    (and `stores`, the kernel's wiring), its predicates, partition attributes and
+    window spec. Preparation, keys and cells make the kernel's input from it; a
+    kernel pass (`passes.PassSpec`) runs one."""
 
     cq: CompiledQuery
     states: tuple[State, ...]  # SEQ order; one state for `X+`
@@ -86,7 +89,7 @@ class ColumnarPlan:
         return start, final, np.array(src, np.int64), table, keyed
 
 
-def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
+def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     """The plan, or `Unsupported` saying why the query needs the general engine."""
     q = cq.query
     if q.trends:
@@ -123,9 +126,10 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
         aliases = {r.alias for r in ast.expr_refs(e)}
         if None in aliases and len(states) == 1:
             aliases = (aliases - {None}) | {states[0].alias}
-        if len(aliases) != 1 or None in aliases:
+        alias = aliases.pop() if len(aliases) == 1 else None
+        if alias is None:
             raise Unsupported("a predicate over several aliases")
-        return index[aliases.pop()]
+        return index[alias]
 
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
     local = tuple((state_of(e), e) for e in conditions if not any(r.next for r in ast.expr_refs(e)))
@@ -145,6 +149,6 @@ def columnar_plan(cq: CompiledQuery) -> ColumnarPlan:
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return ColumnarPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
-                        (*cq.common, *run_attrs))
+    return KernelPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
+                      (*cq.common, *run_attrs))
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Column, Input, Unsupported, numeric
-from greta_stream.engine.columnar.plan import ColumnarPlan
+from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.times import MAX_TIME, by_value, frame_timestamps, renumber, timestamps
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.columnar.vector import predicate as vector_predicate
@@ -44,19 +44,19 @@ class Prepared:
     metrics: Metrics
     time_kind: str = NUMERIC  # TIMESTAMP: `t` is int microseconds since the epoch
 
-    def window(self, plan: ColumnarPlan) -> tuple[int, int]:
+    def window(self, plan: KernelPlan) -> tuple[int, int]:
         """(within, slide) in the unit of `t`."""
         return window_in(plan, self.time_kind)
 
 
-def window_in(plan: ColumnarPlan, time_kind: str) -> tuple[int, int]:
+def window_in(plan: KernelPlan, time_kind: str) -> tuple[int, int]:
     """(within, slide) in the unit of times of `time_kind`: seconds, or microseconds for timestamps."""
     scale = US_PER_S if time_kind == TIMESTAMP else 1
     return plan.within * scale, plan.slide * scale
 
 
 def prepare(
-    plan: ColumnarPlan,
+    plan: KernelPlan,
     events: Input,
     fields: FieldNames,
     *,
@@ -174,7 +174,7 @@ def _times(events: Input, name: str, valid_type: np.ndarray, validator: Validato
     return time, time_kind, bad
 
 
-def _attribute_columns(plan: ColumnarPlan, events: Input, rows: np.ndarray,
+def _attribute_columns(plan: KernelPlan, events: Input, rows: np.ndarray,
                        st: np.ndarray) -> tuple[dict[str, Column], np.ndarray]:
     """The attributes the pattern's types need, at `rows` (of states `st`),
     and which rows fail the validator's checks of them (missing, not a
@@ -254,7 +254,7 @@ def subset(col: Any, sel: np.ndarray) -> Any:
     return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
 
 
-def local_mask(plan: ColumnarPlan, cols: dict[str, Any], st: np.ndarray) -> np.ndarray:
+def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> np.ndarray:
     """Rows that pass every local predicate of their alias."""
 
     class Numbers(dict):  # type: ignore[type-arg]

@@ -8,6 +8,7 @@ engine's order: window, then group values (numbers before strings).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from greta_stream.engine.rows import RowFinisher, SumColumn
 from greta_stream.engine.timebase import Timebase
 
 
-def result_rows(cq: CompiledQuery, out: Any, field_of: list[int] | None = None) -> list[dict[str, Any]]:
+def result_rows(cq: CompiledQuery, out: Any, field_of: Sequence[int] | None = None) -> list[dict[str, Any]]:
     """Sum the kernel's partial rows (`driver.KernelOutput`) per (group,
     window) and build the result rows of `cq`. `field_of[f]` is the kernel's
     field for the query's field f (a shared pass computes the union of its

@@ -52,8 +52,8 @@ import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar import (
-    ColumnarPlan,
     Input,
+    KernelPlan,
     Prepared,
     Unsupported,
     columnar_plan,
@@ -81,19 +81,19 @@ class ColumnarStream(Fronted):
 
     def __init__(
         self,
-        plan: ColumnarPlan | CompiledQuery | list[PassSpec],
+        plan: KernelPlan | CompiledQuery | list[PassSpec],
         *,
         fields: FieldNames = FieldNames(),
         dead_letter: DeadLetterSink | None = None,
         threads: int | None = None,
-        validation: ColumnarPlan | None = None,
+        validation: KernelPlan | None = None,
         incremental: bool = False,
         live_budget_bytes: int = BUDGET_BYTES,
     ) -> None:
         if isinstance(plan, list):
             self.passes = plan
         else:
-            self.passes = [single_pass(plan if isinstance(plan, ColumnarPlan) else columnar_plan(plan))]
+            self.passes = [single_pass(plan if isinstance(plan, KernelPlan) else columnar_plan(plan))]
         # Prepares the events: a family's validation asks what any of its queries asks
         # (`validation`); a record one of them would take and this rejects is a divergence.
         self.plan = validation or self.passes[0].plan
@@ -295,7 +295,7 @@ class ColumnarStream(Fronted):
         if self.single or self.plan is self.passes[0].plan and len(self._classes()) == 1:
             return [(dl, []) for dl in dead]
         classes = self._classes()
-        out = []
+        out: list[tuple[Any, list[tuple[Any, list[str]]]]] = []
         for dl in dead:
             if dl.reason not in ("missing_attribute", "wrong_type"):
                 out.append((dl, []))
@@ -467,7 +467,7 @@ class ColumnarStream(Fronted):
         return dumps(state)
 
     @classmethod
-    def restore(cls, query: ColumnarPlan | CompiledQuery | list[PassSpec], data: bytes, **kwargs: Any) -> ColumnarStream:
+    def restore(cls, query: KernelPlan | CompiledQuery | list[PassSpec], data: bytes, **kwargs: Any) -> ColumnarStream:
         """A stream that continues exactly where `snapshot()` left off. A
         family's state restores any family of some of its member queries
         (or one of them alone): events, watermarks and each window spec's
@@ -561,7 +561,7 @@ def _rows(prep: Prepared, sel: np.ndarray) -> Prepared:
                     prep.int_time, [], prep.metrics, prep.time_kind)
 
 
-def _rewindowed(prep: Prepared, plan: ColumnarPlan) -> Prepared:
+def _rewindowed(prep: Prepared, plan: KernelPlan) -> Prepared:
     """The prepared events with the first and last windows of `plan`'s window spec."""
     kmin, kmax = window_bounds(prep.t, *window_in(plan, prep.time_kind), prep.int_time)
     return dataclasses.replace(prep, kmin=kmin, kmax=kmax)

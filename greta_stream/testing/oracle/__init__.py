@@ -84,7 +84,7 @@ def _aggregate_attrs(query: Query, rules: Rules) -> dict[str, set[str]]:
     """Event type -> attributes that SUM/MIN/MAX/AVG read (numbers only)."""
     out: dict[str, set[str]] = defaultdict(set)
     for item in query.returns:
-        if isinstance(item, Aggregate) and item.attr is not None:
+        if isinstance(item, Aggregate) and item.alias is not None and item.attr is not None:
             out[rules.alias_type[item.alias]].add(item.attr)
     return out
 
@@ -93,7 +93,7 @@ def _windows(query: Query, events: list[Event]) -> list[Window]:
     """Every window [k*slide, k*slide+within) holding at least one event."""
     within = Fraction(query.within.seconds)
     slide = Fraction(query.slide_or_within.seconds)
-    ks = set()
+    ks: set[int] = set()
     for event in events:
         ks.update(
             range(
@@ -191,7 +191,7 @@ def _is_maximal(seq: tuple, others: list[tuple]) -> bool:
 
 def oracle_rows(query: Query, events: list[dict], **field_names: str) -> list[dict]:
     """Result rows of docs/QUERY_LANGUAGE.md section 4, sorted by window and group."""
-    renames = {}
+    renames: dict[str, str] = {}
     for item in query.returns:
         if isinstance(item, GroupItem):
             renames.setdefault(item.attr, item.column)

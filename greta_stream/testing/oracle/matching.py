@@ -143,8 +143,8 @@ class Rules:
         refs = expr_refs(pred.expr)
         if any(r.alias is None for r in refs):
             raise ValueError("unqualified attribute in a condition")
-        plain = {r.alias for r in refs if not r.next}
-        nexts = {r.alias for r in refs if r.next}
+        plain = {r.alias for r in refs if r.alias is not None and not r.next}
+        nexts = {r.alias for r in refs if r.alias is not None and r.next}
         if len(plain) > 1 or len(nexts) > 1:
             raise ValueError("a condition may name one alias and one NEXT alias")
         if nexts:
@@ -165,6 +165,7 @@ class Rules:
                 need[alias] |= {r.attr for r in expr_refs(expr)}
         for _, _, expr in self.edges:
             for ref in expr_refs(expr):
+                assert ref.alias is not None  # unqualified refs are refused in _add_condition
                 need[ref.alias].add(ref.attr)
         return need
 
@@ -240,8 +241,9 @@ class _Matcher:
             return self.prefix(p.inner, i) or any(
                 self.match(p.inner, i, k) and self.prefix(p, k) for k in range(i + 1, n)
             )
-        parts = [part for _, part in _seq_parts(p)]
-        return self._seq_prefix(parts, 0, i)
+        if isinstance(p, Seq):
+            return self._seq_prefix([part for _, part in _seq_parts(p)], 0, i)
+        raise ValueError(f"cannot match {p!r} here")
 
     def _seq_prefix(self, parts: list, idx: int, i: int) -> bool:
         """seq[i:] is a prefix of some word of SEQ(parts[idx:])."""
@@ -364,8 +366,12 @@ def _split_outer(pattern: Pattern) -> tuple[Not | None, Pattern, Not | None]:
     if not isinstance(pattern, Seq):
         return None, pattern, None
     parts = list(pattern.parts)
-    lead = parts.pop(0) if isinstance(parts[0], Not) else None
-    trail = parts.pop() if parts and isinstance(parts[-1], Not) else None
+    lead = parts[0] if isinstance(parts[0], Not) else None
+    if lead is not None:
+        del parts[0]
+    trail = parts[-1] if parts and isinstance(parts[-1], Not) else None
+    if trail is not None:
+        del parts[-1]
     core = parts[0] if len(parts) == 1 else Seq(tuple(parts))
     return lead, core, trail
 

@@ -110,11 +110,12 @@ def export_results(
 ) -> Response:
     """Every stored row (filtered as `/results`) as one CSV, Parquet or JSON-lines file."""
     rec = registry.get(query_id)
-    filters = {"start_min": _seconds(window_from, "from"), "start_max": _seconds(window_to, "to"),
-               "grp": None if group is None else group_key(group)}
+    start_min, start_max = _seconds(window_from, "from"), _seconds(window_to, "to")
+    grp = None if group is None else group_key(group)
     payloads: list[str] = []
     while True:
-        _, page = registry.store.page(query_id, **filters, limit=10_000, offset=len(payloads))
+        _, page = registry.store.page(query_id, start_min=start_min, start_max=start_max, grp=grp, limit=10_000,
+                                      offset=len(payloads))
         payloads += page
         if len(page) < 10_000:
             break

@@ -1,10 +1,13 @@
-"""The kept events of a columnar stream, compact (engine/columnar/kept.py).
+"""A columnar stream's state: the events it keeps and its snapshots.
 
-Records built back from the chunks are the records as they came (ints
-among floats stay ints, text stays text, missing stays missing); a chunk's
-bytes decode to the same chunk; a snapshot taken with a chunk store open
-names its chunks by key, and restores from a store that holds them; and a
-stream keeps its events in well under a hundred bytes each.
+The kept events are compact (engine/columnar/kept.py): records built back
+from the chunks are the records as they came (ints among floats stay ints,
+text stays text, missing stays missing); a chunk's bytes decode to the same
+chunk; a snapshot taken with a chunk store open names its chunks by key, and
+restores from a store that holds them; and a stream keeps its events in well
+under a hundred bytes each. A stream keeps only the events of its open
+windows; a snapshot is tied to its query, and a family part of one query
+restores under its name.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from columnar_support import STOCK, assert_same_rows, stock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from greta_stream import RunSpec, evaluate
+from greta_stream import RunSpec, compile_query, evaluate
+from greta_stream.engine import Engine
+from greta_stream.engine.columnar import columnar_plan
 from greta_stream.engine.columnar.kept import chunk_store, decode, encode
 from greta_stream.engine.columnar.stream import ColumnarStream
 
@@ -101,3 +107,47 @@ def test_a_long_window_keeps_each_event_in_under_a_hundred_bytes() -> None:
         s.advance(b * 10)
     assert s.n_kept == 80_000
     assert s.kept_bytes / s.n_kept < 100
+
+
+# ------------------------------------------------------ the stream's state
+
+
+def test_kept_events_follow_the_open_windows() -> None:
+    events = stock(400, 4)  # 300 s of events, 60 s windows
+    s = ColumnarStream(compile_query(STOCK))
+    s.add_many(events)
+    assert s.next_window_end() == 20  # the first window holding an event: [-40, 20)
+    s.advance(200)
+    assert s.next_window_end() == 220
+    assert s.n_kept and min(s.kept["time"]) >= 160  # earlier events are in no open window
+    s.finish()
+    assert s.idle and s.next_window_end() is None
+
+
+def test_snapshot_is_tied_to_the_query() -> None:
+    s = ColumnarStream(compile_query(STOCK))
+    s.add_many(stock(10, 6))
+    other = STOCK.replace("60 s", "61 s")
+    with pytest.raises(Exception, match="different query"):
+        ColumnarStream.restore(compile_query(other), s.snapshot())
+
+
+def test_a_named_query_alone_restores_its_own_state() -> None:
+    """A family part with one query snapshots as that query alone; restored
+    under its name it goes on exactly (its rows and its row count)."""
+    from greta_stream.engine.columnar.passes import single_pass
+
+    events = stock(200, 7)
+    plan = columnar_plan(compile_query(STOCK))
+    alone = ColumnarStream([single_pass(plan, "down")])
+    alone.add_many(events[:100])
+    first = alone.advance(100)
+    again = ColumnarStream.restore([single_pass(plan, "down")], alone.snapshot())
+    again.add_many(events[100:])
+    rest = again.finish()
+    assert again.member_metrics("down")["rows_emitted"] == len(first) + len(rest)
+    general = Engine(compile_query(STOCK))
+    general.add_many(events[:100])
+    want = general.advance(100)
+    general.add_many(events[100:])
+    assert_same_rows(STOCK, events, want + general.finish(), first + rest)

@@ -1,0 +1,61 @@
+"""Shared evaluation (runtime/shared.py): a family's queries on one columnar stream.
+
+Queries that differ only in windows and aggregates form a family (one per
+GROUP-BY attributes) with a kernel pass per window spec; a family whose
+queries validate differently splits when a record tells them apart. Each
+query gets the rows and dead letters it gets alone.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from runtime_support import drive, key, spec_of, split, stream, template
+
+from greta_stream import MultiRunner, QuerySet, plan_units
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 8), st.integers(1, 3))
+def test_a_family_of_several_window_specs_and_groupings(seed: int, n_batches: int, n_shards: int) -> None:
+    """Queries that differ only in windows and aggregates share one
+    preparation and one pass per window spec; those of other GROUP-BY
+    attributes are in other shards (a family each); each gets its own rows."""
+    from greta_stream.runtime.planner import plan_units
+
+    picks = [18, 19, 20, 24, 31, 36, 37, 38, 42]  # 3 window specs, 3 groupings, 2 aggregate lists, one direction
+    queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in picks])
+    units = plan_units(queries).units
+    groupings = [{tuple(queries[n].query.group_by) for n in u.names} for u in units]
+    assert sorted(map(sorted, groupings)) == [[()], [("company",)], [("sector",)]]  # a unit per GROUP-BY
+    by_sector = next(u for u in units if queries[u.names[0]].query.group_by == ("sector",))
+    assert len(by_sector.names) == 6 and len(by_sector.passes) == 3  # one family, a pass per window spec
+    batches = split(stream(seed, n=200), n_batches, seed)
+    rows, dead = drive(queries, batches, n_shards)
+    for name, spec in queries:
+        want_rows, want_dead = drive(QuerySet.of({name: spec}), batches, 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
+        assert sorted(dead[name]) == sorted(want_dead[name]), name
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16), st.integers(1, 6))
+def test_a_family_whose_queries_validate_differently_splits_when_they_disagree(seed: int, n_batches: int) -> None:
+    """COUNT(*) reads a price through its edge predicate only, AVG(S.price)
+    needs it to be a number: one family until a text price comes; then each
+    query gets the rows and dead letters it gets alone."""
+    count, avg = template(0), template(18)  # the same but for AVG(S.price)
+    queries = QuerySet.of({"count": spec_of(count, 0), "avg": spec_of(avg, 0)})
+    assert len(plan_units(queries).units) == 1
+    events = stream(seed, n=100, text_price=True)
+    batches = split(events, n_batches, seed)
+    rows, dead = drive(queries, batches, 1)
+    for name, spec in queries:
+        want_rows, want_dead = drive(QuerySet.of({name: spec}), batches, 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, want_rows[name])), name
+        assert sorted(dead[name]) == sorted(want_dead[name]), name
+    assert "wrong_type" in dead["avg"] and "wrong_type" not in dead["count"]
+    multi = MultiRunner(queries)
+    for b in batches:
+        multi.add_many(b)
+    assert len(multi.units[0].parts) == 2  # split by validation
