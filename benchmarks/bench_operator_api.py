@@ -148,13 +148,13 @@ def builders(text: str, args: argparse.Namespace) -> dict[str, tuple[dict[str, s
     delta_bytes = max(1, int(state_bytes / args.delta_ratio))
 
     def keyed(src: Any) -> Any:
-        return keyed_by_shard(src, RunSpec.create(text, lateness_s=args.watermark), shards=default_shards())[0]
+        return keyed_by_shard(src, RunSpec.create(text, lateness_s=args.lateness), shards=default_shards())[0]
 
     default, big = {ARROW_BATCH: "10000", PROVIDER: HDFS}, {ARROW_BATCH: "100000", PROVIDER: HDFS}
     rocks = {ARROW_BATCH: "10000", PROVIDER: ROCKSDB}
     return {
-        "apply-floor": (default, lambda src: operator_floor(src, text, args.watermark, "applyInPandasWithState")),
-        "apply-floor-arrow100k": (big, lambda src: operator_floor(src, text, args.watermark, "applyInPandasWithState")),
+        "apply-floor": (default, lambda src: operator_floor(src, text, args.lateness, "applyInPandasWithState")),
+        "apply-floor-arrow100k": (big, lambda src: operator_floor(src, text, args.lateness, "applyInPandasWithState")),
         "tws-floor": (rocks, lambda src: transform_with_state(keyed(src), "none", 0)),
         "apply-state": (default, lambda src: apply_state(keyed(src), state_bytes)),
         "tws-delta": (rocks, lambda src: transform_with_state(keyed(src), "delta", delta_bytes)),
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--state-kb", type=float, default=400.0, help="state blob per key of the *-state variants")
     ap.add_argument("--delta-ratio", type=float, default=60.0, help="tws-delta appends state-kb / this per batch")
     ap.add_argument("--warm-rows", type=int, default=5_000, help="events of the warm-up run (2 batches); 0: none")
-    ap.add_argument("--lateness", type=float, default=5.0, help="watermark delay in seconds")
+    ap.add_argument("--lateness", type=float, default=5.0, help="allowed lateness in seconds")
     ap.add_argument("--budget-s", type=float, default=1800.0,
                     help="no new run starts after this many seconds; the rest show 'skipped'")
     ap.add_argument("--seed", type=int, default=0)

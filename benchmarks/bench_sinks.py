@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-by", default="company, sector", help="the query's GROUP-BY (and RETURN) attributes")
     ap.add_argument("--within", default="10 minutes")
     ap.add_argument("--slide", default="10 seconds")
-    ap.add_argument("--lateness", type=float, default=10.0, help="watermark delay in seconds")
+    ap.add_argument("--lateness", type=float, default=10.0, help="allowed lateness in seconds")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-warmup", action="store_true", help="skip the warm-up run")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -218,20 +218,20 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_warmup:  # Spark, the operator and the Python workers; not the sinks
             warm_files = 2
             write_input(work / "warm-in", events[: warm_files * -(-len(events) // args.files)], warm_files)
-            run_format(spark, "jsonl", text, work / "warm-in", work / "warm", args.watermark, log)
+            run_format(spark, "jsonl", text, work / "warm-in", work / "warm", args.lateness, log)
             log.calls.clear()
         span = events[-1]["time"] - events[0]["time"] if events else 0.0
         print(f"# bench_sinks: {' '.join(sys.argv[1:]) or '(defaults)'}")
         print(f"# {len(events):,} stock events ({args.companies} companies, {args.sectors} sectors, "
               f"{span:,.0f} s of event time) in {args.files} files, one micro-batch each; local[2]; "
-              f"GROUP-BY {args.group_by}; WITHIN {args.within} SLIDE {args.slide}; watermark {args.watermark:g} s")
+              f"GROUP-BY {args.group_by}; WITHIN {args.within} SLIDE {args.slide}; watermark {args.lateness:g} s")
         if conf:
             print(f"# Spark settings: {', '.join(f'{k}={v}' for k, v in conf.items())}")
         print(f"{'format':8} {'batches':>7} {'rows/batch':>10} {'first ms':>9} {'median ms':>9} {'mean ms':>8} "
               f"{'max ms':>8} {'us/row':>7} {'write s':>8} {'run s':>6} {'write %':>7} {'disk KB':>9} {'files':>6}",
               flush=True)
         for fmt in formats:
-            r = run_format(spark, fmt, text, work / "in", work / fmt, args.watermark, log)
+            r = run_format(spark, fmt, text, work / "in", work / fmt, args.lateness, log)
             s = summarize(r)
             results.append({**r, "summary": s})
             print(f"{fmt:8} {s['batches']:>7} {s['rows_per_batch']:>10,.0f} {cell(s['first_ms'], 9)} "

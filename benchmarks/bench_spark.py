@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default="5000,20000", help="events per micro-batch (comma list)")
     ap.add_argument("--batches", type=int, default=4, help="micro-batches per run")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of every stream; medians are shown")
-    ap.add_argument("--lateness", type=float, default=5.0, help="watermark delay in seconds")
+    ap.add_argument("--lateness", type=float, default=5.0, help="allowed lateness in seconds")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--floor", action="store_true",
                     help="also run the operator with a do-nothing shard function (its cost before any engine work)")
@@ -227,12 +227,12 @@ def main(argv: list[str] | None = None) -> int:
                     return spark.readStream.option("maxFilesPerTrigger", 1).format("text").load(str(base / folder))
 
                 streams = {
-                    "greta": lambda src, q=text: trend_aggregates(src, q, lateness_s=args.watermark,
+                    "greta": lambda src, q=text: trend_aggregates(src, q, lateness_s=args.lateness,
                                                                   operator=args.operator).rows,
-                    "native": lambda src, q=text: native_count(spark, src, q, args.watermark),
+                    "native": lambda src, q=text: native_count(spark, src, q, args.lateness),
                 }
                 if args.floor:
-                    streams["floor"] = lambda src, q=text: operator_floor(src, q, args.watermark, args.operator)
+                    streams["floor"] = lambda src, q=text: operator_floor(src, q, args.lateness, args.operator)
                 for kind, build in streams.items():  # warm-up: not reported
                     run_stream(build(source("warm")), f"warm_{kind}_{qname}_{rows}")
                 runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in streams}

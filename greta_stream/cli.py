@@ -86,13 +86,9 @@ def explain(
     if query is not None:
         typer.echo(_load_query(query).explain())
         return
-    from greta_stream.pipeline import PipelineConfig, streams
+    from greta_stream.pipeline import default_shards, streams
 
-    try:
-        cfg = PipelineConfig.from_file(config)  # type: ignore[arg-type]
-    except (ConfigError, QueryError) as exc:
-        fail(str(exc))
-    from greta_stream.pipeline import default_shards
+    cfg = _pipeline_file(config)  # type: ignore[arg-type]
     from greta_stream.runtime.planner import plan_units
 
     shards = cfg.shards or default_shards()
@@ -327,7 +323,7 @@ def run(
                      type_field=type_field, time_field=time_field, id_field=id_field)
     try:
         cfg = pipeline_config(config, flags)
-    except ConfigError as exc:
+    except (ConfigError, QueryError) as exc:
         fail(str(exc))
     if flush_at_end and not cfg.once:
         fail("--flush-at-end needs a bounded run: add --once")
@@ -395,20 +391,15 @@ class RunFlags:
 
 def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
     """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone."""
-    import warnings
-
     from greta_stream.pipeline import PipelineConfig
 
     if config is not None:
         existing_file(config, "config")
-        own = [f"--{k.replace('_', '-')}" for k in [*flags.query_options(), *flags.fields()]]
+        own = [f"--{k.removesuffix('_s').replace('_', '-')}" for k in flags.query_options()]
+        own += [f"--{k}-field" for k in flags.fields()]
         if own:
             fail(f"{', '.join(own)}: the config file holds the queries' settings; set them there")
-        with warnings.catch_warnings(record=True) as renamed:
-            warnings.simplefilter("always")
-            cfg = PipelineConfig.from_file(config, engine=None if flags.engine == "auto" else flags.engine)
-        for w in renamed:
-            typer.echo(f"warning: {w.message}", err=True)
+        cfg = _pipeline_file(config, engine=None if flags.engine == "auto" else flags.engine)
         cfg.once = cfg.once or flags.once
         cfg.master = flags.master or cfg.master
         cfg.operator = flags.operator or cfg.operator
@@ -434,6 +425,27 @@ def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
            "trigger_interval_s": flags.trigger_interval, "master": flags.master, "shards": flags.shards,
            "operator": flags.operator, "fields": flags.fields()}
     return PipelineConfig.from_dict(_given(raw), origin="command line")
+
+
+def _pipeline_file(path: Path, engine: str | None = None) -> PipelineConfig:
+    """The compiled pipeline of a config file; its renamed settings as `warning:` lines, its errors
+    as one `error:` (exit status 2)."""
+    import warnings
+
+    from greta_stream.pipeline import PipelineConfig
+
+    try:
+        with warnings.catch_warnings(record=True) as renamed:
+            warnings.simplefilter("always")
+            cfg = PipelineConfig.from_file(path, engine=engine)
+    except (ConfigError, QueryError) as exc:
+        fail(str(exc))
+    for w in renamed:
+        if issubclass(w.category, FutureWarning):
+            typer.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return cfg
 
 
 def _given(raw: dict[str, Any]) -> dict[str, Any]:

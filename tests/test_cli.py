@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -309,12 +311,59 @@ def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> Non
     assert "2 dead letters: 1 malformed" in ok.stderr and "1 missing_attribute" in ok.stderr
 
 
-def test_explain_config_needs_no_pyspark() -> None:
-    """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported."""
-    code = ("import sys; sys.modules['pyspark'] = None\n"
+def test_explain_config_runs_on_the_core_install() -> None:
+    """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported,
+    and every distribution it imports is a core dependency (or one of theirs), not an extra's."""
+    code = ("import sys, json; before = set(sys.modules); sys.modules['pyspark'] = None\n"
             "from greta_stream.cli import main\n"
             "sys.argv = ['greta-stream', 'explain', '--config', 'configs/pipeline.yaml']\n"
-            "main()\n")
+            "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
+            "print(json.dumps(sorted({m.split('.')[0] for m, mod in sys.modules.items() "
+            "if mod is not None and m not in before})))\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stock_downtrends" in done.stdout and "shards: 4 per GROUP-BY" in done.stdout
+    imported = json.loads(done.stdout.splitlines()[-1])
+    used = {d for m in imported for d in metadata.packages_distributions().get(m, [])} - {"greta-stream"}
+    assert used and used <= core_closure(), sorted(used - core_closure())
+
+
+def core_closure() -> set[str]:
+    """The distributions the core install brings: greta-stream's dependencies without extras, and theirs."""
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return name.lower().replace("_", "-")
+
+    seen: set[str] = set()
+    todo = [norm(Requirement(r).name) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "dependencies"]]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for r in metadata.requires(name) or []:
+            req = Requirement(r)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(norm(req.name))
+    return {d for ds in metadata.packages_distributions().values() for d in ds if norm(d) in seen}
+
+
+def test_old_setting_names_warn_and_query_settings_stay_in_the_config_file(tmp_path: Path) -> None:
+    """`--watermark` and `watermark_delay_s` are read as `--lateness` / `lateness_s` with a warning; both names
+    at once, or a query setting as a flag beside --config, are one-line errors before Spark starts."""
+    config = tmp_path / "old.yaml"
+    config.write_text(f"source: {{format: jsonl, path: {ROOT / 'samples/stock'}}}\ncheckpoint: {tmp_path / 'chk'}\n"
+                      f"watermark_delay_s: 10\nqueries:\n  - {{name: q, file: {ROOT / 'configs/q1_stock.greta'}, "
+                      "sinks: [{format: console}]}\n")
+    done = cli("explain", "--config", str(config))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"warning: {config}: watermark_delay_s is deprecated: use lateness_s (same meaning)\n"
+    both = cli("run", "-q", "configs/q1_stock.greta", "-i", "samples/stock", "-o", str(tmp_path / "o"),
+               "--checkpoint", str(tmp_path / "c"), "--watermark", "5", "--lateness", "5")
+    assert both.returncode == 2 and both.stderr.splitlines() == [
+        "warning: --watermark is deprecated: use --lateness (same meaning)",
+        "error: --watermark is the old name of --lateness: give --lateness only"]
+    one_line_error(cli("run", "--config", str(config), "--max-trends", "3", "--type-field", "kind"),
+                   "--max-trends, --type-field: the config file holds the queries' settings; set them there")

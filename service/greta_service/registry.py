@@ -36,10 +36,9 @@ from greta_service.runner import (
     StreamHandle,
     StreamProgress,
     progress,
+    query_config,
     run_spec,
     short_error,
-    sink_config,
-    source_config,
     start_stream,
     stop_stream,
     stream_key,
@@ -106,14 +105,12 @@ class Registry:
             options=options,
         )
         try:
-            source_config(rec.source)
-            for s in [*rec.sinks, *([rec.dead_letter] if rec.dead_letter else [])]:
-                sink_config(s)
+            query = query_config(rec)  # its source, sinks and options as the pipeline model
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         self._limits(rec, replacing)
         try:
-            spec = run_spec(rec, self.settings)
+            spec = run_spec(rec, self.settings, query=query)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         return rec, spec

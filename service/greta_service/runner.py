@@ -34,21 +34,13 @@ from typing import Any
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
 from greta_stream import Limits, QuerySet, RunSpec
-from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions, SinkConfig, SourceConfig
+from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions
 from greta_stream.pipeline.validation import renamed, validated
 from greta_stream.spark import BatchWriter, StreamWriter, read_layout, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
 STREAM_PREFIX = "greta-"  # the Spark name of the service's stream of key k is "greta-k"
-
-
-def source_config(spec: dict[str, Any]) -> SourceConfig:
-    return validated(SourceConfig, spec, "source")
-
-
-def sink_config(spec: dict[str, Any]) -> SinkConfig:
-    return validated(SinkConfig, spec, "sink")
 
 
 def query_config(rec: QueryRecord) -> QueryConfig:
@@ -60,12 +52,14 @@ def query_config(rec: QueryRecord) -> QueryConfig:
         "dead_letter": rec.dead_letter, **own}, f"query {rec.name!r}")
 
 
-def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True) -> RunSpec:
+def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True,
+             query: QueryConfig | None = None) -> RunSpec:
     """The query's `RunSpec` (its text compiled once per process) under the service's limits
-    (`checked=False`: a registered query as it was, whatever the limits are now)."""
+    (`checked=False`: a registered query as it was, whatever the limits are now); `query`:
+    its `query_config` when already built."""
     fields = validated(FieldsConfig, rec.options.get("fields") or {}, "fields")
-    return query_config(rec).compile(fields.names(), 0.0, settings.max_future_s,
-                                     settings.limits if checked else Limits(None, None))
+    return (query or query_config(rec)).compile(fields.names(), 0.0, settings.max_future_s,
+                                                settings.limits if checked else Limits(None, None))
 
 
 def stream_key(rec: QueryRecord) -> str:
@@ -96,16 +90,17 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     The stream's settings come from its queries: the shortest trigger
     interval; the shard count and the operator are the checkpoint's
     (properties of the stream: `stream_setting`)."""
-    writers: dict[str, BatchWriter] = {}
-    for rec in recs:
-        qc = query_config(rec).compiled_as(specs[rec.id])
-        # Kafka sinks keep their sink logs in the checkpoint
-        writers[rec.id] = BatchWriter(qc, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
+    configs = {rec.id: query_config(rec).compiled_as(specs[rec.id]) for rec in recs}
+    # Kafka sinks keep their sink logs in the checkpoint
+    writers = {rec.id: BatchWriter(configs[rec.id], checkpoint=checkpoint / "queries" / rec.id,
+                                   on_batch=_to_store(store, rec.id)) for rec in recs}
     intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]
     interval = min(intervals) if intervals else default_trigger_s
     queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
     writer = StreamWriter(writers)
-    query = start_spark_stream(read_source(spark, source_config(recs[0].source)), queries, writer, checkpoint,
+    source = configs[recs[0].id].source
+    assert source is not None, "a registered query has its source"
+    query = start_spark_stream(read_source(spark, source), queries, writer, checkpoint,
                                shards=stream_setting(checkpoint, recs, "shards"), trigger_interval_s=interval or None,
                                operator=stream_setting(checkpoint, recs, "operator"),
                                name=f"{STREAM_PREFIX}{key}")

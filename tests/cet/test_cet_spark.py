@@ -28,6 +28,7 @@ QUERIES = {  # every query costs its own micro-batches
     # equality edges: range-edge graphs (cet/ranges.py) in the shards' pickled state
     "equality": "RETURN TRENDS PATTERN SEQ(A+, B) WHERE [g] AND A.v = NEXT(A).v GROUP-BY g WITHIN 8 s SLIDE 4 s",
 }
+WITH_EVENTS = {"equality"}  # each trend's aliases and events in its row, as `evaluate(with_events=True)`
 
 
 def make_events(seed: int = 1) -> list[dict]:
@@ -49,13 +50,15 @@ def test_streaming_cet_equals_batch(spark, tmp_path: Path) -> None:  # noqa: ANN
     write_batches(tmp_path / "in", events, n_files=3, extra_last=[json.dumps({"type": "Flush", "time": 100_000})])
     cfg = PipelineConfig(
         source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(name=n, text=q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out" / n))])  # RETURN TRENDS: cet
+        queries=[QueryConfig(name=n, text=q, sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out" / n))],
+                             with_events=n in WITH_EVENTS)  # RETURN TRENDS: cet
                  for n, q in QUERIES.items()],
         checkpoint=str(tmp_path / "chk"), lateness_s=30, once=True, shards=3,
     )
     run(cfg, spark=spark, echo=lambda s: None)
     for name, text in QUERIES.items():
         got = list(read_jsonl_dir(tmp_path / "out" / name))
-        want = evaluate(text, events, mode="cet")
+        want = evaluate(text, events, mode="cet", with_events=name in WITH_EVENTS)
         assert want and normalized(got) == normalized(want), name
         assert all("trend" in r and r["total"] >= 1 for r in got)
+        assert all(("events" in r) == (name in WITH_EVENTS) for r in got), name

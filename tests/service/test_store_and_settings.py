@@ -87,8 +87,8 @@ def test_run_spec_carries_the_engine_and_old_records_default_to_auto() -> None:
     with pytest.warns(FutureWarning, match="watermark_delay_s is deprecated: use lateness_s"):
         assert run_spec(old, settings).engine == "auto"
         assert run_spec(old, settings).lateness_s == 1.0
-    assert run_spec(old, settings).max_future_s == 30 * 86_400
-    assert run_spec(old, Settings(max_future_s=60)).max_future_s == 60
+        assert run_spec(old, settings).max_future_s == 30 * 86_400
+        assert run_spec(old, Settings(max_future_s=60)).max_future_s == 60
     with pytest.raises(ValueError, match="max_windows_per_event = 4"):
         run_spec(QueryRecord("q3", "q", "RETURN COUNT(*) PATTERN A+ WITHIN 5 s SLIDE 1 s", source=source),
                  Settings(max_windows_per_event=4))

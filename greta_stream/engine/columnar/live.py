@@ -1,5 +1,16 @@
 """Incremental aggregates of a stream: each event propagated once, state carried over micro-batches.
 
+Experimental, off by default (`ColumnarStream(incremental=True)`; nothing
+outside the tests and `benchmarks/bench_stream.py` turns it on). Kept because
+its rows are the batch rows (tests/engine/test_live.py runs the differential
+searches of the columnar stream with it on) and it is the way to work per
+micro-batch that follows the events that came; not the default because it is
+slower than recomputing each closing window from the kept events (Q1 at 10k
+events per window: 11.7k events/s against 21.1k, 90 MB of carried trees
+against 120 KB of kept events) and past 100k events per window or hour-long
+windows its trees pass the budget and it falls back (docs/DESIGN.md,
+"Carried trees").
+
 `ColumnarStream` keeps the events of the windows it has not reported. With
 `LiveAggregates` beside them, an event is propagated once, when the
 watermark passes it, into the lanes of every window of its blocks
