@@ -72,8 +72,13 @@ def free_port() -> int:
 
 
 def cluster_id() -> str:
-    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (as `random-uuid` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A Kafka cluster id: a random UUID in URL-safe base64 without padding (as `random-uuid` prints).
+    Never one that starts with "-", which the storage tool would read as an option (Kafka's own
+    `Uuid.randomUuid` draws again too): one id in 64 did, and the broker did not start."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not text.startswith("-"):
+            return text
 
 
 class KafkaBroker:

@@ -39,6 +39,7 @@ from greta_stream.errors import ConfigError
 from greta_stream.jvm import DELTA_HINT, spark_delta_jars
 from greta_stream.pipeline.model import SinkConfig, SourceConfig
 from greta_stream.runtime import RunSpec
+from greta_stream.spark.session import need_package
 from greta_stream.spark.typed import DEAD_LETTER_SCHEMA, exact_columns, typed_rows
 
 DECIMAL_38 = 10 ** 38
@@ -46,9 +47,7 @@ DECIMAL_38 = 10 ** 38
 
 def need_delta(spark: SparkSession) -> None:
     """Fail clearly when Delta Lake is not on Spark's classpath."""
-    given = f'{spark.conf.get("spark.jars", "")},{spark.conf.get("spark.jars.packages", "")}'
-    if not spark_delta_jars() and "delta-spark" not in given:
-        raise ConfigError(f"Delta Lake is not on Spark's classpath: {DELTA_HINT}")
+    need_package(spark, bool(spark_delta_jars()), "delta-spark", "Delta Lake", DELTA_HINT)
 
 
 def read_delta(spark: SparkSession, src: SourceConfig) -> DataFrame:

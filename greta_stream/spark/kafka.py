@@ -52,6 +52,7 @@ from pyspark.sql import functions as F
 
 from greta_stream.errors import ConfigError
 from greta_stream.jvm import CONNECTOR_HINT, spark_kafka_jars
+from greta_stream.spark.session import need_package
 
 log = logging.getLogger("greta_stream.kafka")
 
@@ -86,9 +87,8 @@ def read_kafka(spark: SparkSession, servers: str | None, topic: str | None, star
 
 def need_connector(spark: SparkSession) -> None:
     """Fail clearly when Spark's Kafka connector is not on its classpath."""
-    given = f'{spark.conf.get("spark.jars", "")},{spark.conf.get("spark.jars.packages", "")}'
-    if not spark_kafka_jars() and "sql-kafka" not in given:
-        raise ConfigError(f"Spark's Kafka connector (spark-sql-kafka-0-10) is not on Spark's classpath: {CONNECTOR_HINT}")
+    need_package(spark, bool(spark_kafka_jars()), "sql-kafka", "Spark's Kafka connector (spark-sql-kafka-0-10)",
+                 CONNECTOR_HINT)
 
 
 def row_key(query: str, grp: str, window_start: float, window_end: float, n: int | None = None) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from greta_stream.errors import ConfigError
 from greta_stream.jvm import spark_delta_jars, spark_kafka_jars
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -87,6 +88,14 @@ def _packages_conf(*, kafka: bool, delta: bool) -> dict[str, str]:
         for p in wanted:
             out.update(p.conf)
     return out
+
+
+def need_package(spark: SparkSession, fetched: bool, artifact: str, what: str, hint: str) -> None:
+    """Fail clearly when a JVM package is neither fetched into the cache (`fetched`) nor given to the
+    session (`artifact` in spark.jars or spark.jars.packages)."""
+    given = f'{spark.conf.get("spark.jars", "")},{spark.conf.get("spark.jars.packages", "")}'
+    if not fetched and artifact not in given:
+        raise ConfigError(f"{what} is not on Spark's classpath: {hint}")
 
 
 def log_level() -> str:

@@ -51,3 +51,12 @@ def test_compose_file_validates() -> None:
     kafka = re.search(r"<kafka.version>([^<]+)</kafka.version>", (ROOT / "jvm" / "pom.xml").read_text())[1]
     compose = (ROOT / "docker-compose.yml").read_text()
     assert set(re.findall(r"apache/kafka:(\S+)", compose)) == {kafka}  # the image runs the broker we test with
+
+
+def test_cluster_ids_never_read_as_options() -> None:
+    """A cluster id that starts with "-" (one in 64 of random ones) is an option to the storage tool:
+    the broker would not start. Over 2,000 draws about 31 would; none may."""
+    from greta_stream.demo.broker import cluster_id
+
+    ids = [cluster_id() for _ in range(2_000)]
+    assert not [i for i in ids if i.startswith("-")] and all(len(i) == 22 for i in ids)
