@@ -28,6 +28,7 @@ from greta_stream.cli_args import (
     existing_folder,
     fail,
     is_file,
+    lateness_flag,
 )
 from greta_stream.cli_args import query_text as _query_text
 from greta_stream.client_cli import app as queries_app
@@ -310,11 +311,7 @@ def run(
         os.environ["GRETA_SPARK_LOG_LEVEL"] = "WARN"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
-    if watermark is not None:
-        typer.echo("warning: --watermark is deprecated: use --lateness (same meaning)", err=True)
-        if lateness is not None:
-            fail("--watermark is the old name of --lateness: give --lateness only")
-        lateness = watermark
+    lateness = lateness_flag(lateness, watermark)
     flags = RunFlags(query=query, input=input, output=output, checkpoint=checkpoint, lateness=lateness, once=once,
                      dead_letter=dead_letter, master=master, shards=shards, operator=operator,
                      max_files_per_trigger=max_files_per_trigger, trigger_interval=trigger_interval,

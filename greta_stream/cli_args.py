@@ -19,7 +19,7 @@ import typer
 from greta_stream.choices import Engine, Mode, Operator, StreamEngine, TableFormat, Trends
 
 __all__ = ["Engine", "LogLevel", "Mode", "Operator", "StreamEngine", "TableFormat", "Trends", "existing_file",
-           "existing_folder", "fail", "is_file", "looks_like_path", "query_text"]
+           "existing_folder", "fail", "is_file", "lateness_flag", "looks_like_path", "query_text"]
 
 
 class LogLevel(StrEnum):
@@ -35,6 +35,16 @@ def fail(message: str) -> NoReturn:
     """End the command: `error: message` on stderr, exit status 2."""
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(2)
+
+
+def lateness_flag(lateness: float | None, watermark: float | None) -> float | None:
+    """`--lateness`, or `--watermark` (its old name) with a warning; both given is a one-line error."""
+    if watermark is None:
+        return lateness
+    typer.echo("warning: --watermark is deprecated: use --lateness (same meaning)", err=True)
+    if lateness is not None:
+        fail("--watermark is the old name of --lateness: give --lateness only")
+    return watermark
 
 
 def existing_file(path: Path, what: str) -> Path:

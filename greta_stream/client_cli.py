@@ -22,7 +22,7 @@ from typing import Annotated, Any
 
 import typer
 
-from greta_stream.cli_args import Mode, Operator, StreamEngine, Trends, fail, query_text
+from greta_stream.cli_args import Mode, Operator, StreamEngine, Trends, lateness_flag, query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
 from greta_stream.connectors.jsonl import dumps_payload
 
@@ -124,11 +124,7 @@ def add(
 ) -> None:
     """Register and start a query; prints its id."""
     text = query_text(query)
-    if watermark is not None:
-        typer.echo("warning: --watermark is deprecated: use --lateness (same meaning)", err=True)
-        if lateness is not None:
-            fail("--watermark is the old name of --lateness: give --lateness only")
-        lateness = watermark
+    lateness = lateness_flag(lateness, watermark)
     fields = {k: v for k, v in (("type", type_field), ("time", time_field), ("id", id_field)) if v is not None}
     given = {"lateness_s": lateness, "engine": engine, "trends": trends, "max_trends": max_trends,
              "with_events": with_events or None, "distribute_over": distribute_over, "shards": shards,

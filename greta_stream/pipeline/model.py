@@ -92,11 +92,6 @@ class SourceConfig(Model):
         self.path = _resolved(self.path, info)
         return self
 
-    def key(self) -> str:
-        """A short name of these settings, stable while they are."""
-        text = json.dumps(self.model_dump(), sort_keys=True, default=str)
-        return hashlib.sha256(text.encode()).hexdigest()[:8]
-
 
 class SinkConfig(Model):
     format: SinkFormat = "jsonl"
@@ -336,7 +331,8 @@ class StreamConfig(Model):
 
 def source_key(src: SourceConfig) -> str:
     """A short stable name of a source's settings."""
-    return src.key()
+    text = json.dumps(src.model_dump(), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
 def streams(cfg: PipelineConfig) -> list[StreamConfig]:

@@ -413,9 +413,11 @@ def columnar(cq: Any, sink: Any) -> ColumnarStream:
     return ColumnarStream(cq, dead_letter=sink)
 
 
-def check(text: str, events: list[Any], plan: list[tuple[list[Any], Any]], restore: bool) -> None:
+def check(text: str, events: list[Any], plan: list[tuple[list[Any], Any]], restore: bool,
+          make: Any = columnar) -> None:
+    """The stream `make` builds (default: the columnar stream) gives the general engine's rows and dead letters."""
     want_calls, want_dead = drive(general, text, plan, restore)
-    got_calls, got_dead = drive(columnar, text, plan, restore)
+    got_calls, got_dead = drive(make, text, plan, restore)
     assert len(got_calls) == len(want_calls)
     for want, got in zip(want_calls, got_calls):
         assert_same_rows(text, events, want, got)

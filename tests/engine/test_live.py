@@ -19,14 +19,12 @@ from columnar_support import (
     ANY_F_MODES,
     SETTINGS,
     STOCK,
-    assert_same_rows,
     batches_and_watermarks,
-    drive,
-    general,
     queries,
     stock,
     streams,
 )
+from columnar_support import check as columnar_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,12 +39,7 @@ def incremental(cq: Any, sink: Any) -> ColumnarStream:
 
 
 def check(text: str, events: list[Any], plan: list[tuple[list[Any], Any]], restore: bool) -> None:
-    want_calls, want_dead = drive(general, text, plan, restore)
-    got_calls, got_dead = drive(incremental, text, plan, restore)
-    assert len(got_calls) == len(want_calls)
-    for want, got in zip(want_calls, got_calls):
-        assert_same_rows(text, events, want, got)
-    assert got_dead == want_dead
+    columnar_check(text, events, plan, restore, make=incremental)
 
 
 @settings(max_examples=300, **SETTINGS)
