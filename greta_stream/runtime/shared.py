@@ -54,20 +54,20 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     if spec.mode != "aggregate" or plan is None:
         return None
     index = {s.alias: i for i, s in enumerate(plan.states)}
-    if plan.neg is not None:
-        index[plan.neg.alias] = len(plan.states)
+    index.update({n.alias: plan.state_of_neg(n) for n in plan.negs})
     single = plan.states[0].alias if len(plan.states) == 1 else None
 
     def canon(e: ast.Expr) -> str:
         return format_expr(_renamed(e, index, single))
 
-    edge = None if plan.edge is None else (plan.edge[0], canon(plan.edge[1]), canon(plan.edge[2]))
+    edges = tuple((op, canon(x), canon(y)) for op, x, y in plan.all_edges)
     # Validation may differ (one query aggregates an attribute another does not read):
     # the family validates with what any of them asks and splits at the first record
     # they would judge differently (`ColumnarStream._judged`).
     return (
         tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
-        edge, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
+        None if plan.trail is None else plan.trail.type, tuple((i, n.type) for i, n in plan.mids),
+        edges, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
         frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots

@@ -1,13 +1,16 @@
 """The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`
 and the like) against the general engine and the brute-force oracle.
 
-Random patterns of two or three positions of distinct event types (or a
-leading `NOT D d` and one to three positions), each once or Kleene, an
-equivalence attribute of the positive alias only (Q3's `[P.vehicle]`), with at most one edge predicate (on a Kleene alias, linking
-it to its NEXT), local predicates on any alias, GROUP-BY and equivalence
-attributes, and COUNT/SUM/AVG over any alias; random streams of those types
-and one more, with ties and bad events. Streaming (micro-batches with
-stragglers) must equal the general engine too.
+Random patterns of one to three positions, each once or Kleene, of distinct
+event types or of one type at several positions (`SEQ(A a0, A a1+)`); a
+leading `NOT D d`, a middle `NOT E e` between two positive parts and a
+trailing `NOT F f`, each or none; one to three edge predicates on a Kleene
+alias (one is indexed, several are scanned), local predicates on any alias
+(negated ones too), GROUP-BY and equivalence attributes (of the positive
+alias only, Q3's `[P.vehicle]`, where the pattern allows it), and
+COUNT/SUM/AVG/MIN/MAX over any alias; random streams of those types and
+more, with ties and bad events. Streaming (micro-batches with stragglers)
+must equal the general engine too.
 """
 
 from __future__ import annotations
@@ -44,32 +47,46 @@ class SeqSpec:
 
 @st.composite
 def seq_queries(draw) -> SeqSpec:
-    n = draw(st.integers(2, 3))
-    types = draw(st.permutations(["A", "B", "C"]))[:n]
-    neg = draw(st.booleans())
-    if neg:  # a leading NOT: an event type of its own, then one to three positive positions
-        n = draw(st.integers(1, 3))
-        types = types[:n]
-    aliases = [t.lower() for t in types]
+    n = draw(st.integers(1, 3))
+    if draw(st.integers(0, 3)) == 0:  # one event type at several positions
+        types = [draw(st.sampled_from(["A", "B"])) for _ in range(n)]
+    else:
+        types = draw(st.permutations(["A", "B", "C"]))[:n]
+    aliases = [f"{t.lower()}{i}" for i, t in enumerate(types)]
     kleene = [draw(st.booleans()) for _ in range(n)]
-    if not any(kleene) and draw(st.booleans()):
+    if not any(kleene) and (n == 1 or draw(st.booleans())):
         kleene[draw(st.integers(0, n - 1))] = True
     parts = [f"{t} {a}{'+' if k else ''}" for t, a, k in zip(types, aliases, kleene)]
-    if neg:
+    # negations of one event each: leading D, middle E (between two positive parts), trailing F
+    negs: list[tuple[str, str]] = []
+    if draw(st.booleans()):
         parts.insert(0, "NOT D d")
+        negs.append(("D", "d"))
+    if n > 1 and draw(st.booleans()):
+        at = draw(st.integers(1, n - 1)) + (1 if negs else 0)
+        parts.insert(at, "NOT E e")
+        negs.append(("E", "e"))
+    if draw(st.booleans()) and (n > 1 or negs or kleene[0]):
+        parts.append("NOT F f")
+        negs.append(("F", "f"))
+    if len(parts) == 1:
+        parts.insert(0, "NOT D d")
+        negs.append(("D", "d"))
     where: list[str] = []
     ks = [a for a, k in zip(aliases, kleene) if k]
     if ks and draw(st.booleans()):
         a = draw(st.sampled_from(ks))
-        op = draw(st.sampled_from(OPS))
-        x, y = draw(st.sampled_from([("v", "v"), ("f", "f"), ("v", "f")]))
-        tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
-        where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({a}).{y}")
-    for a in aliases + (["d"] if neg else []):
+        for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):  # several edge predicates: a scanned store
+            op = draw(st.sampled_from(OPS))
+            x, y = draw(st.sampled_from([("v", "v"), ("f", "f"), ("v", "f")]))
+            tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
+            where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({a}).{y}")
+    for a in aliases + [alias for _, alias in negs]:
         if draw(st.integers(0, 3)) == 0:
             where.append(draw(st.sampled_from(["{a}.v > -2", "{a}.f < 8", "NOT ({a}.v = 1)"])).format(a=a))
     group_by = draw(st.sampled_from([[], ["g"], ["h"]]))
-    eq = draw(st.sampled_from([[], [], ["k"], ["k", "g"], [f"{aliases[0]}.k"] if len(aliases) == 1 else ["k"]]))
+    eq = draw(st.sampled_from([[], [], ["k"], ["k", "g"], [f"{aliases[0]}.k"] if len(aliases) == 1 and not negs
+                               else ["k"]]))
     if eq:
         where.append("[" + ", ".join(eq) + "]")
     where = draw(st.permutations(where))
@@ -78,7 +95,8 @@ def seq_queries(draw) -> SeqSpec:
     aggregated: set[tuple[str, str]] = set()
     for t, a in zip(types, aliases):
         for func, attr in draw(st.lists(st.sampled_from([("COUNT", None), ("SUM", "v"), ("AVG", "v"), ("SUM", "f"),
-                                                           ("AVG", "f")]), unique=True, max_size=2)):
+                                                           ("AVG", "f"), ("MIN", "v"), ("MAX", "f")]),
+                                        unique=True, max_size=2)):
             aggs.append(f"{func}({a})" if attr is None else f"{func}({a}.{attr})")
             if attr:
                 numeric.add(attr)
@@ -89,13 +107,13 @@ def seq_queries(draw) -> SeqSpec:
     if draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
     text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
-    return SeqSpec(text, [*types, *(["D"] if neg else [])], numeric, aggregated)
+    return SeqSpec(text, [*dict.fromkeys(types), *(t for t, _ in negs)], numeric, aggregated)
 
 
 @st.composite
 def seq_streams(draw, spec: SeqSpec, max_events: int = 40, dirty: bool | None = None) -> list:
     events = draw(streams(spec, max_events, dirty=dirty))  # types A (mostly) and B
-    pool = [*spec.types, *spec.types, "D", "E"]
+    pool = [*spec.types, *spec.types, "D", "E", "F", "G"]
     for e in events:
         if isinstance(e, dict) and e.get("type") in ("A", "B"):
             e["type"] = draw(st.sampled_from(pool))

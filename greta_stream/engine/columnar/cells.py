@@ -63,7 +63,9 @@ def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, A
                 raise Unsupported(f"MIN/MAX over a mix of ints and floats ({f.attr!r})")
             if col.kind == INT and len(col.values) and np.abs(col.values).max() > 1 << 53:
                 raise Unsupported(f"MIN/MAX over integers beyond 2**53 ({f.attr!r})")
-            mms.append((f.kind, col.values.astype(np.float64), i, col.kind))
+            values = np.full(m, np.nan)  # NaN: an event of another alias (its value is not the field's)
+            values[mine] = col.values.astype(np.float64)
+            mms.append((f.kind, values, i, col.kind))
     return cells, sums, mms
 
 

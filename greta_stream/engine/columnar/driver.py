@@ -19,9 +19,9 @@ import numpy as np
 
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input
-from greta_stream.engine.columnar.keys import negated_starts, partitions, plain, ranks
+from greta_stream.engine.columnar.keys import all_ranks, generations, negated_ends, negated_starts, partitions, plain, ranks
 from greta_stream.engine.columnar.plan import KernelPlan, State
-from greta_stream.engine.columnar.prepare import Prepared, subset
+from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.rows import result_rows
 
 MAX_THREADS = 8
@@ -76,17 +76,27 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     fields = cq.fields if fields is None else fields
     group_by = cq.group_by if group_by is None else group_by
     kmin, kmax = prep.kmin, prep.kmax
-    kneg = negated_starts(plan, prep)
+    kneg, kend = negated_starts(plan, prep), negated_ends(plan, prep)
+    gens = generations(plan, prep)
     if k_from is not None:
         kmin = np.maximum(kmin, k_from)
     if k_to is not None:
         kmax = np.minimum(kmax, k_to - 1)
-    inside = (kmin <= kmax) & (prep.state != plan.neg_state)
-    t, kmin, kmax, st, kneg = prep.t[inside], kmin[inside], kmax[inside], prep.state[inside], kneg[inside]
-    cols = {a: subset(c, inside) for a, c in prep.cols.items()}
+    inside = np.flatnonzero((kmin <= kmax) & (prep.state < len(plan.types) - len(plan.negs)))
+    rep, st = expand(plan, prep.state, inside)  # the vertices: one per event and state of its type
+    t, kmin, kmax, kneg, kend = prep.t[rep], kmin[rep], kmax[rep], kneg[rep], kend[rep]
+    cols = {a: subset(c, rep) for a, c in prep.cols.items()}
+    if len(rep) > len(inside) and plan.local:  # a type at several positions: each state's own predicates
+        keep = local_mask(plan, cols, st, slots=False)
+        rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
+        cols = {a: subset(c, keep) for a, c in cols.items()}
+    gjoin, gread = np.zeros(len(rep), np.int64), np.zeros(len(rep), np.int64)
+    for (i, _), (at_or_before, before) in zip(plan.mids, gens):
+        gjoin = np.where(st == i, at_or_before[rep], gjoin)  # joins the store across the NOT after state i
+        gread = np.where(st == i + 1, before[rep], gread)  # reads it
     pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t))
     if group_values and group_by:  # as the records spell them (an int next to floats stays an int)
-        firsts = prep.good[inside][[g[1] for g in group_values]]
+        firsts = prep.good[rep][[g[1] for g in group_values]]
         raw = {a: events.raw(a, firsts) for a in group_by}
         group_values = [tuple(plain(raw[a][j]) for a in group_by) for j in range(len(firsts))]
     else:
@@ -94,7 +104,8 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
 
     # ---------------------------------------------- partitions, order
     order = np.lexsort((t, pid))
-    t, kmin, kmax, pid, st, kneg = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order]
+    t, kmin, kmax, pid, st, kneg, kend = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order], kend[order]
+    gjoin, gread = gjoin[order], gread[order]
     cols = {a: subset(c, order) for a, c in cols.items()}
     m = len(t)
     newt = np.ones(m, bool)
@@ -103,6 +114,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     offsets = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]] if m else np.zeros(0, bool))
     offsets = np.append(offsets, m).astype(np.int64)
     gr, gq, point = ranks(plan, cols, st)
+    grs, gqs, pointp = all_ranks(plan, cols, st)
 
     # ---------------------------------------------- aggregate cells
     cells, sums, mms = aggregate_cells(plan, fields, cols, st)
@@ -114,31 +126,49 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     mmax = np.array([x[0] == "max" for x in mms], dtype=np.bool_)
     ncell = 1 + len(cells)
 
-    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult,
-                                              mmval, mmax, ncell, group_of_part, threads)
+    from greta_stream.engine.columnar import kernel
+
+    vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs)
+    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, mmax, ncell,
+                                                    group_of_part, threads)
     return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
 
-def run_kernel(plan, offsets, kmin, kmax, newt, st, kneg, gr, gq, point, mult, mmval, mmax, ncell, group_of_part,  # noqa: ANN001, ANN202
-         threads=None):
+def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices of the positive events `rows` (of prepared `slots`): (row
+    of each vertex, its state). An event of a type at several positions of
+    the pattern is one vertex per position, in input order."""
+    n = len(plan.states)
+    slot = plan.slot_of_state()[:n]
+    if np.array_equal(slot, np.arange(n)):  # each type once: a slot is a state
+        return rows, slots[rows]
+    rep = [rows[slots[rows] == slot[i]] for i in range(n)]
+    states = np.concatenate([np.full(len(r), i, np.int64) for i, r in enumerate(rep)])
+    rep_all = np.concatenate(rep)
+    order = np.argsort(rep_all, kind="stable")
+    return rep_all[order], states[order]
+
+
+def run_kernel(plan, offsets, ev, point, pointp, mmax, ncell, group_of_part, threads=None):  # noqa: ANN001, ANN202
     """The kernel over every partition and block of windows, in threads over
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
     between threads (`result_rows` adds them)."""
     from greta_stream.engine.columnar import blocks, kernel
 
+    kmin, kmax, mult = ev.kmin, ev.kmax, ev.mult
     m = len(kmin)
     if m == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), mmval[:0]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), ev.mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
     k_first = int(kmin.min())
-    start, final, store_src, reads, keyed = plan.stores()
-    ev = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval)
+    start, final, store_src, reads, keyed, gen = plan.stores()
     nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
     ndig = np.zeros(ncell, np.int64)
     for c in range(ncell - 1):
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
-    wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax)
+    wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax, gen, plan.scan, pointp,
+                           plan.propagate_mm)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
@@ -194,9 +224,12 @@ def compile_kernels() -> Path:
 
     one = np.zeros(1, np.int64)
     plan = KernelPlan(None, (State("x", "X", True),), None, -1, 1, 1)  # type: ignore[arg-type]
-    run_kernel(plan, np.array([0, 1], np.int64), one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(),
-         one.copy(), False, np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), np.zeros(0, np.bool_), 1,
-         np.zeros(1, np.int64))
+    none = np.zeros((1, 0), np.int64)
+    vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
+                        np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
+                        one.copy(), none, none.copy())
+    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.bool_), np.zeros(0, np.bool_), 1,
+               np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
     return Path(kernel.__file__).parent
 

@@ -182,17 +182,22 @@ def _grown4(a, n):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _predecessors(path, s, probe, reads, keyed, keys, point, m):  # noqa: ANN001, ANN202
+def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scan):  # noqa: ANN001, ANN202
     """Write to `path` the nodes an event of state s reads (the stores of its
-    state's predecessors: a running total whole, the keyed store by its probe);
-    return how many."""
+    state's predecessors: a running total whole, a generation store when its
+    vertices are of the event's generation `gread`, the keyed store by its
+    probe); return how many. A scanned keyed store is not read here (`_scan`)."""
     npath = 0
     for js in range(reads.shape[1]):
         if not reads[s, js]:
             continue
         if js != keyed:
+            if gen[js] and storegen[js] != gread:
+                continue  # a negated event came since its vertices: none is a predecessor
             path[npath] = m + 1 + js
             npath += 1
+        elif scan:
+            continue
         elif point:
             if probe >= 0:
                 idx = np.searchsorted(keys, probe)
@@ -205,6 +210,29 @@ def _predecessors(path, s, probe, reads, keyed, keys, point, m):  # noqa: ANN001
                 path[npath] = i
                 npath += 1
                 i -= i & (-i)
+    return npath
+
+
+@njit(cache=True, inline="always")
+def _scan(path, npath, v, grs, gqs, pointp, vert_ev, lo, nvert):  # noqa: ANN001, ANN202
+    """Append to `path` the scanned store's vertices lo..nvert-1 that every
+    edge predicate admits for event v (by ranks: `grs[u, p] < gqs[v, p]`
+    for an order, `==` for an equality); return the new length."""
+    np_ = pointp.shape[0]
+    for i in range(lo, nvert):
+        u = vert_ev[i]
+        ok = True
+        for q in range(np_):
+            if pointp[q]:
+                if grs[u, q] != gqs[v, q]:
+                    ok = False
+                    break
+            elif grs[u, q] >= gqs[v, q]:
+                ok = False
+                break
+        if ok:
+            path[npath] = i + 1
+            npath += 1
     return npath
 
 
@@ -273,6 +301,61 @@ def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, 
     return False
 
 
+@njit(cache=True, inline="always")
+def _counted(acc, sig, j):  # noqa: ANN001, ANN202
+    """Whether the event's trend count in lane j is not zero (numba: a loop, no generator)."""
+    for lb in range(sig[0]):  # noqa: SIM110
+        if acc[0, lb, j] != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, own, mmax):  # noqa: ANN001, ANN202
+    """MIN/MAX over the trends ending at the event, per lane (GRETA's
+    propagation with min/max for + and the own value for *): the
+    predecessors' values, and the event's own value (NaN: not of the
+    field's alias) in the lanes where it ends a trend."""
+    for q in range(mmax.shape[0]):
+        big = mmax[q]
+        row = acc_mm[q]
+        for j in range(j0, j1):
+            row[j] = -np.inf if big else np.inf
+        for r in range(npath):
+            src = nodes_mm[path[r], q]
+            for j in range(j0, j1):
+                x = src[j]
+                if (x > row[j]) if big else (x < row[j]):
+                    row[j] = x
+        val = own[q]
+        if val == val:  # not NaN
+            for j in range(j0, j1):
+                if ((val > row[j]) if big else (val < row[j])) and _counted(acc, sig, j):
+                    row[j] = val
+
+
+@njit(cache=True, inline="always")
+def _add_mm(nodes_mm, i, val_mm, j0, j1, mmax):  # noqa: ANN001, ANN202
+    for q in range(mmax.shape[0]):
+        dst = nodes_mm[i, q]
+        src = val_mm[q]
+        if mmax[q]:
+            for j in range(j0, j1):
+                if src[j] > dst[j]:
+                    dst[j] = src[j]
+        else:
+            for j in range(j0, j1):
+                if src[j] < dst[j]:
+                    dst[j] = src[j]
+
+
+@njit(cache=True)
+def _clear_mm(nodes_mm, lo, hi, mmax):  # noqa: ANN001, ANN202
+    for i in range(lo, hi):
+        for q in range(mmax.shape[0]):
+            nodes_mm[i, q, :] = -np.inf if mmax[q] else np.inf
+
+
 # The per-event arrays, in (partition, time) order (numba takes named tuples of arrays).
 Events = namedtuple("Events", [
     "kmin", "kmax",  # first and last window of the event
@@ -282,7 +365,12 @@ Events = namedtuple("Events", [
     "gr",  # global rank of its key (as a predecessor of the edge predicate)
     "gq",  # prefix length (order) or bucket rank (point, -1 = none) of its probe
     "mult",  # (n, ncell - 1, digits) uint64: own multiplier of cells 1.., in 32-bit digits
-    "mmval",  # (n, nm) float64: values of MIN/MAX
+    "mmval",  # (n, nm) float64: values of MIN/MAX (NaN: the event is not of the field's alias)
+    "kend",  # last window in which it may end a trend (a trailing NOT's bound)
+    "gjoin",  # its generation as a vertex of a generation store: negated events up to its time
+    "gread",  # its generation as a reader of one: negated events before its time
+    "grs",  # (n, P) int64: key ranks of every edge predicate (a scanned store)
+    "gqs",  # (n, P) int64: probes of every edge predicate
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -293,6 +381,10 @@ Wiring = namedtuple("Wiring", [
     "point",  # the keyed store is by equality (buckets), else by order (a Fenwick tree)
     "ndig",  # (ncell,) digits in use of each cell's multipliers (0 for cell 0)
     "mmax",  # (nm,) bool: MAX (else MIN)
+    "gen",  # (stores,) bool: a generation store (across a middle NOT: only vertices after the latest N)
+    "scan",  # the keyed store is scanned vertex by vertex (several edge predicates)
+    "pointp",  # (P,) bool: edge predicate p is an equality (else an order)
+    "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)
 ])
 
 
@@ -329,6 +421,8 @@ def run(
     nstore = wiring.store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
     kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
+    scan = wiring.scan
+    mmprop = wiring.mmprop and nm > 0
     joins = np.zeros(wiring.start.shape[0], np.bool_)  # events of the state join some store
     for js in range(nstore):
         joins[wiring.store_src[js]] = True
@@ -338,13 +432,20 @@ def run(
     acc = np.zeros((ncell, limbs, lanes), np.uint64)
     pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
     pend_sig = np.zeros((4, ncell), np.int64)
+    mmw = nm if mmprop else 0  # MIN/MAX lanes carried per vertex
+    acc_mm = np.zeros((mmw, lanes), np.float64)
+    pend_mm = np.zeros((4, mmw, lanes), np.float64)
     carry = np.zeros(lanes + 1, np.uint64)
     hi = np.zeros(ncell, np.int64)  # per cell: limbs of the event's sum before normalizing
     sig = np.zeros(ncell, np.int64)  # per cell: significant limbs of the event's aggregates
-    path = np.zeros(64 + nstore, np.int64)  # the nodes an event reads
     ncap = 64
+    path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
     nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
+    nodes_mm = np.zeros((ncap, mmw, lanes), np.float64)
     used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
+    storegen = np.zeros(nstore, np.int64)  # per generation store: the generation of its vertices
+    vert_ev = np.zeros(ncap, np.int64)  # a scanned store: the event of each vertex
+    nv = np.zeros(2, np.int64)  # a scanned store: vertices joined, first one still in a window of the event
     # the block's sums per group: slot of each group (-1: none yet)
     slot_of = np.full(max(n_groups, 1), -1, np.int64)
     slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, lanes)
@@ -371,9 +472,9 @@ def run(
             slot_of[g] = sl
             slot_g, gacc, gmm, ghas = _new_slot(sl, g, slot_g, gacc, gmm, ghas, wiring.mmax)
         # the tree of this task: nodes 1..m, the keyed store (a Fenwick tree or
-        # buckets over the ranks of the keys in this task); node m + 1 + j: the
-        # running total of store j
-        keys = _task_keys(ev.st, ev.gr, a, b, kstate)
+        # buckets over the ranks of the keys in this task, or one node per
+        # vertex when scanned); node m + 1 + j: the running total of store j
+        keys = _task_keys(ev.st, ev.gr, a, b, kstate, scan)
         m = keys.shape[0]
         nn = m + 1 + nstore
         if nn > ncap:
@@ -381,8 +482,15 @@ def run(
             if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
                 return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
             nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
+            nodes_mm = np.zeros((ncap, mmw, lanes), np.float64)
             used = np.zeros((ncap, ncell), np.int64)
+            path = np.zeros(ncap + 1 + nstore, np.int64)
+            vert_ev = np.zeros(ncap, np.int64)
         used[:nn] = 0
+        if mmprop:
+            _clear_mm(nodes_mm, 0, nn, wiring.mmax)
+        storegen[:] = -1
+        nv[:] = 0
         e = a
         while e < b:
             g1 = e + 1  # events e..g1-1: one time stamp
@@ -393,7 +501,12 @@ def run(
                 j0 = max(ev.kmin[v], k0) - k0  # the event's lanes in this block
                 j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
                 s = ev.st[v]
-                npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m)
+                npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m,
+                                      wiring.gen, storegen, ev.gread[v], scan)
+                if scan and s == kstate:
+                    while nv[1] < nv[0] and ev.kmax[vert_ev[nv[1]]] < j0 + k0:
+                        nv[1] += 1  # a vertex none of whose windows is the event's: never again
+                    npath = _scan(path, npath, v, ev.grs, ev.gqs, wiring.pointp, vert_ev, nv[1], nv[0])
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
                                ev.mult[v], wiring.start[s], ev.kneg[v] - k0)
                 if over:  # a count needs more limbs: widen every array by half and redo this event
@@ -404,17 +517,22 @@ def run(
                     acc, pend, nodes = _wider_mid(acc, limbs), _wider4(pend, limbs), _wider4(nodes, limbs)
                     gacc, out_c = _wider4(gacc, lo_limbs), _wider_last(out_c, lo_limbs)
                     continue
+                if mmprop:
+                    _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
                 if wiring.final[s]:
-                    _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1)
+                    je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
+                    if je > j0:
+                        _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
                 if joins[s]:
                     if g1 - e == 1:  # alone at its time stamp: joins the tree now
-                        _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring.store_src, wiring.keyed, keys,
-                              wiring.point)
+                        _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
+                              storegen, ev.gjoin[v], vert_ev, nv, v, mmprop)
                     else:  # joins after every event of its time stamp has read the tree
-                        pend, pend_sig = _defer(pend, pend_sig, v - e, acc, sig, j0, j1)
+                        pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
                 v += 1
             if g1 - e > 1:
-                _join_deferred(nodes, used, pend, pend_sig, e, g1, k0, lanes, joins, ev, wiring, keys)
+                _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
+                               nodes_mm, storegen, vert_ev, nv, mmprop)
             e = g1
     return rows, out_k, out_g, out_c, out_m
 
@@ -434,14 +552,15 @@ def _group_sums(cap, ncell, limbs, nm, lanes):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _join_deferred(nodes, used, pend, pend_sig, e, g1, k0, lanes, joins, ev, wiring, keys):  # noqa: ANN001, ANN202
+def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,  # noqa: ANN001, ANN202
+                   nodes_mm, storegen, vert_ev, nv, mmprop):
     """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
     for v in range(e, g1):
         if joins[ev.st[v]]:
             j0 = max(ev.kmin[v], k0) - k0
             j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
-            _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring.store_src,
-                  wiring.keyed, keys, wiring.point)
+            _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
+                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, nv, v, mmprop)
 
 
 @njit(cache=True)
@@ -459,8 +578,9 @@ def _new_slot(sl, g, slot_g, gacc, gmm, ghas, mmax):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
-    """The distinct key ranks of the keyed state's events a..b-1, sorted (none without a keyed store)."""
+def _task_keys(st, gr, a, b, kstate, scan):  # noqa: ANN001, ANN202
+    """The distinct key ranks of the keyed state's events a..b-1, sorted (none
+    without a keyed store); a scanned store: one slot per such event."""
     if kstate < 0:
         return np.zeros(0, np.int64)
     sel = np.empty(b - a, np.int64)
@@ -469,12 +589,16 @@ def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
         if st[u] == kstate:
             sel[ns] = gr[u]
             ns += 1
+    if scan:
+        return sel[:ns]
     return np.unique(sel[:ns])
 
 
 @njit(cache=True, inline="always")
-def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1):  # noqa: ANN001, ANN202
-    """A final vertex's aggregates (lanes j0..j1-1) added to its group's windows of the block."""
+def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm):  # noqa: ANN001, ANN202
+    """A final vertex's aggregates (lanes j0..j1-1) added to its group's
+    windows of the block; MIN/MAX its own value (`X+`: every event ends a
+    trend in each of its windows) or, propagated, those of its trends."""
     if j1 - j0 == 1:
         for c in range(acc.shape[0]):
             for lb in range(sig[c]):
@@ -487,8 +611,8 @@ def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1):  # noqa: ANN0
                 for j in range(j1 - j0):
                     dst[j] += src[j]
     for q in range(mmax.shape[0]):
-        val = mmval[q]
         for j in range(j0, j1):
+            val = acc_mm[q, j] if mmprop else mmval[q]
             if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
                 gmm[sl, q, j] = val
     for j in range(j0, j1):
@@ -496,31 +620,55 @@ def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1):  # noqa: ANN0
 
 
 @njit(cache=True, inline="always")
-def _defer(pend, pend_sig, i, acc, sig, j0, j1):  # noqa: ANN001, ANN202
+def _defer(pend, pend_sig, pend_mm, i, acc, sig, acc_mm, j0, j1):  # noqa: ANN001, ANN202
     """Keep the i-th vertex of a time stamp until every event of it has read the tree."""
     if i >= pend.shape[0]:
         pend, pend_sig = _grown4(pend, 2 * (i + 1)), _grown2(pend_sig, 2 * (i + 1))
+        pend_mm = _grown3(pend_mm, 2 * (i + 1))
     pend[i, :, :, j0:j1] = acc[:, :, j0:j1]
     pend_sig[i] = sig
-    return pend, pend_sig
+    pend_mm[i, :, j0:j1] = acc_mm[:, j0:j1]
+    return pend, pend_sig, pend_mm
 
 
 @njit(cache=True)
-def _join(nodes, used, val, sig, s, grv, j0, j1, store_src, keyed, keys, point):  # noqa: ANN001, ANN202
+def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, nv,  # noqa: ANN001, ANN202
+          v, mmprop):
     """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state."""
     m = keys.shape[0]
+    store_src, keyed = wiring.store_src, wiring.keyed
     for js in range(store_src.shape[0]):
         if store_src[js] != s:
             continue
         if js != keyed:
-            _add_node(nodes, used, m + 1 + js, val, j0, j1, sig)
+            i = m + 1 + js
+            if wiring.gen[js] and gjoin != storegen[js]:  # a negated event came: the store starts again
+                storegen[js] = gjoin
+                used[i, :] = 0
+                if mmprop:
+                    _clear_mm(nodes_mm, i, i + 1, wiring.mmax)
+            _add_node(nodes, used, i, val, j0, j1, sig)
+            if mmprop:
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
+            continue
+        if wiring.scan:  # a node of its own, in join order
+            i = nv[0] + 1
+            vert_ev[nv[0]] = v
+            nv[0] += 1
+            _add_node(nodes, used, i, val, j0, j1, sig)
+            if mmprop:
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
             continue
         i = np.searchsorted(keys, grv) + 1
-        if point:
+        if wiring.point:
             _add_node(nodes, used, i, val, j0, j1, sig)
+            if mmprop:
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
             continue
         while i <= m:
             _add_node(nodes, used, i, val, j0, j1, sig)
+            if mmprop:
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
             i += i & (-i)
 
 

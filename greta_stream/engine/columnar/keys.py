@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine.columnar.columns import OTHER
-from greta_stream.engine.columnar.plan import KernelPlan
+from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
@@ -45,6 +45,55 @@ def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
     return kneg
 
 
+NO_END = 2**62  # no window bound from a trailing NOT
+
+
+def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(key of every event, sorted keys of the events of `NOT n`, the
+    partition code of every event, which events the sorted keys are): a key
+    is (partition of the common attributes, time rank) as one sortable int."""
+    code = _codes(prep.cols, plan.cq.common, len(prep.t))  # the NOT's partitions
+    _, rank = np.unique(prep.t, return_inverse=True)
+    key = code * (int(rank.max()) + 1) + rank
+    is_neg = prep.state == plan.types.index(n.type)
+    order = np.argsort(key[is_neg], kind="stable")
+    return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
+
+
+def negated_ends(plan: KernelPlan, prep: Prepared) -> np.ndarray:
+    """Per event, the last window in which it may end a trend: with a
+    trailing `NOT N`, the windows that end at or before the first N event
+    after it in its partition of the common attributes (docs/QUERY_LANGUAGE.md
+    section 3: excluded if `last.time < n.time < window.end`)."""
+    kend = np.full(len(prep.t), NO_END, np.int64)
+    if plan.trail is None or not len(prep.t):
+        return kend
+    key, neg_key, code, negs = _negated_keys(plan, prep, plan.trail)
+    after = np.searchsorted(neg_key, key, side="right")  # the first N event later, if any
+    has = after < len(neg_key)
+    has[has] = code[negs[after[has]]] == code[has]
+    first, _ = window_bounds(prep.t[negs], *prep.window(plan), prep.int_time)
+    kend[has] = first[after[has]] - 1  # windows before the first one holding that N event
+    return kend
+
+
+def generations(plan: KernelPlan, prep: Prepared) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per middle `NOT N` (in `plan.mids` order), per event: how many N
+    events of its partition of the common attributes lie at or before its
+    time, and before it. A vertex x and a later event y are adjacent across
+    the NOT iff no N lies strictly between them: x's first count equals y's
+    second (as global positions among the sorted N keys, which compare
+    within one partition)."""
+    out = []
+    if not len(prep.t):
+        return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in plan.mids]
+    for _, n in plan.mids:
+        key, neg_key, _, _ = _negated_keys(plan, prep, n)
+        out.append((np.searchsorted(neg_key, key, side="right").astype(np.int64),
+                    np.searchsorted(neg_key, key, side="left").astype(np.int64)))
+    return out
+
+
 def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
     """One int per distinct combination of the attributes' values, 0.. in order of appearance."""
     code = np.zeros(m, np.int64)
@@ -72,14 +121,17 @@ def plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
-def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
+          edge: tuple[str, Any, Any] | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
     """Global key rank of each event of the edge predicate's state as a
     predecessor (gr) and what its probe admits: a prefix length of ranks
-    (order ops) or one rank (point, -1: none); 0 for events of other states."""
+    (order ops) or one rank (point, -1: none); 0 for events of other states.
+    `edge`: one of the plan's edge predicates (default: the indexed one)."""
     m = len(st)
-    if plan.edge is None or m == 0:
+    edge = plan.edge if edge is None else edge
+    if edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
-    key, probe, op = edge_values(plan, cols, st)
+    key, probe, op = edge_values(plan, cols, st, edge)
     keys, gr = _ranked(key)
     if np.array_equal(key, probe):  # one attribute on both sides (`S.price > NEXT(S).price`): a probe is a key
         return gr, (gr + 1 if op == "<=" else gr), op == "="
@@ -89,6 +141,17 @@ def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.nd
         return gr, np.where(hit, idx, -1).astype(np.int64), True
     gq = np.searchsorted(keys, probe, side="left" if op == "<" else "right").astype(np.int64)
     return gr, gq, False
+
+
+def all_ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ranks, probes, is equality) of every edge predicate, one column each,
+    for a scanned store; empty columns when the store is indexed."""
+    m = len(st)
+    if not plan.scan:
+        return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.bool_)
+    got = [ranks(plan, cols, st, e) for e in plan.all_edges]
+    return (np.stack([g[0] for g in got], axis=1), np.stack([g[1] for g in got], axis=1),
+            np.array([g[2] for g in got], np.bool_))
 
 
 def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -107,13 +170,15 @@ def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[new], gr
 
 
-def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
+                edge: tuple[str, Any, Any] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """(key, probe, op) of the edge predicate per event, as float64: a
     predecessor u admits event v iff `key[u] op probe[v]`, op one of `< <= =`
     (`>` and `>=` are turned around by negating both sides)."""
     m = len(st)
-    assert plan.edge is not None  # called only for a plan with an edge predicate
-    op, x_side, y_side = plan.edge
+    edge = plan.edge if edge is None else edge
+    assert edge is not None  # called only for a plan with an edge predicate
+    op, x_side, y_side = edge
     mine = st == plan.edge_state
     values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
     key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))

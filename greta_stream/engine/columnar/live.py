@@ -71,7 +71,7 @@ class Relayout(Exception):
 
 def covered(plan: KernelPlan) -> bool:
     """Whether `LiveAggregates` takes the plan's query."""
-    return len(plan.states) == 1 and plan.states[0].kleene and plan.neg is None
+    return len(plan.states) == 1 and plan.states[0].kleene and not plan.negs and not plan.scan
 
 
 @dataclass

@@ -1,11 +1,20 @@
 """Which queries the columnar engine covers, and its kernel's plan of one (`columnar_plan`).
 
-A single Kleene pattern `X+` (nested `+` included) or a SEQ of distinct
-event types, each once or Kleene, with an optional leading `NOT` of one
-event; partitions by any GROUP-BY and equivalence attributes; at most one
-edge predicate, a comparison `f(X) op g(NEXT(X))` of a Kleene alias; local
-predicates; whole-second windows. Anything else raises `Unsupported` saying
-why, and the caller runs the general engine.
+A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
+once or Kleene (one event type may stand at several positions), with a
+leading, a trailing and middle `NOT`s of one event each; partitions by any
+GROUP-BY and equivalence attributes; edge predicates of one Kleene alias,
+each a comparison `f(X) op g(NEXT(X))` (one is indexed, several are
+scanned); local predicates; MIN/MAX of any alias (propagated along the
+graph's edges for a SEQ or a negation); whole-second windows. Anything else
+raises `Unsupported` saying why, and the caller runs the general engine.
+
+Numbering: the kernel's *states* are the positive positions 0..n-1 and then
+the negated events n.. (leading, middle ones in order, trailing); the
+*slots* (`types`) are the distinct event types, positive ones first in order
+of first position, then the negated ones. Preparation assigns each event its
+slot; `expand` turns slots into states (an event of a type at two positions
+is two vertices, one per state, at one time stamp).
 """
 
 from __future__ import annotations
@@ -42,25 +51,59 @@ class KernelPlan:
     edge_state: int  # the Kleene state the edge predicate links to itself (-1: none)
     within: int
     slide: int
-    local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed; len(states): the NOT's
+    local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed; states n..: the NOTs'
     neg: State | None = None  # the leading `NOT N` of `SEQ(NOT N, ...)`, one event
     part_attrs: tuple[str, ...] = ()  # partition attributes of the positive events (common ones first)
+    trail: State | None = None  # the trailing `NOT N` of `SEQ(..., NOT N)`, one event
+    mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
+    more_edges: tuple[tuple[str, ast.Expr, ast.Expr], ...] = ()  # further edge predicates of `edge_state`
+
+    @property
+    def negs(self) -> tuple[State, ...]:
+        """The negated events in state order (leading, middle, trailing)."""
+        return (*((self.neg,) if self.neg else ()), *(n for _, n in self.mids), *((self.trail,) if self.trail else ()))
 
     @property
     def types(self) -> tuple[str, ...]:
-        """Types of the positive states, then the negated one."""
-        return tuple(s.type for s in self.states) + ((self.neg.type,) if self.neg else ())
+        """The slots: distinct types of the positive states in order, then the negated ones."""
+        pos = tuple(dict.fromkeys(s.type for s in self.states))
+        return pos + tuple(n.type for n in self.negs)
+
+    def slot_of_state(self) -> np.ndarray:
+        """The slot of each state (positive ones, then the negated ones)."""
+        types = self.types
+        npos = len(types) - len(self.negs)
+        return np.array([types.index(s.type) for s in self.states] + list(range(npos, len(types))), np.int64)
+
+    def state_of_neg(self, n: State) -> int:
+        return len(self.states) + self.negs.index(n)
 
     @property
     def neg_state(self) -> int:
-        """The state number the negated events get."""
-        return len(self.states)
+        """The slot the leading NOT's events get (as prepared)."""
+        return self.types.index(self.neg.type) if self.neg else -1
 
-    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
-        """The kernel's wiring: (start, final, store_src, reads, keyed store);
-        see `kernel.run`. A Kleene state reads its own vertices (by the
-        index when the edge predicate is its), every later state the running
-        total of the state before it."""
+    @property
+    def scan(self) -> bool:
+        """The Kleene loop has several edge predicates: its store is scanned, not indexed."""
+        return bool(self.more_edges)
+
+    @property
+    def all_edges(self) -> tuple[tuple[str, ast.Expr, ast.Expr], ...]:
+        return ((self.edge,) if self.edge else ()) + self.more_edges
+
+    @property
+    def propagate_mm(self) -> bool:
+        """MIN/MAX travel along edges (a SEQ or a negation: not every event is on a trend)."""
+        return len(self.states) > 1 or bool(self.negs)
+
+    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+        """The kernel's wiring: (start, final, store_src, reads, keyed store,
+        generation stores); see `kernel.run`. A Kleene state reads its own
+        vertices (by the index when the edge predicate is its), every later
+        state the running total of the state before it, or across a middle
+        `NOT N` a store of its own that keeps only the vertices after the
+        latest N (a *generation* store, `gen[j]`)."""
         n = len(self.states)
         src: list[int] = []
         keyed = -1
@@ -74,7 +117,14 @@ class KernelPlan:
                 else:
                     total[i] = len(src) - 1
                 reads.append((i, len(src) - 1))
+        after = {i for i, _ in self.mids}
+        gen: list[int] = []
         for i in range(1, n):
+            if i - 1 in after:  # across a middle NOT: a generation store of its own
+                src.append(i - 1)
+                gen.append(len(src) - 1)
+                reads.append((i, len(src) - 1))
+                continue
             if i - 1 not in total:
                 src.append(i - 1)
                 total[i - 1] = len(src) - 1
@@ -86,7 +136,9 @@ class KernelPlan:
         table = np.zeros((n, len(src)), np.bool_)
         for i, j in reads:
             table[i, j] = True
-        return start, final, np.array(src, np.int64), table, keyed
+        is_gen = np.zeros(len(src), np.bool_)
+        is_gen[gen] = True
+        return start, final, np.array(src, np.int64), table, keyed, is_gen
 
 
 def columnar_plan(cq: CompiledQuery) -> KernelPlan:
@@ -94,33 +146,40 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
-    parts = q.pattern.parts if isinstance(q.pattern, ast.Seq) else (q.pattern,)
-    neg = None
+    parts = list(q.pattern.parts) if isinstance(q.pattern, ast.Seq) else [q.pattern]
+    neg = trail = None
     if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
-        if not isinstance(parts[0].inner, ast.EventPattern):
-            raise Unsupported("a leading NOT of more than one event")
-        neg = State(parts[0].inner.alias, parts[0].inner.type, False)
-        parts = parts[1:]
-    states = []
+        neg = _negated(parts.pop(0), "a leading")
+    if isinstance(parts[-1], ast.Not):  # trailing NOT of one event: a bound on where trends may end
+        trail = _negated(parts.pop(), "a trailing")
+    states: list[State] = []
+    mids: list[tuple[int, State]] = []
     for part in parts:
+        if isinstance(part, ast.Not):  # between two positive parts: a generation store
+            mids.append((len(states) - 1, _negated(part, "a middle")))
+            continue
         kleene = isinstance(part, ast.Kleene)
         while isinstance(part, ast.Kleene):
             part = part.inner
         if isinstance(part, ast.Not):
-            raise Unsupported("negation")
+            raise Unsupported("negation under a Kleene plus")
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
         states.append(State(part.alias, part.type, kleene))
-    every = [*states, *([neg] if neg else [])]
-    if len({s.type for s in every}) < len(every):
-        raise Unsupported("one event type at several positions of the pattern")
+    negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else [])]
+    positive_types = {s.type for s in states}
+    neg_types = [n.type for n in negs]
+    if len(set(neg_types)) < len(neg_types) or positive_types & set(neg_types):
+        raise Unsupported("one event type negated at several positions, or both negated and positive")
     positive = frozenset(s.alias for s in states)
+    negated = frozenset(n.alias for n in negs)
     run_attrs = []
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
-        if not positive <= c.aliases or (neg is not None and neg.alias in c.aliases):
+        if not positive <= c.aliases or c.aliases & negated:
             raise Unsupported("equivalence attributes of some positive aliases only")
         run_attrs.append(c.attr)
-    index = {s.alias: i for i, s in enumerate(every)}
+    index = {s.alias: i for i, s in enumerate(states)}
+    index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 
     def state_of(e: ast.Expr) -> int:
         aliases = {r.alias for r in ast.expr_refs(e)}
@@ -132,23 +191,35 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         return index[alias]
 
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
-    local = tuple((state_of(e), e) for e in conditions if not any(r.next for r in ast.expr_refs(e)))
-    edges = [e for e in conditions if any(r.next for r in ast.expr_refs(e))]
-    if len(edges) > 1:
-        raise Unsupported("more than one edge predicate")
-    edge, edge_state = None, -1
-    if edges:
-        edge = edge_sides(edges[0])
-        if edge is None:
-            raise Unsupported("the edge predicate is not a comparison of X with NEXT(X)")
-        edge_state = state_of(edges[0])
-        if edge_state >= len(states) or not states[edge_state].kleene:
+    local = tuple((state_of(e), e) for e in conditions if not _is_edge(e))
+    edges = [e for e in conditions if _is_edge(e)]  # the parser splits AND into predicates
+    sides = []
+    edge_state = -1
+    for e in edges:
+        side = edge_sides(e)
+        if side is None:
+            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(X)")
+        s = state_of(e)
+        if s >= len(states) or not states[s].kleene:
             raise Unsupported("an edge predicate of an alias that is not Kleene")
-    if (len(states) > 1 or neg) and any(f.kind in ("min", "max") for f in cq.fields):
-        raise Unsupported("MIN or MAX over a SEQ pattern")  # the events in some trend: not every event
+        if edge_state not in (-1, s):
+            raise Unsupported("edge predicates of two aliases")
+        edge_state = s
+        sides.append(side)
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return KernelPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
-                      (*cq.common, *run_attrs))
+    return KernelPlan(cq, tuple(states), sides[0] if sides else None, edge_state, int(within), int(slide), local, neg,
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(sides[1:]))
 
+
+def _negated(part: ast.Pattern, where: str) -> State:
+    """The one event of a NOT part, or `Unsupported`."""
+    assert isinstance(part, ast.Not)
+    if not isinstance(part.inner, ast.EventPattern):
+        raise Unsupported(f"{where} NOT of more than one event")
+    return State(part.inner.alias, part.inner.type, False)
+
+
+def _is_edge(e: ast.Expr) -> bool:
+    return any(r.next for r in ast.expr_refs(e))

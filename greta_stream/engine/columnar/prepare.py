@@ -254,8 +254,10 @@ def subset(col: Any, sel: np.ndarray) -> Any:
     return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
 
 
-def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> np.ndarray:
-    """Rows that pass every local predicate of their alias."""
+def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, *, slots: bool = True) -> np.ndarray:
+    """Rows that pass every local predicate of their alias: `st` holds each
+    row's slot (as prepared; a row of a type at several positions passes when
+    one of them takes it), or its state (`slots=False`, once expanded)."""
 
     class Numbers(dict):  # type: ignore[type-arg]
         def __missing__(self, attr: str) -> np.ndarray:
@@ -267,10 +269,23 @@ def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> np.nda
         return col.values.tolist()
 
     m = len(st)
-    mask = np.ones(m, bool)
-    with np.errstate(all="ignore"):  # rows of other aliases may divide by zero: they are not judged
-        for i, e in plan.local:
-            mask &= vector_predicate(e, Numbers(), raw, m) | (st != i)
+    numbers_of = Numbers()
+    slot = plan.slot_of_state()
+    if not slots or np.array_equal(slot, np.arange(len(slot))):  # a slot is a state
+        mask = np.ones(m, bool)
+        with np.errstate(all="ignore"):  # rows of other aliases may divide by zero: they are not judged
+            for i, e in plan.local:
+                mask &= vector_predicate(e, numbers_of, raw, m) | (st != i)
+        return mask
+    # a type at several positions: an event stays when it passes the predicates of one of its states
+    mask = np.zeros(m, bool)
+    with np.errstate(all="ignore"):
+        for i in range(len(slot)):
+            mine = st == slot[i]
+            for j, e in plan.local:
+                if j == i:
+                    mine &= vector_predicate(e, numbers_of, raw, m)
+            mask |= mine
     return mask
 
 
