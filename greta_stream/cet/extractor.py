@@ -35,7 +35,6 @@ import gc
 import hashlib
 import itertools
 import math
-import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -51,9 +50,10 @@ from greta_stream.cet.ranges import RangeGraph, ranged
 from greta_stream.cet.windows import Trend
 from greta_stream.compiler.compiled import CompiledQuery, compile_query, format_query
 from greta_stream.engine import Engine, FieldNames
+from greta_stream.engine.chunks import EventLog, dumps
 from greta_stream.engine.columnar.columns import frame_records
-from greta_stream.engine.engine import load_snapshot
-from greta_stream.engine.ingest import DeadLetterSink, Event, Front, Fronted, WatermarkOf
+from greta_stream.engine.engine import LOGGED_FORMAT, Logged, load_snapshot
+from greta_stream.engine.ingest import DeadLetterSink, Event, Front, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.rows import RowFinisher
 from greta_stream.engine.timebase import Timebase
@@ -62,7 +62,7 @@ from greta_stream.query import ast
 SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
 TOTAL_COLUMN = "greta_total"
 
-class TrendExtractor(Fronted):
+class TrendExtractor(Logged):
     """Extracts the trends of one query over a stream of records."""
 
     def __init__(
@@ -85,13 +85,14 @@ class TrendExtractor(Fronted):
         self.counter: Engine | None = None if config.complete else Engine(count_query(self.cq), fields=fields)
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         self._group_at = [self.cq.common.index(g) for g in self.cq.group_by]
+        self.log = EventLog()
 
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
         if self.counter is not None:
             self.counter.add(record)
-        if self.front.add(record) and self.plan is None:
+        if self._logged(self.front.add(record)) and self.plan is None:
             self.plan = self._plan()
 
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
@@ -163,6 +164,7 @@ class TrendExtractor(Fronted):
             self.budget.used -= released
             if part.empty:
                 del self.partitions[key]
+        self._pruned(target)
         self.metrics["events_processed"] = self.metrics.get("events_processed", 0) + len(ready)
         self.metrics["partitions"] = len(self.partitions)
         self.metrics["cache_units"] = self.budget.used
@@ -256,7 +258,14 @@ class TrendExtractor(Fronted):
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
-        """State as bytes (format-versioned, tied to the query and the options); caches are dropped."""
+        """State as bytes (format-versioned, tied to the query and the options); caches are dropped.
+        Where a chunk store is open, its log of events instead of its graph
+        (`greta_stream.engine.engine.Logged`)."""
+        logged = self._log_state()
+        if logged is not None:
+            counter = self.counter.snapshot() if self.counter is not None else None
+            return dumps({**logged, "query": _fingerprint(self.cq, self.config), "next_ekey": self.next_ekey,
+                          "counter": counter})
         state = {
             "format": SNAPSHOT_FORMAT,
             "query": _fingerprint(self.cq, self.config),
@@ -265,14 +274,23 @@ class TrendExtractor(Fronted):
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
             "counter": self.counter.snapshot() if self.counter is not None else None,
+            **self._log_beside(),
         }
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps(state)
 
     @classmethod
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> TrendExtractor:
         """An extractor that continues exactly where `snapshot()` left off."""
         ex = cls(query, **kwargs)
         state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(ex.cq, ex.config), "CET", "query or options")
+        counter = state["counter"]
+        if state["format"] == LOGGED_FORMAT:
+            if counter is not None:  # restored first: the replay's advance leaves it where it is
+                ex.counter = Engine.restore(count_query(ex.cq), counter, fields=ex.fields)
+            ex._replay(state)
+            ex.next_ekey = max(ex.next_ekey, state["next_ekey"])
+            ex.metrics["cache_units"] = ex.budget.used
+            return ex
         ex.front.load(state)
         ex.next_ekey, ex.partitions = state["next_ekey"], state["partitions"]
         ex.metrics.update(state["metrics"])
@@ -281,6 +299,7 @@ class TrendExtractor(Fronted):
             ex.counter = Engine.restore(count_query(ex.cq), state["counter"], fields=ex.fields)
         if ex.front.time_kind is not None:
             ex.plan = ex._plan()
+        ex._whole_restore(state)
         return ex
 
 

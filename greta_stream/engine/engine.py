@@ -12,17 +12,23 @@ Call order:
 
 Results do not depend on arrival order or on where the watermark advances
 (docs/QUERY_LANGUAGE.md section 6). Partitions roll up to GROUP-BY groups here.
+
+A snapshot holds the graph (its partitions) whole; where a chunk store is
+open (the incremental Spark operator, `greta_stream.engine.chunks`) it holds
+the accepted events whose windows are not all reported instead, one chunk
+per micro-batch written once, and a restore rebuilds the graph by replaying
+them (`Logged`): the state a micro-batch writes is then its own events.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
+from greta_stream.engine.chunks import EventLog, dumps, loads, store_open
 from greta_stream.engine.ingest import DeadLetterSink, Event, FieldNames, Front, Fronted, WatermarkOf
 from greta_stream.engine.partition import Partition
 from greta_stream.engine.plan import GraphPlan, Metrics
@@ -32,8 +38,92 @@ from greta_stream.engine.values import FLOAT_BITS
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 3  # 2: packed vertex aggregates (lanes.py); 3: cells of whole bytes
+LOGGED_FORMAT = "log-1"  # the accepted events of open windows, replayed on restore
 
-class Engine(Fronted):
+
+class Logged(Fronted):
+    """A runner that logs its accepted events (`EventLog`) while their windows
+    are open, and snapshots as that log where a chunk store is open: the
+    general engine and CET extraction. A restore from its graph (a whole
+    snapshot) logs from then on; its log stands for its state once every
+    window open at that time was reported (`_log_from`)."""
+
+    log: EventLog
+    plan: Any
+    metrics: Metrics
+    _log_from: Any = None  # the watermark of a whole restore: earlier events are not in the log
+
+    def _logged(self, accepted: bool) -> bool:
+        """Log the event the front just buffered (when `accepted`)."""
+        if accepted:
+            self.log.fresh.append(self.front.buffer[-1])
+        return accepted
+
+    def _pruned(self, target: int | None) -> None:
+        """After a micro-batch: its events become a chunk; chunks no open window needs go."""
+        self.log.seal()
+        if self.plan is not None:
+            self.log.prune(self.plan.tb.last_window, target)
+
+    def _log_stands(self) -> bool:
+        """Whether the log holds every event an open window needs."""
+        if self._log_from is None:
+            return True
+        if self.plan is None or self.front.watermark == -math.inf:
+            return False
+        tb = self.plan.tb
+        if self.front.watermark == math.inf or tb.start(tb.first_window(self.front.watermark)) >= self._log_from:
+            self._log_from = None
+            return True
+        return False
+
+    def _log_state(self) -> dict[str, Any] | None:
+        """What a logged snapshot holds of the runner (None: snapshot it whole)."""
+        if not store_open() or not self._log_stands():
+            return None
+        self.log.seal()
+        front = self.front.state()
+        del front["buffer"]  # the buffered events are in the log
+        return {"format": LOGGED_FORMAT, **front, "log": self.log.chunks, "metrics": dict(self.metrics)}
+
+    def _replay(self, state: dict[str, Any]) -> None:
+        """Rebuild from a logged snapshot: replay the log up to its watermark (the rows
+        of windows reported before are dropped), then the front and metrics as saved."""
+        self.front.validator.time_kind = state["time_kind"]
+        if state["time_kind"] is not None:
+            self.plan = self._plan()
+        self.log.chunks = list(state["log"])
+        self.front.buffer = self.log.events()
+        if state["watermark"] != -math.inf:
+            self.advance(state["watermark"])
+        self.front.watermark, self.front.late_before = state["watermark"], state["late_before"]
+        self.front.position = state["position"]
+        self.metrics.clear()
+        self.metrics.update(state["metrics"])
+
+    def _log_beside(self) -> dict[str, Any]:
+        """What a whole snapshot keeps of the log: where a chunk store is open
+        (the log does not stand yet), the log, so that it comes to stand."""
+        if not store_open():
+            return {}
+        self.log.seal()
+        return {"log": self.log.chunks, "log_from": self._log_from}
+
+    def _whole_restore(self, state: dict[str, Any]) -> None:
+        """Restored from a whole snapshot: its log, or the buffered events and the rest from now on."""
+        if "log" in state:
+            self.log.chunks, self._log_from = list(state["log"]), state["log_from"]
+            return
+        self.log.fresh = list(self.front.buffer)
+        self._log_from = self.front.watermark
+
+    def _plan(self) -> Any:
+        raise NotImplementedError
+
+    def advance(self, watermark: Any) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+class Engine(Logged):
     """Aggregates event trends of one query over a stream of records (a runner:
     `greta_stream.runtime.runner.Runner`)."""
 
@@ -53,11 +143,12 @@ class Engine(Fronted):
         self._pending: dict[tuple[int, tuple[Any, ...]], list[Any]] = {}
         cq = self.cq
         self._group_at = [cq.common.index(g) for g in cq.group_by]
+        self.log = EventLog()
 
     # -------------------------------------------------------------- input
     def add(self, record: Any) -> None:
         """Validate one record and buffer it; bad and late ones are dead-lettered."""
-        if self.front.add(record) and self.plan is None:
+        if self._logged(self.front.add(record)) and self.plan is None:
             self.plan = self._plan()
 
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
@@ -103,6 +194,7 @@ class Engine(Fronted):
             part.close_until(plan, target, self._group(key), self._emit)
             if part.empty:
                 del self.partitions[key]
+        self._pruned(target)
         self.metrics["events_processed"] = self.metrics.get("events_processed", 0) + len(ready)
         self.metrics["partitions"] = len(self.partitions)
         return self._rows()
@@ -165,26 +257,35 @@ class Engine(Fronted):
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
-        """Engine state as bytes (format-versioned, tied to the query text)."""
+        """Engine state as bytes (format-versioned, tied to the query text): its
+        log where a chunk store is open, else its graph (module docstring)."""
+        logged = self._log_state()
+        if logged is not None:
+            return dumps({**logged, "query": fingerprint(self.cq)})
         state = {
             "format": SNAPSHOT_FORMAT,
             "query": fingerprint(self.cq),
             **self.front.state(),
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
+            **self._log_beside(),
         }
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        return dumps(state)
 
     @classmethod
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> Engine:
         """An engine that continues exactly where `snapshot()` left off."""
         engine = cls(query, **kwargs)
         state = load_snapshot(data, SNAPSHOT_FORMAT, fingerprint(engine.cq), "engine")
+        if state["format"] == LOGGED_FORMAT:
+            engine._replay(state)
+            return engine
         engine.front.load(state)
         engine.partitions = state["partitions"]
         engine.metrics.update(state["metrics"])
         if engine.front.time_kind is not None:
             engine.plan = engine._plan()
+        engine._whole_restore(state)
         return engine
 
 
@@ -198,13 +299,14 @@ def _records(records: Iterable[Any]) -> Iterable[Any]:
 
 
 def load_snapshot(data: bytes, fmt: int, fingerprint: str, what: str, of: str = "query") -> dict[str, Any]:
-    """The state dict of a snapshot, checked: readable, format `fmt`, made
-    for the query (and options) of `fingerprint`; else `SnapshotError`."""
+    """The state dict of a snapshot, checked: readable, format `fmt` (or a
+    logged one, `Logged`), made for the query (and options) of
+    `fingerprint`; else `SnapshotError`."""
     try:
-        state = pickle.loads(data)  # noqa: S301 - our own state store's bytes
+        state = loads(data)  # our own state store's bytes, its chunks from the open store
     except Exception as exc:  # noqa: BLE001
         raise SnapshotError(f"cannot read {what} state: {exc}") from exc
-    if not isinstance(state, dict) or state.get("format") != fmt:
+    if not isinstance(state, dict) or state.get("format") not in (fmt, LOGGED_FORMAT):
         raise SnapshotError(f"unsupported {what} state format {state.get('format') if isinstance(state, dict) else '?'}")
     if state["query"] != fingerprint:
         raise SnapshotError(f"{what} state belongs to a different {of}")

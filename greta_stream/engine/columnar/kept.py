@@ -17,28 +17,24 @@ when a stream hands over to the general engine or types its events again
 A chunk is a unit of state too: it never changes once written, its
 `content_key` names it (the digest of its encoding), and a stream's
 snapshot refers to its chunks by that key where a chunk store is open
-(`chunk_store`): the state of a stream is then a small part that changes
-every micro-batch and chunks that are written once and dropped when their
-windows are reported (docs/DESIGN.md, "Incremental state").
+(`greta_stream.engine.chunks`): the state of a stream is then a small part
+that changes every micro-batch and chunks that are written once and dropped
+when their windows are reported (docs/DESIGN.md, "Incremental state").
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
-import io
 import pickle
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from greta_stream.engine.chunks import ChunkStore, chunk_store, content_key, dumps, loads, register, tracked
 from greta_stream.engine.columnar.columns import MIXED, OTHER, Column
 from greta_stream.engine.columnar.prepare import Prepared
 from greta_stream.engine.plan import Metrics
@@ -68,6 +64,9 @@ class KeptChunk:
         n = sum(a.nbytes for a in (p.state, p.t, p.kmin, p.kmax))
         n += sum(c.values.nbytes + c.null.nbytes + c.number.nbytes for c in p.cols.values())
         return n + sum(a.nbytes for a in self.spelled.values())
+
+    def encode(self) -> bytes:
+        return encode(self)
 
     def subset(self, sel: np.ndarray) -> KeptChunk:
         """A new chunk of the events of `sel`."""
@@ -166,60 +165,6 @@ class KeptView:
 
 
 # ------------------------------------------------------------------ state store
-class ChunkStore:
-    """Chunks kept out of snapshots: `source` holds what a state store holds (by
-    key) for restoring; a snapshot taken while the store is open puts the
-    chunks it encoded for the first time in `written` and every key it
-    referred to in `refs`."""
-
-    def __init__(self, source: dict[str, bytes] | None = None) -> None:
-        self.source = source if source is not None else {}
-        self.written: dict[str, bytes] = {}
-        self.refs: set[str] = set()
-
-
-_STORE: ContextVar[ChunkStore | None] = ContextVar("greta_chunk_store", default=None)
-_TRACKERS: ContextVar[tuple[dict[str, int], ...]] = ContextVar("greta_chunk_trackers", default=())
-
-
-@contextmanager
-def chunk_store(source: dict[str, bytes] | None = None) -> Iterator[ChunkStore]:
-    """Within it, `dumps` keeps chunks out of snapshots (by key) and `loads`
-    reads them from `source` (module docstring)."""
-    store = ChunkStore(source)
-    token = _STORE.set(store)
-    try:
-        yield store
-    finally:
-        _STORE.reset(token)
-
-
-@contextmanager
-def tracked() -> Iterator[dict[str, int]]:
-    """The chunks the snapshots taken within refer to: key -> bytes in a state store."""
-    keys: dict[str, int] = {}
-    token = _TRACKERS.set((*_TRACKERS.get(), keys))
-    try:
-        yield keys
-    finally:
-        _TRACKERS.reset(token)
-
-
-def dumps(state: Any) -> bytes:
-    """Pickle a snapshot; with a chunk store open, its chunks by key only."""
-    store = _STORE.get()
-    if store is None:
-        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
-    buf = io.BytesIO()
-    _ChunkPickler(buf, store).dump(state)
-    return buf.getvalue()
-
-
-def loads(data: bytes) -> Any:
-    """Unpickle a snapshot; chunk keys are read from the open chunk store."""
-    return _ChunkUnpickler(io.BytesIO(data), _STORE.get()).load()
-
-
 def encode(chunk: KeptChunk) -> bytes:
     """A chunk's bytes: its arrays pickled and compressed (fast level)."""
     p = chunk.prep
@@ -237,44 +182,7 @@ def decode(data: bytes) -> KeptChunk:
     return KeptChunk(prep, a["spelled"])
 
 
-def content_key(chunk: KeptChunk) -> tuple[str, bytes | None]:
-    """The chunk's key (the digest of its bytes, computed once) and its bytes when they were computed now."""
-    if chunk._key is not None:
-        return chunk._key, None
-    data = encode(chunk)
-    chunk._key, chunk._size = hashlib.blake2b(data, digest_size=8).hexdigest(), len(data)
-    return chunk._key, data
-
-
-class _ChunkPickler(pickle.Pickler):
-    def __init__(self, buf: io.BytesIO, store: ChunkStore) -> None:
-        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
-        self.store = store
-
-    def persistent_id(self, obj: Any) -> Any:
-        if type(obj) is not KeptChunk:
-            return None
-        key, data = content_key(obj)
-        if data is not None:
-            self.store.written[key] = data
-        self.store.refs.add(key)
-        for keys in _TRACKERS.get():
-            keys[key] = obj._size
-        return key
-
-
-class _ChunkUnpickler(pickle.Unpickler):
-    def __init__(self, buf: io.BytesIO, store: ChunkStore | None) -> None:
-        super().__init__(buf)
-        self.store = store
-
-    def persistent_load(self, key: Any) -> Any:
-        data = self.store.source.get(key) if self.store is not None else None
-        if data is None:
-            raise pickle.UnpicklingError(f"the state refers to chunk {key}, which the state store does not hold")
-        chunk = decode(data)
-        chunk._key, chunk._size = key, len(data)
-        return chunk
+register(KeptChunk, "", decode)  # keyed by the key alone, as snapshots have always held them
 
 
 # ------------------------------------------------------------------ helpers

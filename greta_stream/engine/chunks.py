@@ -1,0 +1,224 @@
+"""State in chunks: what a runner keeps between micro-batches, written once and referred to by key.
+
+A runner's snapshot is a small part that changes every micro-batch and
+*chunks* that never change once written: a chunk's `content_key` names it
+(the digest of its encoding), and a snapshot taken while a chunk store is
+open (`chunk_store`, the incremental Spark operator's) holds the keys only;
+the store collects the chunks encoded for the first time (`written`), and a
+state store keeps them under their keys until no snapshot refers to them.
+Restoring reads them back from the store (`loads`). Without a store open,
+snapshots hold their chunks whole.
+
+Two kinds of chunk: the columnar stream's kept events (`columnar.kept.KeptChunk`,
+registered under the empty tag) and the general engine's and CET's
+accepted events (`EventChunk`, below): a runner that keeps an `EventLog`
+snapshots as its log and rebuilds its graph by replaying it on restore, so
+its state per micro-batch is that batch's events, not its whole graph
+(docs/DESIGN.md, "Incremental state").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from greta_stream.engine.ingest import Event
+
+
+class ChunkStore:
+    """Chunks kept out of snapshots: `source` holds what a state store holds (by
+    key) for restoring; a snapshot taken while the store is open puts the
+    chunks it encoded for the first time in `written` and every key it
+    referred to in `refs`."""
+
+    def __init__(self, source: dict[str, bytes] | None = None) -> None:
+        self.source = source if source is not None else {}
+        self.written: dict[str, bytes] = {}
+        self.refs: set[str] = set()
+
+
+_STORE: ContextVar[ChunkStore | None] = ContextVar("greta_chunk_store", default=None)
+_TRACKERS: ContextVar[tuple[dict[str, int], ...]] = ContextVar("greta_chunk_trackers", default=())
+# chunk class -> (tag, decode); the empty tag keys a chunk by its key alone
+_KINDS: dict[type, tuple[str, Callable[[bytes], Any]]] = {}
+_DECODERS: dict[str, Callable[[bytes], Any]] = {}
+
+
+def register(cls: type, tag: str, decode: Callable[[bytes], Any]) -> None:
+    """Make `cls` a chunk: kept out of snapshots, `cls.encode(obj)` its bytes, `decode` back."""
+    _KINDS[cls] = (tag, decode)
+    _DECODERS[tag] = decode
+
+
+@contextmanager
+def chunk_store(source: dict[str, bytes] | None = None) -> Iterator[ChunkStore]:
+    """Within it, `dumps` keeps chunks out of snapshots (by key) and `loads`
+    reads them from `source` (module docstring)."""
+    store = ChunkStore(source)
+    token = _STORE.set(store)
+    try:
+        yield store
+    finally:
+        _STORE.reset(token)
+
+
+def store_open() -> bool:
+    """Whether snapshots taken now keep their chunks out (an incremental state store)."""
+    return _STORE.get() is not None
+
+
+@contextmanager
+def tracked() -> Iterator[dict[str, int]]:
+    """The chunks the snapshots taken within refer to: key -> bytes in a state store."""
+    keys: dict[str, int] = {}
+    token = _TRACKERS.set((*_TRACKERS.get(), keys))
+    try:
+        yield keys
+    finally:
+        _TRACKERS.reset(token)
+
+
+def dumps(state: Any) -> bytes:
+    """Pickle a snapshot; with a chunk store open, its chunks by key only."""
+    store = _STORE.get()
+    if store is None:
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+    buf = io.BytesIO()
+    _ChunkPickler(buf, store).dump(state)
+    return buf.getvalue()
+
+
+def loads(data: bytes) -> Any:
+    """Unpickle a snapshot; chunk keys are read from the open chunk store."""
+    return _ChunkUnpickler(io.BytesIO(data), _STORE.get()).load()
+
+
+def content_key(chunk: Any) -> tuple[str, bytes | None]:
+    """The chunk's key (the digest of its bytes, computed once) and its bytes when they were computed now."""
+    if chunk._key is not None:
+        return chunk._key, None
+    data = chunk.encode()
+    chunk._key, chunk._size = hashlib.blake2b(data, digest_size=8).hexdigest(), len(data)
+    return chunk._key, data
+
+
+class _ChunkPickler(pickle.Pickler):
+    def __init__(self, buf: io.BytesIO, store: ChunkStore) -> None:
+        super().__init__(buf, protocol=pickle.HIGHEST_PROTOCOL)
+        self.store = store
+
+    def persistent_id(self, obj: Any) -> Any:
+        kind = _KINDS.get(type(obj))
+        if kind is None:
+            return None
+        key, data = content_key(obj)
+        if data is not None:
+            self.store.written[key] = data
+        self.store.refs.add(key)
+        for keys in _TRACKERS.get():
+            keys[key] = obj._size
+        return key if not kind[0] else (kind[0], key)
+
+
+class _ChunkUnpickler(pickle.Unpickler):
+    def __init__(self, buf: io.BytesIO, store: ChunkStore | None) -> None:
+        super().__init__(buf)
+        self.store = store
+
+    def persistent_load(self, pid: Any) -> Any:
+        tag, key = pid if isinstance(pid, tuple) else ("", pid)
+        data = self.store.source.get(key) if self.store is not None else None
+        if data is None:
+            raise pickle.UnpicklingError(f"the state refers to chunk {key}, which the state store does not hold")
+        chunk = _DECODERS[tag](data)
+        chunk._key, chunk._size = key, len(data)
+        return chunk
+
+
+# ------------------------------------------------------------------ event logs
+@dataclass(eq=False)
+class EventChunk:
+    """The accepted events of one micro-batch, as `Event`s until first encoded,
+    then as their compressed bytes only (decoded again when replayed)."""
+
+    last: Any  # the latest event time in it
+    events: list[Event] | None = None
+    data: bytes | None = None
+    _key: str | None = field(default=None, repr=False)
+    _size: int = field(default=0, repr=False)
+
+    def encode(self) -> bytes:
+        if self.data is None:
+            assert self.events is not None
+            rows = [(e.time, e.type, e.id, e.attrs) for e in self.events]
+            self.data = zlib.compress(pickle.dumps((self.last, rows), protocol=pickle.HIGHEST_PROTOCOL), 1)
+            self.events = None  # the bytes are the chunk from now on
+        return self.data
+
+    def replayed(self) -> list[Event]:
+        if self.events is not None:
+            return self.events
+        assert self.data is not None
+        _, rows = pickle.loads(zlib.decompress(self.data))  # noqa: S301 - our own state store's bytes
+        return [Event(t, typ, eid, attrs) for t, typ, eid, attrs in rows]
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) if self.data is not None else 0
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled whole (no store open): as bytes
+        return {"last": self.last, "data": self.encode()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.last, self.data, self.events, self._key, self._size = state["last"], state["data"], None, None, 0
+
+
+def _decode_events(data: bytes) -> EventChunk:
+    last, _ = pickle.loads(zlib.decompress(data))  # noqa: S301 - our own state store's bytes
+    return EventChunk(last, None, data)
+
+
+register(EventChunk, "E", _decode_events)
+
+
+class EventLog:
+    """A runner's accepted events whose windows are not all reported, one
+    chunk per micro-batch: what it snapshots instead of its graph where a
+    chunk store is open, and replays to rebuild the graph on restore."""
+
+    def __init__(self) -> None:
+        self.chunks: list[EventChunk] = []
+        self.fresh: list[Event] = []  # accepted since the last seal
+
+    def seal(self) -> None:
+        """The events accepted since the last seal become a chunk."""
+        if self.fresh:
+            self.chunks.append(EventChunk(max(e.time for e in self.fresh), self.fresh))
+            self.fresh = []
+
+    def prune(self, last_window: Callable[[Any], int], target: int | None) -> None:
+        """Drop the chunks none of whose events is in a window from `target` on
+        (None: every window was reported)."""
+        if target is None:
+            self.chunks, self.fresh = [], []
+            return
+        self.chunks = [c for c in self.chunks if last_window(c.last) >= target]
+
+    def events(self) -> list[Event]:
+        """Every logged event, chunk by chunk."""
+        return [e for c in self.chunks for e in c.replayed()] + self.fresh
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.chunks)
+
+
+__all__ = ["ChunkStore", "EventChunk", "EventLog", "chunk_store", "content_key", "dumps", "loads", "register",
+           "store_open", "tracked"]
