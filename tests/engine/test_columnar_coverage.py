@@ -19,7 +19,6 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, D d), A a+) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WHERE [a.k] WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT A n, B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v < NEXT(b).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WHERE a.v < NEXT(a).v AND a.v < NEXT(b).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b+) WHERE a.v < NEXT(a).v AND b.v < NEXT(b).v WITHIN 10 s",
@@ -42,6 +41,8 @@ WIDENED = [
     "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WHERE X.v > NEXT(X).v AND X.f < NEXT(X).f WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE (X.v >= NEXT(X).v AND X.f <= NEXT(X).f) WITHIN 10 s",
     "RETURN COUNT(*), MAX(a.v) PATTERN SEQ(NOT B n, A a+, NOT C c, A b, NOT D d) WITHIN 10 s SLIDE 2 s",
+    "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT A n, B b) WHERE n.v > 4 WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT A n) WHERE a.v < 5 AND n.f > 0.5 WITHIN 10 s SLIDE 5 s",
 ]
 
 

@@ -58,20 +58,23 @@ def seq_queries(draw) -> SeqSpec:
         kleene[draw(st.integers(0, n - 1))] = True
     parts = [f"{t} {a}{'+' if k else ''}" for t, a, k in zip(types, aliases, kleene)]
     # negations of one event each: leading D, middle E (between two positive parts), trailing F
+    # (a negated type may be a positive one too, told apart by its local predicates)
     negs: list[tuple[str, str]] = []
+
+    def negated(default: str) -> str:
+        typ = draw(st.sampled_from([default, default, "A", "B"]))
+        negs.append((typ, default.lower()))
+        return f"NOT {typ} {default.lower()}"
+
     if draw(st.booleans()):
-        parts.insert(0, "NOT D d")
-        negs.append(("D", "d"))
+        parts.insert(0, negated("D"))
     if n > 1 and draw(st.booleans()):
         at = draw(st.integers(1, n - 1)) + (1 if negs else 0)
-        parts.insert(at, "NOT E e")
-        negs.append(("E", "e"))
+        parts.insert(at, negated("E"))
     if draw(st.booleans()) and (n > 1 or negs or kleene[0]):
-        parts.append("NOT F f")
-        negs.append(("F", "f"))
+        parts.append(negated("F"))
     if len(parts) == 1:
-        parts.insert(0, "NOT D d")
-        negs.append(("D", "d"))
+        parts.insert(0, negated("D"))
     where: list[str] = []
     ks = [a for a, k in zip(aliases, kleene) if k]
     if ks and draw(st.booleans()):
@@ -82,7 +85,7 @@ def seq_queries(draw) -> SeqSpec:
             tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
             where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({a}).{y}")
     for a in aliases + [alias for _, alias in negs]:
-        if draw(st.integers(0, 3)) == 0:
+        if draw(st.integers(0, 2)) == 0:
             where.append(draw(st.sampled_from(["{a}.v > -2", "{a}.f < 8", "NOT ({a}.v = 1)"])).format(a=a))
     group_by = draw(st.sampled_from([[], ["g"], ["h"]]))
     eq = draw(st.sampled_from([[], [], ["k"], ["k", "g"], [f"{aliases[0]}.k"] if len(aliases) == 1 and not negs
@@ -107,7 +110,7 @@ def seq_queries(draw) -> SeqSpec:
     if draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
     text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
-    return SeqSpec(text, [*dict.fromkeys(types), *(t for t, _ in negs)], numeric, aggregated)
+    return SeqSpec(text, list(dict.fromkeys([*types, *(t for t, _ in negs)])), numeric, aggregated)
 
 
 @st.composite

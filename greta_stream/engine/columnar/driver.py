@@ -82,11 +82,12 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
         kmin = np.maximum(kmin, k_from)
     if k_to is not None:
         kmax = np.minimum(kmax, k_to - 1)
-    inside = np.flatnonzero((kmin <= kmax) & (prep.state < len(plan.types) - len(plan.negs)))
+    positive = np.unique(plan.slot_of_state()[:len(plan.states)])
+    inside = np.flatnonzero((kmin <= kmax) & np.isin(prep.state, positive))
     rep, st = expand(plan, prep.state, inside)  # the vertices: one per event and state of its type
     t, kmin, kmax, kneg, kend = prep.t[rep], kmin[rep], kmax[rep], kneg[rep], kend[rep]
     cols = {a: subset(c, rep) for a, c in prep.cols.items()}
-    if len(rep) > len(inside) and plan.local:  # a type at several positions: each state's own predicates
+    if plan.shared_slots and plan.local:  # a type at several positions: each state's own predicates
         keep = local_mask(plan, cols, st, slots=False)
         rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
         cols = {a: subset(c, keep) for a, c in cols.items()}
@@ -140,7 +141,7 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
     the pattern is one vertex per position, in input order."""
     n = len(plan.states)
     slot = plan.slot_of_state()[:n]
-    if np.array_equal(slot, np.arange(n)):  # each type once: a slot is a state
+    if not plan.shared_slots:  # each type once: a slot is a state
         return rows, slots[rows]
     rep = [rows[slots[rows] == slot[i]] for i in range(n)]
     states = np.concatenate([np.full(len(r), i, np.int64) for i, r in enumerate(rep)])

@@ -14,7 +14,7 @@ import pandas as pd
 
 from greta_stream.engine.columnar.columns import OTHER
 from greta_stream.engine.columnar.plan import KernelPlan, State
-from greta_stream.engine.columnar.prepare import Prepared
+from greta_stream.engine.columnar.prepare import Prepared, local_mask
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
 
@@ -30,18 +30,12 @@ def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
     kneg = np.full(len(prep.t), NO_BOUND, np.int64)
     if plan.neg is None or not len(prep.t):
         return kneg
-    code = _codes(prep.cols, plan.cq.common, len(prep.t))  # the NOT's partitions
-    _, rank = np.unique(prep.t, return_inverse=True)
-    key = code * (int(rank.max()) + 1) + rank  # (partition, time) as one sortable int
-    is_neg = prep.state == plan.neg_state
-    order = np.argsort(key[is_neg], kind="stable")
-    neg_key = key[is_neg][order]
-    _, last = window_bounds(prep.t[is_neg][order], *prep.window(plan), prep.int_time)
-    starters = np.flatnonzero(~is_neg)
-    before = np.searchsorted(neg_key, key[starters], side="left") - 1  # the latest N event earlier, if any
+    key, neg_key, code, negs = _negated_keys(plan, prep, plan.neg)
+    _, last = window_bounds(prep.t[negs], *prep.window(plan), prep.int_time)
+    before = np.searchsorted(neg_key, key, side="left") - 1  # the latest N event earlier, if any
     same = before >= 0
-    same[same] = code[is_neg][order][before[same]] == code[starters[same]]
-    kneg[starters[same]] = last[before[same]] + 1  # windows after the last one starting at or before it
+    same[same] = code[negs[before[same]]] == code[same]
+    kneg[same] = last[before[same]] + 1  # windows after the last one starting at or before it
     return kneg
 
 
@@ -56,6 +50,8 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
     _, rank = np.unique(prep.t, return_inverse=True)
     key = code * (int(rank.max()) + 1) + rank
     is_neg = prep.state == plan.types.index(n.type)
+    if plan.shared_slots:  # its type stands elsewhere too: N's events are those N's own predicates take
+        is_neg &= local_mask(plan, prep.cols, np.full(len(prep.t), plan.state_of_neg(n)), slots=False)
     order = np.argsort(key[is_neg], kind="stable")
     return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
 

@@ -129,7 +129,7 @@ class LiveAggregates:
         carried at all."""
         plan = self.plan
         kmin = prep.kmin if k_from is None else np.maximum(prep.kmin, k_from)
-        inside = (kmin <= prep.kmax) & (prep.state != plan.neg_state)
+        inside = kmin <= prep.kmax  # a plan it covers has no negated events
         if not inside.any():
             return
         t, kmin, kmax = prep.t[inside], kmin[inside], prep.kmax[inside]

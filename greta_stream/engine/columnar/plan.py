@@ -65,23 +65,21 @@ class KernelPlan:
 
     @property
     def types(self) -> tuple[str, ...]:
-        """The slots: distinct types of the positive states in order, then the negated ones."""
-        pos = tuple(dict.fromkeys(s.type for s in self.states))
-        return pos + tuple(n.type for n in self.negs)
+        """The slots: the distinct types of the positive states in order, then of the negated ones."""
+        return tuple(dict.fromkeys([*(s.type for s in self.states), *(n.type for n in self.negs)]))
 
     def slot_of_state(self) -> np.ndarray:
         """The slot of each state (positive ones, then the negated ones)."""
         types = self.types
-        npos = len(types) - len(self.negs)
-        return np.array([types.index(s.type) for s in self.states] + list(range(npos, len(types))), np.int64)
+        return np.array([types.index(s.type) for s in (*self.states, *self.negs)], np.int64)
+
+    @property
+    def shared_slots(self) -> bool:
+        """Some type stands at several positions: an event's states are told apart by their own predicates."""
+        return len(set(self.types)) < len(self.states) + len(self.negs)
 
     def state_of_neg(self, n: State) -> int:
         return len(self.states) + self.negs.index(n)
-
-    @property
-    def neg_state(self) -> int:
-        """The slot the leading NOT's events get (as prepared)."""
-        return self.types.index(self.neg.type) if self.neg else -1
 
     @property
     def scan(self) -> bool:
@@ -167,10 +165,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
         states.append(State(part.alias, part.type, kleene))
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else [])]
-    positive_types = {s.type for s in states}
-    neg_types = [n.type for n in negs]
-    if len(set(neg_types)) < len(neg_types) or positive_types & set(neg_types):
-        raise Unsupported("one event type negated at several positions, or both negated and positive")
     positive = frozenset(s.alias for s in states)
     negated = frozenset(n.alias for n in negs)
     run_attrs = []
