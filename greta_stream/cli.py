@@ -85,7 +85,15 @@ def explain(
     if config is not None:
         existing_file(config, "config")
     if query is not None:
-        typer.echo(_load_query(query).explain())
+        cq = _load_query(query)
+        typer.echo(cq.explain())
+        spec = RunSpec.create(cq)
+        if spec.runner_kind == "cet":
+            typer.echo("runs on: CET extraction (the trends themselves)")
+        elif spec.runner_kind == "columnar":
+            typer.echo("runs on: the columnar engine")
+        else:
+            typer.echo(f"runs on: the general engine (the columnar engine does not take {spec.columnar_refusal})")
         return
     from greta_stream.pipeline import default_shards, streams
 

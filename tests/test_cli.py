@@ -150,6 +150,14 @@ def test_fixed_values_are_choices(tmp_path: Path) -> None:
     assert res.returncode == 0 and "aggregate|cet" in res.stdout and "complete|all" in res.stdout
 
 
+def test_explain_says_which_engine_runs_the_query() -> None:
+    assert cli("explain", "-q", "configs/q1_stock.greta").stdout.rstrip().endswith("runs on: the columnar engine")
+    res = cli("explain", "-q", "RETURN COUNT(*) PATTERN SEQ(Stock A, Stock S+) WHERE A.price < NEXT(S).price "
+                                "WITHIN 10 s")
+    assert res.stdout.rstrip().endswith(
+        "runs on: the general engine (the columnar engine does not take a predicate over several aliases)")
+
+
 def test_explain_prints_the_query_as_written_first() -> None:
     res = cli("explain", "-q", "configs/q1_stock.greta")
     assert res.returncode == 0, res.stderr

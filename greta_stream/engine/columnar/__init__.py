@@ -1,14 +1,15 @@
 """The columnar engine: Kleene queries evaluated on arrays by compiled kernels.
 
 For the queries it covers, `greta_stream.evaluate` runs this instead of the
-general engine and returns the same rows: a single Kleene pattern `X+`
-(nested `+` included), partitions by any GROUP-BY and equivalence
-attributes, at most one edge predicate and that one a comparison
-`f(X) op g(NEXT(X))` with op in `< <= > >= =` over numbers, local
-predicates of comparisons (numbers, or an attribute and a string) joined by
-AND, OR and NOT, windows and slides of whole seconds on numeric times or
-timestamps (microseconds since the epoch, as the general engine reads them),
-and any aggregate. The flow:
+general engine and returns the same rows: a Kleene pattern `X+` (nested `+`
+included) or a SEQ of events once or Kleene (one type at several positions
+too), with a leading, middle and trailing NOT of one event each,
+partitions by any GROUP-BY and equivalence attributes, edge predicates of
+one Kleene alias, each a comparison `f(X) op g(NEXT(X))` with op in
+`< <= > >= =` over numbers, local predicates of comparisons (numbers, or
+an attribute and a string) joined by AND, OR and NOT, windows and slides of
+whole seconds on numeric times or timestamps (microseconds since the epoch,
+as the general engine reads them), and any aggregate. The flow:
 
     records / DataFrame --columns.py, times.py, prepare.py--> typed columns,
         windows per event; bad rows -> dead letters          (plan.py: may we?)
