@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from greta_stream.engine import DeadLetter
-from greta_stream.engine.columnar.kept import tracked
+from greta_stream.engine.chunks import tracked
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf
 
