@@ -81,6 +81,12 @@ UNTAKEN_INPUTS = [
     # a string in an attribute read only by the edge predicate (a predicate error, not a bad event)
     ("RETURN COUNT(*) PATTERN A X+ WHERE X.v < NEXT(X).v WITHIN 10 s",
      [{"type": "A", "time": 1, "v": 1}, {"type": "A", "time": 2, "v": "x"}, {"type": "A", "time": 3, "v": 2}]),
+    # a string in an attribute read only by the second edge predicate
+    ("RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v AND X.w < NEXT(X).w WITHIN 10 s",
+     [{"type": "A", "time": i, "v": i % 3, "w": "x" if i == 2 else i} for i in range(5)]),
+    # an int past 2**53 there (float64 would round it)
+    ("RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v AND X.w < NEXT(X).w WITHIN 10 s",
+     [{"type": "A", "time": i, "v": i % 3, "w": 2**60 + i} for i in range(5)]),
     # % in the edge predicate
     ("RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 < NEXT(X).v WITHIN 10 s",
      [{"type": "A", "time": 1, "v": 1}, {"type": "A", "time": 2, "v": 3}]),

@@ -114,7 +114,7 @@ def prepare(
     dead = _dead_letters(validator, events, bad_rows, is_late, limit, max_future_s)
 
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
-    edge_attrs = set() if plan.edge is None else attrs_of(plan.edge[1]) | attrs_of(plan.edge[2])
+    edge_attrs = set().union(*(attrs_of(x) | attrs_of(y) for _, x, y in plan.all_edges))
     cols = {attr: subset(col, keep) for attr, col in cols.items()}
     for attr in numeric_attrs | edge_attrs:
         cols[attr] = numbers(attr, cols[attr], exact_float=attr in edge_attrs)
