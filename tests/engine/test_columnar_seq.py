@@ -4,8 +4,9 @@ and the like) against the general engine and the brute-force oracle.
 Random patterns of one to three positions, each once or Kleene, of distinct
 event types or of one type at several positions (`SEQ(A a0, A a1+)`); a
 leading `NOT D d`, a middle `NOT E e` between two positive parts and a
-trailing `NOT F f`, each or none; one to three edge predicates on a Kleene
-alias (one is indexed, several are scanned), local predicates on any alias
+trailing `NOT F f`, each or none; edge predicates on one or two Kleene
+loops and between adjacent positions (`a0.v < NEXT(b1).v`), one to three
+each (one on a loop is indexed, the others scanned), local predicates on any alias
 (negated ones too), GROUP-BY and equivalence attributes (of the positive
 alias only, Q3's `[P.vehicle]`, where the pattern allows it), and
 COUNT/SUM/AVG/MIN/MAX over any alias; random streams of those types and
@@ -76,14 +77,15 @@ def seq_queries(draw) -> SeqSpec:
     if len(parts) == 1:
         parts.insert(0, negated("D"))
     where: list[str] = []
-    ks = [a for a, k in zip(aliases, kleene) if k]
-    if ks and draw(st.booleans()):
-        a = draw(st.sampled_from(ks))
-        for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):  # several edge predicates: a scanned store
+    # edge predicates: on Kleene loops (one indexed, several or a second loop scanned) and
+    # between adjacent positions (`a0.v < NEXT(b1).v`, scanned)
+    pairs = [(a, a) for a, k in zip(aliases, kleene) if k] + list(zip(aliases, aliases[1:]))
+    for a, b in draw(st.lists(st.sampled_from(pairs), max_size=2, unique=True)) if pairs else []:
+        for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
             op = draw(st.sampled_from(OPS))
             x, y = draw(st.sampled_from([("v", "v"), ("f", "f"), ("v", "f")]))
             tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
-            where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({a}).{y}")
+            where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({b}).{y}")
     for a in aliases + [alias for _, alias in negs]:
         if draw(st.integers(0, 2)) == 0:
             where.append(draw(st.sampled_from(["{a}.v > -2", "{a}.f < 8", "NOT ({a}.v = 1)"])).format(a=a))

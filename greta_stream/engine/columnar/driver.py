@@ -115,7 +115,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     offsets = np.flatnonzero(np.r_[True, pid[1:] != pid[:-1]] if m else np.zeros(0, bool))
     offsets = np.append(offsets, m).astype(np.int64)
     gr, gq, point = ranks(plan, cols, st)
-    grs, gqs, pointp = all_ranks(plan, cols, st)
+    grs, gqs, pointp, pred_scan = all_ranks(plan, cols, st)
 
     # ---------------------------------------------- aggregate cells
     cells, sums, mms = aggregate_cells(plan, fields, cols, st)
@@ -130,7 +130,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     from greta_stream.engine.columnar import kernel
 
     vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs)
-    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, mmax, ncell,
+    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, pred_scan, mmax, ncell,
                                                     group_of_part, threads)
     return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
@@ -150,7 +150,7 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
     return rep_all[order], states[order]
 
 
-def run_kernel(plan, offsets, ev, point, pointp, mmax, ncell, group_of_part, threads=None):  # noqa: ANN001, ANN202
+def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None):  # noqa: ANN001, ANN202
     """The kernel over every partition and block of windows, in threads over
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
@@ -163,13 +163,15 @@ def run_kernel(plan, offsets, ev, point, pointp, mmax, ncell, group_of_part, thr
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), ev.mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
     k_first = int(kmin.min())
-    start, final, store_src, reads, keyed, gen = plan.stores()
+    start, final, store_src, reads, keyed, gen, scan_store = plan.stores()
+    scanned = np.zeros(len(store_src), np.bool_)
+    scanned[scan_store] = True
     nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
     ndig = np.zeros(ncell, np.int64)
     for c in range(ncell - 1):
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
-    wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax, gen, plan.scan, pointp,
-                           plan.propagate_mm)
+    wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax, gen, scanned, pointp,
+                           scan_store[pred_scan], plan.propagate_mm)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
@@ -229,8 +231,8 @@ def compile_kernels() -> Path:
     vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
                         np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
                         one.copy(), none, none.copy())
-    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.bool_), np.zeros(0, np.bool_), 1,
-               np.zeros(1, np.int64))
+    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.bool_), np.zeros(0, np.int64),
+               np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
     return Path(kernel.__file__).parent
 

@@ -182,22 +182,22 @@ def _grown4(a, n):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scan):  # noqa: ANN001, ANN202
+def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scanned):  # noqa: ANN001, ANN202
     """Write to `path` the nodes an event of state s reads (the stores of its
     state's predecessors: a running total whole, a generation store when its
     vertices are of the event's generation `gread`, the keyed store by its
-    probe); return how many. A scanned keyed store is not read here (`_scan`)."""
+    probe); return how many. A scanned store is not read here (`_scan`)."""
     npath = 0
     for js in range(reads.shape[1]):
         if not reads[s, js]:
             continue
+        if scanned[js]:
+            continue  # read vertex by vertex (`_scan`)
         if js != keyed:
             if gen[js] and storegen[js] != gread:
                 continue  # a negated event came since its vertices: none is a predecessor
             path[npath] = m + 1 + js
             npath += 1
-        elif scan:
-            continue
         elif point:
             if probe >= 0:
                 idx = np.searchsorted(keys, probe)
@@ -214,15 +214,22 @@ def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, g
 
 
 @njit(cache=True, inline="always")
-def _scan(path, npath, v, grs, gqs, pointp, vert_ev, lo, nvert):  # noqa: ANN001, ANN202
-    """Append to `path` the scanned store's vertices lo..nvert-1 that every
-    edge predicate admits for event v (by ranks: `grs[u, p] < gqs[v, p]`
-    for an order, `==` for an equality); return the new length."""
-    np_ = pointp.shape[0]
-    for i in range(lo, nvert):
+def _scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
+    """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
+    every one of its edge predicates admits for event v (by ranks:
+    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality), of v's
+    generation when the store is across a middle NOT; return the new length."""
+    grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
+    gen = wiring.gen[js]
+    gread = ev.gread[v]
+    for i in range(lo, hi):
         u = vert_ev[i]
+        if gen and ev.gjoin[u] != gread:
+            continue
         ok = True
-        for q in range(np_):
+        for q in range(pointp.shape[0]):
+            if pred_store[q] != js:
+                continue
             if pointp[q]:
                 if grs[u, q] != gqs[v, q]:
                     ok = False
@@ -231,7 +238,7 @@ def _scan(path, npath, v, grs, gqs, pointp, vert_ev, lo, nvert):  # noqa: ANN001
                 ok = False
                 break
         if ok:
-            path[npath] = i + 1
+            path[npath] = i
             npath += 1
     return npath
 
@@ -369,8 +376,8 @@ Events = namedtuple("Events", [
     "kend",  # last window in which it may end a trend (a trailing NOT's bound)
     "gjoin",  # its generation as a vertex of a generation store: negated events up to its time
     "gread",  # its generation as a reader of one: negated events before its time
-    "grs",  # (n, P) int64: key ranks of every edge predicate (a scanned store)
-    "gqs",  # (n, P) int64: probes of every edge predicate
+    "grs",  # (n, P) int64: key ranks of every scanned edge predicate
+    "gqs",  # (n, P) int64: probes of every scanned edge predicate
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -382,8 +389,9 @@ Wiring = namedtuple("Wiring", [
     "ndig",  # (ncell,) digits in use of each cell's multipliers (0 for cell 0)
     "mmax",  # (nm,) bool: MAX (else MIN)
     "gen",  # (stores,) bool: a generation store (across a middle NOT: only vertices after the latest N)
-    "scan",  # the keyed store is scanned vertex by vertex (several edge predicates)
-    "pointp",  # (P,) bool: edge predicate p is an equality (else an order)
+    "scanned",  # (stores,) bool: a store scanned vertex by vertex (its own edge predicates)
+    "pointp",  # (P,) bool: scanned edge predicate p is an equality (else an order)
+    "pred_store",  # (P,) int: the store scanned edge predicate p belongs to
     "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)
 ])
 
@@ -421,7 +429,8 @@ def run(
     nstore = wiring.store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
     kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
-    scan = wiring.scan
+    scanned = wiring.scanned
+    any_scan = scanned.any()
     mmprop = wiring.mmprop and nm > 0
     joins = np.zeros(wiring.start.shape[0], np.bool_)  # events of the state join some store
     for js in range(nstore):
@@ -444,8 +453,10 @@ def run(
     nodes_mm = np.zeros((ncap, mmw, lanes), np.float64)
     used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
     storegen = np.zeros(nstore, np.int64)  # per generation store: the generation of its vertices
-    vert_ev = np.zeros(ncap, np.int64)  # a scanned store: the event of each vertex
-    nv = np.zeros(2, np.int64)  # a scanned store: vertices joined, first one still in a window of the event
+    vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
+    # per scanned store: its first node, vertices joined, the first one still in a window of the event
+    vbase = np.zeros(nstore, np.int64)
+    nv = np.zeros((nstore, 2), np.int64)
     # the block's sums per group: slot of each group (-1: none yet)
     slot_of = np.full(max(n_groups, 1), -1, np.int64)
     slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, lanes)
@@ -474,9 +485,11 @@ def run(
         # the tree of this task: nodes 1..m, the keyed store (a Fenwick tree or
         # buckets over the ranks of the keys in this task, or one node per
         # vertex when scanned); node m + 1 + j: the running total of store j
-        keys = _task_keys(ev.st, ev.gr, a, b, kstate, scan)
+        keys = _task_keys(ev.st, ev.gr, a, b, kstate)
         m = keys.shape[0]
         nn = m + 1 + nstore
+        if any_scan:  # then one node per vertex of each scanned store
+            nn = _scan_layout(ev.st, a, b, wiring.store_src, scanned, nn, vbase)
         if nn > ncap:
             ncap = max(2 * ncap, nn)
             if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
@@ -502,11 +515,14 @@ def run(
                 j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
                 s = ev.st[v]
                 npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m,
-                                      wiring.gen, storegen, ev.gread[v], scan)
-                if scan and s == kstate:
-                    while nv[1] < nv[0] and ev.kmax[vert_ev[nv[1]]] < j0 + k0:
-                        nv[1] += 1  # a vertex none of whose windows is the event's: never again
-                    npath = _scan(path, npath, v, ev.grs, ev.gqs, wiring.pointp, vert_ev, nv[1], nv[0])
+                                      wiring.gen, storegen, ev.gread[v], scanned)
+                if any_scan:
+                    for js in range(nstore):
+                        if scanned[js] and wiring.reads[s, js]:
+                            while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < j0 + k0:
+                                nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
+                            npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                                          vbase[js] + nv[js, 0])
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
                                ev.mult[v], wiring.start[s], ev.kneg[v] - k0)
                 if over:  # a count needs more limbs: widen every array by half and redo this event
@@ -526,13 +542,13 @@ def run(
                 if joins[s]:
                     if g1 - e == 1:  # alone at its time stamp: joins the tree now
                         _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
-                              storegen, ev.gjoin[v], vert_ev, nv, v, mmprop)
+                              storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
                     else:  # joins after every event of its time stamp has read the tree
                         pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
                 v += 1
             if g1 - e > 1:
                 _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
-                               nodes_mm, storegen, vert_ev, nv, mmprop)
+                               nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
             e = g1
     return rows, out_k, out_g, out_c, out_m
 
@@ -553,14 +569,14 @@ def _group_sums(cap, ncell, limbs, nm, lanes):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,  # noqa: ANN001, ANN202
-                   nodes_mm, storegen, vert_ev, nv, mmprop):
+                   nodes_mm, storegen, vert_ev, vbase, nv, mmprop):
     """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
     for v in range(e, g1):
         if joins[ev.st[v]]:
             j0 = max(ev.kmin[v], k0) - k0
             j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
             _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
-                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, nv, v, mmprop)
+                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
 
 
 @njit(cache=True)
@@ -578,9 +594,8 @@ def _new_slot(sl, g, slot_g, gacc, gmm, ghas, mmax):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def _task_keys(st, gr, a, b, kstate, scan):  # noqa: ANN001, ANN202
-    """The distinct key ranks of the keyed state's events a..b-1, sorted (none
-    without a keyed store); a scanned store: one slot per such event."""
+def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
+    """The distinct key ranks of the keyed state's events a..b-1, sorted (none without a keyed store)."""
     if kstate < 0:
         return np.zeros(0, np.int64)
     sel = np.empty(b - a, np.int64)
@@ -589,9 +604,21 @@ def _task_keys(st, gr, a, b, kstate, scan):  # noqa: ANN001, ANN202
         if st[u] == kstate:
             sel[ns] = gr[u]
             ns += 1
-    if scan:
-        return sel[:ns]
     return np.unique(sel[:ns])
+
+
+@njit(cache=True)
+def _scan_layout(st, a, b, store_src, scanned, nn, vbase):  # noqa: ANN001, ANN202
+    """Nodes for the vertices of each scanned store among events a..b-1, from
+    node nn on (`vbase[js]`: its first); returns the nodes in use."""
+    for js in range(store_src.shape[0]):
+        if not scanned[js]:
+            continue
+        vbase[js] = nn
+        for u in range(a, b):
+            if st[u] == store_src[js]:
+                nn += 1
+    return nn
 
 
 @njit(cache=True, inline="always")
@@ -632,13 +659,21 @@ def _defer(pend, pend_sig, pend_mm, i, acc, sig, acc_mm, j0, j1):  # noqa: ANN00
 
 
 @njit(cache=True)
-def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, nv,  # noqa: ANN001, ANN202
-          v, mmprop):
+def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, vbase,  # noqa: ANN001, ANN202
+          nv, v, mmprop):
     """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state."""
     m = keys.shape[0]
     store_src, keyed = wiring.store_src, wiring.keyed
     for js in range(store_src.shape[0]):
         if store_src[js] != s:
+            continue
+        if wiring.scanned[js]:  # a node of its own, in join order
+            i = vbase[js] + nv[js, 0]
+            vert_ev[i] = v
+            nv[js, 0] += 1
+            _add_node(nodes, used, i, val, j0, j1, sig)
+            if mmprop:
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
             continue
         if js != keyed:
             i = m + 1 + js
@@ -647,14 +682,6 @@ def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm,
                 used[i, :] = 0
                 if mmprop:
                     _clear_mm(nodes_mm, i, i + 1, wiring.mmax)
-            _add_node(nodes, used, i, val, j0, j1, sig)
-            if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
-            continue
-        if wiring.scan:  # a node of its own, in join order
-            i = nv[0] + 1
-            vert_ev[nv[0]] = v
-            nv[0] += 1
             _add_node(nodes, used, i, val, j0, j1, sig)
             if mmprop:
                 _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)

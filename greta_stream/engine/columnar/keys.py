@@ -117,17 +117,18 @@ def plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") and not isinstance(v, (str, bytes)) else v
 
 
-def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
-          edge: tuple[str, Any, Any] | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, edge: tuple[str, Any, Any] | None = None,
+          states: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
     """Global key rank of each event of the edge predicate's state as a
     predecessor (gr) and what its probe admits: a prefix length of ranks
     (order ops) or one rank (point, -1: none); 0 for events of other states.
-    `edge`: one of the plan's edge predicates (default: the indexed one)."""
+    `edge`: one of the plan's edge predicates (default: the indexed one),
+    between the states `states` (predecessor, event; default: its Kleene loop)."""
     m = len(st)
     edge = plan.edge if edge is None else edge
     if edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
-    key, probe, op = edge_values(plan, cols, st, edge)
+    key, probe, op = edge_values(plan, cols, st, edge, states)
     keys, gr = _ranked(key)
     if np.array_equal(key, probe):  # one attribute on both sides (`S.price > NEXT(S).price`): a probe is a key
         return gr, (gr + 1 if op == "<=" else gr), op == "="
@@ -139,15 +140,16 @@ def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
     return gr, gq, False
 
 
-def all_ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ranks, probes, is equality) of every edge predicate, one column each,
-    for a scanned store; empty columns when the store is indexed."""
+def all_ranks(plan: KernelPlan, cols: dict[str, Any],
+              st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(ranks, probes, is equality, scan) of every scanned edge predicate, one
+    column each (`KernelPlan.scan_edges`); empty columns without a scan."""
     m = len(st)
     if not plan.scan:
-        return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.bool_)
-    got = [ranks(plan, cols, st, e) for e in plan.all_edges]
+        return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.bool_), np.zeros(0, np.int64)
+    got = [ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst)) for j, e in plan.scan_edges]
     return (np.stack([g[0] for g in got], axis=1), np.stack([g[1] for g in got], axis=1),
-            np.array([g[2] for g in got], np.bool_))
+            np.array([g[2] for g in got], np.bool_), np.array([j for j, _ in plan.scan_edges], np.int64))
 
 
 def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -166,8 +168,8 @@ def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[new], gr
 
 
-def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
-                edge: tuple[str, Any, Any] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
+def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, edge: tuple[str, Any, Any] | None = None,
+                states: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray, str]:
     """(key, probe, op) of the edge predicate per event, as float64: a
     predecessor u admits event v iff `key[u] op probe[v]`, op one of `< <= =`
     (`>` and `>=` are turned around by negating both sides)."""
@@ -175,7 +177,8 @@ def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray,
     edge = plan.edge if edge is None else edge
     assert edge is not None  # called only for a plan with an edge predicate
     op, x_side, y_side = edge
-    mine = st == plan.edge_state
+    src, dst = states if states is not None else (plan.edge_state, plan.edge_state)
+    mine = (st == src) | (st == dst)
     values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
     key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
     probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))

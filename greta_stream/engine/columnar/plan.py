@@ -39,6 +39,17 @@ class State:
 
 
 @dataclass(frozen=True)
+class Scan:
+    """A store scanned vertex by vertex: the vertices of state `src` that an
+    event of state `dst` reads where every one of `edges` holds (`src ==
+    dst`: a Kleene loop; `src + 1 == dst`: the SEQ's step between them)."""
+
+    src: int
+    dst: int
+    edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]
+
+
+@dataclass(frozen=True)
 class KernelPlan:
     """How the columnar kernel evaluates a query it covers: the pattern's states
     (and `stores`, the kernel's wiring), its predicates, partition attributes and
@@ -56,7 +67,7 @@ class KernelPlan:
     part_attrs: tuple[str, ...] = ()  # partition attributes of the positive events (common ones first)
     trail: State | None = None  # the trailing `NOT N` of `SEQ(..., NOT N)`, one event
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
-    more_edges: tuple[tuple[str, ast.Expr, ast.Expr], ...] = ()  # further edge predicates of `edge_state`
+    scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -83,21 +94,26 @@ class KernelPlan:
 
     @property
     def scan(self) -> bool:
-        """The Kleene loop has several edge predicates: its store is scanned, not indexed."""
-        return bool(self.more_edges)
+        """Some store is scanned (several edge predicates on a Kleene loop, a predicate across two states)."""
+        return bool(self.scans)
+
+    @property
+    def scan_edges(self) -> tuple[tuple[int, tuple[str, ast.Expr, ast.Expr]], ...]:
+        """(scan number, predicate) of every scanned predicate, in order."""
+        return tuple((j, e) for j, sc in enumerate(self.scans) for e in sc.edges)
 
     @property
     def all_edges(self) -> tuple[tuple[str, ast.Expr, ast.Expr], ...]:
-        return ((self.edge,) if self.edge else ()) + self.more_edges
+        return ((self.edge,) if self.edge else ()) + tuple(e for _, e in self.scan_edges)
 
     @property
     def propagate_mm(self) -> bool:
         """MIN/MAX travel along edges (a SEQ or a negation: not every event is on a trend)."""
         return len(self.states) > 1 or bool(self.negs)
 
-    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray]:
+    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
         """The kernel's wiring: (start, final, store_src, reads, keyed store,
-        generation stores); see `kernel.run`. A Kleene state reads its own
+        generation stores, the store of each scan); see `kernel.run`. A Kleene state reads its own
         vertices (by the index when the edge predicate is its), every later
         state the running total of the state before it, or across a middle
         `NOT N` a store of its own that keeps only the vertices after the
@@ -107,20 +123,28 @@ class KernelPlan:
         keyed = -1
         total: dict[int, int] = {}  # state -> its running-total store
         reads: list[tuple[int, int]] = []
+        scan_of = {(sc.src, sc.dst): j for j, sc in enumerate(self.scans)}
+        scanned = [-1] * len(self.scans)  # the store of each scan
         for i, state in enumerate(self.states):
             if state.kleene:
                 src.append(i)
                 if i == self.edge_state:
                     keyed = len(src) - 1
+                elif (i, i) in scan_of:
+                    scanned[scan_of[(i, i)]] = len(src) - 1
                 else:
                     total[i] = len(src) - 1
                 reads.append((i, len(src) - 1))
         after = {i for i, _ in self.mids}
         gen: list[int] = []
         for i in range(1, n):
-            if i - 1 in after:  # across a middle NOT: a generation store of its own
+            own = (i - 1, i) in scan_of
+            if i - 1 in after or own:  # across a middle NOT or with predicates: a store of its own
                 src.append(i - 1)
-                gen.append(len(src) - 1)
+                if i - 1 in after:
+                    gen.append(len(src) - 1)
+                if own:
+                    scanned[scan_of[(i - 1, i)]] = len(src) - 1
                 reads.append((i, len(src) - 1))
                 continue
             if i - 1 not in total:
@@ -136,7 +160,7 @@ class KernelPlan:
             table[i, j] = True
         is_gen = np.zeros(len(src), np.bool_)
         is_gen[gen] = True
-        return start, final, np.array(src, np.int64), table, keyed, is_gen
+        return start, final, np.array(src, np.int64), table, keyed, is_gen, np.array(scanned, np.int64)
 
 
 def columnar_plan(cq: CompiledQuery) -> KernelPlan:
@@ -187,24 +211,30 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
     local = tuple((state_of(e), e) for e in conditions if not _is_edge(e))
     edges = [e for e in conditions if _is_edge(e)]  # the parser splits AND into predicates
-    sides = []
-    edge_state = -1
+    by_pair: dict[tuple[int, int], list[tuple[str, ast.Expr, ast.Expr]]] = {}
     for e in edges:
         side = edge_sides(e)
         if side is None:
-            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(X)")
-        s = state_of(e)
-        if s >= len(states) or not states[s].kleene:
-            raise Unsupported("an edge predicate of an alias that is not Kleene")
-        if edge_state not in (-1, s):
-            raise Unsupported("edge predicates of two aliases")
-        edge_state = s
-        sides.append(side)
+            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
+        x, y = _pair(e, states)
+        if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
+            raise Unsupported("an edge predicate of a negated alias")
+        i, j = index[x], index[y]
+        if i == j and not states[i].kleene or i != j and j != i + 1:
+            raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
+        by_pair.setdefault((i, j), []).append(side)
+    edge, edge_state = None, -1
+    scans = []
+    for (i, j), sides in by_pair.items():
+        if i == j and len(sides) == 1 and edge is None:  # one comparison on a Kleene loop: indexed
+            edge, edge_state = sides[0], i
+        else:
+            scans.append(Scan(i, j, tuple(sides)))
     within, slide = cq.window.within, cq.window.slide
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return KernelPlan(cq, tuple(states), sides[0] if sides else None, edge_state, int(within), int(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(sides[1:]))
+    return KernelPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans))
 
 
 def _negated(part: ast.Pattern, where: str) -> State:
@@ -213,6 +243,17 @@ def _negated(part: ast.Pattern, where: str) -> State:
     if not isinstance(part.inner, ast.EventPattern):
         raise Unsupported(f"{where} NOT of more than one event")
     return State(part.inner.alias, part.inner.type, False)
+
+
+def _pair(e: ast.Expr, states: list[State]) -> tuple[str, str]:
+    """(X, Y) of an edge predicate over `X.a` and `NEXT(Y).b` (an unqualified
+    attribute is the one alias's)."""
+    only = states[0].alias if len(states) == 1 else None
+    x = {r.alias or only for r in ast.expr_refs(e) if not r.next}
+    y = {r.alias or only for r in ast.expr_refs(e) if r.next}
+    if len(x) != 1 or len(y) != 1:
+        raise Unsupported("an edge predicate over more than one pair of aliases")
+    return str(x.pop()), str(y.pop())
 
 
 def _is_edge(e: ast.Expr) -> bool:
