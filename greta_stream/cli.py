@@ -468,6 +468,9 @@ def serve(
     log_level: Annotated[LogLevel | None, typer.Option(help="uvicorn log level (default info)")] = None,
     log_json: Annotated[bool, typer.Option("--log-json", envvar="GRETA_LOG_JSON",
                                            help="log one JSON object per line")] = False,
+    restore_registry: Annotated[bool, typer.Option(
+        "--restore-registry", help="put the registry's queries back from its backup (an empty or unreadable "
+                                   "registry; the backup is <registry>.queries.json, written after each change)")] = False,
 ) -> None:
     """Run the HTTP control plane: register queries, read their results (API key: GRETA_API_KEY)."""
 
@@ -482,10 +485,10 @@ def serve(
     try:
         settings = Settings.load(config and existing_file(config, "config"), host=host, port=port,
                                  data_dir=data_dir, spark_master=master, log_level=log_level and log_level.value)
-        application = create_app(settings)
+        logs.setup(settings.log_level, as_json=log_json)
+        application = create_app(settings, restore_registry=restore_registry)
     except ConfigError as exc:
         fail(str(exc))
-    logs.setup(settings.log_level, as_json=log_json)
     # A bounded graceful shutdown: open result streams (SSE) would otherwise hold it forever.
     uvicorn.run(application, host=settings.host, port=settings.port, log_level=settings.log_level,
                 timeout_graceful_shutdown=5, log_config=None)  # uvicorn's loggers through ours

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import typing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -31,7 +33,8 @@ from greta_service.registry import Registry, ServiceError
 from greta_service.routes import docs, health, page, plan, queries, results
 from greta_service.runner import short_error
 from greta_service.settings import Settings
-from greta_service.store import Retention, open_store
+from greta_service.store import Retention, check_registry, open_store, restore_registry
+from greta_stream import ConfigError
 from greta_stream.pipeline.validation import model_in, unknown_key
 
 log = logging.getLogger("greta_service")
@@ -44,8 +47,11 @@ Mutating endpoints need the `X-API-Key` header when the service has an API key
 query errors carry the 1-based line and column in the query text."""
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, restore_registry: bool = False) -> FastAPI:
+    """The service's app; its registry checked first (`ConfigError`: the start is refused, saying what to do),
+    and with `restore_registry` an empty or unreadable one restored from its backup."""
     settings = (settings or Settings.load()).check()
+    prepare_registry(settings, restore=restore_registry)
     app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan,
                   docs_url=None, redoc_url=None)  # routes/docs.py serves both pages from local assets
     app.state.settings = settings
@@ -56,6 +62,32 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     docs.mount_assets(app)
     return app
+
+
+def prepare_registry(settings: Settings, *, restore: bool = False) -> int:
+    """Refuse a registry that lost its queries (`store.check_registry`); with `restore`, put the
+    backup's queries back first (an unreadable file moved aside). Returns the queries restored."""
+    url = settings.resolved_store_url
+    retention = Retention(settings.result_retention_rows, settings.result_retention_s)
+    try:
+        store = open_store(url, retention)
+    except ConfigError:
+        if not restore or not url.startswith("sqlite:///"):
+            raise
+        broken = Path(url[len("sqlite:///"):])
+        aside = broken.with_name(f"{broken.name}.unreadable-{int(time.time())}")
+        broken.replace(aside)
+        log.warning("registry %s could not be read: moved to %s", broken, aside)
+        store = open_store(url, retention)
+    try:
+        restored = 0
+        if restore:
+            restored = restore_registry(store)
+            log.info("registry restored from its backup: %d queries", restored)
+        check_registry(store, settings.checkpoint_dir, url)
+        return restored
+    finally:
+        store.close()
 
 
 @asynccontextmanager

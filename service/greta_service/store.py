@@ -207,6 +207,20 @@ class SQLiteStore(Store):
                 "ON CONFLICT (id) DO UPDATE SET name = excluded.name, record = excluded.record",
                 (rec.id, rec.name, json.dumps(asdict(rec))),
             )
+            self._back_up(db)
+
+    @property
+    def backup_path(self) -> Path:
+        """The registry's backup: every query record as JSON, written after each change."""
+        return self.path.with_name(self.path.name + ".queries.json")
+
+    def _back_up(self, db: sqlite3.Connection) -> None:
+        """Write the backup within the change's transaction (so backups follow changes in order):
+        to a temporary file, then renamed over the old one (never half written)."""
+        records = [json.loads(r[0]) for r in db.execute("SELECT record FROM queries ORDER BY id").fetchall()]
+        tmp = self.backup_path.with_name(self.backup_path.name + ".tmp")
+        tmp.write_text(json.dumps({"written_at": time.time(), "queries": records}), encoding="utf-8")
+        tmp.replace(self.backup_path)
 
     def get_query(self, query_id: str) -> QueryRecord | None:
         row = self._conn().execute("SELECT record FROM queries WHERE id = ?", (query_id,)).fetchone()
@@ -222,6 +236,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
+            self._back_up(db)
 
     # -- results ---------------------------------------------------------
 
@@ -324,8 +339,55 @@ class SQLiteStore(Store):
         self._local = threading.local()
 
 
+def backed_up_queries(store: Store) -> tuple[list[QueryRecord], float] | None:
+    """The query records of the store's backup and when it was written (None: no backup)."""
+    path = getattr(store, "backup_path", None)
+    if path is None or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return [QueryRecord(**r) for r in data["queries"]], float(data["written_at"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"the registry's backup {path} cannot be read: {exc}") from exc
+
+
+def check_registry(store: Store, checkpoint_dir: Path, store_url: str) -> None:
+    """Refuse a start whose registry lost its queries: empty while checkpoints of streams exist
+    (a registry emptied or replaced, the queries' state orphaned), saying what to do."""
+    if store.list_queries():
+        return
+    streams = sorted(p.name for p in checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []
+    if not streams:
+        return
+    backup = backed_up_queries(store)
+    how = ("restore it from its backup with `greta-stream serve --restore-registry` "
+           f"({len(backup[0])} queries, written {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(backup[1]))})"
+           if backup and backup[0] else "there is no backup of it to restore")
+    raise ConfigError(
+        f"the registry ({store_url}) holds no query, yet {checkpoint_dir} holds the checkpoints of "
+        f"{len(streams)} stream(s): the registry was emptied or replaced and every query would be lost. "
+        f"{how[0].upper() + how[1:]}; or, to start empty, move {checkpoint_dir} away")
+
+
+def restore_registry(store: Store) -> int:
+    """Put the backup's query records back into an empty registry; how many."""
+    if store.list_queries():
+        raise ConfigError("the registry holds queries: --restore-registry restores only an empty one")
+    backup = backed_up_queries(store)
+    if not backup or not backup[0]:
+        raise ConfigError("no backup of the registry to restore")
+    for rec in backup[0]:
+        store.save_query(rec)
+    return len(backup[0])
+
+
 def open_store(url: str, retention: Retention = Retention()) -> Store:
     """A store from a URL; `sqlite:///path/to/file.sqlite` is the embedded default."""
     if url.startswith("sqlite:///"):
-        return SQLiteStore(url[len("sqlite:///"):], retention)
+        try:
+            return SQLiteStore(url[len("sqlite:///"):], retention)
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(
+                f"the registry ({url}) cannot be read ({exc}): restore its queries from the backup with "
+                "`greta-stream serve --restore-registry` (the unreadable file is moved aside)") from exc
     raise ConfigError(f"unsupported store URL {url!r}; use sqlite:///<path>")

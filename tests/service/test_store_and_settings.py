@@ -5,6 +5,7 @@ No Spark, no uvicorn: these run in milliseconds.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,61 @@ def test_progress_counts_the_streams_batches_beside_their_durations() -> None:
     stream.observe({"runId": "b", "batchId": 25, "numInputRows": 2, "durationMs": {"triggerExecution": 7}})
     again = progress(stream, ResultCounts())
     assert again["stream_batches"] == 1 and again["batch_durations_ms"] == [7] and again["input_rows"] == 2
+
+
+def _registered(data: Path) -> SQLiteStore:
+    """A data folder as a service leaves it: two queries, a stream's checkpoint."""
+    store = SQLiteStore(data / "greta.sqlite")
+    for i in range(2):
+        store.save_query(QueryRecord(id=f"id{i}", name=f"q{i}", text="RETURN COUNT(*) PATTERN A WITHIN 1 s"))
+    (data / "checkpoints" / "source-1").mkdir(parents=True)
+    return store
+
+
+def test_a_registry_emptied_while_checkpoints_exist_stops_the_start_and_its_backup_restores_it(
+        tmp_path: Path) -> None:
+    from greta_service.app import prepare_registry
+
+    settings = Settings(data_dir=tmp_path)
+    _registered(tmp_path).close()
+    backup = tmp_path / "greta.sqlite.queries.json"
+    assert [q["name"] for q in json.loads(backup.read_text())["queries"]] == ["q0", "q1"]
+    assert prepare_registry(settings) == 0  # as it was: starts
+    for p in tmp_path.glob("greta.sqlite*"):  # truncated to 0 bytes while the service was stopped (WAL too)
+        if p != backup:
+            p.write_bytes(b"")
+    with pytest.raises(ConfigError) as err:
+        prepare_registry(settings)
+    assert "holds no query" in str(err.value) and "--restore-registry" in str(err.value)
+    assert "2 queries" in str(err.value)
+    assert prepare_registry(settings, restore=True) == 2
+    store = SQLiteStore(tmp_path / "greta.sqlite")
+    assert [q.name for q in store.list_queries()] == ["q0", "q1"]
+    store.close()
+    with pytest.raises(ConfigError, match="restores only an empty one"):
+        prepare_registry(settings, restore=True)
+
+
+def test_an_unreadable_registry_stops_the_start_and_is_moved_aside_on_restore(tmp_path: Path) -> None:
+    from greta_service.app import prepare_registry
+
+    settings = Settings(data_dir=tmp_path)
+    _registered(tmp_path).close()
+    for p in tmp_path.glob("greta.sqlite-*"):
+        p.unlink()
+    (tmp_path / "greta.sqlite").write_bytes(b"this is not a database, not at all" * 100)
+    with pytest.raises(ConfigError, match="cannot be read .*--restore-registry"):
+        prepare_registry(settings)
+    assert prepare_registry(settings, restore=True) == 2
+    assert len(list(tmp_path.glob("greta.sqlite.unreadable-*"))) == 1
+
+
+def test_deleting_every_query_leaves_nothing_to_refuse(tmp_path: Path) -> None:
+    from greta_service.app import prepare_registry
+
+    store = SQLiteStore(tmp_path / "greta.sqlite")
+    store.save_query(QueryRecord(id="a", name="q", text="RETURN COUNT(*) PATTERN A WITHIN 1 s"))
+    store.delete_query("a")
+    store.close()
+    assert json.loads((tmp_path / "greta.sqlite.queries.json").read_text())["queries"] == []
+    assert prepare_registry(Settings(data_dir=tmp_path)) == 0  # no checkpoints: an empty service
