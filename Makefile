@@ -5,12 +5,12 @@ BIN := $(VENV)/bin
 
 .PHONY: install setup-connector setup-jvm setup-system run evaluate test test-kafka lint bench bench-spark demo clean
 
-install: $(BIN)/greta-stream setup-connector setup-system  ## create .venv, install the library (all extras), the service and the dev tools; no Maven needed
+install: $(BIN)/greta-stream setup-connector  ## create .venv, install the library (all extras), the service and the dev tools; no Maven, no system packages
 
 setup-connector: $(BIN)/greta-stream  ## Spark's Kafka connector and Delta Lake's jars, fetched by Spark's own resolver into .cache/jvm (skipped when there)
 	@$(BIN)/python -m greta_stream.spark.connector || echo "setup-connector failed: a Kafka or Delta source or sink will have Spark fetch its package when it starts"
 
-setup-system:  ## headless Chromium for the results-page test (apt; skipped when present)
+setup-system:  ## system packages for the tests only: headless Chromium for the results-page test (apt as root; skipped when present)
 	bash scripts/setup_system.sh || echo "setup-system failed: the browser test will be skipped"
 
 setup-jvm:  ## Apache Kafka from Maven Central into .cache/jvm with Maven, for the tests and the demo (skipped when there)
@@ -35,7 +35,7 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
-test: install setup-jvm  ## the layering contract and the type checks, then the default test suite (what CI runs)
+test: install setup-jvm setup-system  ## the layering contract and the type checks, then the default test suite (what CI runs; setup-system installs a headless browser with apt for the page test)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q

@@ -129,3 +129,16 @@ def test_jvm_jars_are_found_in_the_user_cache_without_a_checkout_cache(monkeypat
     assert jvm.spark_kafka_jars("4.2.0") == [connector / "jars" / "spark-sql-kafka.jar"]
     monkeypatch.setenv("GRETA_JVM_CACHE", str(tmp_path / "elsewhere"))
     assert jvm.cache_dir() == tmp_path / "elsewhere"  # the environment over both
+
+
+def test_make_run_installs_no_system_package() -> None:
+    """The main job needs no browser and no root: apt belongs to `setup-system`, which only `make test` calls."""
+    root = Path(__file__).resolve().parents[1]
+
+    def plan(target: str) -> str:
+        return subprocess.run(["make", "-n", "-B", target], cwd=root, capture_output=True, text=True,
+                              check=True).stdout
+
+    assert "setup_system" not in plan("run")
+    assert "setup_system" not in plan("install")
+    assert "setup_system" in plan("test")
