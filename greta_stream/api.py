@@ -9,6 +9,7 @@ of micro-batches. Both build a `RunSpec` and go through the runner interface
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,11 +48,20 @@ def evaluate(
     are at least 2,000 events, else general; the results are the same).
     `.engine` says which one ran. A `RunSpec` may stand for the query and
     its options.
+
+    A run that processed no event says why where the input shows it: no
+    event of the query's types (a misspelled type; the types the events have
+    and the closest one), or every event of a type dead-lettered for one
+    attribute it lacks (a misspelled attribute). Each such problem is in
+    `.problems` and is also issued as a `UserWarning`.
     """
     spec = query if isinstance(query, RunSpec) else RunSpec.create(
         query, mode=mode, engine=engine, fields=FieldNames(type_field, time_field, id_field),
         trends=trends, max_trends=max_trends, with_events=with_events)
-    return evaluate_spec(spec, events)
+    rows = evaluate_spec(spec, events)
+    for problem in rows.problems:
+        warnings.warn(problem, UserWarning, stacklevel=2)
+    return rows
 
 
 def open_stream(

@@ -319,6 +319,16 @@ def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> Non
     assert "2 dead letters: 1 malformed" in ok.stderr and "1 missing_attribute" in ok.stderr
 
 
+@pytest.mark.parametrize("engine", ["auto", "general"])
+def test_a_type_no_event_has_is_an_error_with_the_types_they_have(engine: str) -> None:
+    """`stock` for `Stock`: no silent zero, on the columnar and the general path."""
+    res = cli("evaluate", "-q", "RETURN COUNT(*) PATTERN stock S+ WITHIN 10 seconds", "-e", "samples/stock/events.jsonl",
+              "--engine", engine, "--no-progress")
+    assert res.returncode == 1 and res.stdout == ""
+    assert ("error: no event is of a type of the query (stock); the events' types are Stock (2,000); "
+            "did you mean 'Stock' for 'stock'?") in res.stderr
+
+
 def test_explain_config_runs_on_the_core_install() -> None:
     """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported,
     and every distribution it imports is a core dependency (or one of theirs), not an extra's."""

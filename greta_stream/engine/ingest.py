@@ -15,6 +15,7 @@ buffer of events waiting for the watermark, and the dead-letter sink.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -136,6 +137,9 @@ DeadLetterSink = Callable[[DeadLetter], None]
 WatermarkOf = Callable[[str | None], Any]
 
 
+OTHER_TYPES_KEPT = 50  # names of other event types a front remembers
+
+
 class Front:
     """Validation, time kind, lateness, watermark buffer and dead letters of one runner.
 
@@ -160,6 +164,7 @@ class Front:
         self.position = 0  # records seen: the id of a record without one
         self.buffer: list[Event] = []  # valid events waiting for the watermark
         self.max_future_s: float | None = None  # a setting of the run (RunSpec), not state
+        self.other_types: Counter[str] = Counter()  # events of types the query has not, by type (some names)
 
     @property
     def time_kind(self) -> str | None:
@@ -189,6 +194,7 @@ class Front:
             return None
         if result.type not in self.types:
             self.metrics.inc("events_other_type")  # ignored whatever its time: nothing is lost
+            self.saw_others({result.type: 1})
             return None
         late_before = self.late_bound
         if result.time < late_before:
@@ -198,6 +204,13 @@ class Front:
             self.reject(future_letter(record, result.time, late_before, self.max_future_s))
             return None
         return result
+
+    def saw_others(self, counts: dict[str, int]) -> None:
+        """Count events of types the query has not (the first OTHER_TYPES_KEPT names), to say
+        what a query whose types match no event should have said (`runtime.dead_letters.type_problem`)."""
+        for name, n in counts.items():
+            if name in self.other_types or len(self.other_types) < OTHER_TYPES_KEPT:
+                self.other_types[name] += n
 
     def add(self, record: Any) -> bool:
         """Buffer the event of `record`; False when it was dead-lettered or ignored."""
@@ -267,6 +280,11 @@ class Fronted:
     @property
     def watermark(self) -> Any:
         return self.front.watermark
+
+    @property
+    def other_types(self) -> dict[str, int]:
+        """Events of types the query has not, by type (some names)."""
+        return dict(self.front.other_types)
 
     @property
     def buffer(self) -> list[Event]:

@@ -12,8 +12,10 @@ do have. `evaluate`, `run` and the service print or report the same text.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from greta_stream.engine.ingest import DeadLetter
@@ -78,6 +80,24 @@ class DeadLetters:
                 f"(they have {', '.join(have) if have else 'no attributes'}); is {attr!r} misspelled in the query?")
 
 
+def type_problem(types: Iterable[str], processed: int, other_types: Mapping[str, int]) -> str | None:
+    """When no event was of a type of the query but events of other types came: that, with the types
+    the events have and the closest one to each of the query's (a misspelled or miscased type, most likely)."""
+    if processed or not other_types:
+        return None
+    wanted = sorted(set(types))
+    seen = ", ".join(f"{t} ({n:,})" for t, n in Counter(other_types).most_common(8))
+    more = len(other_types) - 8
+    guesses = []
+    for t in wanted:
+        by_case = {o.lower(): o for o in other_types}
+        close = by_case.get(t.lower()) or next(iter(difflib.get_close_matches(t, list(other_types), n=1)), None)
+        if close:
+            guesses.append(f"{close!r} for {t!r}")
+    return (f"no event is of a type of the query ({', '.join(wanted)}); the events' types are {seen}"
+            + (f" and {more} more" if more > 0 else "") + (f"; did you mean {', '.join(guesses)}?" if guesses else ""))
+
+
 def tally(dead: list[DeadLetter]) -> DeadLetters:
     out = DeadLetters()
     for dl in dead:
@@ -85,4 +105,4 @@ def tally(dead: list[DeadLetter]) -> DeadLetters:
     return out
 
 
-__all__ = ["DeadLetters", "tally"]
+__all__ = ["DeadLetters", "tally", "type_problem"]

@@ -47,6 +47,11 @@ class Runner(Protocol):
     def time_kind(self) -> str | None:
         """"seconds" or "timestamp" once known (the stream's unit of time), else None."""
 
+    @property
+    def other_types(self) -> dict[str, int]:
+        """Events seen of types the query has not, by type (some names): what a query whose
+        types match no event should have said."""
+
     def expect(self, watermark: Any) -> None:
         """Events before `watermark` are late from now on; nothing is processed."""
 

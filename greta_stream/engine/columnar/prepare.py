@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,15 @@ from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.times import MAX_TIME, by_value, frame_timestamps, renumber, timestamps
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.columnar.vector import predicate as vector_predicate
-from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator, future_bound, future_letter, late_letter
+from greta_stream.engine.ingest import (
+    OTHER_TYPES_KEPT,
+    DeadLetter,
+    FieldNames,
+    Validator,
+    future_bound,
+    future_letter,
+    late_letter,
+)
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, window_bounds
 
@@ -43,6 +51,7 @@ class Prepared:
     dead: list[DeadLetter]
     metrics: Metrics
     time_kind: str = NUMERIC  # TIMESTAMP: `t` is int microseconds since the epoch
+    other_types: dict[str, int] = field(default_factory=dict)  # events of other types, by type (some names)
 
     def window(self, plan: KernelPlan) -> tuple[int, int]:
         """(within, slide) in the unit of `t`."""
@@ -124,15 +133,18 @@ def prepare(
         mask = local_mask(plan, cols, st_good)
         good, st_good = good[mask], st_good[mask]
         cols = {a: subset(c, mask) for a, c in cols.items()}
-    others = int((valid_type & ~bad & ~is_t).sum())
+    other = valid_type & ~bad & ~is_t
+    others = int(other.sum())
+    other_types: dict[str, int] = {}
     if others:
         metrics["events_other_type"] = others
+        other_types = {str(k): int(v) for k, v in pd.Series(types[other]).value_counts().head(OTHER_TYPES_KEPT).items()}
     for dl in dead:
         metrics.dead_letter(dl.reason)
     metrics["events_processed"] = processed
     t = time.values[good]
     kmin, kmax = window_bounds(t, *window_in(plan, time_kind), time.kind == INT)
-    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind)
+    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind, other_types)
 
 
 def _types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -237,6 +237,7 @@ class ColumnarStream(Fronted):
                     raise Diverged("a record one query of the family takes (or rejects otherwise) and another rejects")
                 for name, value in prep.metrics.items():
                     self._metrics.inc(name, value)
+                front.saw_others(prep.other_types)
                 for dl, own in judged:
                     if not own:
                         front.reject(dl, counted=True)  # `prepare` counted them
