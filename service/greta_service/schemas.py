@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
 
 from greta_stream.choices import Counts, Mode, StartingOffsets
 from greta_stream.pipeline import FieldsConfig, SinkConfig, SourceConfig, StreamOptions
 from greta_stream.pipeline import QueryOptions as PipelineQueryOptions
 from greta_stream.pipeline.model import OptionValue
+from greta_stream.pipeline.validation import RENAMED
 
 Status = Literal["running", "stopped", "failed"]
 
@@ -91,6 +92,21 @@ class QueryOptions(PipelineQueryOptions, StreamOptions):
                                               "own; by default a query joins the stream of its source (shared with "
                                               "the other queries of that source) at the stream's current position")
 
+    _deprecated: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _deprecations(cls, data: Any, handler: ModelWrapValidatorHandler[QueryOptions]) -> QueryOptions:
+        """The renamed settings the request used, to tell its client (`deprecations`)."""
+        model = handler(data)
+        if isinstance(data, dict):  # raw input (an instance validated again keeps what it said)
+            model._deprecated = [f"{k} is deprecated: use {RENAMED[k]} (same meaning)" for k in RENAMED if k in data]
+        return model
+
+    @property
+    def deprecations(self) -> list[str]:
+        return list(self._deprecated)
+
 
 class QueryCreate(BaseModel):
     """A query to register and start."""
@@ -122,10 +138,18 @@ class QueryUpdate(BaseModel):
 
 
 class QueryValidate(BaseModel):
+    """A query text to compile, or a whole registration body (that of `POST /queries`) to check
+    as a registration would be checked, without registering it."""
+
     model_config = ConfigDict(extra="forbid")
 
     text: str = Field(..., min_length=1)
     mode: Mode | None = None
+    name: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    source: SourceSpec | None = Field(None, description="given: the whole body is checked as a registration")
+    sinks: list[SinkSpec] = Field([], max_length=8)
+    dead_letter: SinkSpec | None = None
+    options: QueryOptions = QueryOptions()
 
 
 class ValidateResponse(BaseModel):
@@ -133,6 +157,7 @@ class ValidateResponse(BaseModel):
     mode: Mode
     explain: str
     columns: list[str]
+    warnings: list[str] = Field([], description="settings the body gives under a deprecated name")
 
 
 class QueryCreated(BaseModel):
@@ -142,6 +167,8 @@ class QueryCreated(BaseModel):
     status: Status
     explain: str
     columns: list[str]
+    warnings: list[str] = Field([], description="settings the request gave under a deprecated name (the "
+                                "`Deprecation` header is set too)")
 
 
 class Progress(BaseModel):

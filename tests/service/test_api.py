@@ -148,6 +148,25 @@ def test_bad_query_answers_422_with_positions_and_registers_nothing(api: httpx.C
     assert r.json()["explain"] == compile_query(Q1).explain()
 
 
+def test_validate_takes_the_body_of_a_registration_and_tells_of_deprecated_names(api: httpx.Client,
+                                                                                  service: Service) -> None:
+    """The body of `POST /queries` as it is: checked as a registration would be, nothing registered; a
+    renamed setting is answered with a warning and a `Deprecation` header."""
+    before = api.get("/queries").json()["queries"]
+    r = api.post("/queries/validate", json=body(service, "v"))
+    assert r.status_code == 200, r.text
+    assert r.json()["explain"] == compile_query(Q1).explain() and r.json()["warnings"] == []
+    assert "Deprecation" not in r.headers
+    old = body(service, "v", options={"shards": 2, "watermark_delay_s": 3})
+    r = api.post("/queries/validate", json=old)
+    assert r.status_code == 200, r.text
+    assert r.json()["warnings"] == ["watermark_delay_s is deprecated: use lateness_s (same meaning)"]
+    assert r.headers["Deprecation"] == "true"
+    r = api.post("/queries/validate", json=body(service, "v", source={"format": "jsonl", "path": "/no/such/dir"}))
+    assert r.status_code == 422  # what the registration would answer
+    assert [q["id"] for q in api.get("/queries").json()["queries"]] == [q["id"] for q in before]
+
+
 def test_mutating_endpoints_need_the_api_key(service: Service, q1: dict) -> None:
     query_id = q1["created"]["id"]
     for key in (None, "wrong-key"):

@@ -18,6 +18,7 @@ from greta_service.schemas import (
     QueryCreated,
     QueryInfo,
     QueryList,
+    QueryOptions,
     QueryUpdate,
     QueryValidate,
     ValidateResponse,
@@ -47,19 +48,33 @@ def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] |
 
 @router.post("", status_code=status.HTTP_201_CREATED, dependencies=Mutating,
              responses=errors(400, 401, 409, 413, 422, 429, 503))
-def create_query(body: QueryCreate, registry: RegistryDep) -> QueryCreated:
+def create_query(body: QueryCreate, registry: RegistryDep, response: Response) -> QueryCreated:
     """Register a query and start its stream. A rejected query leaves nothing behind."""
     rec, spec = registry.create(body)
+    deprecated = _deprecated(body.options, response)
     return QueryCreated(id=rec.id, name=rec.name, mode=rec.mode, status="running",  # type: ignore[arg-type]
-                        explain=spec.query.explain(), columns=spec.columns)
+                        explain=spec.query.explain(), columns=spec.columns, warnings=deprecated)
 
 
-@router.post("/validate", responses=errors(400, 413, 422))
-def validate_query(body: QueryValidate, registry: RegistryDep) -> ValidateResponse:
-    """Compile a query text without registering it: the explain, or every error with its position."""
-    spec = registry.compile(body.text, body.mode)
+@router.post("/validate", responses=errors(400, 409, 413, 422, 429))
+def validate_query(body: QueryValidate, registry: RegistryDep, response: Response) -> ValidateResponse:
+    """Compile a query text without registering it: the explain, or every error with its position. Given the
+    whole body of `POST /queries` (a `source`), check all of it as a registration would, without registering."""
+    if body.source is None:
+        spec = registry.compile(body.text, body.mode)
+    else:
+        given = body.model_dump(exclude_unset=True, exclude={"options"})
+        given.setdefault("name", "validate")
+        _, spec = registry.prepare(QueryCreate.model_validate({**given, "options": body.options}))
     return ValidateResponse(valid=True, mode=spec.mode, explain=spec.query.explain(),  # type: ignore[arg-type]
-                            columns=spec.columns)
+                            columns=spec.columns, warnings=_deprecated(body.options, response))
+
+
+def _deprecated(options: QueryOptions, response: Response) -> list[str]:
+    """The deprecated setting names a request used; the `Deprecation` header when there is one."""
+    if options.deprecations:
+        response.headers["Deprecation"] = "true"
+    return options.deprecations
 
 
 @router.get("")
