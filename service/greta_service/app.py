@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
 from greta_service.routes import docs, health, page, plan, queries, results
+from greta_service.routes.deps import Reading
 from greta_service.runner import short_error
 from greta_service.settings import Settings
 from greta_service.store import Retention, check_registry, open_store, restore_registry
@@ -53,13 +54,15 @@ def create_app(settings: Settings | None = None, *, restore_registry: bool = Fal
     settings = (settings or Settings.load()).check()
     prepare_registry(settings, restore=restore_registry)
     app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan,
-                  docs_url=None, redoc_url=None)  # routes/docs.py serves both pages from local assets
+                  docs_url=None, redoc_url=None, openapi_url=None)  # routes/docs.py: the pages and the schema
     app.state.settings = settings
     app.add_middleware(BodyLimit, max_bytes=settings.max_request_bytes)  # type: ignore[arg-type]
     app.add_exception_handler(ServiceError, _service_error)  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)  # type: ignore[arg-type]
-    for module in (queries, results, plan, health, page, docs):
-        app.include_router(module.router)
+    app.include_router(health.router)  # /healthz and /readyz answer anyone; /metrics needs the key (health.py)
+    app.include_router(page.router)  # takes the key once from /?key= into a cookie (page.py)
+    for module in (queries, results, plan, docs):
+        app.include_router(module.router, dependencies=Reading)
     docs.mount_assets(app)
     return app
 

@@ -31,7 +31,10 @@ class Settings(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
-    api_key: str | None = Field(None, description="required on mutating endpoints; mandatory beyond loopback")
+    api_key: str | None = Field(None, description="required on every endpoint but /healthz and /readyz (mutating "
+                                "ones only with public_reads); mandatory beyond loopback")
+    public_reads: bool = Field(False, description="with an API key: reads (results, queries, plan, metrics, the page, "
+                               "the docs) answer without it")
     data_dir: Path = Field(Path("greta-data"), description="registry, results store and checkpoints live here")
     store_url: str | None = Field(None, description="results store; default sqlite:///<data_dir>/greta.sqlite")
     spark_master: str | None = None

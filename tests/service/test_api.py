@@ -13,6 +13,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from service_helpers import (
+    API_KEY,
     FLUSH,
     Q1,
     Service,
@@ -167,7 +168,7 @@ def test_validate_takes_the_body_of_a_registration_and_tells_of_deprecated_names
     assert [q["id"] for q in api.get("/queries").json()["queries"]] == [q["id"] for q in before]
 
 
-def test_mutating_endpoints_need_the_api_key(service: Service, q1: dict) -> None:
+def test_every_endpoint_but_health_needs_the_api_key(service: Service, q1: dict) -> None:
     query_id = q1["created"]["id"]
     for key in (None, "wrong-key"):
         with service.client(key=key) as anon:
@@ -176,10 +177,22 @@ def test_mutating_endpoints_need_the_api_key(service: Service, q1: dict) -> None
                 r = anon.request(method, path, json=body(service, "anon") if path == "/queries" else None)
                 assert r.status_code == 401, (method, path, r.text)
                 assert "API key" in r.json()["detail"]
-            assert anon.get(f"/queries/{query_id}").status_code == 200
-            assert anon.get("/metrics").status_code == 200
+            for path in (f"/queries/{query_id}", f"/queries/{query_id}/results", "/queries", "/metrics", "/plan",
+                         "/openapi.json", "/docs"):  # reads too, when a key is set
+                r = anon.get(path)
+                assert r.status_code == 401, (path, r.text)
+            assert anon.post("/queries/validate", json={"text": Q1}).status_code == 401
+            assert anon.get("/").status_code == 401 and "/?key=" in anon.get("/").text
+            assert anon.get("/healthz").status_code == 200 and anon.get("/readyz").status_code == 200
     with service.client() as api:
         assert api.get(f"/queries/{query_id}").json()["status"] == "running"
+        assert api.get("/metrics").status_code == 200 and api.get("/openapi.json").status_code == 200
+    with service.client(key=None) as browser:  # the page takes the key once and keeps it in a cookie
+        r = browser.get(f"/?key={API_KEY}", follow_redirects=True)
+        assert r.status_code == 200 and r.url.path == "/" and "key=" not in str(r.url)
+        assert browser.get(f"/queries/{query_id}").status_code == 200
+        assert browser.get("/?key=wrong").status_code == 200  # the cookie still holds the right one
+        assert browser.get("/queries").status_code == 200
 
 
 def test_serve_refuses_to_bind_beyond_loopback_without_a_key(tmp_path) -> None:  # noqa: ANN001

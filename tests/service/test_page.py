@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_helpers import FLUSH, Q1, Service, sample_events, settled, wait_for, write_file
+from service_helpers import API_KEY, FLUSH, Q1, Service, sample_events, settled, wait_for, write_file
 
 from greta_stream import evaluate
 
@@ -50,7 +50,8 @@ def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_
 
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.route("**/queries**", lambda route: route.abort())  # the first view comes with the page itself
-        page.goto(service.url + "/")
+        page.goto(service.url + f"/?key={API_KEY}")  # once: the key goes into a cookie, the page loads as /
+        assert page.url == service.url + "/"
         plot = 'details[data-query="q1-page"] svg'
         assert int(page.locator(plot).get_attribute("data-rows")) >= first > 0
         check_readable(page, plot)
@@ -108,6 +109,9 @@ def test_api_docs_render_without_the_internet(service: Service, browser: Any) ->
             route.abort()
 
     page.route("**/*", local_only)
+    page.goto(service.url + "/")
+    assert "needs its API key" in page.content()  # reads need the key: the page says how to give it
+    page.goto(service.url + f"/?key={API_KEY}")  # once, into a cookie: the docs and their schema read with it
     page.goto(service.url + "/docs")
     page.wait_for_selector(".opblock-summary-path", timeout=60_000)  # Swagger UI drew the operations
     paths = page.locator(".opblock-summary-path").all_inner_texts()

@@ -171,3 +171,18 @@ def test_deleting_every_query_leaves_nothing_to_refuse(tmp_path: Path) -> None:
     store.close()
     assert json.loads((tmp_path / "greta.sqlite.queries.json").read_text())["queries"] == []
     assert prepare_registry(Settings(data_dir=tmp_path)) == 0  # no checkpoints: an empty service
+
+
+def test_reads_need_the_key_unless_public_reads(tmp_path: Path) -> None:
+    """No Spark: the key checks run before any handler (the app's lifespan is not entered)."""
+    from fastapi.testclient import TestClient
+
+    from greta_service import create_app
+
+    closed = TestClient(create_app(Settings(data_dir=tmp_path, api_key="k")))
+    assert closed.get("/openapi.json").status_code == 401
+    assert closed.get("/openapi.json", headers={"X-API-Key": "k"}).status_code == 200
+    assert closed.get("/healthz").status_code == 200
+    public = TestClient(create_app(Settings(data_dir=tmp_path, api_key="k", public_reads=True)))
+    assert public.get("/openapi.json").status_code == 200
+    assert public.post("/queries/some/stop").status_code == 401  # changes still need it

@@ -25,10 +25,28 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
+API_KEY_COOKIE = "greta_api_key"  # the page's: set once from /?key=<key>
+
+
+def key_matches(given: str | None, expected: str) -> bool:
+    return bool(given) and hmac.compare_digest(str(given).encode(), expected.encode())
+
+
 def require_api_key(request: Request, key: Annotated[str | None, Security(_api_key)] = None) -> None:
     expected = get_settings(request).api_key
-    if expected and not (key and hmac.compare_digest(key.encode(), expected.encode())):
+    if expected and not key_matches(key, expected):
         raise ServiceError(401, f"missing or wrong API key (header {API_KEY_HEADER})")
+
+
+def require_read_key(request: Request, key: Annotated[str | None, Security(_api_key)] = None) -> None:
+    """Reads need the key too when one is set (unless `public_reads`): the header, or the page's cookie."""
+    settings = get_settings(request)
+    expected = settings.api_key
+    if not expected or settings.public_reads:
+        return
+    if not (key_matches(key, expected) or key_matches(request.cookies.get(API_KEY_COOKIE), expected)):
+        raise ServiceError(401, f"missing or wrong API key (header {API_KEY_HEADER}; in a browser, open the page "
+                                "once as /?key=<key>)")
 
 
 RegistryDep = Annotated[Registry, Depends(get_registry)]
@@ -43,6 +61,7 @@ def query_id_of(query_id: Annotated[str, Path(description="the query's id, or it
 QueryId = Annotated[str, Depends(query_id_of)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 Mutating = [Depends(require_api_key)]
+Reading = [Depends(require_read_key)]
 
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 VENDOR = Path(__file__).resolve().parent.parent / "static" / "vendor"
@@ -22,6 +22,12 @@ router = APIRouter(include_in_schema=False)
 
 def mount_assets(app: FastAPI) -> None:
     app.mount(ASSETS, StaticFiles(directory=VENDOR), name="docs-assets")
+
+
+@router.get("/openapi.json")
+def openapi(request: Request) -> JSONResponse:
+    """The API's OpenAPI schema (behind the read key, as the pages that show it)."""
+    return JSONResponse(request.app.openapi())
 
 
 @router.get("/docs")

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from greta_service.routes.deps import RegistryDep
+from greta_service.routes.deps import Reading, RegistryDep
 from greta_service.schemas import Health
 
 router = APIRouter(tags=["health"])
@@ -28,8 +28,8 @@ def readyz(registry: RegistryDep) -> JSONResponse:
     return JSONResponse(Health(status="ready").model_dump())
 
 
-@router.get("/metrics", response_class=PlainTextResponse,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+@router.get("/metrics", response_class=PlainTextResponse, dependencies=Reading,
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, 401: {}})
 def metrics(request: Request) -> Response:
     """Service, stream and per-query metrics in the Prometheus text format (see `greta_service.metrics`)."""
     return Response(generate_latest(request.app.state.metrics.prometheus), media_type=CONTENT_TYPE_LATEST)

@@ -11,11 +11,20 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib.resources import files
+from typing import Annotated
 
-from fastapi import APIRouter
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 
-from greta_service.routes.deps import RegistryDep
+from greta_service.registry import ServiceError
+from greta_service.routes.deps import (
+    API_KEY_COOKIE,
+    API_KEY_HEADER,
+    RegistryDep,
+    SettingsDep,
+    key_matches,
+    require_read_key,
+)
 from greta_service.routes.queries import list_queries
 
 router = APIRouter(tags=["page"])
@@ -29,9 +38,20 @@ def _page() -> str:
     return files("greta_service").joinpath("static/index.html").read_text(encoding="utf-8")
 
 
-@router.get("/", response_class=HTMLResponse)
-def index(registry: RegistryDep) -> HTMLResponse:
-    """The registered queries with their status, and a live plot of each query's aggregates per window."""
+@router.get("/", response_class=HTMLResponse, responses={303: {}, 401: {}})
+def index(request: Request, registry: RegistryDep, settings: SettingsDep,
+          key: Annotated[str | None, Query(description="the API key, once: kept in a cookie")] = None) -> Response:
+    """The registered queries with their status, and a live plot of each query's aggregates per window.
+    With an API key set, open it once as `/?key=<key>`: the key is kept in a cookie for the page's reads."""
+    if key is not None and settings.api_key and key_matches(key, settings.api_key):
+        moved = RedirectResponse("/", status_code=303)  # the key leaves the address bar and the history
+        moved.set_cookie(API_KEY_COOKIE, key, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        return moved
+    try:
+        require_read_key(request, request.headers.get(API_KEY_HEADER))
+    except ServiceError:
+        return HTMLResponse("<!doctype html><title>greta-stream</title><p>This service needs its API key: open "
+                            "<code>/?key=&lt;key&gt;</code> once (it is kept in a cookie).</p>", status_code=401)
     listed = list_queries(registry).model_dump(mode="json")["queries"]
     results = {}
     for q in listed[-OPEN_CARDS:]:
