@@ -182,6 +182,13 @@ def test_progress_watermark_reads_as_the_stream_times() -> None:
     line = progress_line("s", {"batchId": 3, "numInputRows": 5, "eventTime": {"watermark": "1970-01-01T00:01:40.000Z"}},
                          ["seconds"])
     assert "batch 3: 5 events" in line and "watermark 100;" in line
+    late = progress_line("s", {"batchId": 3, "eventTime": {"watermark": "1970-01-01T00:01:40.000Z"}}, ["seconds"],
+                         [30.0])
+    assert "watermark 70;" in late  # the latest event time less the lateness, as the rows follow it
+    mixed = progress_line("s", {"batchId": 3, "eventTime": {"watermark": "1970-01-01T00:01:40.000Z"}}, ["seconds"],
+                          [0.0, 30.0])
+    assert "event time 100 (each query's watermark: less its lateness)" in mixed
+    assert watermark_text("2024-05-01T12:00:00.000Z", {"timestamp"}, 30) == "2024-05-01T11:59:30.000Z"
     one = progress_line("s", {"batchId": 4, "numInputRows": 1, "stateOperators": [{"memoryUsedBytes": 27576}]}, [])
     assert "batch 4: 1 event (" in one and one.endswith("state 27,576 bytes")
 

@@ -113,6 +113,7 @@ class BatchWriter:
         """
         self.name = query.name
         assert query.spec is not None, "a QueryConfig gets its RunSpec from QueryConfig.compile"
+        self.lateness_s = query.spec.lateness_s
         # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
         self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
@@ -439,4 +440,5 @@ def _report(queries: Started, seen: dict[str, int], echo: Any) -> None:
         for p in q.recentProgress:
             if p["batchId"] > seen.get(name, -1):
                 seen[name] = p["batchId"]
-                echo(progress_line(name, json.loads(json.dumps(p, default=str)), writer.time_kinds.values()))
+                echo(progress_line(name, json.loads(json.dumps(p, default=str)), writer.time_kinds.values(),
+                                   [w.lateness_s for w in writer.writers.values()]))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -52,26 +52,36 @@ def on_progress(spark: Any, callback: Callable[[dict[str, Any]], None]) -> Any:
     return listener
 
 
-def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = ()) -> str:
+def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = (),
+                  lateness_s: Iterable[float] = (0.0,)) -> str:
     """One human line from a StreamingQueryProgress dict; the watermark in
-    seconds when the stream's times are numbers (`time_kinds` of its queries)."""
+    seconds when the stream's times are numbers (`time_kinds` of its queries).
+    A query's watermark is the stream's latest event time less its lateness:
+    shown when the stream's queries share one lateness, else the event time."""
     state = p.get("stateOperators") or [{}]
-    wm = watermark_text((p.get("eventTime") or {}).get("watermark"), set(time_kinds))
+    spark_wm = (p.get("eventTime") or {}).get("watermark")
+    late = set(lateness_s)
+    if len(late) == 1:
+        clock = f"watermark {watermark_text(spark_wm, set(time_kinds), late.pop())}"
+    else:
+        clock = f"event time {watermark_text(spark_wm, set(time_kinds))} (each query's watermark: less its lateness)"
     events = p.get("numInputRows", 0)
     return (
         f"[{name}] batch {p.get('batchId')}: {events:,} event{'' if events == 1 else 's'} "
         f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
-        f"watermark {wm}; state {state[0].get('memoryUsedBytes', 0):,} bytes"
+        f"{clock}; state {state[0].get('memoryUsedBytes', 0):,} bytes"
     )
 
 
 _END_MS = (FLUSH_TIME_S - 365 * 86_400) * 1000  # a year before it: no real stream is there
 
 
-def watermark_text(spark_watermark: str | None, time_kinds: set[str]) -> str:
-    """Spark's watermark (ISO-8601 text, the epoch when there is none yet) as the
-    stream's times read: seconds for numeric times, else the timestamp; "-" for none,
-    "end of input" once a flush (`--flush-at-end`) moved it past every event."""
+def watermark_text(spark_watermark: str | None, time_kinds: set[str], less_s: float = 0.0) -> str:
+    """Spark's watermark (ISO-8601 text, the epoch when there is none yet; the
+    operator keeps it at the latest event time) less `less_s` (a query's
+    lateness), as the stream's times read: seconds for numeric times, else the
+    timestamp; "-" for none, "end of input" once a flush (`--flush-at-end`)
+    moved it past every event."""
     if not spark_watermark:
         return "-"
     at = datetime.fromisoformat(spark_watermark.replace("Z", "+00:00"))
@@ -80,6 +90,10 @@ def watermark_text(spark_watermark: str | None, time_kinds: set[str]) -> str:
         return "-"
     if ms >= _END_MS:
         return "end of input"
+    ms -= round(less_s * 1000)
     if time_kinds == {NUMERIC}:
         return str(engine_watermark(NUMERIC, ms))
-    return spark_watermark
+    if not less_s:
+        return spark_watermark
+    return (datetime.fromtimestamp(0, UTC) + timedelta(milliseconds=ms)).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")

@@ -374,6 +374,9 @@ class Registry:
         Spark) and the store's counts."""
         handle = self.stream_of(rec.id)
         out = progress(self.stream_progress.get(handle.key) if handle is not None else None, self.store.counts(rec.id))
+        if out.get("watermark_s") is not None:  # the stream's latest event time less the query's own lateness
+            lateness = rec.options.get("lateness_s", rec.options.get("watermark_delay_s")) or 0
+            out["watermark_s"] -= float(lateness)
         out["state_bytes"] = self.state_bytes(rec.id, persisted)
         if handle is not None:
             out["stream"] = handle.key

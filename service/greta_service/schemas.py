@@ -181,7 +181,8 @@ class Progress(BaseModel):
                                 "those with no input included")
     batch_durations_ms: list[int] = Field([], description="the stream's last micro-batches (up to 20 of "
                                           "stream_batches), oldest first")
-    watermark_s: float | None = Field(None, description="event-time watermark, seconds since the epoch")
+    watermark_s: float | None = Field(None, description="the query's watermark: the latest event time less its "
+                                      "lateness_s, seconds (since the epoch for timestamps)")
     state_rows: int | None = None
     state_bytes: int | None = Field(None, description="bytes this query's state takes over all shards")
     stream: str | None = Field(None, description="the stream (one per source) this query runs on")

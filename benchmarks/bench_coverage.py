@@ -1,0 +1,342 @@
+"""Coverage benchmark: events/s of ``greta_stream.evaluate`` (engine "auto") per query shape.
+
+How fast is a query that the columnar kernels do not cover (yet), next to the
+Q1-like query they do? On the same stock events, for each shape below and at
+2, 12 and 60 windows per event (``WITHIN 5 minutes SLIDE 150 / 25 / 5
+seconds``), one table gives the seconds of one ``evaluate(query, frame)``
+call, events/s, ``x ref`` (events/s / the reference's events/s at the same
+windows per event: 1 is as fast as the reference, 0.05 twenty times slower),
+the engine that ran (``rows.engine``), worker memory per event (the child's
+peak RSS minus its RSS just before the timed call, divided by the events),
+the result rows and the decimal digits of the largest ``COUNT(*)``.
+
+Shapes, all ``WHERE [company, sector]``, ``GROUP-BY sector``, ``RETURN
+sector, COUNT(*)`` and one aggregate:
+
+1. ``ref``: ``PATTERN Stock S+ ... AND S.price > NEXT(S).price``, AVG(S.price);
+2. ``two-edges``: ref ``AND S.volume >= NEXT(S).volume``;
+3. ``trailing-not``: ``SEQ(Stock S+, NOT Stock N)`` with ``N.volume > 2000``
+   (the top ~1% of volumes; the same type at a positive and a negative
+   alias is allowed and meaningful with that local predicate, docs/QUERY_LANGUAGE.md
+   section 3: a trend is dropped if such a trade of its company follows it
+   in the window);
+4. ``middle-not``: ``SEQ(Stock A, NOT Halt H, Stock S+)``;
+5. ``seq-max``: ``SEQ(Stock A, Stock S+)`` with MAX(S.price);
+6. ``seq-avg``: ``SEQ(Stock A, Stock S+)`` with AVG(S.price);
+7. ``seq-cross``: ``SEQ(Stock A, Stock S+)`` with ``A.price < NEXT(S).price``
+   (an edge predicate from A to the first S) besides S's own edge. The
+   language has no plain ``A.price < S.price``: a predicate is local (one
+   alias) or an edge (``X.a`` and ``NEXT(Y).b``), so the cross-alias
+   comparison is written as an edge.
+
+Events: ``generators.stock_frame(n, companies=20, sectors=4, rate=4)``: one
+trade per company every 5 s on average, 60 per company and 1,200 in all per
+5-minute window; a seeded 1% of the rows are relabelled ``Halt`` (same
+company, sector, time), the negative events of shape 4. Every shape reads
+the same DataFrame.
+
+Every measurement runs in a fresh child (this script with the hidden
+``--one`` flag), one after another: it warms up on 400 events of the same
+kind (seed + 1; with ``engine="columnar"`` too when the kernels cover the
+query, so numba's kernels are loaded, then with the measured engine), builds
+the events, runs ``gc.collect()``, reports its RSS and says "ready"; the
+parent then starts the ``--budget-s`` clock (past it the child is killed:
+``> budget``) and the child times the one call. ``--repeat`` keeps the
+fastest of that many children. With ``--events`` <= 2000 (``--quick``) the
+child also runs ``engine="general"`` on the same events after the timing and
+compares the rows (ints exact, floats to 1e-9 relative); a mismatch is printed
+loudly and the exit status is 1.
+
+Usage::
+
+    python benchmarks/bench_coverage.py [--events 20000] [--wpe 2,12,60] [--budget-s 120]
+        [--repeat 1] [--seed 0] [--json out.json] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import benchlib  # benchmarks/ is sys.path[0] when run as a script
+from benchlib import Outcome, Table
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WINDOW_S = 300  # WITHIN 5 minutes
+STOCK = {"companies": 20, "sectors": 4, "rate": 4.0}
+HALT_SHARE = 0.01
+WARMUP_EVENTS = 400
+COMPARE_MAX_EVENTS = 2000
+HEAD = "RETURN sector, COUNT(*), {agg} PATTERN {pattern} WHERE [company, sector] AND {where} GROUP-BY sector "
+EDGE = "S.price > NEXT(S).price"
+SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE after [company, sector])
+    "ref": ("AVG(S.price)", "Stock S+", EDGE),
+    "two-edges": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume >= NEXT(S).volume"),
+    "trailing-not": ("AVG(S.price)", "SEQ(Stock S+, NOT Stock N)", f"{EDGE} AND N.volume > 2000"),
+    "middle-not": ("AVG(S.price)", "SEQ(Stock A, NOT Halt H, Stock S+)", EDGE),
+    "seq-max": ("MAX(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
+    "seq-avg": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
+    "seq-cross": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", f"{EDGE} AND A.price < NEXT(S).price"),
+}
+
+
+def query_text(shape: str, wpe: int) -> str:
+    """The query of ``shape`` with 5-minute windows, ``wpe`` windows per event."""
+    agg, pattern, where = SHAPES[shape]
+    return HEAD.format(agg=agg, pattern=pattern, where=where) + f"WITHIN 5 minutes SLIDE {WINDOW_S // wpe} seconds"
+
+
+def make_events(n: int, seed: int) -> Any:
+    """The stock DataFrame with a seeded ``HALT_SHARE`` of its rows relabelled ``Halt``."""
+    import numpy as np
+
+    frame = benchlib.load_generators().stock_frame(n, seed=seed, **STOCK)
+    halt = np.random.default_rng(seed + 1000).random(n) < HALT_SHARE
+    frame.loc[halt, "type"] = "Halt"
+    return frame
+
+
+# ------------------------------------------------------------ child process
+
+
+def run_one(spec: dict[str, Any], result_file: Path) -> None:
+    """Child: warm up, build the events, say "ready", time one `evaluate` call, write the result."""
+    import greta_stream
+    from greta_stream.errors import GretaError
+
+    text, n = spec["query"], spec["n"]
+    warm = make_events(WARMUP_EVENTS, spec["seed"] + 1)
+    if greta_stream.RunSpec.create(text).columnar is not None:
+        with contextlib.suppress(GretaError):  # the input is not for the kernels; "auto" will say so
+            greta_stream.evaluate(text, warm, engine="columnar")
+    greta_stream.evaluate(text, warm, engine=spec["engine"])
+    del warm
+    events = make_events(n, spec["seed"])
+    gc.collect()
+    rss_before = benchlib.current_rss_bytes()
+    print("ready", flush=True)
+    cpu_start, start = time.process_time(), time.perf_counter()
+    rows = greta_stream.evaluate(text, events, engine=spec["engine"])
+    wall_s, cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
+    peak = max(benchlib.peak_rss_bytes(), benchlib.current_rss_bytes())
+    counts = [row["count"] for row in rows]
+    result: dict[str, Any] = {
+        "wall_s": wall_s, "cpu_s": cpu_s, "rows": len(rows), "engine_ran": rows.engine,
+        "dead_letters": len(rows.dead_letters), "peak_rss_bytes": peak, "rss_before_bytes": rss_before,
+        "max_count_digits": len(str(max(counts))) if counts else 0,
+    }
+    if spec["compare"]:
+        general = greta_stream.evaluate(text, events, engine="general")
+        difference = same_rows(list(rows), list(general))
+        result["check"] = "equal" if difference is None else "MISMATCH"
+        result["difference"] = difference
+    result_file.write_text(json.dumps(result), encoding="utf-8")
+
+
+def same_rows(auto: list[dict[str, Any]], general: list[dict[str, Any]]) -> str | None:
+    """None if the rows agree (ints exact, floats to 1e-9 relative), else the first difference."""
+    if len(auto) != len(general):
+        return f"{len(auto)} auto rows vs {len(general)} general rows"
+    for index, (want, have) in enumerate(zip(general, auto, strict=True)):
+        if list(want) != list(have) or not all(benchlib.same_value(want[k], have[k]) for k in want):
+            return f"row {index}: auto {have!r} vs general {want!r}"
+    return None
+
+
+# ------------------------------------------------------------ parent
+
+
+def measure(spec: dict[str, Any], budget_s: float) -> Outcome:
+    """One fresh child; killed ``budget_s`` after it is ready."""
+    with tempfile.TemporaryDirectory(prefix="bench_coverage_") as tmp:
+        result_file, err_file = Path(tmp) / "result.json", Path(tmp) / "stderr.txt"
+        command = [sys.executable, str(Path(__file__).resolve()), "--one", json.dumps(spec),
+                   "--result-file", str(result_file)]
+        with open(err_file, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True)
+            try:
+                if proc.stdout is not None and proc.stdout.readline().strip() == "ready":
+                    try:
+                        proc.wait(timeout=budget_s)
+                    except subprocess.TimeoutExpired:
+                        return Outcome("budget")
+                proc.wait()
+            finally:
+                benchlib.stop(proc)
+        if proc.returncode != 0 or not result_file.exists():
+            tail = err_file.read_text(encoding="utf-8").strip().splitlines()[-1:] or ["no output"]
+            return Outcome("error", message=f"exit {proc.returncode}: {tail[0]}")
+        return Outcome("ok", json.loads(result_file.read_text(encoding="utf-8")))
+
+
+def best_of(spec: dict[str, Any], budget_s: float, repeat: int) -> Outcome:
+    """The fastest of ``repeat`` children, with the first one's row check (a failure ends the series)."""
+    runs: list[Outcome] = []
+    for attempt in range(repeat):
+        outcome = measure({**spec, "compare": spec["compare"] and attempt == 0}, budget_s)
+        if outcome.status != "ok":
+            return outcome
+        runs.append(outcome)
+    best = min(runs, key=lambda run: run.data["wall_s"])
+    checked: dict[str, Any] = {key: runs[0].data[key] for key in ("check", "difference") if key in runs[0].data}
+    return Outcome("ok", {**best.data, **checked, "wall_s_runs": [run.data["wall_s"] for run in runs]})
+
+
+def check_queries(wpes: list[int]) -> None:
+    """Every query text must parse and run on 10 events; else exit 2 naming it."""
+    import greta_stream
+
+    events = make_events(10, 0)
+    for shape in SHAPES:
+        for wpe in wpes:
+            try:
+                greta_stream.evaluate(query_text(shape, wpe), events)
+            except Exception as exc:  # noqa: BLE001 - any failure here means a broken query text
+                raise SystemExit(f"{shape} at {wpe} windows per event does not run: {exc}") from None
+
+
+def refusals() -> dict[str, str]:
+    """Per shape, why the columnar kernels do not take it ("" when they do)."""
+    import greta_stream
+
+    return {shape: greta_stream.RunSpec.create(query_text(shape, 2)).columnar_refusal for shape in SHAPES}
+
+
+def cells(n: int, outcome: Outcome, ref: Outcome | None, budget_s: float) -> list[str]:
+    """engine, wall s, CPU s, events/s, x ref, B/event, rows, count digits."""
+    if outcome.status != "ok":
+        first = {"budget": "> budget"}.get(outcome.status, outcome.status)
+        return ["-", f"> {budget_s:g}" if outcome.status == "budget" else "-", "-", first] + ["-"] * 4
+    d = outcome.data
+    ratio = f"{ref.data['wall_s'] / d['wall_s']:.3f}" if ref is not None and ref.status == "ok" else "-"
+    per_event = (d["peak_rss_bytes"] - d["rss_before_bytes"]) / n
+    return [d["engine_ran"], benchlib.seconds(d["wall_s"]), benchlib.seconds(d["cpu_s"]), f"{n / d['wall_s']:,.0f}",
+            ratio, f"{per_event:,.0f}", f"{d['rows']:,}", str(d["max_count_digits"])]
+
+
+def git_state() -> str:
+    """HEAD and the files that differ from it (read-only git commands)."""
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    changed = git("diff", "--name-only", "HEAD").split()
+    return git("rev-parse", "--short", "HEAD") + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
+
+
+def print_header(args: argparse.Namespace, command: str) -> dict[str, Any]:
+    import numba
+
+    import greta_stream
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    info = {"cpu": benchlib.cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
+            "memory_gib": benchlib.memory_gib(), "os": platform.platform(), "python": platform.python_version(),
+            "greta_stream": greta_stream.__version__, "module": str(Path(greta_stream.__file__).parent),
+            "numba": numba.__version__, "git": git_state()}
+    print("# greta-stream coverage benchmark: evaluate(engine='auto') per query shape" + (" (--quick)" * args.quick))
+    print(f"command : {command}")
+    print(f"machine : {info['cpu']}, {info['cores']} cores ({usable} usable), {info['memory_gib']} GiB RAM, {info['os']}")
+    print(f"python  : {info['python']} ({sys.executable}); numba {info['numba']}")
+    print(f"code    : greta_stream {info['greta_stream']} imported from {info['module']}; git of {ROOT}: {info['git']}")
+    print(f"data    : generators.stock_frame({args.events:,}, companies=20, sectors=4, rate=4/s, seed={args.seed}), "
+          f"{HALT_SHARE:.0%} of rows relabelled Halt: per 5-minute window 1,200 events, 60 per company")
+    print(f"measure : one fresh child per run, one after another; {WARMUP_EVENTS}-event warm-up and generation not "
+          f"timed; budget {args.budget_s:g} s; best of {args.repeat}; events/s = events / wall s; x ref = events/s / "
+          f"ref events/s; B/event = (child peak RSS - its RSS after warm-up and generation) / events", flush=True)
+    return info
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--events", type=int, default=20_000, help="events per measurement")
+    parser.add_argument("--wpe", default="2,12,60", help="windows per event (divisors of 300: SLIDE = 300 s / wpe)")
+    parser.add_argument("--budget-s", type=float, default=120.0, help="seconds a child may take before it is killed")
+    parser.add_argument("--repeat", type=int, default=1, help="children per measurement, the fastest kept")
+    parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--json", type=Path, help="also write every result to this JSON file")
+    parser.add_argument("--quick", action="store_true", help=f"{COMPARE_MAX_EVENTS:,} events: a smoke run")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # child: JSON spec
+    parser.add_argument("--result-file", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.events = COMPARE_MAX_EVENTS
+    try:
+        args.wpes = [int(w) for w in args.wpe.split(",")]
+    except ValueError:
+        parser.error(f"--wpe: expected integers separated by commas, got {args.wpe!r}")
+    if any(w < 1 or WINDOW_S % w for w in args.wpes):
+        parser.error("--wpe: each value must divide 300 (whole-second slides)")
+    if args.repeat < 1 or args.events < 1:
+        parser.error("--repeat and --events must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.one:
+        run_one(json.loads(args.one), args.result_file)
+        return 0
+    command = shlex.join([sys.executable, *sys.argv])
+    info = print_header(args, command)
+    check_queries(args.wpes)
+    compare = args.events <= COMPARE_MAX_EVENTS
+    why = refusals()
+    print("\nshapes (columnar refusal at this code version; '-' = the kernels take it):")
+    for shape in SHAPES:
+        print(f"  {shape:<12}  {query_text(shape, 12).split(' WITHIN')[0]}\n  {'':<12}  -> {why[shape] or '-'}")
+    columns = [("wpe", 3), ("slide", 5), ("shape", 12), ("engine", 8), ("wall s", 7), ("CPU s", 7), ("events/s", 10),
+               ("x ref", 6), ("B/event", 8), ("rows", 6), ("digits", 6)] + ([("check", 8)] if compare else [])
+    print(f"\n## {args.events:,} events, engine auto" + (" (check: rows vs engine='general')" if compare else ""),
+          flush=True)
+    table = Table(columns)
+    table.header()
+    records: list[dict[str, Any]] = []
+    mismatches: list[str] = []
+    started = time.perf_counter()
+    for wpe in args.wpes:
+        ref: Outcome | None = None
+        for shape in SHAPES:
+            spec = {"query": query_text(shape, wpe), "engine": "auto", "n": args.events, "seed": args.seed,
+                    "compare": compare}
+            outcome = best_of(spec, args.budget_s, args.repeat)
+            ref = outcome if shape == "ref" else ref
+            verdict = outcome.data.get("check") or "n/a"
+            row = [str(wpe), f"{WINDOW_S // wpe} s", shape, *cells(args.events, outcome, ref, args.budget_s)]
+            table.row(row + ([verdict] if compare else []))
+            if outcome.message:
+                print(f"      {outcome.message}", flush=True)
+            if verdict == "MISMATCH":
+                print(f"      {outcome.data['difference']}", flush=True)
+                mismatches.append(f"{shape} at {wpe} windows per event: {outcome.data['difference']}")
+            records.append({"shape": shape, "wpe": wpe, "query": spec["query"], "status": outcome.status,
+                            "message": outcome.message, **outcome.data})
+    print(f"\ntotal {time.perf_counter() - started:,.0f} s", flush=True)
+    for mismatch in mismatches:
+        banner = f"!!! MISMATCH: engine auto and engine general disagree on {mismatch}"
+        print(banner, flush=True)
+        print(banner, file=sys.stderr, flush=True)
+    if args.json:
+        doc = {"command": command, "machine": info, "config": {k: v for k, v in vars(args).items() if k != "one"},
+               "refusals": why, "records": records}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(doc, indent=2, default=str), encoding="utf-8")
+        print(f"results written to {args.json}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
