@@ -224,6 +224,28 @@ class QueryConfig(QueryOptions):
         return self._spec
 
 
+def delta_target(sink: SinkConfig) -> str | None:
+    """The Delta table a sink writes (its catalog name, or its folder resolved), None for another format."""
+    if sink.format != "delta":
+        return None
+    return f"table {sink.table}" if sink.table else str(Path(str(sink.path)).expanduser().resolve())
+
+
+def delta_tables_shared(sinks: list[tuple[str, SinkConfig]]) -> str:
+    """"" or why some Delta table is the sink of two queries (or of a query's rows and its dead
+    letters): their rows would mix in one table with no column saying whose."""
+    seen: dict[str, str] = {}
+    for name, sink in sinks:
+        target = delta_target(sink)
+        if target is None:
+            continue
+        if target in seen:
+            return (f"the Delta table {target} is the sink of {seen[target]!r} and of {name!r}: their rows would "
+                    "mix in one table, with no column saying whose; give each its own table")
+        seen[target] = name
+    return ""
+
+
 class PipelineConfig(StreamOptions):
     """Queries, their source, the checkpoint and the run's settings. Each query is compiled once
     (`compile`) with the pipeline's `fields`, and its `lateness_s` when it sets none (the query
@@ -261,6 +283,10 @@ class PipelineConfig(StreamOptions):
         for q in self.queries:
             if not q.sinks:
                 raise ValueError(f"query {q.name!r} has no sinks: its rows would go nowhere")
+        shared = delta_tables_shared([(q.name, s) for q in self.queries
+                                      for s in (*q.sinks, *([q.dead_letter] if q.dead_letter else []))])
+        if shared:
+            raise ValueError(shared)
         self.checkpoint = _resolved(self.checkpoint, info)
         return self
 

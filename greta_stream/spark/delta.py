@@ -70,6 +70,7 @@ class DeltaSink:
         self.app_id_file = app_id_file
         self.types: dict[str, DataType] = {}  # the source's column types ({} for JSON text), set by `bind`
         self._app_id: str | None = None
+        self._checked = False  # the target was checked (`_check_target`) before this sink's first write
 
     def bind(self, types: dict[str, DataType]) -> None:
         """The source's column types (the stream's DataFrame, when it starts)."""
@@ -98,6 +99,9 @@ class DeltaSink:
         if not outputs:
             return  # nothing to commit: Delta records no version for this batch, and needs none
         frame = self._rows(spark, outputs) if self.kind == "row" else self._dead(spark, outputs)
+        if not self._checked:
+            self._check_target(spark, frame)
+            self._checked = True
         writer = (frame.write.format("delta").mode("append")
                   .option("txnAppId", self.app_id()).option("txnVersion", batch_id)
                   .option("mergeSchema", "true" if self.cfg.merge_schema else "false"))
@@ -113,6 +117,31 @@ class DeltaSink:
             writer.saveAsTable(self.cfg.table)
         else:
             writer.save(self.cfg.path)
+
+    def _check_target(self, spark: SparkSession, frame: DataFrame) -> None:
+        """Before the first write: a folder of other files is no table to create around them, and an
+        existing table must have the columns this query writes (one line saying which differ)."""
+        table = self.cfg.table
+        if table:
+            exists = spark.catalog.tableExists(table)
+        else:
+            path = str(self.cfg.path)
+            local = Path(path) if "://" not in path else None
+            if local is not None and local.is_dir() and any(local.iterdir()) and not (local / "_delta_log").is_dir():
+                raise ConfigError(f"query {self.query!r}: the Delta sink path {path} holds files and is not a Delta "
+                                  "table: give a new or empty folder, or an existing Delta table")
+            exists = local is None or (local / "_delta_log").is_dir()
+        if not exists or self.cfg.merge_schema:
+            return
+        try:
+            have = (spark.table(table) if table else spark.read.format("delta").load(str(self.cfg.path))).schema
+        except Exception:  # noqa: BLE001 - not readable as a table (a remote path not there yet): the write says
+            return
+        differ = _schema_differences({f.name: f.dataType for f in have.fields},
+                                     {f.name: f.dataType for f in frame.schema.fields})
+        if differ:
+            raise ConfigError(f"query {self.query!r}: the Delta table {self.target} has other columns than the query "
+                              f"writes: {differ} (a new table, or merge_schema: true to add columns)")
 
     def _rows(self, spark: SparkSession, rows: list[Any]) -> DataFrame:
         counts = self.cfg.counts
@@ -141,3 +170,15 @@ class DeltaSink:
 
         frame = spark.createDataFrame([(p,) for p in payloads], "payload string")
         return frame.select(F.from_json("payload", DEAD_LETTER_SCHEMA).alias("d")).select("d.*")
+
+
+def _schema_differences(table: dict[str, DataType], written: dict[str, DataType]) -> str:
+    """"" when a table takes what is written (its columns, of their types; a column it has and the
+    write lacks stays null), else the differences in one line."""
+    out = []
+    for name, kind in written.items():
+        if name not in table:
+            out.append(f"{name} ({kind.simpleString()}) is not in the table")
+        elif table[name] != kind:
+            out.append(f"{name} is {table[name].simpleString()} in the table, {kind.simpleString()} written")
+    return "; ".join(out)

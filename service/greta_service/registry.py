@@ -49,6 +49,8 @@ from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
+from greta_stream.pipeline import SinkConfig
+from greta_stream.pipeline.model import delta_tables_shared
 
 log = logging.getLogger("greta_service")
 
@@ -108,6 +110,14 @@ class Registry:
             query = query_config(rec)  # its source, sinks and options as the pipeline model
         except ConfigError as exc:
             raise config_error(str(exc)) from None
+        others = [r for r in self.store.list_queries() if r.id != replacing and r.name != rec.name]
+        shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
+                                      for r in others for s in (*r.sinks, *([r.dead_letter] if r.dead_letter else []))
+                                      if s.get("format") == "delta"]
+                                     + [(rec.name, s) for s in (*query.sinks, *([query.dead_letter]
+                                                                               if query.dead_letter else []))])
+        if shared:
+            raise ServiceError(409, shared)
         self._limits(rec, replacing)
         try:
             spec = run_spec(rec, self.settings, query=query)

@@ -208,3 +208,46 @@ def test_a_sink_names_a_catalog_table(spark, tmp_path: Path) -> None:  # noqa: A
         assert got == expected([e for c in chunks for e in c])
     finally:
         spark.sql("DROP DATABASE IF EXISTS greta_test CASCADE")
+
+
+def test_a_delta_sink_refuses_a_folder_of_other_files_and_a_table_of_other_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Nothing is created around files that are not a table; a table of other columns fails in one line."""
+    from greta_stream.spark.delta import DeltaSink
+    from greta_stream.spark.pipeline import Output
+
+    def sink_to(target: Path, text: str = Q) -> tuple[DeltaSink, Output]:
+        cfg = PipelineConfig.from_dict({"source": {"path": "in"}, "checkpoint": "chk", "queries": [
+            {"name": "q", "text": text, "sinks": [{"format": "delta", "path": str(target)}]}]})
+        spec = cfg.queries[0].spec
+        assert spec is not None
+        row = Output("q", "row", 0.0, 20.0, '["1"]', json.dumps(
+            {"window_start": 0, "window_end": 20, "company": 1, "count": 3, "sum_S_volume": 3, "max_S_price": 2.5}),
+            None)
+        return DeltaSink("q", "row", cfg.queries[0].sinks[0], spec, None), row
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("not a table\n")
+    sink, row = sink_to(other)
+    with pytest.raises(ConfigError, match="holds files and is not a Delta table"):
+        sink.write(spark, 0, [row])
+    assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
+
+    table = tmp_path / "t"
+    sink, row = sink_to(table)
+    sink.write(spark, 0, [row])
+    text_counts = Q.replace("SUM(S.volume)", "AVG(S.volume)")  # another column: avg_S_volume, no sum
+    again, _ = sink_to(table, text_counts)
+    moved = row._replace(payload=json.dumps({"window_start": 0, "window_end": 20, "company": 1, "count": 3,
+                                             "avg_S_volume": 1.5, "max_S_price": 2.5}))
+    with pytest.raises(ConfigError, match=r"avg_S_volume \(double\) is not in the table"):
+        again.write(spark, 1, [moved])
+
+
+def test_two_queries_may_not_write_one_delta_table() -> None:
+    doc = {"source": {"path": "in"}, "checkpoint": "chk", "queries": [
+        {"name": "a", "text": Q, "sinks": [{"format": "delta", "path": "/tmp/shared-table"}]},
+        {"name": "b", "text": Q, "sinks": [{"format": "jsonl", "path": "/tmp/b"}],
+         "dead_letter": {"format": "delta", "path": "/tmp/shared-table/"}}]}
+    with pytest.raises(ConfigError, match="the Delta table /tmp/shared-table is the sink of 'a' and of 'b'"):
+        PipelineConfig.from_dict(doc)

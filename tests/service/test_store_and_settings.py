@@ -186,3 +186,26 @@ def test_reads_need_the_key_unless_public_reads(tmp_path: Path) -> None:
     public = TestClient(create_app(Settings(data_dir=tmp_path, api_key="k", public_reads=True)))
     assert public.get("/openapi.json").status_code == 200
     assert public.post("/queries/some/stop").status_code == 401  # changes still need it
+
+
+def test_a_registration_may_not_write_another_querys_delta_table(tmp_path: Path) -> None:
+    """Checked before anything is registered (no Spark): two queries' rows would mix in one table."""
+    from greta_service.registry import Registry, ServiceError
+    from greta_service.schemas import QueryCreate
+
+    (tmp_path / "in").mkdir()
+    store = SQLiteStore(tmp_path / "greta.sqlite")
+    registry = Registry(Settings(data_dir=tmp_path), store)
+
+    def request(name: str, sink: dict[str, str]) -> QueryCreate:
+        return QueryCreate.model_validate({"name": name, "text": "RETURN COUNT(*) PATTERN A+ WITHIN 1 s",
+                                           "source": {"format": "jsonl", "path": "in"}, "sinks": [sink]})
+
+    first, _ = registry.prepare(request("a", {"format": "delta", "path": "tables/t"}))
+    store.save_query(first)
+    with pytest.raises(ServiceError, match="the Delta table .*tables/t is the sink of 'a' and of 'b'") as err:
+        registry.prepare(request("b", {"format": "delta", "path": "tables/t"}))
+    assert err.value.status == 409
+    registry.prepare(request("b", {"format": "delta", "path": "tables/u"}))  # its own table: fine
+    registry.prepare(request("a", {"format": "delta", "path": "tables/t"}), replacing=first.id)  # a PATCH of a
+    store.close()
