@@ -32,6 +32,11 @@ QUERIES = {
                 "WHERE [g] AND A.v <= NEXT(A).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
     "runs": "RETURN segment, COUNT(*) PATTERN SEQ(NOT Accident X, Position P+) "
             "WHERE [P.vehicle, segment] AND P.speed > NEXT(P).speed GROUP-BY segment WITHIN 30 s SLIDE 10 s",
+    # the columnar engine's wider shapes: one type at three positions (one negated), a middle and a
+    # trailing NOT, MIN/MAX over a SEQ, a predicate across two positions
+    "widened": "RETURN sector, COUNT(*), MAX(S.price), MIN(A.price) PATTERN SEQ(Stock A, NOT Halt H, Stock S+, "
+               "NOT Stock N) WHERE [company, sector] AND S.price > NEXT(S).price AND A.price < NEXT(S).price "
+               "AND N.price > 104 GROUP-BY sector WITHIN 60 s SLIDE 20 s",
 }
 
 
