@@ -49,7 +49,9 @@ class QuerySetPlan:
     units: tuple[Any, ...]
 
     def explain(self) -> str:
-        head = (f"{len(self.queries)} queries in {len(self.units)} units; each query shards by its own GROUP-BY "
+        nq, nu = len(self.queries), len(self.units)
+        head = (f"{nq} quer{'y' if nq == 1 else 'ies'} in {nu} unit{'' if nu == 1 else 's'}; each query shards by "
+                "its own GROUP-BY "
                 f"attributes and keeps its own lateness")
         return "\n".join([head, *(u.explain() for u in self.units)])
 

@@ -59,3 +59,14 @@ def test_a_family_whose_queries_validate_differently_splits_when_they_disagree(s
     for b in batches:
         multi.add_many(b)
     assert len(multi.units[0].parts) == 2  # split by validation
+
+
+def test_the_plan_counts_in_words() -> None:
+    from greta_stream.runtime.planner import plan_units
+    from greta_stream.runtime.queryset import QuerySet
+    from greta_stream.runtime.spec import RunSpec
+
+    one = RunSpec.create("RETURN COUNT(*) PATTERN A+ WITHIN 1 s")
+    assert plan_units(QuerySet.of({"q": one})).explain().startswith("1 query in 1 unit;")
+    two = QuerySet.of({"q": one, "r": RunSpec.create("RETURN COUNT(*) PATTERN B+ WITHIN 1 s")})
+    assert plan_units(two).explain().startswith("2 queries in 2 units;")
