@@ -9,6 +9,8 @@ nothing else of the package.
 
 from __future__ import annotations
 
+import difflib
+
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -48,10 +50,24 @@ def lateness_flag(lateness: float | None, watermark: float | None) -> float | No
 
 
 def existing_file(path: Path, what: str) -> Path:
-    """`path` when it names a readable file ('-' for stdin passes), else a one-line error."""
+    """`path` when it names a readable file ('-' for stdin passes), else a one-line error (with the
+    closest name in its folder, when one is close)."""
     if str(path) != "-" and not path.is_file():
-        fail(f"{what} {str(path)!r}: {'is a folder, not a file' if path.is_dir() else 'no such file'}")
+        if path.is_dir():
+            fail(f"{what} {str(path)!r}: is a folder, not a file")
+        fail(f"{what} {str(path)!r}: no such file{_near(path)}")
     return path
+
+
+def _near(path: Path) -> str:
+    """"; did you mean '<folder>/<name>'?" for the closest file name in the path's folder, else ""."""
+    folder = path.parent
+    try:
+        names = [p.name for p in folder.iterdir() if p.is_file()][:1000] if folder.is_dir() else []
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
+    return f"; did you mean {str(folder / close[0])!r}?" if close else ""
 
 
 def existing_folder(path: str, what: str) -> str:

@@ -150,6 +150,12 @@ def test_fixed_values_are_choices(tmp_path: Path) -> None:
     assert res.returncode == 0 and "aggregate|cet" in res.stdout and "complete|all" in res.stdout
 
 
+def test_a_missing_events_file_names_the_closest_one_in_its_folder() -> None:
+    one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", "samples/stock/event.jsonl"),
+                   "no such file; did you mean 'samples/stock/events.jsonl'?")
+    one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", "samples/stock/zzz"), "no such file")
+
+
 def test_explain_says_which_engine_runs_the_query() -> None:
     assert cli("explain", "-q", "configs/q1_stock.greta").stdout.rstrip().endswith("runs on: the columnar engine")
     res = cli("explain", "-q", "RETURN COUNT(*) PATTERN SEQ(Stock A, Stock S+) WHERE A.price < NEXT(S).price "
