@@ -10,7 +10,6 @@ nothing else of the package.
 from __future__ import annotations
 
 import difflib
-
 import sys
 from enum import StrEnum
 from pathlib import Path
