@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
 from greta_service.routes import docs, health, page, plan, queries, results
-from greta_service.routes.deps import Reading
+from greta_service.routes.deps import Reading, errors
 from greta_service.runner import short_error
 from greta_service.settings import Settings
 from greta_service.store import Retention, check_registry, open_store, restore_registry
@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None, *, restore_registry: bool = Fal
     app.include_router(health.router)  # /healthz and /readyz answer anyone; /metrics needs the key (health.py)
     app.include_router(page.router)  # takes the key once from /?key= into a cookie (page.py)
     for module in (queries, results, plan, docs):
-        app.include_router(module.router, dependencies=Reading)
+        app.include_router(module.router, dependencies=Reading, responses=errors(401))
     docs.mount_assets(app)
     return app
 

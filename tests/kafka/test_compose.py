@@ -55,7 +55,7 @@ def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_br
             done = subprocess.run(["/bin/sh", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
-        client = ServiceClient(url)
+        client = ServiceClient(url, api_key=spec["environment"]["GRETA_API_KEY"])  # reads need the key too
         assert sorted(q["name"] for q in client.queries()) == sorted(QUERIES)
 
         for topic in QUERIES.values():

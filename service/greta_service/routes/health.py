@@ -29,7 +29,9 @@ def readyz(registry: RegistryDep) -> JSONResponse:
 
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=Reading,
-            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}, 401: {}})
+            responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+                       401: {"description": "missing or wrong API key",  # errors are JSON, the metrics text
+                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}})
 def metrics(request: Request) -> Response:
     """Service, stream and per-query metrics in the Prometheus text format (see `greta_service.metrics`)."""
     return Response(generate_latest(request.app.state.metrics.prometheus), media_type=CONTENT_TYPE_LATEST)
