@@ -12,12 +12,14 @@ the stream stands with a query whose windows per event (W / slide,
     WHERE [company, sector] AND S.price > NEXT(S).price
     GROUP-BY sector WITHIN <W> SLIDE <W / windows per event>
 
-- ``general``: one the columnar engine refuses ("a predicate over several
-  aliases": ``A.price < NEXT(S).price`` links A to S), so the general engine
-  runs it (``RunSpec.runner_kind`` is "general"; the script prints it)::
+- ``general``: a nested Kleene the columnar engine refuses ("a Kleene plus
+  or SEQ over more than one event type"), run by the general engine, and
+  pinned to it (``engine: general``) so that it stays there whatever the
+  columnar engine comes to cover. The script prints what runs it and, under ``engine: auto``, the columnar
+  engine's refusal (``RunSpec.runner_kind``, ``RunSpec.columnar_refusal``)::
 
-    RETURN sector, COUNT(*), AVG(S.price) PATTERN SEQ(Stock A, Stock S+)
-    WHERE [company, sector] AND S.price > NEXT(S).price AND A.price < NEXT(S).price
+    RETURN sector, COUNT(*), AVG(S.price) PATTERN (SEQ(Stock A, Stock S+))+
+    WHERE [company, sector] AND S.price > NEXT(S).price
     GROUP-BY sector WITHIN <W> SLIDE <W / windows per event>
 
   The general engine is far slower than the columnar one, and its time per
@@ -28,8 +30,12 @@ the stream stands with a query whose windows per event (W / slide,
   ``max_trends: 10`` per window and group, so that the output stays small;
   each record keeps the exact total). Q1's pattern does not explode here:
   the graph is kept, trends are only extracted up to the cap when a window
-  closes (at 200 ev/s and 1 hour a window close costs about a second), so
-  no more selective pattern was needed.
+  closes (at 200 ev/s and 1 hour, 10 windows per event, one batch in 36
+  closes a window, in 2-8 s in engine mode), so no more selective pattern
+  was needed. Through the CLI the 1-hour case takes about an hour on 2
+  cores: a shard's batch that Spark hands to the other Python worker
+  rebuilds the extractor from its log (the window's events), and that
+  grows with the window.
 
 Input: a seeded stock stream (100 companies in 10 sectors, prices a
 geometric random walk per company as in ``generators.stock``, Poisson
@@ -60,13 +66,16 @@ Modes (``--modes``), each configuration in a fresh process, one at a time:
   ``max_files_per_trigger: 1``, ``once: true``, a jsonl sink, a checkpoint
   in a temp folder, ``operator: transformWithStateInPandas`` (the default
   operator, said explicitly: state written as it changes), the query's
-  ``mode`` and ``max_trends`` for ``cet``; ``--set KEY=VALUE`` (repeatable;
+  options (``engine`` for ``general``, ``mode`` and ``max_trends`` for
+  ``cet``); ``--set KEY=VALUE`` (repeatable;
   dotted keys, YAML values) is merged into that config first, e.g. ``--set
   operator=applyInPandasWithState`` for the operator that rewrites the state whole. Per
   batch: the ms of its progress line on stderr, and the bytes the state
   store wrote (``state_bytes_by_version``: the checkpoint's state files of
   that batch's version). Memory: the peak of the summed RSS of the run's
   ``pyspark.daemon`` and ``pyspark.worker`` processes, polled every 0.5 s.
+  The state files are scanned every 5 s while the run goes on, as Spark's
+  maintenance deletes those of all but the last 100 or so versions.
 
 Columns: ``window``, ``slide``, ``rate ev/s``, ``ev/batch``, ``batches``
 (done, with events), ``kept ev`` (window x rate); ``med ms``, ``max ms``:
@@ -101,7 +110,9 @@ start)::
     $B --query general --sweeps window --windows-min 5,40 --rate 50 --windows-per-event 10 \\
         --budget-s 3600 --json out/lw-general-5v40.json
     $B --query cet --sweeps window --windows-min 5,60 --rate 200 --windows-per-event 10 \\
-        --budget-s 3600 --json out/lw-cet-5v60.json
+        --modes engine --json out/lw-cet-5v60.json
+    $B --query cet --sweeps window --windows-min 5,60 --rate 200 --windows-per-event 10 \\
+        --modes run --budget-s 7200 --json out/lw-cet-5v60-run.json
 """
 
 from __future__ import annotations
@@ -138,27 +149,30 @@ from benchlib import Table, cpu_model, memory_gib  # noqa: E402
 
 Q1_TEXT = ("RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] AND S.price > "
            "NEXT(S).price GROUP-BY sector WITHIN {window_s:g} seconds SLIDE {slide_s:g} seconds")
-GENERAL_TEXT = ("RETURN sector, COUNT(*), AVG(S.price) PATTERN SEQ(Stock A, Stock S+) WHERE [company, sector] AND "
-                "S.price > NEXT(S).price AND A.price < NEXT(S).price GROUP-BY sector WITHIN {window_s:g} seconds "
-                "SLIDE {slide_s:g} seconds")
+GENERAL_TEXT = ("RETURN sector, COUNT(*), AVG(S.price) PATTERN (SEQ(Stock A, Stock S+))+ WHERE [company, sector] AND "
+                "S.price > NEXT(S).price GROUP-BY sector WITHIN {window_s:g} seconds SLIDE {slide_s:g} seconds")
 CET_MAX_TRENDS = 10
 
 
 @dataclass(frozen=True)
 class Query:
-    """A measured query (`--query`): its text with `{window_s}` and `{slide_s}` to fill, its mode and
-    CET's cap on trends per (window, group), what it measures (`label`) and the issue's commands for it."""
+    """A measured query (`--query`): its text with `{window_s}` and `{slide_s}` to fill, its mode,
+    engine and CET's cap on trends per (window, group), what it measures (`label`) and the issue's
+    commands for it."""
 
     name: str
     label: str
     template: str
     mode: str = "aggregate"
+    engine: str = "auto"
     max_trends: int | None = None
     targets: tuple[str, ...] = ()
 
     def options(self) -> dict[str, Any]:
         """`RunSpec.create`'s keywords beyond the text (the pipeline config's query keys are the same)."""
-        return {"mode": self.mode, "max_trends": self.max_trends} if self.mode == "cet" else {}
+        if self.mode == "cet":
+            return {"mode": self.mode, "max_trends": self.max_trends}
+        return {"engine": self.engine} if self.engine != "auto" else {}
 
 
 QUERIES = {q.name: q for q in [
@@ -167,13 +181,15 @@ QUERIES = {q.name: q for q in [
         "--sweeps window --windows-min 10,40,60,240 --rate 200 --budget-s 14400 --json out/lw-windows.json",
         "--sweeps rate --rates 200,500,1000,2000,5000 --budget-s 7200 --json out/lw-rates.json",  # rates at 1 h
         "--sweeps rate --rates 2000 --batch-events 20000 --budget-s 7200 --json out/lw-2000-20k.json")),
-    Query("general", "SEQ(Stock A, Stock S+) with an A-to-S edge (general engine)", GENERAL_TEXT, targets=(
-        "--query general --sweeps window --windows-min 5,40 --rate 50 --windows-per-event 10 --budget-s 3600 "
-        "--json out/lw-general-5v40.json",)),
+    Query("general", "(SEQ(Stock A, Stock S+))+, a nested Kleene (general engine)", GENERAL_TEXT, engine="general",
+          targets=("--query general --sweeps window --windows-min 5,40 --rate 50 --windows-per-event 10 "
+                   "--budget-s 3600 --json out/lw-general-5v40.json",)),
     Query("cet", f"Q1's pattern in CET mode, complete trends, at most {CET_MAX_TRENDS} per window and group",
           Q1_TEXT, mode="cet", max_trends=CET_MAX_TRENDS, targets=(
-              "--query cet --sweeps window --windows-min 5,60 --rate 200 --windows-per-event 10 --budget-s 3600 "
-              "--json out/lw-cet-5v60.json",)),
+              "--query cet --sweeps window --windows-min 5,60 --rate 200 --windows-per-event 10 --modes engine "
+              "--json out/lw-cet-5v60.json",  # a few minutes; through the CLI about an hour:
+              "--query cet --sweeps window --windows-min 5,60 --rate 200 --windows-per-event 10 --modes run "
+              "--budget-s 7200 --json out/lw-cet-5v60-run.json")),
 ]}
 COMPANIES, SECTORS = 100, 10
 COLUMNS = [("mode", 6), ("window", 6), ("slide", 5), ("rate ev/s", 9), ("ev/batch", 8), ("batches", 7),
@@ -351,6 +367,7 @@ def warm_up(query: str) -> None:
 # ------------------------------------------------------------------ run mode
 
 PROGRESS = re.compile(r"^\[[^\]]+\] batch (\d+): ([\d,]+) events \([\d,]+/s\) in ([\d,]+) ms;")
+STATE_SCAN_S = 5.0  # seconds between two scans of a run's state files
 STATE_FILE = re.compile(r"^(\d+)(?:_[^.]+)?\.(delta|snapshot|changelog|zip)$")
 
 
@@ -390,9 +407,11 @@ def pipeline_config(case: Case, work: Path, shards: int, sets: list[str]) -> dic
     return config
 
 
-def state_bytes_by_version(state_dir: Path) -> dict[int, int]:
+def state_bytes_by_version(state_dir: Path, seen: dict[str, tuple[int, int]] | None = None) -> dict[int, int]:
     """Bytes Spark's state store wrote per state version under `<checkpoint>/<stream>/state/`
-    (every operator and partition); version v is written by batch v - 1.
+    (every operator and partition); version v is written by batch v - 1. `seen`: the files of
+    earlier scans (`state_files`, taken while the run went on), since Spark's maintenance deletes
+    the files of all but the last 100 or so versions (`spark.sql.streaming.minBatchesToRetain`).
 
     Reads both providers' names. HDFS-backed (Spark's default, what greta runs on):
     `<v>.delta` per partition and version, and the `<v>.snapshot` that maintenance
@@ -402,19 +421,32 @@ def state_bytes_by_version(state_dir: Path) -> dict[int, int]:
     the first zip of their partition written at or after them. `.crc` files and
     `_metadata` are left out."""
     out: dict[int, int] = {}
+    for version, size in {**(seen or {}), **state_files(state_dir)}.values():
+        out[version] = out.get(version, 0) + size
+    return out
+
+
+def state_files(state_dir: Path) -> dict[str, tuple[int, int]]:
+    """The state files under `state_dir` now (see `state_bytes_by_version`): path -> (the version
+    it counts in, bytes). A file deleted while it is read is left out."""
+    out: dict[str, tuple[int, int]] = {}
     for part in [p for p in state_dir.glob("*/*") if p.is_dir() and not p.name.startswith("_")]:
         zips = []
-        for f in part.iterdir():
-            m = STATE_FILE.match(f.name)
-            if m and f.is_file():
-                version = int(m.group(1))
-                out[version] = out.get(version, 0) + f.stat().st_size
-                if m.group(2) == "zip":
-                    zips.append((f.stat().st_mtime, version))
-        for sst in part.glob("SSTs/*.sst"):
-            later = [v for t, v in sorted(zips) if t >= sst.stat().st_mtime]
-            if later:
-                out[later[0]] = out.get(later[0], 0) + sst.stat().st_size
+        with contextlib.suppress(FileNotFoundError):
+            for f in part.iterdir():
+                m = STATE_FILE.match(f.name)
+                with contextlib.suppress(FileNotFoundError):
+                    if m and f.is_file():
+                        st = f.stat()
+                        out[str(f)] = (int(m.group(1)), st.st_size)
+                        if m.group(2) == "zip":
+                            zips.append((st.st_mtime, int(m.group(1))))
+            for sst in part.glob("SSTs/*.sst"):
+                with contextlib.suppress(FileNotFoundError):
+                    st = sst.stat()
+                    later = [v for t, v in sorted(zips) if t >= st.st_mtime]
+                    if later:
+                        out[str(sst)] = (later[0], st.st_size)
     return out
 
 
@@ -463,18 +495,23 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
                                   daemon=True)
         reader.start()
         status, peak, deadline = "ok", 0, time.monotonic() + args.budget_s
+        state_dir, scanned = work / "checkpoint" / "source" / "state", time.monotonic()
+        seen: dict[str, tuple[int, int]] = {}
         while proc.poll() is None:
             if time.monotonic() > deadline:
                 status = "over budget"
                 _kill(proc)
                 break
             peak = max(peak, _worker_rss(proc.pid))
+            if time.monotonic() - scanned > STATE_SCAN_S:  # before maintenance deletes old versions' files
+                seen.update(state_files(state_dir))
+                scanned = time.monotonic()
             time.sleep(0.5)
         proc.wait()
         reader.join(10)
         if status == "ok" and proc.returncode:
             status = f"error: exit {proc.returncode}: " + (lines[-1][1].strip()[:100] if lines else "")
-        versions = state_bytes_by_version(work / "checkpoint" / "source" / "state")
+        versions = state_bytes_by_version(state_dir, seen)
     batches, wall = _batches(lines, versions)
     return {"batches": batches, "status": status, "rss": peak or None, "wall_s": wall}
 
@@ -617,7 +654,7 @@ def _floats(text: str) -> list[float]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--query", choices=list(QUERIES), default="q1",
-                    help="q1 (columnar engine), general (an A-to-S edge: the general engine) or cet (Q1's pattern, "
+                    help="q1 (columnar engine), general (a nested Kleene: the general engine) or cet (Q1's pattern, "
                          f"CET mode, at most {CET_MAX_TRENDS} trends per window and group)")
     ap.add_argument("--sweeps", default="window,rate", help="window and/or rate")
     ap.add_argument("--windows-min", default="5,10", help="window sweep: window lengths in minutes")
@@ -649,10 +686,15 @@ def main(argv: list[str] | None = None) -> int:
     args.sweeps, args.modes = args.sweeps.split(","), args.modes.split(",")
     if not set(args.sweeps) <= {"window", "rate"} or not set(args.modes) <= {"engine", "run"}:
         raise SystemExit("--sweeps takes window and/or rate, --modes engine and/or run")
+    from greta_stream.runtime import RunSpec
+
     check = Case("check", 60.0, 1.0, 1.0, 1.0, 1.0, args.query)
     pipeline_config(check, Path("."), args.shards, args.set)  # a bad --set fails now
     query, spec = QUERIES[args.query], check.spec()
-    refused = f" (columnar engine refuses it: {spec.columnar_refusal})" if spec.runner_kind == "general" else ""
+    auto = RunSpec.create(check.text, **{k: v for k, v in query.options().items() if k != "engine"})
+    refused = "" if spec.runner_kind != "general" else (
+        f" (under engine auto: {auto.runner_kind}; the columnar engine refuses it: {auto.columnar_refusal})"
+        if auto.columnar is None else " (under engine auto the columnar engine would run it)")
     text = query.template.replace("{window_s:g}", "<W>").replace("{slide_s:g}", "<W / windows per event>")
     options = "".join(f", {k} {v}" for k, v in query.options().items())
     print(f"query {query.name}: {query.label}\n  {text}\n  runner: {spec.runner_kind}{options}{refused}")
