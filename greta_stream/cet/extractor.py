@@ -35,6 +35,7 @@ import gc
 import hashlib
 import itertools
 import math
+import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -259,13 +260,11 @@ class TrendExtractor(Logged):
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
         """State as bytes (format-versioned, tied to the query and the options); caches are dropped.
-        Where a chunk store is open, its log of events instead of its graph
+        Where a chunk store is open, a base and the log of events since it
         (`greta_stream.engine.engine.Logged`)."""
         logged = self._log_state()
         if logged is not None:
-            counter = self.counter.snapshot() if self.counter is not None else None
-            return dumps({**logged, "query": _fingerprint(self.cq, self.config), "next_ekey": self.next_ekey,
-                          "counter": counter})
+            return dumps({**logged, "query": _fingerprint(self.cq, self.config), "next_ekey": self.next_ekey})
         state = {
             "format": SNAPSHOT_FORMAT,
             "query": _fingerprint(self.cq, self.config),
@@ -274,20 +273,17 @@ class TrendExtractor(Logged):
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
             "counter": self.counter.snapshot() if self.counter is not None else None,
-            **self._log_beside(),
         }
-        return dumps(state)
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> TrendExtractor:
         """An extractor that continues exactly where `snapshot()` left off."""
         ex = cls(query, **kwargs)
         state = load_snapshot(data, SNAPSHOT_FORMAT, _fingerprint(ex.cq, ex.config), "CET", "query or options")
-        counter = state["counter"]
         if state["format"] == LOGGED_FORMAT:
-            if counter is not None:  # restored first: the replay's advance leaves it where it is
-                ex.counter = Engine.restore(count_query(ex.cq), counter, fields=ex.fields)
-            ex._replay(state)
+            ex = cls.restore(query, state["base"].whole, **kwargs)
+            ex._resume(state)
             ex.next_ekey = max(ex.next_ekey, state["next_ekey"])
             ex.metrics["cache_units"] = ex.budget.used
             return ex
@@ -299,8 +295,15 @@ class TrendExtractor(Logged):
             ex.counter = Engine.restore(count_query(ex.cq), state["counter"], fields=ex.fields)
         if ex.front.time_kind is not None:
             ex.plan = ex._plan()
-        ex._whole_restore(state)
         return ex
+
+    def _replaying(self, events: list[Event]) -> None:
+        counter = self.counter
+        if counter is not None:  # it counts `all` trends over the same events
+            counter.front.validator.time_kind = self.front.time_kind
+            if counter.plan is None and counter.front.time_kind is not None:
+                counter.plan = counter._plan()
+            counter.front.buffer.extend(events)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,12 +9,13 @@ state store keeps them under their keys until no snapshot refers to them.
 Restoring reads them back from the store (`loads`). Without a store open,
 snapshots hold their chunks whole.
 
-Two kinds of chunk: the columnar stream's kept events (`columnar.kept.KeptChunk`,
-registered under the empty tag) and the general engine's and CET's
-accepted events (`EventChunk`, below): a runner that keeps an `EventLog`
-snapshots as its log and rebuilds its graph by replaying it on restore, so
-its state per micro-batch is that batch's events, not its whole graph
-(docs/DESIGN.md, "Incremental state").
+Kinds of chunk: the columnar stream's kept events (`columnar.kept.KeptChunk`,
+registered under the empty tag), and the general engine's and CET's graph
+every few micro-batches (`BaseChunk`) with the events accepted since
+(`EventChunk` in an `EventLog`): such a runner snapshots as its latest base
+and its log, and a restore loads the base and replays the log, so its
+state per micro-batch is that batch's events and a share of a base, not its
+whole graph (docs/DESIGN.md, "Incremental state").
 """
 
 from __future__ import annotations
@@ -72,6 +73,16 @@ def chunk_store(source: dict[str, bytes] | None = None) -> Iterator[ChunkStore]:
 def store_open() -> bool:
     """Whether snapshots taken now keep their chunks out (an incremental state store)."""
     return _STORE.get() is not None
+
+
+@contextmanager
+def store_closed() -> Iterator[None]:
+    """Within it, snapshots are whole (chunks in them), as without a store (a base, below)."""
+    token = _STORE.set(None)
+    try:
+        yield
+    finally:
+        _STORE.reset(token)
 
 
 @contextmanager
@@ -188,6 +199,28 @@ def _decode_events(data: bytes) -> EventChunk:
 register(EventChunk, "E", _decode_events)
 
 
+@dataclass(eq=False)
+class BaseChunk:
+    """A runner's whole snapshot (its graph), taken every few micro-batches: a logged
+    snapshot is the latest base and the log of the events accepted since it."""
+
+    whole: bytes
+    _key: str | None = field(default=None, repr=False)
+    _size: int = field(default=0, repr=False)
+
+    def encode(self) -> bytes:
+        return zlib.compress(self.whole, 1)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"whole": self.whole}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.whole, self._key, self._size = state["whole"], None, 0
+
+
+register(BaseChunk, "B", lambda data: BaseChunk(zlib.decompress(data)))
+
+
 class EventLog:
     """A runner's accepted events whose windows are not all reported, one
     chunk per micro-batch: what it snapshots instead of its graph where a
@@ -220,5 +253,5 @@ class EventLog:
         return sum(c.nbytes for c in self.chunks)
 
 
-__all__ = ["ChunkStore", "EventChunk", "EventLog", "chunk_store", "content_key", "dumps", "loads", "register",
-           "store_open", "tracked"]
+__all__ = ["BaseChunk", "ChunkStore", "EventChunk", "EventLog", "chunk_store", "content_key", "dumps", "loads",
+           "register", "store_closed", "store_open", "tracked"]

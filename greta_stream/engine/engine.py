@@ -15,20 +15,22 @@ Results do not depend on arrival order or on where the watermark advances
 
 A snapshot holds the graph (its partitions) whole; where a chunk store is
 open (the incremental Spark operator, `greta_stream.engine.chunks`) it holds
-the accepted events whose windows are not all reported instead, one chunk
-per micro-batch written once, and a restore rebuilds the graph by replaying
-them (`Logged`): the state a micro-batch writes is then its own events.
+a base (the whole snapshot, taken every BASE_EVERY micro-batches) and the
+events accepted since, one chunk per micro-batch written once, and a
+restore loads the base and replays them (`Logged`): a micro-batch writes
+its own events and, every BASE_EVERY, the graph.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
+import pickle
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
-from greta_stream.engine.chunks import EventLog, dumps, loads, store_open
+from greta_stream.engine.chunks import BaseChunk, EventLog, dumps, loads, store_closed, store_open
 from greta_stream.engine.ingest import DeadLetterSink, Event, FieldNames, Front, Fronted, WatermarkOf
 from greta_stream.engine.partition import Partition
 from greta_stream.engine.plan import GraphPlan, Metrics
@@ -38,20 +40,24 @@ from greta_stream.engine.values import FLOAT_BITS
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 3  # 2: packed vertex aggregates (lanes.py); 3: cells of whole bytes
-LOGGED_FORMAT = "log-1"  # the accepted events of open windows, replayed on restore
+LOGGED_FORMAT = "log-2"  # a base (the whole snapshot) and the events accepted since, replayed on restore
+
+
+BASE_EVERY = 16  # micro-batches between two bases of a logged runner: a restore replays at most this many
 
 
 class Logged(Fronted):
-    """A runner that logs its accepted events (`EventLog`) while their windows
-    are open, and snapshots as that log where a chunk store is open: the
-    general engine and CET extraction. A restore from its graph (a whole
-    snapshot) logs from then on; its log stands for its state once every
-    window open at that time was reported (`_log_from`)."""
+    """A runner that logs its accepted events (`EventLog`) and, where a chunk
+    store is open, snapshots as a base (its whole snapshot, taken every
+    BASE_EVERY snapshots) and the log of the events accepted since: the
+    general engine and CET extraction. A restore loads the base and replays
+    the log up to the saved watermark."""
 
     log: EventLog
     plan: Any
     metrics: Metrics
-    _log_from: Any = None  # the watermark of a whole restore: earlier events are not in the log
+    _base: BaseChunk | None = None  # the latest base (None: take one at the next logged snapshot)
+    _base_age: int = 0  # logged snapshots since it
 
     def _logged(self, accepted: bool) -> bool:
         """Log the event the front just buffered (when `accepted`)."""
@@ -65,63 +71,54 @@ class Logged(Fronted):
         if self.plan is not None:
             self.log.prune(self.plan.tb.last_window, target)
 
-    def _log_stands(self) -> bool:
-        """Whether the log holds every event an open window needs."""
-        if self._log_from is None:
-            return True
-        if self.plan is None or self.front.watermark == -math.inf:
-            return False
-        tb = self.plan.tb
-        if self.front.watermark == math.inf or tb.start(tb.first_window(self.front.watermark)) >= self._log_from:
-            self._log_from = None
-            return True
-        return False
-
     def _log_state(self) -> dict[str, Any] | None:
-        """What a logged snapshot holds of the runner (None: snapshot it whole)."""
-        if not store_open() or not self._log_stands():
+        """What a logged snapshot holds of the runner (None: no chunk store open, snapshot it whole)."""
+        if not store_open():
             return None
         self.log.seal()
+        if self._base is None or self._base_age >= BASE_EVERY:
+            with store_closed():
+                whole = self.snapshot()
+            self._base, self._base_age = BaseChunk(whole), 0
+            self.log.chunks = []  # the base holds everything so far, the buffer too
+        self._base_age += 1
         front = self.front.state()
-        del front["buffer"]  # the buffered events are in the log
-        return {"format": LOGGED_FORMAT, **front, "log": self.log.chunks, "metrics": dict(self.metrics)}
+        del front["buffer"]  # in the base, or in the log
+        return {"format": LOGGED_FORMAT, **front, "base": self._base, "base_age": self._base_age,
+                "log": list(self.log.chunks), "metrics": dict(self.metrics)}
 
-    def _replay(self, state: dict[str, Any]) -> None:
-        """Rebuild from a logged snapshot: replay the log up to its watermark (the rows
-        of windows reported before are dropped), then the front and metrics as saved."""
-        self.front.validator.time_kind = state["time_kind"]
-        if state["time_kind"] is not None:
-            self.plan = self._plan()
+    def _resume(self, state: dict[str, Any]) -> list[Event]:
+        """Restored from a logged snapshot's base (its whole snapshot): replay the log up to the
+        saved watermark (the rows of windows reported before are dropped), then the front and the
+        metrics as saved. Returns the replayed events."""
         self.log.chunks = list(state["log"])
-        self.front.buffer = self.log.events()
-        if state["watermark"] != -math.inf:
+        events = self.log.events()
+        self.front.validator.time_kind = state["time_kind"]  # the log's events may have fixed it since the base
+        if self.plan is None and state["time_kind"] is not None:
+            self.plan = self._plan()
+        self.front.buffer.extend(events)
+        self._replaying(events)
+        if state["watermark"] > self.front.watermark:
             self.advance(state["watermark"])
         self.front.watermark, self.front.late_before = state["watermark"], state["late_before"]
         self.front.position = state["position"]
         self.metrics.clear()
         self.metrics.update(state["metrics"])
+        self._base, self._base_age = state["base"], state["base_age"]
+        return events
 
-    def _log_beside(self) -> dict[str, Any]:
-        """What a whole snapshot keeps of the log: where a chunk store is open
-        (the log does not stand yet), the log, so that it comes to stand."""
-        if not store_open():
-            return {}
-        self.log.seal()
-        return {"log": self.log.chunks, "log_from": self._log_from}
+    def _replaying(self, events: list[Event]) -> None:
+        """Hook: the events about to be replayed (CET's counter takes them too)."""
 
-    def _whole_restore(self, state: dict[str, Any]) -> None:
-        """Restored from a whole snapshot: its log, or the buffered events and the rest from now on."""
-        if "log" in state:
-            self.log.chunks, self._log_from = list(state["log"]), state["log_from"]
-            return
-        self.log.fresh = list(self.front.buffer)
-        self._log_from = self.front.watermark
+    def snapshot(self) -> bytes:
+        raise NotImplementedError
 
     def _plan(self) -> Any:
         raise NotImplementedError
 
     def advance(self, watermark: Any) -> list[dict[str, Any]]:
         raise NotImplementedError
+
 
 class Engine(Logged):
     """Aggregates event trends of one query over a stream of records (a runner:
@@ -268,9 +265,8 @@ class Engine(Logged):
             **self.front.state(),
             "partitions": self.partitions,
             "metrics": dict(self.metrics),
-            **self._log_beside(),
         }
-        return dumps(state)
+        return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def restore(cls, query: str | CompiledQuery, data: bytes, **kwargs: Any) -> Engine:
@@ -278,14 +274,14 @@ class Engine(Logged):
         engine = cls(query, **kwargs)
         state = load_snapshot(data, SNAPSHOT_FORMAT, fingerprint(engine.cq), "engine")
         if state["format"] == LOGGED_FORMAT:
-            engine._replay(state)
+            engine = cls.restore(query, state["base"].whole, **kwargs)
+            engine._resume(state)
             return engine
         engine.front.load(state)
         engine.partitions = state["partitions"]
         engine.metrics.update(state["metrics"])
         if engine.front.time_kind is not None:
             engine.plan = engine._plan()
-        engine._whole_restore(state)
         return engine
 
 

@@ -1,14 +1,14 @@
 """The general engine's and CET's incremental state (`greta_stream.engine.chunks`).
 
 Where a chunk store is open (the incremental Spark operator), a snapshot of
-the general engine or of CET extraction is its log of accepted events whose
-windows are not all reported, one chunk per micro-batch, and a restore
-replays it. Driven in micro-batches (stragglers, late events, bad events)
+the general engine or of CET extraction is a base (its whole snapshot, every
+few micro-batches) and the log of events accepted since, one chunk per
+micro-batch, and a restore loads the base and replays the log. Driven in micro-batches (stragglers, late events, bad events)
 and restored from the store before every batch, as after a restart or a
 move to another worker, the rows and dead letters are exactly those of the
 same stream never restored; a micro-batch writes its own events and a small
-part, whatever the window; and a state written whole (before) goes on
-exactly, logged as soon as the log holds every open window's events.
+part (every few batches a base: the whole graph), whatever the window; and
+a state written whole (before) goes on exactly, logged from then on.
 """
 
 from __future__ import annotations
@@ -122,7 +122,9 @@ def test_a_batch_writes_its_own_events_whatever_the_window() -> None:
     assert written[40] < 1.5 * written[5], written
 
 
-def test_a_whole_state_goes_on_and_is_logged_once_the_log_holds_the_open_windows() -> None:
+def test_a_whole_state_goes_on_logged_from_a_base_taken_at_once() -> None:
+    """A state written whole (no store: as before) restores and goes on; the next snapshot with a store
+    is logged, on a base of its own, and every later restore from base and log gives the same rows."""
     text = ("RETURN COUNT(*), MAX(S.price) PATTERN SEQ(Stock A, NOT Stock N, Stock S+) "
             "WHERE [company] AND S.price > NEXT(S).price AND S.volume < NEXT(S).volume AND N.volume > 900 "
             "WITHIN 60 s SLIDE 20 s")
@@ -144,5 +146,25 @@ def test_a_whole_state_goes_on_and_is_logged_once_the_log_holds_the_open_windows
         got.append(runner.advance(watermark))
     got.append(runner.finish())
     same_calls(text, events, want, got)
-    assert formats[0] != LOGGED_FORMAT  # the log misses the events before the whole restore
-    assert formats[-1] == LOGGED_FORMAT
+    assert formats and set(formats) == {LOGGED_FORMAT}
+
+
+def test_a_restore_replays_at_most_the_batches_since_the_latest_base() -> None:
+    """A base (the whole graph) every BASE_EVERY snapshots: the log a restore replays stays short."""
+    from greta_stream.engine.engine import BASE_EVERY
+
+    text = "RETURN COUNT(*) PATTERN Stock S+ WHERE [company] AND S.price != NEXT(S).price WITHIN 600 s SLIDE 60 s"
+    events = _stock(3000, rate=1.0)
+    plan = [(events[i:i + 30], events[i]["time"]) for i in range(0, len(events), 30)]
+    want, _, _ = drive(text, plan, restore=False)
+    got, _, store = drive(text, plan, restore=True)
+    same_calls(text, events, want, got)
+    runner = Engine(compile_query(text))
+    logs = []
+    for records, watermark in plan:
+        runner.add_many(records)
+        runner.advance(watermark)
+        with chunk_store():
+            runner.snapshot()
+        logs.append(len(runner.log.chunks))
+    assert max(logs) == BASE_EVERY - 1 and logs.count(0) >= len(plan) // BASE_EVERY  # a base, then its log
