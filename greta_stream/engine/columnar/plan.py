@@ -28,7 +28,6 @@ from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.query import ast
 
-
 # Middle NOT on the columnar engine (generation stores): its rows equal the oracle's and the general
 # engine's in batch and micro-batches, but a stream whose queries join and leave lost a kept chunk with
 # it (tests/spark/test_query_isolation.py); until that is understood the general engine runs it.
