@@ -44,10 +44,6 @@ LOGGED_FORMAT = "log-2"  # a base (the whole snapshot) and the events accepted s
 
 
 BASE_EVERY = 16  # micro-batches between two bases of a logged runner: a restore replays at most this many
-# Logged snapshots under an open chunk store. Off: a query that leaves a stream and joins it again
-# (the operator's carried state) lost rows with them in tests/spark/test_query_isolation.py (seed 26,
-# 5 batches, 2 shards, incremental); until that is understood the operator writes the graph whole.
-LOGGED_STATE = False
 
 
 class Logged(Fronted):
@@ -76,9 +72,8 @@ class Logged(Fronted):
             self.log.prune(self.plan.tb.last_window, target)
 
     def _log_state(self) -> dict[str, Any] | None:
-        """What a logged snapshot holds of the runner (None: no chunk store open, or logged snapshots
-        off: snapshot it whole)."""
-        if not LOGGED_STATE or not store_open():
+        """What a logged snapshot holds of the runner (None: no chunk store open: snapshot it whole)."""
+        if not store_open():
             return None
         self.log.seal()
         if self._base is None or self._base_age >= BASE_EVERY:

@@ -60,9 +60,9 @@ class MultiRunner:
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
         self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
         self.failed: dict[str, str] = {}  # queries that failed in this epoch -> one-line reason
-        # the chunks (`engine.columnar.kept`) each query's saved state refers to (key -> stored bytes),
-        # where a chunk store keeps them out of the snapshot: those of carried states come from the
-        # state they were in (the only ones the snapshot writes down: the others are found again)
+        # the chunks (`engine.chunks`) each query's saved state refers to (key -> stored bytes), where a
+        # chunk store keeps them out of the snapshot; written down with the snapshot for every query, as
+        # a query running now may be paused (carried as it is, unread) in the next batch, on another runner
         self.refs: dict[str, dict[str, int]] = {}
 
     def _sink_of(self, name: str) -> Callable[[DeadLetter], None]:
@@ -159,8 +159,7 @@ class MultiRunner:
         self.state_sizes = {name: self.state_sizes.get(name, 0) for name in names}
         failed = {name: (self.queries.epoch, reason) for name, reason in self.failed.items()}
         self.saved, self.refs = states, refs  # what a query that fails in the next batch goes back to
-        state = {"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed,
-                 "refs": {name: keys for name, keys in refs.items() if name in self.carried}}
+        state = {"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed, "refs": refs}
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod

@@ -99,5 +99,5 @@ class QuerySet:
 
 def run_fingerprint(spec: RunSpec) -> str:
     """What a query's saved state is tied to: its text and the options that change results."""
-    text = repr((spec.query.text, spec.mode, spec.fields, spec.cet))
+    text = repr((spec.query.text, spec.mode, spec.fields, spec.cet) + ((spec.life,) if spec.life else ()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -65,6 +65,9 @@ class RunSpec:
       per core); a setting of this process, not of the results.
     - `max_future_s`: once there is a watermark, events more than this many
       seconds ahead of it are dead-lettered as "future" (None: no bound).
+    - `life`: how many times a stream saw this query's name come back with
+      another text or after a delete (`spark.layout`); part of its run
+      fingerprint, so that no earlier life's state is taken for this one.
     """
 
     query: CompiledQuery
@@ -76,6 +79,7 @@ class RunSpec:
     lateness_s: float = 0.0
     kernel_threads: int | None = None
     max_future_s: float | None = DEFAULT_MAX_FUTURE_S
+    life: int = 0
 
     @classmethod
     def create(
@@ -232,7 +236,7 @@ class RunSpec:
     def key(self) -> tuple[Any, ...]:
         """What identifies this run's results and state: the query text and every option."""
         return (self.query.text, self.mode, self.engine, self.fields, self.cet, self.time_kind, self.lateness_s,
-                self.kernel_threads, self.max_future_s)
+                self.kernel_threads, self.max_future_s, self.life)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RunSpec) and self.key == other.key
@@ -248,9 +252,9 @@ class RunSpec:
 
 def _from_key(text: str, mode: Mode, engine: EngineChoice, fields: FieldNames, cet: CetConfig,
               time_kind: str | None, lateness_s: float, kernel_threads: int | None,
-              max_future_s: float | None) -> RunSpec:
+              max_future_s: float | None, life: int = 0) -> RunSpec:
     return RunSpec(compile_once(text), mode, engine, fields, cet, time_kind, lateness_s, kernel_threads,
-                   max_future_s)
+                   max_future_s, life)
 
 
 @lru_cache(maxsize=256)

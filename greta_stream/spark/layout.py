@@ -28,13 +28,13 @@ import hashlib
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from greta_stream.errors import ConfigError
-from greta_stream.runtime.queryset import QuerySet
+from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 
 LAYOUT_FILE = "greta-layout.json"
 # The stateful operators: Spark's `transformWithStateInPandas`, each shard's state a small
@@ -106,7 +106,12 @@ class StreamLayout:
     placed: tuple[tuple[str, int], ...] = ()  # query name -> slot, in the order they joined
     legacy: bool = False  # slot 0 is a checkpoint's one shard key from before slots
     operator: str = DEFAULT_OPERATOR
+    # query name -> (run fingerprint, life, present): a name's life counts up when it comes back with
+    # another text or after it was deleted, and salts its state (`RunSpec.life`), so that a state its
+    # earlier life left in shards no batch has visited since is never taken for its own
+    lives: tuple[tuple[str, tuple[str, int, bool]], ...] = ()
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+    _lives: dict[str, tuple[str, int, bool]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= MAX_SHARDS:
@@ -114,6 +119,7 @@ class StreamLayout:
         if self.operator not in OPERATORS:
             raise ConfigError(f"unknown operator {self.operator!r}; use {' or '.join(OPERATORS)}")
         self._index.update(self.placed)
+        self._lives.update(self.lives)
 
     # ------------------------------------------------------------ placing
     def slot_of(self, name: str) -> int:
@@ -125,7 +131,11 @@ class StreamLayout:
         groups by attributes its slot does not shard by moves to one that fits
         (its state starts afresh anyway: its run fingerprint changed)."""
         slots, placed = list(self.slots), dict(self.placed)
+        lives = {name: (fp, life, name in queries.paused) for name, (fp, life, _) in self.lives}
         for name, spec in queries:
+            fp = run_fingerprint(spec)
+            was = self.life_of(name)
+            lives[name] = (fp, 0 if was is None else was[1] + (was[0] != fp or not was[2]), True)
             wanted = tuple(spec.query.group_by)
             at = placed.get(name)
             if at is not None and set(slots[at]) <= set(wanted):
@@ -133,15 +143,22 @@ class StreamLayout:
             if wanted not in slots:
                 slots.append(wanted)
             placed[name] = slots.index(wanted)
-        if tuple(slots) == self.slots and tuple(placed.items()) == self.placed:
+        if tuple(slots) == self.slots and tuple(placed.items()) == self.placed and tuple(lives.items()) == self.lives:
             return self
-        return StreamLayout(self.shards, tuple(slots), tuple(placed.items()), self.legacy, self.operator)
+        return StreamLayout(self.shards, tuple(slots), tuple(placed.items()), self.legacy, self.operator,
+                            tuple(lives.items()))
+
+    def life_of(self, name: str) -> tuple[str, int, bool] | None:
+        return self._lives.get(name)
 
     def members(self, queries: QuerySet) -> dict[int, QuerySet]:
         """The queries of each slot that has running ones, each slot's set
         keeping the saved state of every paused query it holds."""
         by_slot: dict[int, list[tuple[str, Any]]] = {}
         for name, spec in queries:
+            life = self.life_of(name)
+            if life is not None and life[1] != spec.life:
+                spec = replace(spec, life=life[1])
             by_slot.setdefault(self.slot_of(name), []).append((name, spec))
         return {slot: QuerySet.of(specs, paused=queries.paused, sharing=queries.sharing, epoch=queries.epoch)
                 for slot, specs in sorted(by_slot.items())}
@@ -161,7 +178,8 @@ class StreamLayout:
     # ------------------------------------------------------------ the file
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "shards": self.shards, "slots": [list(s) for s in self.slots],
-                "queries": dict(self.placed), "legacy": self.legacy, "operator": self.operator}
+                "queries": dict(self.placed), "legacy": self.legacy, "operator": self.operator,
+                "lives": {name: list(life) for name, life in self.lives}}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> StreamLayout:
@@ -170,7 +188,9 @@ class StreamLayout:
                               "by a newer greta-stream")
         return cls(int(doc["shards"]), tuple(tuple(s) for s in doc["slots"]),
                    tuple((str(n), int(s)) for n, s in doc["queries"].items()), bool(doc.get("legacy", False)),
-                   str(doc.get("operator", WHOLE)))
+                   str(doc.get("operator", WHOLE)),
+                   tuple((str(n), (str(fp), int(life), bool(present)))
+                         for n, (fp, life, present) in doc.get("lives", {}).items()))
 
     def save(self, checkpoint: str | Path) -> None:
         """Write the layout into the checkpoint folder (atomically)."""

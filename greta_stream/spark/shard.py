@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import secrets
 import struct
 import zlib
 from collections.abc import Iterable
@@ -314,8 +315,11 @@ def step_bounded(queries: QuerySet | RunSpec, records: Iterable[Any] | pd.DataFr
 @dataclass(frozen=True)
 class Saved:
     """What the incremental operator keeps of a shard besides its chunks: the
-    state's version (one more per micro-batch), and the shard header and the
-    zlib'd stream state whose kept events are chunks named by key."""
+    state's version (a random 63-bit number drawn at every micro-batch: a
+    worker's live runner goes on only from the very state it wrote, never
+    from another stream's or an earlier checkpoint's that counted to the same
+    number), and the shard header and the zlib'd stream state whose kept
+    events are chunks named by key."""
 
     version: int
     blob: bytes
@@ -353,7 +357,7 @@ def step_incremental(
     with chunk_store() as store:
         snapshot = multi.snapshot()
     referred = set().union(*multi.refs.values()) if multi.refs else set()
-    new = Saved((saved.version if saved is not None else 0) + 1, shard.header(clock_s) + zlib.compress(snapshot, 1))
+    new = Saved(secrets.randbits(63), shard.header(clock_s) + zlib.compress(snapshot, 1))
     written = {k: v for k, v in store.written.items() if k not in before and k in referred}
     sizes_of = chunk_shares(multi.refs)
     out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name))

@@ -15,15 +15,6 @@ from greta_stream.engine.columnar import Unsupported, columnar_plan
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 
-
-@pytest.fixture(autouse=True)
-def middle_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Middle NOT on the columnar engine is off in runs for now (`plan.MIDDLE_NOT`); its rows are checked here."""
-    import greta_stream.engine.columnar.plan as plan_module
-
-    monkeypatch.setattr(plan_module, "MIDDLE_NOT", True)
-
-
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, D d), A a+) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WITHIN 10 s",

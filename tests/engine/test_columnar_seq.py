@@ -40,14 +40,6 @@ from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 
 
-@pytest.fixture(autouse=True)
-def middle_not(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Middle NOT on the columnar engine is off in runs for now (`plan.MIDDLE_NOT`); its rows are checked here."""
-    import greta_stream.engine.columnar.plan as plan_module
-
-    monkeypatch.setattr(plan_module, "MIDDLE_NOT", True)
-
-
 class SeqSpec:
     def __init__(self, text: str, types: list[str], numeric: set[str], aggregated: set[tuple[str, str]]) -> None:
         self.text, self.types, self.numeric, self.aggregated = text, types, numeric, aggregated

@@ -17,7 +17,6 @@ import math
 import random
 from typing import Any
 
-import pytest
 import test_differential as diff
 from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks
 from hypothesis import given, settings
@@ -49,13 +48,6 @@ class Store:
         with chunk_store(dict(self.chunks)):
             return make(blob)
 
-
-@pytest.fixture(autouse=True)
-def logged_state(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Logged snapshots are off in the operator for now (engine.LOGGED_STATE): these tests turn them on."""
-    import greta_stream.engine.engine as engine_module
-
-    monkeypatch.setattr(engine_module, "LOGGED_STATE", True)
 
 
 def drive(text: str, plan: list[tuple[list[Any], Any]], restore: bool, cet: CetConfig | None = None) -> tuple:

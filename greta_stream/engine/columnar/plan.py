@@ -28,11 +28,6 @@ from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.query import ast
 
-# Middle NOT on the columnar engine (generation stores): its rows equal the oracle's and the general
-# engine's in batch and micro-batches, but a stream whose queries join and leave lost a kept chunk with
-# it (tests/spark/test_query_isolation.py); until that is understood the general engine runs it.
-MIDDLE_NOT = False
-
 
 @dataclass(frozen=True)
 class State:
@@ -183,8 +178,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     mids: list[tuple[int, State]] = []
     for part in parts:
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
-            if not MIDDLE_NOT:
-                raise Unsupported("a middle NOT")
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
         kleene = isinstance(part, ast.Kleene)

@@ -458,7 +458,7 @@ class ColumnarStream(Fronted):
                 state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                              next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
             return dumps(state)
-        state = {"format": 2, "members": [m.name for m in self.members]}
+        state = {"format": 2, "members": [m.name for m in self.members], "window": self.passes[0].window}
         if self.generals:
             state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
         else:
@@ -499,6 +499,10 @@ class ColumnarStream(Fronted):
         stream.front.validator.time_kind = state["time_kind"]
         if "chunks" in state:
             stream._chunks = state["chunks"]
+            if state.get("window", stream.passes[0].window) != stream.passes[0].window:
+                # kept by a family whose first window spec is not this stream's: the kept
+                # events' first and last windows are counted in this stream's from now on
+                stream._chunks = [KeptChunk(_rewindowed(c.prep, stream.plan), c.spelled) for c in stream._chunks]
         elif state["kept"] and len(next(iter(state["kept"].values()))):  # a snapshot from before chunks: raw values
             kept = {f: list(col) for f, col in state["kept"].items()}
             n = len(kept[stream.fields.type])
