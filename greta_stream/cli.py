@@ -36,7 +36,7 @@ from greta_stream.compiler import check_limits
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps_payload, read_events
 from greta_stream.engine import DeadLetter, FieldNames
-from greta_stream.errors import ConfigError, QueryError
+from greta_stream.errors import ConfigError, QueryError, SpoolFull
 from greta_stream.runtime import RunSpec, evaluate_spec
 from greta_stream.runtime.dead_letters import DeadLetters, type_problem
 from greta_stream.runtime.spec import compile_once
@@ -338,7 +338,7 @@ def run(
     started = time.monotonic()
     try:
         counts = (run_to_end if flush_at_end else run_pipeline)(cfg, echo=lambda line: typer.echo(line, err=True))
-    except ConfigError as exc:
+    except (ConfigError, SpoolFull) as exc:
         fail(str(exc))
     for name, c in counts.items():
         typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",

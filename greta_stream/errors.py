@@ -57,5 +57,10 @@ class ConfigError(GretaError, ValueError):
     """A bad option or configuration value."""
 
 
+class SpoolFull(GretaError):
+    """A query whose sinks fail has kept as much of its output as it may
+    (`max_spool_mb`): the stream stops, the batch is not committed and nothing is lost."""
+
+
 class SnapshotError(GretaError):
     """State bytes that cannot be restored (wrong format or version)."""

@@ -150,6 +150,8 @@ class QueryOptions(Model):
     with_events: bool = Field(False, description="CET mode: each trend's aliases and events as well")
     distribute_over: int | None = Field(None, ge=0, description="CET mode: a window of one partition with more "
                                         "vertices is extracted by a distributed Spark job")
+    max_spool_mb: float = Field(256.0, gt=0, description="when its sinks fail, the output kept for them (MB) "
+                                "before the stream stops with an error: the batch is replayed, nothing is lost")
 
     @model_validator(mode="before")
     @classmethod

@@ -31,7 +31,7 @@ from pyspark.sql.streaming import StreamingQuery
 from greta_stream.connectors.jsonl import loads
 from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import DeadLetter
-from greta_stream.errors import ConfigError
+from greta_stream.errors import ConfigError, SpoolFull
 from greta_stream.pipeline.model import (
     PipelineConfig,
     QueryConfig,
@@ -130,6 +130,7 @@ class BatchWriter:
         self.dead_letters = DeadLetters()  # their reasons, as the run's summary says them
         self.failed: str | None = None  # why this query's sinks failed (one line); its output waits in the spool
         self.spool = Spool(Path(checkpoint) / "spool" if local else None)  # type: ignore[arg-type]
+        self.max_spool_bytes = int(query.max_spool_mb * 1_000_000)
 
     def deliver(self, spark: SparkSession, batch_id: int, outputs: list[Any], state_bytes: int | None = None) -> None:
         """`route` a batch, or keep it in the spool when this query's sinks failed
@@ -142,7 +143,15 @@ class BatchWriter:
                 self.failed = one_line(exc)
                 log.error("[%s] batch %d: its sinks failed, its output is kept until it runs again: %s",
                           self.name, batch_id, self.failed, exc_info=exc)
-        self.spool.put(batch_id, outputs)
+        data = Spool.encode(outputs)
+        batches, held = self.spool.stats()
+        if held + len(data) > self.max_spool_bytes:
+            raise SpoolFull(f"query {self.name}: its sinks failed ({self.failed}) and the output kept for them "
+                            f"would pass max_spool_mb = {self.max_spool_bytes / 1e6:g} ({batches} batches, "
+                            f"{held:,} bytes kept, this batch {len(data):,}): the stream stops here. Nothing is "
+                            "lost: fix the sink (or raise max_spool_mb) and run again from the same checkpoint; "
+                            "the kept batches are delivered first, then this one")
+        self.spool.put(batch_id, outputs, data)
 
     def replay(self, spark: SparkSession) -> None:
         """Deliver the batches a failure kept in the spool, in order (at the start of a run)."""
@@ -246,13 +255,28 @@ class Spool:
     def __len__(self) -> int:
         return len(self.batches())
 
-    def put(self, batch_id: int, outputs: list[Any]) -> None:
+    @staticmethod
+    def encode(outputs: list[Any]) -> bytes:
+        return "".join(json.dumps(list(o)) + "\n" for o in outputs).encode()
+
+    def stats(self) -> tuple[int, int]:
+        """(batches, bytes) kept."""
+        if self.folder is None:
+            return len(self._memory), sum(len(self.encode(o)) for o in self._memory.values())
+        try:
+            sizes = [p.stat().st_size for p in self.folder.glob("batch-*.jsonl")]
+        except OSError:
+            return 0, 0
+        return len(sizes), sum(sizes)
+
+    def put(self, batch_id: int, outputs: list[Any], data: bytes | None = None) -> None:
         if self.folder is None:
             self._memory[batch_id] = list(outputs)
             return
         self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / f"batch-{batch_id}.jsonl").unlink(missing_ok=True)  # a replayed batch: counted once
         temp = self.folder / f".batch-{batch_id}.tmp"
-        temp.write_text("".join(json.dumps(list(o)) + "\n" for o in outputs))
+        temp.write_bytes(data if data is not None else self.encode(outputs))
         temp.replace(self.folder / f"batch-{batch_id}.jsonl")  # a replayed batch replaces its own file
 
     def batches(self) -> list[tuple[int, list[Any]]]:
@@ -282,6 +306,7 @@ class StreamWriter:
         self._state: dict[tuple[str, int], int] = {}  # (query, shard) -> bytes, as last reported
         self.time_kinds: dict[str, str] = {}  # query -> "seconds" or "timestamp", once a shard knows it
         self.errors: dict[str, str] = {}  # queries whose evaluation failed -> the first reason
+        self.halted: SpoolFull | None = None  # what stopped the stream: a failed query's spool is full
 
     @property
     def failed(self) -> dict[str, str]:
@@ -327,7 +352,12 @@ class StreamWriter:
                 by_query[o.query].append(o)
         for name, writer in self.writers.items():
             state = self.state_bytes(name) if self.knows(name) else None
-            writer.deliver(batch.sparkSession, batch_id, by_query[name], state)
+            try:
+                writer.deliver(batch.sparkSession, batch_id, by_query[name], state)
+            except SpoolFull as exc:
+                log.error("%s", exc)
+                self.halted = exc
+                raise
 
 
 Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with their writers
@@ -391,8 +421,10 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
         while any(q.isActive for q, _ in queries) and not stop.requested:
             time.sleep(0.5)
             _report(queries, seen, echo)
-            for q, _ in queries:
+            for q, sw in queries:
                 if q.exception() is not None:
+                    if sw.halted is not None:
+                        raise sw.halted  # what to do, not Spark's wrapping of it
                     raise q.exception()  # type: ignore[misc]
     if stop.requested:
         echo(f"stopping ({stop.requested}) ...")

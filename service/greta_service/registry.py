@@ -51,6 +51,7 @@ from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
 from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
+from greta_stream.spark import Spool
 
 log = logging.getLogger("greta_service")
 
@@ -388,10 +389,13 @@ class Registry:
             lateness = rec.options.get("lateness_s", rec.options.get("watermark_delay_s")) or 0
             out["watermark_s"] -= float(lateness)
         out["state_bytes"] = self.state_bytes(rec.id, persisted)
+        writer = handle.writer.writers.get(rec.id) if handle is not None else None
+        spool = writer.spool if writer is not None else Spool(self.checkpoint(stream_key(rec)) / "queries" / rec.id
+                                                              / "spool")
+        out["spooled_batches"], out["spooled_bytes"] = spool.stats()
         if handle is not None:
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
-            writer = handle.writer.writers.get(rec.id)
             if writer is not None:  # the dead letters' reasons in this run, and the mistake they point at
                 out["dead_letter_summary"] = writer.dead_letters.summary() or None
                 out["problem"] = writer.dead_letters.suspect(writer.counts["rows"])

@@ -195,6 +195,9 @@ class Progress(BaseModel):
                                             "detail of each")
     problem: str | None = Field(None, description="the mistake the dead letters point at: no rows, and every "
                                 "event of a type dead-lettered for one missing attribute (a misspelled attribute)")
+    spooled_batches: int = Field(0, description="micro-batches of output kept for sinks that failed, delivered "
+                                 "first when the query runs again")
+    spooled_bytes: int = Field(0, description="their bytes; at the query's max_spool_mb its stream stops")
 
 
 class QueryInfo(BaseModel):

@@ -2,8 +2,8 @@
 its own, and nothing of the input is lost without a row or a dead letter.
 
 - a query whose sink dies fails alone, with a one-line error; the stream's
-  other query goes on; started again, it delivers what its sink could not
-  take, nothing lost;
+  other query goes on; its progress shows the output kept for the sink;
+  started again, it delivers what its sink could not take, nothing lost;
 - a stream's shard count is the stream's: a query asking for another is
   refused with the reason;
 - poison lines (nested too deep, not UTF-8, a key given twice) and an event
@@ -72,6 +72,7 @@ def test_a_dead_sink_fails_its_query_alone_and_nothing_is_lost(service: Service)
         write_file(src, "flush.jsonl", [FLUSH], stamp=base + 1)
         failed = wait_for(lambda: status(api, b)["status"] == "failed" and status(api, b), "the query to fail", service)
         assert "\n" not in failed["error"] and "Traceback" not in failed["error"] and len(failed["error"]) <= 300
+        assert failed["progress"]["spooled_batches"] >= 1 and failed["progress"]["spooled_bytes"] > 0  # kept for it
         want_a = evaluate(Q1, events)
         wait_for(stored(api, a, len(want_a)), "the other query's rows", service)
         assert status(api, a)["status"] == "running"
@@ -84,6 +85,7 @@ def test_a_dead_sink_fails_its_query_alone_and_nothing_is_lost(service: Service)
         assert normalized(all_results(api, b)) == normalized(want_b)
         files = [json.loads(line) for f in blocked.glob("part-*.jsonl") for line in f.read_text().splitlines()]
         assert normalized(files) == normalized(want_b)
+        assert status(api, b)["progress"]["spooled_batches"] == status(api, b)["progress"]["spooled_bytes"] == 0
 
 
 def test_the_shard_count_is_the_streams(service: Service) -> None:
