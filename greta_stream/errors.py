@@ -57,6 +57,10 @@ class ConfigError(GretaError, ValueError):
     """A bad option or configuration value."""
 
 
+class SinkError(GretaError):
+    """A sink that cannot take a batch: which sink, where, and the system's own reason."""
+
+
 class SpoolFull(GretaError):
     """A query whose sinks fail has kept as much of its output as it may
     (`max_spool_mb`): the stream stops, the batch is not committed and nothing is lost."""

@@ -39,6 +39,7 @@ local (or mounted) path, as for the file sinks.
 from __future__ import annotations
 
 import json
+import re
 import logging
 import os
 import time
@@ -50,7 +51,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from greta_stream.errors import ConfigError
+from greta_stream.errors import ConfigError, SinkError
 from greta_stream.jvm import CONNECTOR_HINT, spark_kafka_jars
 from greta_stream.spark.session import need_package
 
@@ -162,7 +163,10 @@ class KafkaSink:
             log.info("[%s] batch %d already in %s: skipped", self.query, batch_id, self.topic)
             return 0
         if entry is not None:  # step 2
-            present = self.keys_written(spark, batch_id, entry["since_ms"])
+            try:
+                present = self.keys_written(spark, batch_id, entry["since_ms"])
+            except Exception as exc:  # noqa: BLE001
+                raise self._failed("cannot read back", exc) from exc
             todo = [m for m in messages if m.key not in present]
             self.skipped += len(messages) - len(todo)
             log.warning("[%s] batch %d replayed after a partial write to %s: %d of %d message(s) already there",
@@ -172,10 +176,17 @@ class KafkaSink:
         if self.log is not None and entry is None:  # step 3
             self.log.put(batch_id, {"since_ms": since_ms, "done": False})
         if messages:
-            self._send(spark, batch_id, messages)
+            try:
+                self._send(spark, batch_id, messages)
+            except Exception as exc:  # noqa: BLE001 - said as the sink, its broker and Kafka's reason
+                raise self._failed("cannot write to", exc) from exc
         if self.log is not None:
             self.log.put(batch_id, {"since_ms": since_ms, "done": True})
         return len(messages)
+
+    def _failed(self, what: str, exc: Exception) -> SinkError:
+        return SinkError(f"kafka sink of query {self.query}: {what} topic {self.topic} at {self.servers}: "
+                         f"{kafka_reason(exc)}")
 
     def _send(self, spark: SparkSession, batch_id: int, messages: Sequence[Message]) -> None:
         headers = [("greta.query", self.query.encode()), ("greta.batch", str(batch_id).encode()),
@@ -201,3 +212,20 @@ class KafkaSink:
 def _header(name: str) -> Any:
     """The first value of header `name` as text (null when absent)."""
     return F.element_at(F.filter("headers", lambda h: h["key"] == name), 1)["value"].cast("string")
+
+
+_KAFKA_ERROR = re.compile(r"(?:Caused by: )?((?:org\.apache\.kafka|java\.(?:net|io|util\.concurrent))[\w.$]*"
+                          r"(?:Exception|Error)): ?(.*)")
+
+
+def kafka_reason(exc: BaseException) -> str:
+    """Kafka's own reason in a (Java-wrapped) failure: the innermost Kafka, network or
+    timeout exception named in its text, as `ShortName: message`; else its first line."""
+    found = [m for m in map(_KAFKA_ERROR.search, str(exc).splitlines()) if m is not None]
+    kafka = [m for m in found if m.group(1).startswith("org.apache.kafka")] or found
+    if not kafka:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return first if len(first) <= 300 else first[:297] + "..."
+    name, message = kafka[-1].group(1).rsplit(".", 1)[-1], kafka[-1].group(2).strip()
+    line = f"{name}: {message}" if message else name
+    return line if len(line) <= 300 else line[:297] + "..."

@@ -217,3 +217,18 @@ def wait_for(cond: Any, what: str, timeout_s: float = 120, every_s: float = 0.5)
         if time.monotonic() > deadline:
             raise AssertionError(f"gave up waiting for {what} after {timeout_s:.0f} s")
         time.sleep(every_s)
+
+
+def test_a_sink_whose_broker_is_down_says_so(spark, kafka_broker: KafkaBroker, tmp_path: Path) -> None:  # noqa: ANN001
+    """Not Py4J's "An error occurred while calling o123.save": the sink, its broker and Kafka's reason."""
+    from greta_stream.errors import SinkError
+
+    sink = KafkaSink("q", "row", "results", "127.0.0.1:1", {"kafka.max.block.ms": 3000,
+                                                              "kafka.request.timeout.ms": 3000,
+                                                              "kafka.delivery.timeout.ms": 3000})
+    with pytest.raises(SinkError) as caught:
+        sink.write(spark, 0, [Message("k", "{}")])
+    text = str(caught.value)
+    assert text.startswith("kafka sink of query q: cannot write to topic results at 127.0.0.1:1: "), text
+    assert "Exception: " in text and "\n" not in text, text
+    assert "Py4J" not in text and "An error occurred while calling" not in text, text
