@@ -39,9 +39,9 @@ local (or mounted) path, as for the file sinks.
 from __future__ import annotations
 
 import json
-import re
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
