@@ -36,6 +36,14 @@ class QuerySet:
     # Which run of the stream this is (a driver's start): a query that failed in an
     # earlier run is tried again; one that failed in this run stays out of it.
     epoch: int = 0
+    held_fields: FieldNames | None = None  # a set of paused queries only (`holding`): the fields they read
+
+    @classmethod
+    def holding(cls, paused: Iterable[str], fields: FieldNames) -> QuerySet:
+        """No query running, the saved state of `paused` kept: a stream that goes
+        on reading its source (so that a stopped query, started again, goes on
+        with the input that arrives from then on) and evaluates nothing."""
+        return cls((), frozenset(paused), True, 0, fields)
 
     @classmethod
     def of(cls, specs: Mapping[str, RunSpec] | Iterable[tuple[str, RunSpec]],
@@ -69,6 +77,8 @@ class QuerySet:
 
     @property
     def fields(self) -> FieldNames:
+        if not self.specs and self.held_fields is not None:
+            return self.held_fields
         return self.specs[0][1].fields
 
     @property

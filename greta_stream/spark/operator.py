@@ -175,7 +175,11 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
         else:
             slot_keys.append(F.lit(keys[0]))
     every = [F.lit(k) for slot in layout.members(queries) for k in layout.keys(slot)]
-    shard = F.explode(F.when(F.col(_FLUSH), F.array(*every)).otherwise(F.array(*slot_keys)))
+    # a holding stream (`QuerySet.holding`): no query runs, no event goes on; typed as the keys are
+    # (int, never null), as the state store's key schema was written by the stream's earlier runs
+    none = F.filter(F.array(F.lit(layout.keys(0)[0])), lambda k: F.lit(False))
+    shard = F.explode(F.when(F.col(_FLUSH), F.array(*every) if every else none)
+                      .otherwise(F.array(*slot_keys) if slot_keys else none))
     # Spark drops rows at or behind the watermark before the operator sees them
     # (event-time timeout only), which would lose late events silently. Shifting
     # the watermark column and its delay by the same horizon leaves the watermark

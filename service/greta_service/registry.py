@@ -296,15 +296,22 @@ class Registry:
         stream cannot start."""
         self._stop_stream(key)
         members = self._members(key)
+        # stopped and failed queries keep their state in the stream, to go on from it when started again
+        paused_recs = [r for r in self.store.list_queries()
+                       if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped")]
+        paused = tuple(r.id for r in paused_recs)
         if not members:
+            if paused and (self.checkpoint(key) / "offsets").is_dir():  # the stream goes on reading, holding them
+                self.streams[key] = start_stream(self.spark, key, [], {}, self.checkpoint(key),
+                                                 self.settings.trigger_interval_s, self.store, paused,
+                                                 held=paused_recs[0])
+                log.info("stream %s holds %d stopped queries: %s", key, len(paused),
+                         ", ".join(r.name for r in paused_recs))
             return
         specs = dict(specs or {})
         for rec in members:
             if rec.id not in specs:
                 specs[rec.id] = run_spec(rec, self.settings)
-        # stopped and failed queries keep their state in the stream, to go on from it when started again
-        paused = tuple(r.id for r in self.store.list_queries()
-                       if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped"))
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
                                          self.settings.trigger_interval_s, self.store, paused)
         log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
@@ -352,11 +359,10 @@ class Registry:
         running resumes from its checkpoint."""
         keys: list[str] = []
         for rec in self.store.list_queries():
-            if rec.desired == "running":
-                if rec.status == "failed":  # a restart is a new chance
-                    self._mark(rec, "running", None)
-                if stream_key(rec) not in keys:
-                    keys.append(stream_key(rec))
+            if rec.desired == "running" and rec.status == "failed":  # a restart is a new chance
+                self._mark(rec, "running", None)
+            if stream_key(rec) not in keys:  # a stream of stopped queries only holds them (`_restart`)
+                keys.append(stream_key(rec))
         for key in keys:
             with self.lock:
                 try:

@@ -83,9 +83,13 @@ class StreamHandle:
 
 
 def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str, RunSpec], checkpoint: Path,
-                 default_trigger_s: float, store: ResultStore, paused: tuple[str, ...] = ()) -> StreamHandle:
+                 default_trigger_s: float, store: ResultStore, paused: tuple[str, ...] = (),
+                 held: QueryRecord | None = None) -> StreamHandle:
     """Start the stream `key` for `recs` from its checkpoint (a new one on first start);
     the stream keeps the saved state of the `paused` (stopped or failed) queries.
+    With no `recs`, a *holding* stream of the paused queries, `held` one of them:
+    it reads its source and evaluates nothing, so that a paused query started
+    again goes on with the input that arrives from then on.
 
     The stream's settings come from its queries: the shortest trigger
     interval; the shard count and the operator are the checkpoint's
@@ -96,13 +100,20 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
                                    on_batch=_to_store(store, rec.id)) for rec in recs}
     intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]
     interval = min(intervals) if intervals else default_trigger_s
-    queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
+    if recs:
+        queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
+        source = configs[recs[0].id].source
+    else:
+        assert held is not None, "a holding stream is one of its paused queries'"
+        held_config = query_config(held)
+        queries = QuerySet.holding(paused, validated(FieldsConfig, held.options.get("fields") or {}, "fields").names())
+        source = held_config.source
     writer = StreamWriter(writers)
-    source = configs[recs[0].id].source
     assert source is not None, "a registered query has its source"
     query = start_spark_stream(read_source(spark, source), queries, writer, checkpoint,
-                               shards=stream_setting(checkpoint, recs, "shards"), trigger_interval_s=interval or None,
-                               operator=stream_setting(checkpoint, recs, "operator"),
+                               shards=stream_setting(checkpoint, recs or [held], "shards"),  # type: ignore[list-item]
+                               trigger_interval_s=interval or None,
+                               operator=stream_setting(checkpoint, recs or [held], "operator"),  # type: ignore[list-item]
                                name=f"{STREAM_PREFIX}{key}")
     return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
 

@@ -93,3 +93,27 @@ def test_a_new_text_starts_afresh_where_the_stream_is(service: Service) -> None:
         assert api.patch(f"/queries/{query_id}", json={"source": {"format": "jsonl"}}).status_code == 422
         assert api.patch("/queries/nope", json={"text": WIDE}).status_code == 404
         assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
+def test_a_stopped_query_alone_on_its_source_skips_what_arrived_while_it_was_stopped(service: Service) -> None:
+    """Its stream goes on holding it (reading, evaluating nothing): started again,
+    the query goes on from its state with the input that arrives from then on."""
+    events = sorted(sample_events(), key=lambda e: e["time"])
+    first, missed, last = events[:700], events[700:1400], events[1400:]
+    src, base = service.root / "in-upd-alone", time.time() - 3600
+    with service.client() as api:
+        query_id = register(api, service, "upd-alone")
+        write_file(src, "events-0.jsonl", first, stamp=base)
+        wait_for(batches_over(api, query_id, 0), "a first batch", service)
+        assert api.post(f"/queries/{query_id}/stop").json()["status"] == "stopped"
+        offsets = next(service.data.rglob("offsets"))
+        read = len(list(offsets.glob("[0-9]*")))
+        write_file(src, "events-1.jsonl", missed, stamp=base + 1)
+        wait_for(lambda: len(list(offsets.glob("[0-9]*"))) > read, "the holding stream to read the file", service)
+        time.sleep(2)  # its batch commits
+        assert api.post(f"/queries/{query_id}/start").json()["status"] == "running"
+        write_file(src, "events-2.jsonl", [*last, FLUSH], stamp=base + 2)
+        want = evaluate(Q1, first + last)
+        wait_for(settled(api, query_id, len(want)), "every window", service)
+        assert normalized(all_results(api, query_id)) == normalized(want)
+        assert api.delete(f"/queries/{query_id}").status_code == 204
