@@ -345,7 +345,7 @@ def run(
                    err=True)
         if c["dead_letters"]:
             typer.echo(f"{name}: {c['dead'].summary()}", err=True)
-    suspects = {name: c["dead"].suspect(c["rows"]) for name, c in counts.items() if c["dead_letters"]}
+    suspects = {name: c.get("problem") for name, c in counts.items()}
     for name, suspect in suspects.items():
         if suspect:
             typer.echo(f"error: query {name}: {suspect}", err=True)

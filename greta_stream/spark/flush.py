@@ -64,6 +64,8 @@ def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any
                 before[k] = before.get(k, 0) + v
             elif k == "dead" and k in before:
                 before[k].merge(v)
+            elif k == "problem":  # the second run reads only the end of input
+                before[k] = before.get(k) or v
             else:
                 before[k] = v
     return total

@@ -41,7 +41,7 @@ from greta_stream.pipeline.model import (
     streams,
     uses,
 )
-from greta_stream.runtime.dead_letters import DeadLetters
+from greta_stream.runtime.dead_letters import DeadLetters, type_problem
 from greta_stream.runtime.multi import one_line
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.cet_distributed import expand_outputs
@@ -114,6 +114,9 @@ class BatchWriter:
         self.name = query.name
         assert query.spec is not None, "a QueryConfig gets its RunSpec from QueryConfig.compile"
         self.lateness_s = query.spec.lateness_s
+        self.types = tuple(query.spec.query.by_type)  # the event types it reads
+        self.typed = 0  # records of one of them seen, over the run (shards' reports)
+        self.other_types: Counter[str] = Counter()  # records of other types, by type (some)
         # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
         self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
@@ -212,6 +215,17 @@ class BatchWriter:
             out.append(Message(row_key(self.name, o.grp, o.window_start, o.window_end, n), o.payload))
         return out
 
+
+    def saw(self, typed: int, other_types: dict[str, int]) -> None:
+        self.typed += typed
+        self.other_types.update(other_types)
+
+    @property
+    def problem(self) -> str | None:
+        """What its output says of a mistake: no event of its types while other types
+        came (`type_problem`), or every event of a type dead for one missing attribute."""
+        return (type_problem(self.types, self.typed, self.other_types)
+                or self.dead_letters.suspect(self.counts["rows"]))
 
     @property
     def delta_sinks(self) -> list[DeltaSink]:
@@ -343,6 +357,8 @@ class StreamWriter:
                 self._state[(o.query, state["shard"])] = state["bytes"]
                 if state["time_kind"]:
                     self.time_kinds[o.query] = state["time_kind"]
+                if "typed" in state and o.query in self.writers:
+                    self.writers[o.query].saw(state["typed"], state["other_types"])
             elif o.kind == "error":
                 if o.query not in self.errors:
                     log.error("[%s] batch %d: the query failed, the stream's other queries go on: %s",
@@ -435,13 +451,15 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
 
 
 def counts(started: Started) -> dict[str, dict[str, Any]]:
-    """The rows and dead letters written, per query, the dead letters' tally ("dead": `DeadLetters`)
-    and why a query failed ("failed", when it did)."""
+    """The rows and dead letters written, per query, the dead letters' tally ("dead": `DeadLetters`),
+    the mistake its output points at ("problem": `BatchWriter.problem`, or None) and why a query
+    failed ("failed", when it did)."""
     out: dict[str, dict[str, Any]] = {}
     for _, sw in started:
         failed = sw.failed
         for name, w in sw.writers.items():
-            out[name] = {**w.counts, "dead": w.dead_letters, **({"failed": failed[name]} if name in failed else {})}
+            out[name] = {**w.counts, "dead": w.dead_letters, "problem": w.problem,
+                         **({"failed": failed[name]} if name in failed else {})}
     return out
 
 

@@ -37,10 +37,12 @@ zlib'd `MultiRunner` snapshot (every query's state under its name).
 from __future__ import annotations
 
 import math
+import os
 import pickle
 import secrets
 import struct
 import zlib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -285,11 +287,13 @@ def step(
     dead: list[tuple[str, DeadLetter]] = []
     multi, clock_s = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
     out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
-    kinds = multi.time_kinds()
+    kinds, seen = multi.time_kinds(), types_seen(queries, records)
     if multi.idle and not multi.failed:
-        return out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, None
+        return (out + [_state_output(name, shard, 0, kinds.get(name), seen.get(name)) for name in queries.names],
+                None, None)
     blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
-    out += [_state_output(name, shard, size, kinds.get(name)) for name, size in multi.state_sizes.items()]
+    out += [_state_output(name, shard, size, kinds.get(name), seen.get(name))
+            for name, size in multi.state_sizes.items()]
     _LIVE[(queries, shard)] = (blob, multi)
     while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
         _LIVE.pop(next(iter(_LIVE)))  # the least recently written
@@ -349,22 +353,25 @@ def step_incremental(
     dead: list[tuple[str, DeadLetter]] = []
     multi, clock_s = _incremental_runner(queries, saved, stored, shard, lambda name, dl: dead.append((name, dl)))
     out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
-    kinds = multi.time_kinds()
+    kinds, seen = multi.time_kinds(), types_seen(queries, records)
     before = set(stored.keys()) if saved is not None else set()
     if multi.idle and not multi.failed:
-        return (out + [_state_output(name, shard, 0, kinds.get(name)) for name in queries.names], None, {},
-                sorted(before), None)
+        return (out + [_state_output(name, shard, 0, kinds.get(name), seen.get(name)) for name in queries.names],
+                None, {}, sorted(before), None)
     with chunk_store() as store:
         snapshot = multi.snapshot()
     referred = set().union(*multi.refs.values()) if multi.refs else set()
     new = Saved(secrets.randbits(63), shard.header(clock_s) + zlib.compress(snapshot, 1))
     written = {k: v for k, v in store.written.items() if k not in before and k in referred}
     sizes_of = chunk_shares(multi.refs)
-    out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name))
+    out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name), seen.get(name))
             for name, size in multi.state_sizes.items()]
-    _LIVE_INCREMENTAL[(queries, shard)] = (new.version, multi)
-    while len(_LIVE_INCREMENTAL) > _LIVE_MAX:
-        _LIVE_INCREMENTAL.pop(next(iter(_LIVE_INCREMENTAL)))
+    # bounded as `step`'s live engines are: by count, and by the state bytes they stand for (the value and
+    # the stored chunks it refers to; a live engine takes several times that in memory)
+    _LIVE_INCREMENTAL[(queries, shard)] = (new.version, multi, len(new.blob) + sum(sizes_of.values()))
+    while len(_LIVE_INCREMENTAL) > _LIVE_MAX or (
+            len(_LIVE_INCREMENTAL) > 1 and sum(n for _, _, n in _LIVE_INCREMENTAL.values()) > LIVE_INCREMENTAL_BYTES):
+        _LIVE_INCREMENTAL.pop(next(iter(_LIVE_INCREMENTAL)))  # the least recently written
     return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
 
 
@@ -385,7 +392,11 @@ def chunk_shares(refs: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-_LIVE_INCREMENTAL: dict[tuple[QuerySet, Shard], tuple[int, MultiRunner]] = {}
+_LIVE_INCREMENTAL: dict[tuple[QuerySet, Shard], tuple[int, MultiRunner, int]] = {}
+# A worker's live runners of the incremental operator, by the bytes of the state they stand for (their kept
+# events, about what they take in memory): past it the least recently run is dropped and rebuilt from the
+# state store when its shard comes back (reading its window once). $GRETA_LIVE_BYTES sets another bound.
+LIVE_INCREMENTAL_BYTES = int(os.environ.get("GRETA_LIVE_BYTES", 2 << 30))
 
 
 def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap, shard: Shard,
@@ -475,15 +486,46 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
     }
 
 
-def _state_output(name: str, shard: Shard, size: int, time_kind: str | None) -> dict[str, Any]:
-    """How many bytes (uncompressed) a query's state takes in this shard now, and
-    the query's time kind as its runner knows it ("": not known yet)."""
+def _state_output(name: str, shard: Shard, size: int, time_kind: str | None,
+                  seen: tuple[int, dict[str, int]] | None = None) -> dict[str, Any]:
+    """How many bytes (uncompressed) a query's state takes in this shard now, the
+    query's time kind as its runner knows it ("": not known yet), and what this
+    batch's records were to it (`types_seen`)."""
     return {"query": name, "kind": "state", "window_start": None, "window_end": None, "grp": None,
-            "payload": state_payload(size, shard.index, time_kind), "reason": None}
+            "payload": state_payload(size, shard.index, time_kind, seen), "reason": None}
 
 
-def state_payload(size: int, shard: int, time_kind: str | None) -> str:
-    return dumps_row({"bytes": size, "shard": shard, "time_kind": time_kind or None})
+def state_payload(size: int, shard: int, time_kind: str | None, seen: tuple[int, dict[str, int]] | None = None) -> str:
+    doc: dict[str, Any] = {"bytes": size, "shard": shard, "time_kind": time_kind or None}
+    if seen is not None and (seen[0] or seen[1]):
+        doc["typed"], doc["other_types"] = seen
+    return dumps_row(doc)
+
+
+OTHER_TYPES_SAID = 8  # the other types a shard reports per batch (the most frequent)
+
+
+def types_seen(queries: QuerySet, records: Any) -> dict[str, tuple[int, dict[str, int]]]:
+    """Per running query: how many of the batch's records are of one of its
+    types, and the other types by count (some): what tells a query whose
+    types match no event (a misspelled or miscased type) from a quiet one."""
+    field = queries.fields.type
+    if isinstance(records, pd.DataFrame):
+        counts = records[field].value_counts() if field in records.columns and len(records) else {}
+        by_type = {str(t): int(n) for t, n in counts.items()}
+    else:
+        tally: Counter[str] = Counter(t for t in (r.get(field) for r in records if isinstance(r, dict))
+                                      if isinstance(t, str))
+        by_type = dict(tally)
+    by_type.pop(FLUSH_TYPE, None)  # the end of input's event is no one's
+    if not by_type:
+        return {}
+    out: dict[str, tuple[int, dict[str, int]]] = {}
+    for name, spec in queries:
+        mine = set(spec.query.by_type)
+        others = Counter({t: n for t, n in by_type.items() if t not in mine})
+        out[name] = (sum(by_type.get(t, 0) for t in mine), dict(others.most_common(OTHER_TYPES_SAID)))
+    return out
 
 
 def _error_output(name: str, reason: str) -> dict[str, Any]:

@@ -404,7 +404,7 @@ class Registry:
             out["stream_queries"] = len(handle.query_ids)
             if writer is not None:  # the dead letters' reasons in this run, and the mistake they point at
                 out["dead_letter_summary"] = writer.dead_letters.summary() or None
-                out["problem"] = writer.dead_letters.suspect(writer.counts["rows"])
+                out["problem"] = writer.problem
         return out
 
     def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:

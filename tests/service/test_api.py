@@ -359,3 +359,18 @@ def test_a_misspelled_attribute_shows_in_the_querys_progress(api: httpx.Client, 
     assert progress["dead_letter_summary"].startswith("300 dead letters: 300 missing_attribute")
     assert "no attribute 'prize' (they have company, id, price, sector, time, type, volume)" in progress["problem"]
     assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
+def test_a_misspelled_type_shows_in_the_querys_progress(api: httpx.Client, service: Service) -> None:
+    """`stock` for `Stock`: no event is of the query's type, so no row and no dead letter either;
+    the progress says so, with the types the events have and the close one."""
+    spec = body(service, "lower", text=Q1.replace("PATTERN Stock S+", "PATTERN stock S+"))
+    write_file(service.root / "in-lower", "events.jsonl", sample_events()[:300])
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    query_id = r.json()["id"]
+    progress = wait_for(lambda: (p := query_progress(api, query_id))["problem"] and p, "the problem", service)
+    assert progress["result_rows"] == progress["dead_letters"] == 0
+    assert progress["problem"] == ("no event is of a type of the query (stock); the events' types are Stock (300); "
+                                   "did you mean 'Stock' for 'stock'?")
+    assert api.delete(f"/queries/{query_id}").status_code == 204

@@ -121,3 +121,18 @@ def test_a_far_future_event_moves_no_watermark(spark, tmp_path: Path) -> None:  
     # event ten days ahead) close theirs with the last batch's events too
     assert {k for k, r in rows.items() if r["window_end"] <= closed} <= set(got) <= set(rows)
     assert len(got) == len(set(got)) > 20
+
+
+def test_a_type_no_event_has_is_said_at_the_end_of_a_run(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """`stock` for `Stock` through a Spark stream: no row, no dead letter, and the run's
+    counts say why (the CLI prints it as an error and exits 1)."""
+    write_files(tmp_path / "in", [[json.dumps(stock(t, t % 3, t % 7)).encode() for t in range(50)]])
+    cfg = PipelineConfig(
+        source=SourceConfig(format="jsonl", path=str(tmp_path / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q", text=Q.replace("PATTERN Stock S+", "PATTERN stock S+"),
+                             sinks=[SinkConfig(format="jsonl", path=str(tmp_path / "out"))])],
+        checkpoint=str(tmp_path / "chk"), once=True, shards=2)
+    got = run(cfg, spark=spark, echo=lambda s: None)["q"]
+    assert got["rows"] == got["dead_letters"] == 0
+    assert got["problem"] == ("no event is of a type of the query (stock); the events' types are Stock (50); "
+                              "did you mean 'Stock' for 'stock'?")
