@@ -80,6 +80,28 @@ def test_results_page_plots_each_query_live(service: Service, browser: Any, tmp_
     page.close()
 
 
+def test_the_page_shows_a_querys_problem(service: Service, browser: Any) -> None:
+    """A query whose type no event has (`stock` for `Stock`): its row and its card say so,
+    not an empty error column and "no results yet"."""
+    src = service.root / "in-page-lower"
+    write_file(src, "events.jsonl", sample_events()[:200], stamp=time.time() - 3600)
+    with service.client() as api:
+        r = api.post("/queries", json={"name": "lower-page", "text": Q1.replace("PATTERN Stock", "PATTERN stock"),
+                                       "source": {"format": "jsonl", "path": str(src)}, "options": {"shards": 2}})
+        assert r.status_code == 201, r.text
+        query_id = r.json()["id"]
+        problem = wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["problem"], "the problem",
+                           service)
+        page = browser.new_page()
+        page.goto(service.url + f"/?key={API_KEY}")
+        row = page.locator('tr[data-query="lower-page"] td.problem')
+        assert row.inner_text() == problem and "did you mean 'Stock' for 'stock'?" in problem
+        page.locator('details[data-query="lower-page"] summary').click()
+        assert page.locator('details[data-query="lower-page"] svg text').first.text_content() == problem
+        page.close()
+        assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
 def check_readable(page: Any, plot: str) -> None:
     """Axis titles with units, x ticks on round window starts, the watermark's unit, the query
     without its comment lines, a favicon."""
