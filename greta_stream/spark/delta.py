@@ -96,9 +96,14 @@ class DeltaSink:
 
     def write(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
         """Append the batch's outputs (rows: `Output`s; dead letters: their JSON text) in one idempotent commit."""
-        if not outputs:
+        if not outputs and (self.kind != "dead" or self._checked):
             return  # nothing to commit: Delta records no version for this batch, and needs none
+        # a dead-letter table is there from the first batch on, empty with its columns on a clean run:
+        # its readers find a table, not TableNotFound
         frame = self._rows(spark, outputs) if self.kind == "row" else self._dead(spark, outputs)
+        if not outputs and self._exists(spark):
+            self._checked = True
+            return
         if not self._checked:
             self._check_target(spark, frame)
             self._checked = True
@@ -117,6 +122,12 @@ class DeltaSink:
             writer.saveAsTable(self.cfg.table)
         else:
             writer.save(self.cfg.path)
+
+    def _exists(self, spark: SparkSession) -> bool:
+        if self.cfg.table:
+            return bool(spark.catalog.tableExists(self.cfg.table))
+        path = str(self.cfg.path)
+        return "://" in path or (Path(path) / "_delta_log").is_dir()
 
     def _check_target(self, spark: SparkSession, frame: DataFrame) -> None:
         """Before the first write: a folder of other files is no table to create around them, and an

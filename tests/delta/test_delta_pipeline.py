@@ -251,3 +251,22 @@ def test_two_queries_may_not_write_one_delta_table() -> None:
          "dead_letter": {"format": "delta", "path": "/tmp/shared-table/"}}]}
     with pytest.raises(ConfigError, match="the Delta table /tmp/shared-table is the sink of 'a' and of 'b'"):
         PipelineConfig.from_dict(doc)
+
+
+def test_a_clean_run_leaves_an_empty_dead_letter_table(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """No bad event: the dead-letter table is still there, empty, with its columns (a
+    reader of it gets no rows, not TableNotFound)."""
+    from greta_stream.spark.pipeline import run
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    path = folder / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events(3)[0]))
+    cfg = yaml.safe_load(config(tmp_path).read_text())
+    cfg["once"] = True
+    (tmp_path / "pipeline.yaml").write_text(yaml.safe_dump(cfg))
+    counts = run(PipelineConfig.from_file(tmp_path / "pipeline.yaml"), spark=spark, echo=lambda _: None)
+    assert counts["down"]["dead_letters"] == 0 and "failed" not in counts["down"]
+    dead = DeltaTable(str(tmp_path / "dead"))
+    assert dead.to_pandas().empty
+    assert {"reason", "event", "detail"} <= {f.name for f in dead.schema().fields}
