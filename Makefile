@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install setup-connector setup-jvm setup-system run evaluate test test-kafka lint bench bench-spark demo clean
+.PHONY: install setup-connector setup-jvm setup-system run evaluate test test-fast test-kafka lint bench bench-spark demo clean
 
 install: $(BIN)/greta-stream setup-connector  ## create .venv, install the library (all extras), the service and the dev tools; no Maven, no system packages
 
@@ -39,6 +39,9 @@ test: install setup-jvm setup-system  ## the layering contract and the type chec
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+test-fast: install  ## the fast tier: no JVM, no subprocess Spark (engines, compiler, pipeline model, oracle differentials at a modest example count)
+	$(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser"
 
 test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
 	$(BIN)/python -m pytest -q -m kafka
