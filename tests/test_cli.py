@@ -342,6 +342,7 @@ def test_a_type_no_event_has_is_an_error_with_the_types_they_have(engine: str) -
             "did you mean 'Stock' for 'stock'?") in res.stderr
 
 
+@pytest.mark.slow
 def test_explain_config_runs_on_the_core_install() -> None:
     """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported,
     and every distribution it imports is a core dependency (or one of theirs), not an extra's."""

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 RUNS = r"""
@@ -54,6 +56,7 @@ print(json.dumps(misses))
 """
 
 
+@pytest.mark.slow
 def test_after_warm_up_no_run_compiles_a_kernel(tmp_path: Path) -> None:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
     warm = subprocess.run([sys.executable, "-m", "greta_stream", "warm-up"], cwd=ROOT, env=env, text=True,

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_bench_cet_scale_smoke(bench: Callable[..., str]) -> None:
     out = bench("bench_cet.py", "--scale", "--sizes", "400", "--caps", "7", "--threads", "1,2",

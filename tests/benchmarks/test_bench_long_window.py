@@ -9,6 +9,8 @@ import pytest
 COLUMNS = ["mode", "window", "slide", "rate ev/s", "ev/batch", "batches", "kept ev", "med ms", "max ms", "state B",
            "fill B/b", "RSS MB", "B/kept", "Δ B/kept", "headroom x", "wall x", "note"]
 
+pytestmark = pytest.mark.slow
+
 
 def tables(out: str) -> list[list[dict[str, str]]]:
     """Each printed table's rows as {column: cell}; cells are two or more spaces apart, an empty note is left off."""

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 def test_bench_operator_api_smoke(bench: Callable[..., str]) -> None:

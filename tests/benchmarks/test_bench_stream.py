@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 
 def test_bench_stream_smoke(bench: Callable[..., str]) -> None:
     out = bench("bench_stream.py", "--per-window", "600", "--batch-s", "1,10", "--windows", "1.5",
