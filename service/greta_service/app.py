@@ -138,7 +138,7 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
 
         on_progress(registry.spark, observe)
         registry.resume_all()
-        registry.ready.set()
+        registry.started()
         log.info("service ready: Spark %s", registry.spark.version)
     except Exception as exc:
         registry.startup_error = short_error(exc)

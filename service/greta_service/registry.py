@@ -77,6 +77,7 @@ class Registry:
         self.lock = threading.RLock()
         self.ready = threading.Event()
         self.startup_error: str | None = None
+        self.pending: set[str] = set()  # streams whose queries changed while Spark was starting (`started`)
 
     # -- checks (nothing registered) --------------------------------------
 
@@ -190,9 +191,30 @@ class Registry:
         if not self.ready.is_set():
             raise ServiceError(503, "the service is starting (Spark is not ready yet)")
 
-    def create(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
-        self._need_spark()
+    @property
+    def starting(self) -> bool:
+        """Spark is not up yet: changes are validated and kept, and applied when it is (`started`)."""
+        if self.startup_error:
+            raise ServiceError(503, f"the service failed to start: {self.startup_error}")
+        return not self.ready.is_set()
+
+    def started(self) -> None:
+        """Spark is up and the registry's streams resumed: apply what changed meanwhile, then take changes live."""
         with self.lock:
+            self.ready.set()
+            for key in sorted(self.pending):
+                self._restart_quietly(key)
+            self.pending.clear()
+
+    def create(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
+        with self.lock:
+            if self.starting:  # validated now (a bad query is a 422 now), started with the service's streams
+                rec, spec = self.prepare(req)
+                rec.status = "starting"
+                self.store.save_query(rec)
+                self.pending.add(stream_key(rec))
+                log.info("query %s registered while the service starts: it starts with it", rec.name)
+                return rec, spec
             rec, spec = self.prepare(req)
             self.store.save_query(rec)  # first, so that a crash right after the start still knows it
             try:
@@ -205,7 +227,6 @@ class Registry:
 
     def update(self, query_id: str, req: QueryUpdate) -> tuple[QueryRecord, RunSpec]:
         """Change a query's text, mode, sinks or options (see `QueryUpdate` for what keeps its state)."""
-        self._need_spark()
         with self.lock:
             old = self.get(query_id)
             given = req.model_fields_set
@@ -230,7 +251,7 @@ class Registry:
             if fresh:
                 self.store.clear_results(rec.id)
             if rec.desired == "running" and rec.status != "failed":
-                self._restart_quietly(stream_key(rec))
+                self._change(stream_key(rec))
             log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
             return self.get(rec.id), spec
 
@@ -244,11 +265,15 @@ class Registry:
         return rec
 
     def start(self, query_id: str) -> QueryRecord:
-        self._need_spark()
         with self.lock:
             rec = self.get(query_id)
             handle = self.stream_of(query_id)
             if handle is not None and handle.query.isActive:
+                return rec
+            if self.starting:
+                rec.desired, rec.status, rec.error = "running", "starting", None
+                self.store.save_query(rec)
+                self.pending.add(stream_key(rec))
                 return rec
             rec.desired, rec.status, rec.error = "running", "running", None
             self.store.save_query(rec)
@@ -267,7 +292,7 @@ class Registry:
             if rec.status != "failed":
                 rec.status, rec.error = "stopped", None
             self.store.save_query(rec)
-            self._restart_quietly(stream_key(rec))  # the stream goes on with its other queries
+            self._change(stream_key(rec))  # the stream goes on with its other queries
             return rec
 
     def delete(self, query_id: str) -> None:
@@ -275,7 +300,7 @@ class Registry:
             rec = self.get(query_id)
             rec.desired = "stopped"
             self.store.save_query(rec)
-            self._restart_quietly(stream_key(rec))  # the stream goes on without it
+            self._change(stream_key(rec))  # the stream goes on without it
             self._forget(query_id)
 
     # -- streams -------------------------------------------------------------
@@ -314,7 +339,17 @@ class Registry:
                 specs[rec.id] = run_spec(rec, self.settings)
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
                                          self.settings.trigger_interval_s, self.store, paused)
+        for rec in members:
+            if rec.status == "starting":
+                self._mark(rec, "running", None)
         log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
+
+    def _change(self, key: str) -> None:
+        """The stream `key` after a change of its queries: restarted now, or when Spark is up."""
+        if self.starting:
+            self.pending.add(key)
+        else:
+            self._restart_quietly(key)
 
     def _restart_quietly(self, key: str) -> None:
         """`_restart`, failing the stream's queries (not raising) when it cannot start."""
@@ -365,6 +400,7 @@ class Registry:
                 keys.append(stream_key(rec))
         for key in keys:
             with self.lock:
+                self.pending.discard(key)  # started here with every change so far
                 try:
                     self._restart(key)
                 except Exception as exc:

@@ -20,7 +20,7 @@ from greta_stream.pipeline import QueryOptions as PipelineQueryOptions
 from greta_stream.pipeline.model import OptionValue
 from greta_stream.pipeline.validation import RENAMED
 
-Status = Literal["running", "stopped", "failed"]
+Status = Literal["starting", "running", "stopped", "failed"]
 
 
 class ErrorItem(BaseModel):

@@ -57,23 +57,24 @@ class Service:
         )
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, ready: bool = True) -> None:
+        """Start the server; wait until it is ready (`ready`), else only until it answers /healthz."""
         env = {**os.environ, "GRETA_API_KEY": API_KEY, "GRETA_SPARK_LOG_LEVEL": "ERROR"}
         cmd = [sys.executable, "-m", "greta_stream", "serve", "--config", str(self.config), "--port", str(self.port),
                "--data-dir", str(self.data), "--log-level", "info", "--log-json"]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
                                          start_new_session=True, env=env)
-        self.wait_ready()
+        self.wait_ready("/readyz" if ready else "/healthz")
 
-    def wait_ready(self) -> None:
+    def wait_ready(self, probe: str = "/readyz") -> None:
         deadline = time.monotonic() + READY_DEADLINE_S
         while time.monotonic() < deadline:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 pytest.fail(f"service exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(self.url + "/readyz", timeout=5).status_code == 200:
+                if httpx.get(self.url + probe, timeout=5).status_code == 200:
                     return
             except httpx.TransportError:
                 pass

@@ -69,5 +69,5 @@ def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     text = {400: "malformed request body (not JSON)", 401: "missing or wrong API key", 404: "no such query",
             409: "conflict with the query's state",
             413: "request body too large", 422: "invalid request or query (with line and column)",
-            429: "too many queries", 503: "the service is starting"}
+            429: "too many queries", 503: "the service failed to start (or is starting: Spark is not up yet)"}
     return {c: {"model": ErrorResponse, "description": text[c]} for c in codes}

@@ -47,12 +47,16 @@ def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] |
 
 
 @router.post("", status_code=status.HTTP_201_CREATED, dependencies=Mutating,
-             responses=errors(400, 401, 409, 413, 422, 429, 503))
+             responses={202: {"model": QueryCreated, "description": "accepted while the service starts (status "
+                              "starting): validated now, run once Spark is up"},
+                        **errors(400, 401, 409, 413, 422, 429, 503)})
 def create_query(body: QueryCreate, registry: RegistryDep, response: Response) -> QueryCreated:
     """Register a query and start its stream. A rejected query leaves nothing behind."""
     rec, spec = registry.create(body)
     deprecated = _deprecated(body.options, response)
-    return QueryCreated(id=rec.id, name=rec.name, mode=rec.mode, status="running",  # type: ignore[arg-type]
+    if rec.status == "starting":  # accepted while the service starts: it runs once Spark is up
+        response.status_code = status.HTTP_202_ACCEPTED
+    return QueryCreated(id=rec.id, name=rec.name, mode=rec.mode, status=rec.status,  # type: ignore[arg-type]
                         explain=spec.query.explain(), columns=spec.columns, warnings=deprecated)
 
 
