@@ -23,7 +23,10 @@ shard when the watermark passes the end of its next window.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
@@ -76,6 +79,7 @@ CHUNK_KEY_SCHEMA = StructType([StructField("key", StringType())])
 CHUNK_SCHEMA = StructType([StructField("data", BinaryType())])
 
 _TS = "__greta_ts"
+FILE_COLUMN = "__greta_file"  # a file source's row: the file it was read from (`confined`)
 _SECONDS = "__greta_s"  # the event time the watermark column holds, as double seconds (null: none)
 SHARD_COLUMN = "__greta_shard"
 _FLUSH = "__greta_flush"  # the row is --flush-at-end's event: every shard gets it
@@ -91,12 +95,15 @@ SINGLE = "query"  # the name of the one query of `trend_aggregates`
 
 
 def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None,
-                   layout: StreamLayout | None = None, operator: str | None = None) -> DataFrame:
+                   layout: StreamLayout | None = None, operator: str | None = None,
+                   confine: str | None = None) -> DataFrame:
     """Streaming outputs of every query of `queries` over `events`, with one
     stateful operator (see the module docstring). `layout`: where each query's
     state lives and with which operator (`layout.open_layout`, from the
     stream's checkpoint); None: a fresh layout of `shards` shards (default
-    `default_shards()`) for `operator` (default `DEFAULT_OPERATOR`)."""
+    `default_shards()`) for `operator` (default `DEFAULT_OPERATOR`). `confine`:
+    a file source's folder (or glob); a row read from a file whose real path
+    is outside it (a symbolic link out) is a dead letter, its content unread."""
     layout = layout or open_layout(None, queries, shards, default_shards(), operator)
     slots = layout.members(queries)
     # Each shard's kernels may use every core (the spec's kernel_threads, default one per core):
@@ -109,10 +116,10 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
     keyed, json_input = keyed_by_shard(events, queries, layout)
     if layout.operator == INCREMENTAL:
         return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(
-            statefulProcessor=incremental_processor(layout, slots, json_input, keyed.columns),
+            statefulProcessor=incremental_processor(layout, slots, json_input, keyed.columns, confine),
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Append", timeMode="EventTime")
-    fn = _shard_function(layout, slots, json_input)
+    fn = _shard_function(layout, slots, json_input, confine)
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
@@ -223,7 +230,7 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-_DROP = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH]
+_DROP = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH, FILE_COLUMN]
 
 
 def _at(layout: StreamLayout, slots: dict[int, QuerySet], key: Any) -> tuple[QuerySet, Shard] | None:
@@ -251,7 +258,7 @@ def _named(frame: pd.DataFrame | None, columns: list[str]) -> pd.DataFrame | Non
 
 
 def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
-                          columns: list[str]) -> Any:
+                          columns: list[str], confine: str | None = None) -> Any:
     """The `transformWithStateInPandas` processor of a stream: per shard a small
     value state (`shard.Saved`: the version, the stream state with its kept
     events named by chunk key, the chunks' sizes) and a map state of chunks
@@ -281,7 +288,7 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             if self.saved.exists():
                 version, blob = self.saved.get()
                 saved = Saved(int(version), bytes(blob))
-            records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
+            records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
             out, new, written, removed, timer = step_incremental(
                 queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
             for k, data in written.items():
@@ -310,7 +317,8 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
     return ShardProcessor()
 
 
-def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool) -> Any:
+def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
+                    confine: str | None = None) -> Any:
     """The `applyInPandasWithState` function of a stream: per shard one binary
     value, the whole stream state, rewritten every micro-batch (`shard.step`)."""
     empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
@@ -325,7 +333,8 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
         if state.exists:
             version, blob = state.get
             blob = upgrade_state(version, blob, queries, shard)
-        records, times_s, flush = _batch(_joined_frames(pdfs), json_input, _DROP, (queries.fields.time, *shard.attrs))
+        records, times_s, flush = _batch(_joined_frames(pdfs), json_input, _DROP, (queries.fields.time, *shard.attrs),
+                                         confine)
         out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
                                       times_s=times_s, flush=flush)
         if new_blob is None:
@@ -341,7 +350,7 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
 
 
 def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
-           keyed_by: tuple[str, ...]) -> tuple[Any, np.ndarray, bool]:
+           keyed_by: tuple[str, ...], confine: str | None = None) -> tuple[Any, np.ndarray, bool]:
     """A shard's records of one micro-batch (dicts from JSON text, or typed columns as one
     DataFrame), their event times as the watermark column reads them, and whether
     --flush-at-end's event is among them. JSON objects that give one of the fields
@@ -357,4 +366,24 @@ def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
     if bad.any():
         for i in np.flatnonzero(bad):
             records[i] = DeadLetter("malformed", frame["value"].iat[i], "the line is not valid UTF-8 text")
+    if confine is not None and FILE_COLUMN in frame.columns:
+        codes, files = pd.factorize(frame[FILE_COLUMN])
+        out = np.array([_escapes(str(f), confine) for f in files] + [False], dtype=bool)[codes]  # -1: no file
+        for i in np.flatnonzero(out):
+            file = unquote(urlparse(str(frame[FILE_COLUMN].iat[i])).path)
+            records[i] = DeadLetter("outside_source", file, f"{Path(file).name} is a link to a file outside the "
+                                    f"source folder {confine}: not read")
     return records, times_s, flush
+
+
+@lru_cache(maxsize=4096)
+def _escapes(uri: str, confine: str) -> bool:
+    """Whether the file at `uri` (a file source's path) is, links followed, outside `confine`
+    (a folder, or a glob: the folder before its first wildcard). Paths that are not local
+    (an object store's) have no links to follow."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("", "file"):
+        return False
+    base = confine.split("*")[0].split("?")[0].split("[")[0].split("{")[0]
+    root = Path(base if base.endswith("/") or Path(base).is_dir() else str(Path(base).parent)).resolve()
+    return not Path(unquote(parsed.path)).resolve().is_relative_to(root)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from greta_stream.connectors.jsonl import loads
@@ -48,7 +49,7 @@ from greta_stream.spark.cet_distributed import expand_outputs
 from greta_stream.spark.delta import DeltaSink, read_delta
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.layout import open_layout
-from greta_stream.spark.operator import stream_outputs
+from greta_stream.spark.operator import FILE_COLUMN, stream_outputs
 from greta_stream.spark.progress import progress_line
 from greta_stream.spark.typed import column_types
 
@@ -72,8 +73,8 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
                         "unset (docs/SECURITY.md, file sources)", tied, src.path)
     for k, v in src.options.items():
         reader = reader.option(k, v)
-    if src.format == "jsonl":
-        return reader.format("text").load(src.path)
+    if src.format == "jsonl":  # each line with the file it came from: a link out of the folder is not read
+        return reader.format("text").load(src.path).select("value", F.col("_metadata.file_path").alias(FILE_COLUMN))
     if src.format == "parquet":
         schema = spark.read.parquet(src.path).schema
         return reader.schema(schema).parquet(src.path)
@@ -390,14 +391,19 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
         trigger_s = None if cfg.once else cfg.trigger_interval_s
         query = start_stream(read_source(spark, stream.source), stream.query_set(), writer, checkpoint,
                              shards=cfg.shards, once=cfg.once, trigger_interval_s=trigger_s, name=stream.name,
-                             operator=cfg.operator)
+                             operator=cfg.operator, confine=confined(stream.source))
         started.append((query, writer))
     return started
 
 
+def confined(src: SourceConfig) -> str | None:
+    """The folder a file source's rows must come from (links out of it are not read), or None."""
+    return src.path if src.format == "jsonl" and src.path else None
+
+
 def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: str | Path, *, shards: int | None,
                  once: bool = False, trigger_interval_s: float | None = None, name: str,
-                 operator: str | None = None) -> StreamingQuery:
+                 operator: str | None = None, confine: str | None = None) -> StreamingQuery:
     """Start one stream over `events` for every query of `queries`: the
     operator, then `writer` (a `StreamWriter`) per micro-batch,
     checkpointed in `checkpoint`. Each start is a new run (`QuerySet.epoch`):
@@ -407,7 +413,7 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
     queries = dataclasses.replace(queries, epoch=time.time_ns() // 1_000_000)
     writer.bind(events)
     writer.replay(events.sparkSession)
-    out = stream_outputs(events, queries, layout=layout)
+    out = stream_outputs(events, queries, layout=layout, confine=confine)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
     if once:
         ws = ws.trigger(availableNow=True)

@@ -36,7 +36,7 @@ from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStor
 from greta_stream import Limits, QuerySet, RunSpec
 from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions
 from greta_stream.pipeline.validation import renamed, validated
-from greta_stream.spark import BatchWriter, StreamWriter, read_layout, read_source
+from greta_stream.spark import BatchWriter, StreamWriter, confined, read_layout, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
@@ -114,7 +114,7 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
                                shards=stream_setting(checkpoint, recs or [held], "shards"),  # type: ignore[list-item]
                                trigger_interval_s=interval or None,
                                operator=stream_setting(checkpoint, recs or [held], "operator"),  # type: ignore[list-item]
-                               name=f"{STREAM_PREFIX}{key}")
+                               name=f"{STREAM_PREFIX}{key}", confine=confined(source))
     return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
 
 

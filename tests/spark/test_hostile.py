@@ -136,3 +136,24 @@ def test_a_type_no_event_has_is_said_at_the_end_of_a_run(spark, tmp_path: Path) 
     assert got["rows"] == got["dead_letters"] == 0
     assert got["problem"] == ("no event is of a type of the query (stock); the events' types are Stock (50); "
                               "did you mean 'Stock' for 'stock'?")
+
+
+def test_a_link_out_of_the_source_folder_is_not_read(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A symbolic link in the source folder to a file elsewhere (the service's registry, say):
+    none of its lines is an event or shows in a dead letter; each is an `outside_source` dead
+    letter naming the link, and the folder's own files are read as ever."""
+    valid = [stock(t / 2, t % 3, (t * 7) % 11) for t in range(200)]
+    write_files(tmp_path / "in", [[json.dumps(e).encode() for e in valid]])
+    secret = tmp_path / "elsewhere" / "registry.jsonl"
+    secret.parent.mkdir()
+    secret.write_text('{"type": "Stock", "time": 3, "company": 1, "price": 99, "token": "s3cr3t"}\nnot json s3cr3t\n')
+    os.utime(secret, (time.time() - 30, time.time() - 30))
+    (tmp_path / "in" / "leak.jsonl").symlink_to(secret)
+    counts = run(one_query(tmp_path), spark=spark, echo=lambda s: None)["q"]
+    got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
+    want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid)
+                  if r["window_end"] <= valid[-1]["time"] - 5)
+    assert got == want and want
+    dead = list(read_jsonl_dir(tmp_path / "dead"))
+    assert [d["reason"] for d in dead] == ["outside_source", "outside_source"] and counts["dead_letters"] == 2
+    assert all("s3cr3t" not in json.dumps(d) and "leak.jsonl is a link" in d["detail"] for d in dead)
