@@ -110,6 +110,7 @@ class StreamLayout:
     # another text or after it was deleted, and salts its state (`RunSpec.life`), so that a state its
     # earlier life left in shards no batch has visited since is never taken for its own
     lives: tuple[tuple[str, tuple[str, int, bool]], ...] = ()
+    control: bool = False  # the stream reads control rows (`spark.control`): fixed when it first runs
     _index: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
     _lives: dict[str, tuple[str, int, bool]] = field(default_factory=dict, compare=False, repr=False)
 
@@ -146,7 +147,7 @@ class StreamLayout:
         if tuple(slots) == self.slots and tuple(placed.items()) == self.placed and tuple(lives.items()) == self.lives:
             return self
         return StreamLayout(self.shards, tuple(slots), tuple(placed.items()), self.legacy, self.operator,
-                            tuple(lives.items()))
+                            tuple(lives.items()), self.control)
 
     def life_of(self, name: str) -> tuple[str, int, bool] | None:
         return self._lives.get(name)
@@ -179,7 +180,7 @@ class StreamLayout:
     def to_dict(self) -> dict[str, Any]:
         return {"format": _FORMAT, "shards": self.shards, "slots": [list(s) for s in self.slots],
                 "queries": dict(self.placed), "legacy": self.legacy, "operator": self.operator,
-                "lives": {name: list(life) for name, life in self.lives}}
+                "lives": {name: list(life) for name, life in self.lives}, "control": self.control}
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> StreamLayout:
@@ -190,7 +191,8 @@ class StreamLayout:
                    tuple((str(n), int(s)) for n, s in doc["queries"].items()), bool(doc.get("legacy", False)),
                    str(doc.get("operator", WHOLE)),
                    tuple((str(n), (str(fp), int(life), bool(present)))
-                         for n, (fp, life, present) in doc.get("lives", {}).items()))
+                         for n, (fp, life, present) in doc.get("lives", {}).items()),
+                   bool(doc.get("control", False)))
 
     def save(self, checkpoint: str | Path) -> None:
         """Write the layout into the checkpoint folder (atomically)."""
@@ -202,13 +204,14 @@ class StreamLayout:
 
 
 def open_layout(checkpoint: str | Path | None, queries: QuerySet, shards: int | None, default_shards: int,
-                operator: str | None = None) -> StreamLayout:
+                operator: str | None = None, control: bool = False) -> StreamLayout:
     """The layout of the stream checkpointed in `checkpoint` for `queries`,
     extended with their new queries and saved (None: a stream whose
     checkpoint is not ours to write, e.g. `trend_aggregates`'s; a fresh
     layout). `shards` and `operator` are what the run asks for (None: the
     checkpoint's, or `default_shards` and `DEFAULT_OPERATOR` for a new
-    checkpoint); a checkpoint of another count or operator is refused."""
+    checkpoint); a checkpoint of another count or operator is refused.
+    `control`: a new checkpoint's stream reads control rows (`spark.control`)."""
     folder = None if checkpoint is None or "://" in str(checkpoint) else Path(checkpoint)
     saved = read_layout(folder) if folder is not None else None
     if saved is not None:
@@ -230,7 +233,8 @@ def open_layout(checkpoint: str | Path | None, queries: QuerySet, shards: int | 
                               tuple((n, 0) for n in (*queries.names, *sorted(queries.paused))), legacy=True,
                               operator=WHOLE)
     else:
-        layout = StreamLayout(shards or default_shards, operator=operator or DEFAULT_OPERATOR)
+        layout = StreamLayout(shards or default_shards, operator=operator or DEFAULT_OPERATOR,
+                              control=control and folder is not None)
     extended = layout.with_queries(queries)
     if folder is not None and (extended != layout or saved is None):
         extended.save(folder)

@@ -49,6 +49,7 @@ from greta_stream.engine import DeadLetter
 from greta_stream.pipeline.model import default_shards
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
+from greta_stream.spark.control import CONTROL_COLUMN, ControlSets, control_rows, stamped, streaming_slots, unstamped
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
 from greta_stream.spark.shard import (
     FLUSH_TYPE,
@@ -96,30 +97,36 @@ SINGLE = "query"  # the name of the one query of `trend_aggregates`
 
 def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None,
                    layout: StreamLayout | None = None, operator: str | None = None,
-                   confine: str | None = None) -> DataFrame:
+                   confine: str | None = None, control: tuple[DataFrame, ControlSets, int] | None = None
+                   ) -> DataFrame:
     """Streaming outputs of every query of `queries` over `events`, with one
     stateful operator (see the module docstring). `layout`: where each query's
     state lives and with which operator (`layout.open_layout`, from the
     stream's checkpoint); None: a fresh layout of `shards` shards (default
     `default_shards()`) for `operator` (default `DEFAULT_OPERATOR`). `confine`:
     a file source's folder (or glob); a row read from a file whose real path
-    is outside it (a symbolic link out) is a dead letter, its content unread."""
+    is outside it (a symbolic link out) is a dead letter, its content unread.
+    `control`: the stream's control rows, its query sets and the version it
+    starts with (`spark.control`: query-set changes without a restart)."""
     layout = layout or open_layout(None, queries, shards, default_shards(), operator)
-    slots = layout.members(queries)
     # Each shard's kernels may use every core (the spec's kernel_threads, default one per core):
     # Spark runs a task per core, but shards hashed from a few groups are uneven, and the task
     # with the largest shard would otherwise run alone on one core while the other waits.
     # Measured at 1 hour / 1 minute, 2,000 ev/s, 4 shards: 4.54x real time, against 3.93x
     # with one kernel thread per call.
-    slots = {slot: QuerySet.of([(name, spec.for_streaming()) for name, spec in qs],
-                               paused=qs.paused, sharing=qs.sharing, epoch=qs.epoch) for slot, qs in slots.items()}
+    slots = streaming_slots(layout, queries)
+    live = None
+    if control is not None:
+        rows, sets, first = control
+        events = events.unionByName(rows, allowMissingColumns=True)
+        live = (sets, first)
     keyed, json_input = keyed_by_shard(events, queries, layout)
     if layout.operator == INCREMENTAL:
         return keyed.groupBy(SHARD_COLUMN).transformWithStateInPandas(
-            statefulProcessor=incremental_processor(layout, slots, json_input, keyed.columns, confine),
+            statefulProcessor=incremental_processor(layout, slots, json_input, keyed.columns, confine, live),
             outputStructType=OUTPUT_SCHEMA,
             outputMode="Append", timeMode="EventTime")
-    fn = _shard_function(layout, slots, json_input, confine)
+    fn = _shard_function(layout, slots, json_input, confine, live)
     return keyed.groupBy(SHARD_COLUMN).applyInPandasWithState(
         fn, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.EventTimeTimeout
     )
@@ -185,8 +192,11 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
     # a holding stream (`QuerySet.holding`): no query runs, no event goes on; typed as the keys are
     # (int, never null), as the state store's key schema was written by the stream's earlier runs
     none = F.filter(F.array(F.lit(layout.keys(0)[0])), lambda k: F.lit(False))
-    shard = F.explode(F.when(F.col(_FLUSH), F.array(*every) if every else none)
-                      .otherwise(F.array(*slot_keys) if slot_keys else none))
+    routed = F.when(F.col(_FLUSH), F.array(*every) if every else none)
+    if CONTROL_COLUMN in events.columns:  # a query-set change: to every shard of every slot
+        routed = routed.when(F.col(CONTROL_COLUMN).isNotNull(),
+                             F.array(*[F.lit(k) for slot in range(len(layout.slots)) for k in layout.keys(slot)]))
+    shard = F.explode(routed.otherwise(F.array(*slot_keys) if slot_keys else none))
     # Spark drops rows at or behind the watermark before the operator sees them
     # (event-time timeout only), which would lose late events silently. Shifting
     # the watermark column and its delay by the same horizon leaves the watermark
@@ -230,7 +240,8 @@ def _normalized(col: Column) -> Column:
     return F.coalesce(text.try_cast("double").cast("string"), text)
 
 
-_DROP = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH, FILE_COLUMN]
+_DROP = [_TS, _SECONDS, SHARD_COLUMN, _FLUSH, FILE_COLUMN, CONTROL_COLUMN]
+Live = tuple[ControlSets, int]  # a stream's query sets by version and the version it started with
 
 
 def _at(layout: StreamLayout, slots: dict[int, QuerySet], key: Any) -> tuple[QuerySet, Shard] | None:
@@ -258,7 +269,7 @@ def _named(frame: pd.DataFrame | None, columns: list[str]) -> pd.DataFrame | Non
 
 
 def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
-                          columns: list[str], confine: str | None = None) -> Any:
+                          columns: list[str], confine: str | None = None, live: Live | None = None) -> Any:
     """The `transformWithStateInPandas` processor of a stream: per shard a small
     value state (`shard.Saved`: the version, the stream state with its kept
     events named by chunk key, the chunks' sizes) and a map state of chunks
@@ -280,14 +291,19 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             yield self._step(key, None, timerValues.getCurrentWatermarkInMs())
 
         def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int) -> pd.DataFrame:
-            where = _at(layout, slots, key[0])
-            if where is None:
-                return pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
-            queries, shard = where
-            saved = None
+            frame, seen = control_rows(frame) if live is not None else (frame, 0)
+            saved, had = None, 0
             if self.saved.exists():
                 version, blob = self.saved.get()
-                saved = Saved(int(version), bytes(blob))
+                had, body = unstamped(bytes(blob))
+                saved = Saved(int(version), body) if body is not None else None
+            now, slots_now = _query_set_version(live, slots, had, seen)
+            where = _at(layout, slots_now, key[0])
+            if where is None:
+                if live is not None and now != had:  # the version moves on, whatever this slot runs
+                    self.saved.update((saved.version if saved else 0, stamped(saved.blob if saved else None, now)))
+                return pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
+            queries, shard = where
             records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
             out, new, written, removed, timer = step_incremental(
                 queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
@@ -295,10 +311,12 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
                 self.chunks.updateValue((k,), (data,))
             for k in removed:
                 self.chunks.removeKey((k,))
-            if new is None:
+            if new is None and (live is None or now == live[1]):
                 self.saved.clear()
+            elif new is None:  # nothing to keep but the version it runs
+                self.saved.update((0, stamped(None, now)))
             else:
-                self.saved.update((new.version, new.blob))
+                self.saved.update((new.version, new.blob if live is None else stamped(new.blob, now)))
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
             if timer is not None and new is not None:
@@ -318,35 +336,54 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
 
 
 def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
-                    confine: str | None = None) -> Any:
+                    confine: str | None = None, live: Live | None = None) -> Any:
     """The `applyInPandasWithState` function of a stream: per shard one binary
     value, the whole stream state, rewritten every micro-batch (`shard.step`)."""
     empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        where = _at(layout, slots, key[0])
+        frame = _joined_frames(pdfs)
+        frame, seen = control_rows(frame) if live is not None else (frame, 0)
+        blob, had, version = None, 0, STATE_VERSION
+        if state.exists:
+            version, raw = state.get
+            had, blob = unstamped(bytes(raw))
+        now, slots_now = _query_set_version(live, slots, had, seen)
+        where = _at(layout, slots_now, key[0])
         if where is None:
+            if live is not None and now != had:  # the version moves on, whatever this slot runs
+                state.update((version, stamped(blob, now)))
             yield empty
             return
         queries, shard = where
-        blob = None
-        if state.exists:
-            version, blob = state.get
+        if blob is not None:
             blob = upgrade_state(version, blob, queries, shard)
-        records, times_s, flush = _batch(_joined_frames(pdfs), json_input, _DROP, (queries.fields.time, *shard.attrs),
-                                         confine)
+        records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
         out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
                                       times_s=times_s, flush=flush)
-        if new_blob is None:
+        if new_blob is None and live is not None and now != live[1]:
+            state.update((STATE_VERSION, stamped(None, now)))  # nothing to keep but the version it runs
+        elif new_blob is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((STATE_VERSION, new_blob))
+            state.update((STATE_VERSION, new_blob if live is None else stamped(new_blob, now)))
             if timeout is not None:
                 state.setTimeoutTimestamp(timeout)
         yield pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
 
     return fn
+
+
+def _query_set_version(live: Live | None, slots: dict[int, QuerySet], had: int,
+                       seen: int) -> tuple[int, dict[int, QuerySet]]:
+    """The query-set version a shard runs this batch with (the newest of the stream's start,
+    its state's and its control rows'), and each slot's queries under it."""
+    if live is None:
+        return 0, slots
+    sets, first = live
+    now = max(first, had, seen)
+    return now, (slots if now == first else sets.slots(now)[1])
 
 
 def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],

@@ -46,6 +46,7 @@ from greta_stream.runtime.dead_letters import DeadLetters, type_problem
 from greta_stream.runtime.multi import one_line
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.cet_distributed import expand_outputs
+from greta_stream.spark.control import CONTROL_FOLDER, ControlSets, LiveSet, read_rows
 from greta_stream.spark.delta import DeltaSink, read_delta
 from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
 from greta_stream.spark.layout import open_layout
@@ -322,6 +323,7 @@ class StreamWriter:
         self.time_kinds: dict[str, str] = {}  # query -> "seconds" or "timestamp", once a shard knows it
         self.errors: dict[str, str] = {}  # queries whose evaluation failed -> the first reason
         self.halted: SpoolFull | None = None  # what stopped the stream: a failed query's spool is full
+        self.live: LiveSet | None = None  # the stream's query set, when it takes changes without a restart
 
     @property
     def failed(self) -> dict[str, str]:
@@ -351,23 +353,30 @@ class StreamWriter:
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         outputs = collected(batch.select(*Output._fields))
-        by_query: dict[str, list[Any]] = {name: [] for name in self.writers}
+        writers = dict(self.writers)  # as they are now: a query-set change may add one meanwhile
+        by_query: dict[str, list[Any]] = {name: [] for name in writers}
         for o in outputs:
             if o.kind == "state":
                 state = json.loads(o.payload)
                 self._state[(o.query, state["shard"])] = state["bytes"]
                 if state["time_kind"]:
                     self.time_kinds[o.query] = state["time_kind"]
-                if "typed" in state and o.query in self.writers:
-                    self.writers[o.query].saw(state["typed"], state["other_types"])
+                if "typed" in state and o.query in writers:
+                    writers[o.query].saw(state["typed"], state["other_types"])
             elif o.kind == "error":
                 if o.query not in self.errors:
                     log.error("[%s] batch %d: the query failed, the stream's other queries go on: %s",
                               o.query, batch_id, o.payload)
                 self.errors.setdefault(o.query, o.payload)
-            else:
+            elif o.query in by_query:
                 by_query[o.query].append(o)
-        for name, writer in self.writers.items():
+            else:  # a query no longer on the stream (deleted while the batch ran)
+                log.info("[%s] batch %d: %s output of a query no longer on the stream, not delivered", o.query,
+                         batch_id, o.kind)
+        running = set(self.live.queries.names) if self.live is not None else set(writers)
+        for name, writer in writers.items():
+            if name not in running and not by_query[name]:  # stopped by a change: nothing more for it
+                continue
             state = self.state_bytes(name) if self.knows(name) else None
             try:
                 writer.deliver(batch.sparkSession, batch_id, by_query[name], state)
@@ -403,17 +412,26 @@ def confined(src: SourceConfig) -> str | None:
 
 def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: str | Path, *, shards: int | None,
                  once: bool = False, trigger_interval_s: float | None = None, name: str,
-                 operator: str | None = None, confine: str | None = None) -> StreamingQuery:
+                 operator: str | None = None, confine: str | None = None, live: bool = False) -> StreamingQuery:
     """Start one stream over `events` for every query of `queries`: the
     operator, then `writer` (a `StreamWriter`) per micro-batch,
     checkpointed in `checkpoint`. Each start is a new run (`QuerySet.epoch`):
     a query that failed before is tried again, and what its failed sinks kept
-    is delivered first. `shards` and `operator` must be the checkpoint's, or None."""
-    layout = open_layout(checkpoint, queries, shards, default_shards(), operator)
+    is delivered first. `shards` and `operator` must be the checkpoint's, or None.
+    `live`: a new checkpoint's stream takes query-set changes without a
+    restart (`writer.live`: `spark.control`); a checkpoint keeps what it began with."""
+    layout = open_layout(checkpoint, queries, shards, default_shards(), operator, control=live)
     queries = dataclasses.replace(queries, epoch=time.time_ns() // 1_000_000)
     writer.bind(events)
     writer.replay(events.sparkSession)
-    out = stream_outputs(events, queries, layout=layout, confine=confine)
+    control = None
+    if layout.control:
+        sets = ControlSets(Path(checkpoint) / CONTROL_FOLDER)
+        first = sets.latest() + 1
+        sets.write(first, queries, layout)
+        control = (read_rows(events.sparkSession, sets), sets, first)
+        writer.live = LiveSet(sets, Path(checkpoint), layout, queries, frozenset(layout.members(queries)), first)
+    out = stream_outputs(events, queries, layout=layout, confine=confine, control=control)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
     if once:
         ws = ws.trigger(availableNow=True)

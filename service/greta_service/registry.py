@@ -35,6 +35,7 @@ from greta_service.runner import (
     STREAM_PREFIX,
     StreamHandle,
     StreamProgress,
+    change_stream,
     progress,
     query_config,
     run_spec,
@@ -315,16 +316,29 @@ class Registry:
         return sorted(recs, key=lambda r: r.created_at)
 
     def _restart(self, key: str, specs: dict[str, RunSpec] | None = None) -> None:
-        """(Re)start stream `key` with the queries that should run on it now:
-        it resumes from its checkpoint, each query that ran on it keeps its
-        state, a new query starts at the stream's position. Raises when the
-        stream cannot start."""
-        self._stop_stream(key)
+        """Give stream `key` the queries that should run on it now: at its next micro-batch
+        when it runs and can take the change (`runner.change_stream`), else by restarting it.
+        It resumes from its checkpoint, each query that ran on it keeps its state, a new
+        query starts at the stream's position. Raises when the stream cannot start."""
         members = self._members(key)
         # stopped and failed queries keep their state in the stream, to go on from it when started again
         paused_recs = [r for r in self.store.list_queries()
                        if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped")]
         paused = tuple(r.id for r in paused_recs)
+        handle = self.streams.get(key)
+        if handle is not None and (members or paused):
+            all_specs = dict(specs or {})
+            for rec in members:
+                if rec.id not in all_specs:
+                    all_specs[rec.id] = run_spec(rec, self.settings)
+            if change_stream(handle, members, all_specs, self.store, paused, self.checkpoint(key)):
+                for rec in members:
+                    if rec.status == "starting":
+                        self._mark(rec, "running", None)
+                log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
+                         ", ".join(r.name for r in members))
+                return
+        self._stop_stream(key)
         if not members:
             if paused and (self.checkpoint(key) / "offsets").is_dir():  # the stream goes on reading, holding them
                 self.streams[key] = start_stream(self.spark, key, [], {}, self.checkpoint(key),

@@ -80,6 +80,8 @@ class StreamHandle:
     writer: StreamWriter
     queries: QuerySet  # what the stream's operator runs (query ids -> run specs)
     started_at: float = field(default_factory=time.time)
+    recs: dict[str, QueryRecord] = field(default_factory=dict)  # its queries as their writers were made
+    changes: int = 0  # query-set changes it took without a restart
 
 
 def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str, RunSpec], checkpoint: Path,
@@ -114,8 +116,41 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
                                shards=stream_setting(checkpoint, recs or [held], "shards"),  # type: ignore[list-item]
                                trigger_interval_s=interval or None,
                                operator=stream_setting(checkpoint, recs or [held], "operator"),  # type: ignore[list-item]
-                               name=f"{STREAM_PREFIX}{key}", confine=confined(source))
-    return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries)
+                               name=f"{STREAM_PREFIX}{key}", confine=confined(source), live=True)
+    return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries, recs={r.id: r for r in recs})
+
+
+def change_stream(handle: StreamHandle, recs: list[QueryRecord], specs: dict[str, RunSpec], store: ResultStore,
+                  paused: tuple[str, ...], checkpoint: Path) -> bool:
+    """Give a running stream a new query set at its next micro-batch, without a restart
+    (`greta_stream.spark.control`): the writers of new or changed queries first, then the
+    set. False when it cannot (a checkpoint from before control rows, a query where the
+    stream sends no events): restart it."""
+    live = handle.writer.live
+    if live is None or not handle.query.isActive:
+        return False
+    if recs:
+        queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
+    else:
+        queries = QuerySet.holding(paused, live.queries.fields)
+    if queries.fields != live.queries.fields:
+        return False
+    def made_of(rec: QueryRecord | None) -> Any:  # what a query's writer is made of
+        return rec and (rec.text, rec.mode, rec.sinks, rec.dead_letter, rec.options)
+
+    for rec in recs:
+        if made_of(handle.recs.get(rec.id)) != made_of(rec) or rec.id not in handle.writer.writers:  # new, or changed
+            config = query_config(rec).compiled_as(specs[rec.id])
+            handle.writer.writers[rec.id] = BatchWriter(config, checkpoint=checkpoint / "queries" / rec.id,
+                                                        on_batch=_to_store(store, rec.id))
+    if live.change(queries) is None:
+        return False
+    for gone in set(handle.writer.writers) - {r.id for r in recs} - set(paused):  # deleted: its rows go with it
+        del handle.writer.writers[gone]
+    handle.query_ids, handle.queries = tuple(r.id for r in recs), queries
+    handle.recs = {r.id: r for r in recs}
+    handle.changes += 1
+    return True
 
 
 def stream_setting(checkpoint: Path, recs: list[QueryRecord], key: str) -> Any:
