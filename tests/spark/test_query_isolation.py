@@ -4,6 +4,7 @@ The operator's shards are driven without Spark (`OperatorSim`: routing by
 the stream's layout, state per shard key, Spark's watermark, timeouts) over
 random streams and random changes of the query set between micro-batches:
 queries join (with other GROUP-BY attributes, lateness and engines), stop
+(the last running one too: the stream then holds it, `QuerySet.holding`)
 and start again (keeping their state), are deleted, and are patched (a new
 lateness keeps the state, a new text starts afresh). Each query's rows and
 late events are then what the contract gives for it alone: `evaluate` over
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from greta_stream import QuerySet, RunSpec, evaluate
+from greta_stream.engine import FieldNames
 from greta_stream.runtime.planner import SoloUnit
 from greta_stream.spark.layout import StreamLayout, open_layout
 from greta_stream.testing.shards import OperatorSim
@@ -113,7 +115,7 @@ def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
         if action == "join" or not running:
             n += 1
             join(f"q{n}")
-        elif action == "stop" and len(running) > 1:
+        elif action == "stop":  # the last running query too: the stream then holds it (`QuerySet.holding`)
             name = rnd.choice(names)
             stopped[name] = running.pop(name)
         elif action == "start" and stopped:
@@ -131,14 +133,14 @@ def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
             life = running.pop(name)[1]
             collect(name, life)
             join(name, other_than=life.text)
-        queries = QuerySet.of([(name, spec) for name, (spec, _) in running.items()], paused=stopped)
+        queries = of(running, stopped)
         for spec, life in running.values():  # a query's watermark never goes back (a PATCH raising its lateness)
             life.closed_by = max(life.closed_by, stream_max - spec.lateness_s if stream_max else float("-inf"))
             for e in batch:
                 (life.late if e["time"] < life.closed_by else life.seen).append(e)
         sim.batch(queries, batch)
         stream_max = max([stream_max, *(e["time"] for e in batch)])
-    final = QuerySet.of([(name, spec) for name, (spec, _) in running.items()], paused=stopped)
+    final = of(running, stopped)
     sim.finish(final)
     for name, (_, life) in running.items():
         life.closed_by = float("inf")
@@ -146,6 +148,13 @@ def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
     for name, (_, life) in stopped.items():
         collect(name, life)
     return lives, sim
+
+
+def of(running: dict[str, tuple[RunSpec, Life]], stopped: dict[str, tuple[RunSpec, Life]]) -> QuerySet:
+    """The stream's query set: its running queries, or none (every query stopped) holding the stopped ones."""
+    if not running:
+        return QuerySet.holding(stopped, FieldNames())
+    return QuerySet.of([(name, spec) for name, (spec, _) in running.items()], paused=stopped)
 
 
 def key(row: dict) -> str:
