@@ -331,7 +331,7 @@ class Registry:
             for rec in members:
                 if rec.id not in all_specs:
                     all_specs[rec.id] = run_spec(rec, self.settings)
-            if change_stream(handle, members, all_specs, self.store, paused, self.checkpoint(key)):
+            if change_stream(self.spark, handle, members, all_specs, self.store, paused, self.checkpoint(key)):
                 for rec in members:
                     if rec.status == "starting":
                         self._mark(rec, "running", None)

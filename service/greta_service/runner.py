@@ -120,8 +120,8 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     return StreamHandle(key, tuple(r.id for r in recs), query, writer, queries, recs={r.id: r for r in recs})
 
 
-def change_stream(handle: StreamHandle, recs: list[QueryRecord], specs: dict[str, RunSpec], store: ResultStore,
-                  paused: tuple[str, ...], checkpoint: Path) -> bool:
+def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], specs: dict[str, RunSpec],
+                  store: ResultStore, paused: tuple[str, ...], checkpoint: Path) -> bool:
     """Give a running stream a new query set at its next micro-batch, without a restart
     (`greta_stream.spark.control`): the writers of new or changed queries first, then the
     set. False when it cannot (a checkpoint from before control rows, a query where the
@@ -133,16 +133,19 @@ def change_stream(handle: StreamHandle, recs: list[QueryRecord], specs: dict[str
         queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
     else:
         queries = QuerySet.holding(paused, live.queries.fields)
-    if queries.fields != live.queries.fields:
-        return False
+    if queries.fields != live.queries.fields or any(rec.id in handle.writer.errors for rec in recs):
+        return False  # other field names; or a query whose evaluation failed in this run: a new run retries it
     def made_of(rec: QueryRecord | None) -> Any:  # what a query's writer is made of
         return rec and (rec.text, rec.mode, rec.sinks, rec.dead_letter, rec.options)
 
     for rec in recs:
         if made_of(handle.recs.get(rec.id)) != made_of(rec) or rec.id not in handle.writer.writers:  # new, or changed
             config = query_config(rec).compiled_as(specs[rec.id])
-            handle.writer.writers[rec.id] = BatchWriter(config, checkpoint=checkpoint / "queries" / rec.id,
-                                                        on_batch=_to_store(store, rec.id))
+            writer = BatchWriter(config, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
+            writer.replay(spark)  # what its sinks could not take before, first
+            if writer.failed is not None:
+                return False  # its sinks still fail: the restart fails it, as before
+            handle.writer.writers[rec.id] = writer
     if live.change(queries) is None:
         return False
     for gone in set(handle.writer.writers) - {r.id for r in recs} - set(paused):  # deleted: its rows go with it
