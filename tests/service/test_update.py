@@ -55,7 +55,7 @@ def test_new_sinks_keep_the_state_and_the_rows(service: Service) -> None:
     with service.client() as api:
         query_id = register(api, service, "upd-sinks")
         write_file(src, "events-0.jsonl", first, stamp=base)
-        wait_for(batches_over(api, query_id, 0), "a first batch", service)
+        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
         before = api.get(f"/queries/{query_id}").json()["progress"]["result_rows"]
         r = api.patch(f"/queries/{query_id}", json={"sinks": [{"format": "jsonl",
                                                                "path": str(service.root / "out-upd-sinks-b")}]})
@@ -105,8 +105,9 @@ def test_a_stopped_query_alone_on_its_source_skips_what_arrived_while_it_was_sto
         query_id = register(api, service, "upd-alone")
         write_file(src, "events-0.jsonl", first, stamp=base)
         wait_for(batches_over(api, query_id, 0), "a first batch", service)
+        stream = api.get(f"/queries/{query_id}").json()["progress"]["stream"]
         assert api.post(f"/queries/{query_id}/stop").json()["status"] == "stopped"
-        offsets = next(service.data.rglob("offsets"))
+        offsets = service.data / "checkpoints" / stream / "offsets"
         read = len(list(offsets.glob("[0-9]*")))
         write_file(src, "events-1.jsonl", missed, stamp=base + 1)
         wait_for(lambda: len(list(offsets.glob("[0-9]*"))) > read, "the holding stream to read the file", service)
