@@ -324,6 +324,7 @@ class StreamWriter:
         self.errors: dict[str, str] = {}  # queries whose evaluation failed -> the first reason
         self.halted: SpoolFull | None = None  # what stopped the stream: a failed query's spool is full
         self.live: LiveSet | None = None  # the stream's query set, when it takes changes without a restart
+        self.types: dict[str, Any] = {}  # the input's column types (`bind`), for writers added later
 
     @property
     def failed(self) -> dict[str, str]:
@@ -338,7 +339,7 @@ class StreamWriter:
 
     def bind(self, events: DataFrame) -> None:
         """The stream's input, as it starts: its column types give Delta tables their types."""
-        types = column_types(events)
+        types = self.types = column_types(events)
         for writer in self.writers.values():
             for sink in writer.delta_sinks:
                 sink.bind(types)

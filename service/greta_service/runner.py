@@ -142,6 +142,8 @@ def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], spe
         if made_of(handle.recs.get(rec.id)) != made_of(rec) or rec.id not in handle.writer.writers:  # new, or changed
             config = query_config(rec).compiled_as(specs[rec.id])
             writer = BatchWriter(config, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
+            for sink in writer.delta_sinks:  # typed as the stream's input, as `StreamWriter.bind` types the others
+                sink.bind(handle.writer.types)
             writer.replay(spark)  # what its sinks could not take before, first
             if writer.failed is not None:
                 return False  # its sinks still fail: the restart fails it, as before
