@@ -3,7 +3,7 @@
 For the queries it covers, `greta_stream.evaluate` runs this instead of the
 general engine and returns the same rows: a Kleene pattern `X+` (nested `+`
 included) or a SEQ of events once or Kleene (one type at several positions
-too), with a leading and a trailing NOT of one event each,
+too), with a leading, middle and trailing NOT of one event each,
 partitions by any GROUP-BY and equivalence attributes, edge predicates of
 one Kleene alias, each a comparison `f(X) op g(NEXT(X))` with op in
 `< <= > >= =` over numbers, local predicates of comparisons (numbers, or
