@@ -59,6 +59,17 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+GLOB_CHARS = frozenset("*?[]{}")  # what makes a source path a glob (Hadoop's pattern characters)
+
+
+def glob_base(path: Path) -> Path:
+    """The longest leading folder of `path` with no glob characters (`path` itself when it has none)."""
+    for i, part in enumerate(path.parts):
+        if GLOB_CHARS.intersection(part):
+            return Path(*path.parts[:i])
+    return path
+
+
 def _resolved(path: str, info: ValidationInfo) -> str:
     """Relative file paths in a config file are relative to its folder (the `base` of the validation context)."""
     base = (info.context or {}).get("base")

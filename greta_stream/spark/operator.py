@@ -46,7 +46,7 @@ from pyspark.sql.types import (
 )
 
 from greta_stream.engine import DeadLetter
-from greta_stream.pipeline.model import default_shards
+from greta_stream.pipeline.model import default_shards, glob_base
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.control import CONTROL_COLUMN, ControlSets, control_rows, stamped, streaming_slots, unstamped
@@ -404,23 +404,25 @@ def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
         for i in np.flatnonzero(bad):
             records[i] = DeadLetter("malformed", frame["value"].iat[i], "the line is not valid UTF-8 text")
     if confine is not None and FILE_COLUMN in frame.columns:
-        codes, files = pd.factorize(frame[FILE_COLUMN])
-        out = np.array([_escapes(str(f), confine) for f in files] + [False], dtype=bool)[codes]  # -1: no file
-        for i in np.flatnonzero(out):
-            file = unquote(urlparse(str(frame[FILE_COLUMN].iat[i])).path)
-            records[i] = DeadLetter("outside_source", file, f"{Path(file).name} is a link to a file outside the "
-                                    f"source folder {confine}: not read")
+        codes, files = pd.factorize(frame[FILE_COLUMN])  # a few files per batch: each judged once
+        for code, file in enumerate(files):
+            outside = _escaping(str(file), confine)
+            if outside is None:
+                continue
+            dead = DeadLetter("outside_source", outside, f"{Path(outside).name} is a link to a file outside the "
+                              f"source folder {confine}: not read")
+            for i in np.flatnonzero(codes == code):
+                records[i] = dead
     return records, times_s, flush
 
 
 @lru_cache(maxsize=4096)
-def _escapes(uri: str, confine: str) -> bool:
-    """Whether the file at `uri` (a file source's path) is, links followed, outside `confine`
-    (a folder, or a glob: the folder before its first wildcard). Paths that are not local
-    (an object store's) have no links to follow."""
+def _escaping(uri: str, confine: str) -> str | None:
+    """The local path of the file at `uri` (a file source's) when, links followed, it is outside
+    `confine` (a folder, or a glob: the folder before its first wildcard, `glob_base`); else None.
+    Paths that are not local (an object store's) have no links to follow."""
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
-        return False
-    base = confine.split("*")[0].split("?")[0].split("[")[0].split("{")[0]
-    root = Path(base if base.endswith("/") or Path(base).is_dir() else str(Path(base).parent)).resolve()
-    return not Path(unquote(parsed.path)).resolve().is_relative_to(root)
+        return None
+    path = unquote(parsed.path)
+    return None if Path(path).resolve().is_relative_to(glob_base(Path(confine)).resolve()) else path

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from greta_stream import ConfigError
+from greta_stream.pipeline import glob_base
 
 FILE_FORMATS = ("jsonl", "parquet", "delta")
 
@@ -74,7 +75,6 @@ def check_path_given(spec: dict[str, Any], what: str) -> None:
 
 # What Spark's file source reads as a glob (SparkHadoopUtil.isGlobPath, less the
 # backslash, which check_reach refuses).
-GLOB_CHARS = frozenset("*?[]{}")
 
 
 def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) -> None:
@@ -102,14 +102,6 @@ def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) ->
             raise ConfigError(f"{what} path {given!r} is a folder above the service's own {own.name!r} "
                               f"(checkpoints or results store), which {how} would reach: name a folder "
                               f"beside them")
-
-
-def glob_base(path: Path) -> Path:
-    """The longest leading folder of `path` with no glob characters (`path` itself when it has none)."""
-    for i, part in enumerate(path.parts):
-        if GLOB_CHARS.intersection(part):
-            return Path(*path.parts[:i])
-    return path
 
 
 def _slash_in_braces(text: str) -> bool:
