@@ -23,6 +23,7 @@ shard when the watermark passes the end of its next window.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -291,32 +292,27 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             yield self._step(key, None, timerValues.getCurrentWatermarkInMs())
 
         def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int) -> pd.DataFrame:
-            frame, seen = control_rows(frame) if live is not None else (frame, 0)
-            saved, had = None, 0
-            if self.saved.exists():
-                version, blob = self.saved.get()
-                had, body = unstamped(bytes(blob))
-                saved = Saved(int(version), body) if body is not None else None
-            now, slots_now = _query_set_version(live, slots, had, seen)
-            where = _at(layout, slots_now, key[0])
-            if where is None:
-                if live is not None and now != had:  # the version moves on, whatever this slot runs
-                    self.saved.update((saved.version if saved else 0, stamped(saved.blob if saved else None, now)))
+            version, raw = self.saved.get() if self.saved.exists() else (0, None)
+            turn = _turn(live, layout, slots, key[0], frame, raw)
+            saved = Saved(int(version), turn.blob) if turn.blob is not None else None
+            if turn.where is None:
+                if turn.moved:
+                    self.saved.update((int(version), stamped(turn.blob, turn.now)))
                 return pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
-            queries, shard = where
-            records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
+            queries, shard = turn.where
+            records, times_s, flush = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs),
+                                             confine)
             out, new, written, removed, timer = step_incremental(
                 queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
             for k, data in written.items():
                 self.chunks.updateValue((k,), (data,))
             for k in removed:
                 self.chunks.removeKey((k,))
-            if new is None and (live is None or now == live[1]):
+            kept = _kept(live, turn.now, new.blob if new is not None else None)
+            if kept is None:
                 self.saved.clear()
-            elif new is None:  # nothing to keep but the version it runs
-                self.saved.update((0, stamped(None, now)))
             else:
-                self.saved.update((new.version, new.blob if live is None else stamped(new.blob, now)))
+                self.saved.update((new.version if new is not None else 0, kept))
             for t in list(self.handle.listTimers()):
                 self.handle.deleteTimer(t)
             if timer is not None and new is not None:
@@ -342,48 +338,63 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
     empty = pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
 
     def fn(key: tuple[Any, ...], pdfs: Iterator[pd.DataFrame], state: GroupState) -> Iterator[pd.DataFrame]:
-        frame = _joined_frames(pdfs)
-        frame, seen = control_rows(frame) if live is not None else (frame, 0)
-        blob, had, version = None, 0, STATE_VERSION
-        if state.exists:
-            version, raw = state.get
-            had, blob = unstamped(bytes(raw))
-        now, slots_now = _query_set_version(live, slots, had, seen)
-        where = _at(layout, slots_now, key[0])
-        if where is None:
-            if live is not None and now != had:  # the version moves on, whatever this slot runs
-                state.update((version, stamped(blob, now)))
+        version, raw = state.get if state.exists else (STATE_VERSION, None)
+        turn = _turn(live, layout, slots, key[0], _joined_frames(pdfs), raw)
+        if turn.where is None:
+            if turn.moved:
+                state.update((version, stamped(turn.blob, turn.now)))
             yield empty
             return
-        queries, shard = where
-        if blob is not None:
-            blob = upgrade_state(version, blob, queries, shard)
-        records, times_s, flush = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
+        queries, shard = turn.where
+        blob = upgrade_state(version, turn.blob, queries, shard) if turn.blob is not None else None
+        records, times_s, flush = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
         out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
                                       times_s=times_s, flush=flush)
-        if new_blob is None and live is not None and now != live[1]:
-            state.update((STATE_VERSION, stamped(None, now)))  # nothing to keep but the version it runs
-        elif new_blob is None:
+        kept = _kept(live, turn.now, new_blob)
+        if kept is None:
             if state.exists:
                 state.remove()
         else:
-            state.update((STATE_VERSION, new_blob if live is None else stamped(new_blob, now)))
-            if timeout is not None:
+            state.update((STATE_VERSION, kept))
+            if new_blob is not None and timeout is not None:
                 state.setTimeoutTimestamp(timeout)
         yield pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
 
     return fn
 
 
-def _query_set_version(live: Live | None, slots: dict[int, QuerySet], had: int,
-                       seen: int) -> tuple[int, dict[int, QuerySet]]:
-    """The query-set version a shard runs this batch with (the newest of the stream's start,
-    its state's and its control rows'), and each slot's queries under it."""
+@dataclass(frozen=True)
+class _Turn:
+    """What one call of a shard starts from, on either operator: its input without control
+    rows, the query-set version it runs (`now`, the newest of the stream's start, its state's
+    and its control rows': `spark.control`), its state's blob unstamped, and its queries and
+    shard under that version (None: its slot runs none now)."""
+
+    frame: pd.DataFrame | None
+    now: int
+    moved: bool  # the version moved on from its state's: stamp it even when nothing else is kept
+    blob: bytes | None
+    where: tuple[QuerySet, Shard] | None
+
+
+def _turn(live: Live | None, layout: StreamLayout, slots: dict[int, QuerySet], key: Any,
+          frame: pd.DataFrame | None, raw: Any) -> _Turn:
+    had, blob = unstamped(bytes(raw) if raw is not None else None)  # Spark hands binary state as a bytearray
     if live is None:
-        return 0, slots
+        return _Turn(frame, 0, False, blob, _at(layout, slots, key))
+    frame, seen = control_rows(frame)
     sets, first = live
     now = max(first, had, seen)
-    return now, (slots if now == first else sets.slots(now)[1])
+    return _Turn(frame, now, now != had, blob, _at(layout, slots if now == first else sets.slots(now)[1], key))
+
+
+def _kept(live: Live | None, now: int, blob: bytes | None) -> bytes | None:
+    """What a shard keeps after its call (None: nothing): its new state's blob, stamped with
+    the version it ran where query sets ride the stream; the stamp alone when it has nothing
+    else to keep and the version is not the stream's start one (it must not fall back)."""
+    if live is None or (blob is None and now == live[1]):
+        return blob
+    return stamped(blob, now)
 
 
 def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
