@@ -41,144 +41,25 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-LIMB_BITS = 32
-EXTRA_LIMBS = 2  # rows carry this many more limbs than vertices (sums of up to 2**64 values)
+from greta_stream.engine.columnar.limbs import EXTRA_LIMBS, LIMB_BITS, normalize_rows
+from greta_stream.engine.columnar.limbs import MASK as _MASK
+from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
+from greta_stream.engine.columnar.limbs import add_node as _add_node
+from greta_stream.engine.columnar.limbs import grown1 as _grown1
+from greta_stream.engine.columnar.limbs import grown2 as _grown2
+from greta_stream.engine.columnar.limbs import grown3 as _grown3
+from greta_stream.engine.columnar.limbs import grown4 as _grown4
+from greta_stream.engine.columnar.limbs import normalize as _normalize
+from greta_stream.engine.columnar.limbs import significant as _significant
+from greta_stream.engine.columnar.limbs import take_node as _take_node
+from greta_stream.engine.columnar.limbs import wider4 as _wider4
+from greta_stream.engine.columnar.limbs import wider_last as _wider_last
+from greta_stream.engine.columnar.limbs import wider_mid as _wider_mid
+from greta_stream.engine.columnar.minmax import add_mm as _add_mm
+from greta_stream.engine.columnar.minmax import clear_mm as _clear_mm
+from greta_stream.engine.columnar.minmax import vertex_mm as _vertex_mm
 
-
-_MASK = np.uint64(0xFFFFFFFF)
-_SHIFT = np.uint64(32)
-
-
-@njit(cache=True)
-def _normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.ndarray) -> bool:
-    """Propagate carries in cell c, limbs 0..top-1, lanes j0..j1-1; True if
-    something carries out of limb top-1."""
-    n = j1 - j0
-    if n == 1:  # one lane (a window closing alone): scalars, no views
-        c1 = np.uint64(0)
-        for lb in range(top):
-            x = acc[c, lb, j0] + c1
-            acc[c, lb, j0] = x & _MASK
-            c1 = x >> _SHIFT
-        return c1 != 0
-    cy = carry[:n]
-    cy[:] = 0
-    for lb in range(top):
-        row = acc[c, lb, j0:j1]  # views and 0-based loops: numba vectorizes these
-        for j in range(n):
-            x = row[j] + cy[j]
-            row[j] = x & _MASK
-            cy[j] = x >> _SHIFT
-    return bool(cy.any())
-
-
-@njit(cache=True)
-def _add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
-    """nodes[i] lanes j0..j1-1 += val, cell c over its limbs 0..sig[c]-1.
-    Limbs at or past used[i, c] of a node are not kept zero (a tree is reused
-    from task to task without clearing): they are cleared, all lanes, when
-    first needed."""
-    n = j1 - j0
-    for c in range(sig.shape[0]):
-        u = used[i, c]
-        if sig[c] > u:
-            for lb in range(u, sig[c]):
-                nodes[i, c, lb, :] = 0
-            used[i, c] = sig[c]
-        if n == 1:
-            for lb in range(sig[c]):
-                nodes[i, c, lb, j0] += val[c, lb, j0]
-            continue
-        for lb in range(sig[c]):
-            dst = nodes[i, c, lb, j0:j1]
-            src = val[c, lb, j0:j1]
-            for j in range(n):
-                dst[j] += src[j]
-
-
-@njit(cache=True)
-def _take_node(acc, nodes, used, i, j0, j1):  # noqa: ANN001, ANN202
-    """acc lanes j0..j1-1 += nodes[i] (each cell's used limbs)."""
-    n = j1 - j0
-    if n == 1:
-        for c in range(used.shape[1]):
-            for lb in range(used[i, c]):
-                acc[c, lb, j0] += nodes[i, c, lb, j0]
-        return
-    for c in range(used.shape[1]):
-        for lb in range(used[i, c]):
-            dst = acc[c, lb, j0:j1]
-            src = nodes[i, c, lb, j0:j1]
-            for j in range(n):
-                dst[j] += src[j]
-
-
-@njit(cache=True)
-def _wider_mid(a, limbs):  # noqa: ANN001, ANN202
-    """(cells, limbs, lanes) zero-extended to `limbs` limbs."""
-    out = np.zeros((a.shape[0], limbs, a.shape[2]), a.dtype)
-    out[:, : a.shape[1], :] = a
-    return out
-
-
-@njit(cache=True)
-def _wider_last(a, limbs):  # noqa: ANN001, ANN202
-    """(rows, cells, limbs) zero-extended to `limbs` limbs."""
-    out = np.zeros((a.shape[0], a.shape[1], limbs), a.dtype)
-    out[:, :, : a.shape[2]] = a
-    return out
-
-
-@njit(cache=True)
-def _wider4(a, limbs):  # noqa: ANN001, ANN202
-    """(items, cells, limbs, lanes) zero-extended to `limbs` limbs."""
-    out = np.zeros((a.shape[0], a.shape[1], limbs, a.shape[3]), a.dtype)
-    out[:, :, : a.shape[2], :] = a
-    return out
-
-
-@njit(cache=True)
-def _significant(acc, c, top, j0, j1):  # noqa: ANN001, ANN202
-    """Limbs of cell c (within 0..top-1) up to its highest nonzero one over lanes j0..j1-1."""
-    if j1 - j0 == 1:
-        for lb in range(top - 1, -1, -1):
-            if acc[c, lb, j0] != 0:
-                return lb + 1
-        return 1
-    for lb in range(top - 1, -1, -1):
-        row = acc[c, lb, j0:j1]
-        for j in range(j1 - j0):
-            if row[j] != 0:
-                return lb + 1
-    return 1
-
-
-@njit(cache=True)
-def _grown1(a, n):  # noqa: ANN001, ANN202
-    out = np.empty(n, a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@njit(cache=True)
-def _grown2(a, n):  # noqa: ANN001, ANN202
-    out = np.empty((n, a.shape[1]), a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@njit(cache=True)
-def _grown3(a, n):  # noqa: ANN001, ANN202
-    out = np.zeros((n, a.shape[1], a.shape[2]), a.dtype)
-    out[: a.shape[0]] = a
-    return out
-
-
-@njit(cache=True)
-def _grown4(a, n):  # noqa: ANN001, ANN202
-    out = np.zeros((n, a.shape[1], a.shape[2], a.shape[3]), a.dtype)
-    out[: a.shape[0]] = a
-    return out
+__all__ = ["EXTRA_LIMBS", "LIMB_BITS", "Events", "Wiring", "normalize_rows", "run"]
 
 
 @njit(cache=True, inline="always")
@@ -308,62 +189,6 @@ def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, 
     return False
 
 
-@njit(cache=True, inline="always")
-def _counted(acc, sig, j):  # noqa: ANN001, ANN202
-    """Whether the event's trend count in lane j is not zero (numba: a loop, no generator)."""
-    for lb in range(sig[0]):  # noqa: SIM110
-        if acc[0, lb, j] != 0:
-            return True
-    return False
-
-
-@njit(cache=True)
-def _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, own, mmax):  # noqa: ANN001, ANN202
-    """MIN/MAX over the trends ending at the event, per lane (GRETA's
-    propagation with min/max for + and the own value for *): the
-    predecessors' values, and the event's own value (NaN: not of the
-    field's alias) in the lanes where it ends a trend."""
-    for q in range(mmax.shape[0]):
-        big = mmax[q]
-        row = acc_mm[q]
-        for j in range(j0, j1):
-            row[j] = -np.inf if big else np.inf
-        for r in range(npath):
-            src = nodes_mm[path[r], q]
-            for j in range(j0, j1):
-                x = src[j]
-                if (x > row[j]) if big else (x < row[j]):
-                    row[j] = x
-        val = own[q]
-        if val == val:  # not NaN
-            for j in range(j0, j1):
-                if ((val > row[j]) if big else (val < row[j])) and _counted(acc, sig, j):
-                    row[j] = val
-
-
-@njit(cache=True, inline="always")
-def _add_mm(nodes_mm, i, val_mm, j0, j1, mmax):  # noqa: ANN001, ANN202
-    for q in range(mmax.shape[0]):
-        dst = nodes_mm[i, q]
-        src = val_mm[q]
-        if mmax[q]:
-            for j in range(j0, j1):
-                if src[j] > dst[j]:
-                    dst[j] = src[j]
-        else:
-            for j in range(j0, j1):
-                if src[j] < dst[j]:
-                    dst[j] = src[j]
-
-
-@njit(cache=True)
-def _clear_mm(nodes_mm, lo, hi, mmax):  # noqa: ANN001, ANN202
-    for i in range(lo, hi):
-        for q in range(mmax.shape[0]):
-            nodes_mm[i, q, :] = -np.inf if mmax[q] else np.inf
-
-
-# The per-event arrays, in (partition, time) order (numba takes named tuples of arrays).
 Events = namedtuple("Events", [
     "kmin", "kmax",  # first and last window of the event
     "newt",  # the event starts a new time stamp within its partition
@@ -726,18 +551,3 @@ def _flush(k0, lanes, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c
     return rows, out_k, out_g, out_c, out_m
 
 
-@njit(cache=True)
-def normalize_rows(cells: np.ndarray) -> bool:
-    """Carries of summed partial rows (rows, cells, limbs), in place; True if
-    the top limb overflowed (the caller adds limbs first, so it never does)."""
-    over = False
-    for r in range(cells.shape[0]):
-        for c in range(cells.shape[1]):
-            cy = np.uint64(0)
-            for lb in range(cells.shape[2]):
-                x = cells[r, c, lb] + cy
-                cells[r, c, lb] = x & _MASK
-                cy = x >> _SHIFT
-            if cy != 0:
-                over = True
-    return over
