@@ -186,12 +186,6 @@ class Registry:
 
     # -- life cycle ---------------------------------------------------------
 
-    def _need_spark(self) -> None:
-        if self.startup_error:
-            raise ServiceError(503, f"the service failed to start: {self.startup_error}")
-        if not self.ready.is_set():
-            raise ServiceError(503, "the service is starting (Spark is not ready yet)")
-
     @property
     def starting(self) -> bool:
         """Spark is not up yet: changes are validated and kept, and applied when it is (`started`)."""
@@ -325,19 +319,17 @@ class Registry:
         paused_recs = [r for r in self.store.list_queries()
                        if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped")]
         paused = tuple(r.id for r in paused_recs)
+        specs = dict(specs or {})
+        for rec in members:
+            if rec.id not in specs:
+                specs[rec.id] = run_spec(rec, self.settings)
         handle = self.streams.get(key)
-        if handle is not None and (members or paused):
-            all_specs = dict(specs or {})
-            for rec in members:
-                if rec.id not in all_specs:
-                    all_specs[rec.id] = run_spec(rec, self.settings)
-            if change_stream(self.spark, handle, members, all_specs, self.store, paused, self.checkpoint(key)):
-                for rec in members:
-                    if rec.status == "starting":
-                        self._mark(rec, "running", None)
-                log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
-                         ", ".join(r.name for r in members))
-                return
+        if handle is not None and (members or paused) and change_stream(
+                self.spark, handle, members, specs, self.store, paused, self.checkpoint(key)):
+            self._running(members)
+            log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
+                     ", ".join(r.name for r in members))
+            return
         self._stop_stream(key)
         if not members:
             if paused and (self.checkpoint(key) / "offsets").is_dir():  # the stream goes on reading, holding them
@@ -347,16 +339,16 @@ class Registry:
                 log.info("stream %s holds %d stopped queries: %s", key, len(paused),
                          ", ".join(r.name for r in paused_recs))
             return
-        specs = dict(specs or {})
-        for rec in members:
-            if rec.id not in specs:
-                specs[rec.id] = run_spec(rec, self.settings)
         self.streams[key] = start_stream(self.spark, key, members, specs, self.checkpoint(key),
                                          self.settings.trigger_interval_s, self.store, paused)
+        self._running(members)
+        log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
+
+    def _running(self, members: list[QueryRecord]) -> None:
+        """Queries accepted while the service started run now that their stream took them."""
         for rec in members:
             if rec.status == "starting":
                 self._mark(rec, "running", None)
-        log.info("stream %s runs %d queries: %s", key, len(members), ", ".join(r.name for r in members))
 
     def _change(self, key: str) -> None:
         """The stream `key` after a change of its queries: restarted now, or when Spark is up."""
