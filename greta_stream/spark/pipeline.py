@@ -217,8 +217,8 @@ class BatchWriter:
             out.append(Message(row_key(self.name, o.grp, o.window_start, o.window_end, n), o.payload))
         return out
 
-
     def saw(self, typed: int, other_types: dict[str, int]) -> None:
+        """A shard's report of a batch's records: how many of its types, and the others by type."""
         self.typed += typed
         self.other_types.update(other_types)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStore
-from greta_stream import Limits, QuerySet, RunSpec
+from greta_stream import FieldNames, Limits, QuerySet, RunSpec
 from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions
 from greta_stream.pipeline.validation import renamed, validated
 from greta_stream.spark import BatchWriter, StreamWriter, confined, read_layout, read_source
@@ -57,9 +57,13 @@ def run_spec(rec: QueryRecord, settings: Settings, *, checked: bool = True,
     """The query's `RunSpec` (its text compiled once per process) under the service's limits
     (`checked=False`: a registered query as it was, whatever the limits are now); `query`:
     its `query_config` when already built."""
-    fields = validated(FieldsConfig, rec.options.get("fields") or {}, "fields")
-    return (query or query_config(rec)).compile(fields.names(), 0.0, settings.max_future_s,
+    return (query or query_config(rec)).compile(fields_of(rec), 0.0, settings.max_future_s,
                                                 settings.limits if checked else Limits(None, None))
+
+
+def fields_of(rec: QueryRecord) -> FieldNames:
+    """The names of the type, time and id fields a registered query reads."""
+    return validated(FieldsConfig, rec.options.get("fields") or {}, "fields").names()
 
 
 def stream_key(rec: QueryRecord) -> str:
@@ -96,20 +100,13 @@ def start_stream(spark: Any, key: str, recs: list[QueryRecord], specs: dict[str,
     The stream's settings come from its queries: the shortest trigger
     interval; the shard count and the operator are the checkpoint's
     (properties of the stream: `stream_setting`)."""
-    configs = {rec.id: query_config(rec).compiled_as(specs[rec.id]) for rec in recs}
-    # Kafka sinks keep their sink logs in the checkpoint
-    writers = {rec.id: BatchWriter(configs[rec.id], checkpoint=checkpoint / "queries" / rec.id,
-                                   on_batch=_to_store(store, rec.id)) for rec in recs}
+    writers = {rec.id: _writer(rec, specs[rec.id], checkpoint, store) for rec in recs}
     intervals = [r.options["trigger_interval_s"] for r in recs if r.options.get("trigger_interval_s") is not None]
     interval = min(intervals) if intervals else default_trigger_s
-    if recs:
-        queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
-        source = configs[recs[0].id].source
-    else:
-        assert held is not None, "a holding stream is one of its paused queries'"
-        held_config = query_config(held)
-        queries = QuerySet.holding(paused, validated(FieldsConfig, held.options.get("fields") or {}, "fields").names())
-        source = held_config.source
+    first = recs[0] if recs else held
+    assert first is not None, "a holding stream is one of its paused queries'"
+    queries = _query_set(recs, specs, paused, fields_of(first))
+    source = query_config(first).source
     writer = StreamWriter(writers)
     assert source is not None, "a registered query has its source"
     query = start_spark_stream(read_source(spark, source), queries, writer, checkpoint,
@@ -129,19 +126,13 @@ def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], spe
     live = handle.writer.live
     if live is None or not handle.query.isActive:
         return False
-    if recs:
-        queries = QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
-    else:
-        queries = QuerySet.holding(paused, live.queries.fields)
+    queries = _query_set(recs, specs, paused, live.queries.fields)
     if queries.fields != live.queries.fields or any(rec.id in handle.writer.errors for rec in recs):
         return False  # other field names; or a query whose evaluation failed in this run: a new run retries it
-    def made_of(rec: QueryRecord | None) -> Any:  # what a query's writer is made of
-        return rec and (rec.text, rec.mode, rec.sinks, rec.dead_letter, rec.options)
-
     for rec in recs:
-        if made_of(handle.recs.get(rec.id)) != made_of(rec) or rec.id not in handle.writer.writers:  # new, or changed
-            config = query_config(rec).compiled_as(specs[rec.id])
-            writer = BatchWriter(config, checkpoint=checkpoint / "queries" / rec.id, on_batch=_to_store(store, rec.id))
+        new = _made_of(handle.recs.get(rec.id)) != _made_of(rec) or rec.id not in handle.writer.writers
+        if new:  # a new query, or new sinks or options
+            writer = _writer(rec, specs[rec.id], checkpoint, store)
             for sink in writer.delta_sinks:  # typed as the stream's input, as `StreamWriter.bind` types the others
                 sink.bind(handle.writer.types)
             writer.replay(spark)  # what its sinks could not take before, first
@@ -156,6 +147,25 @@ def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], spe
     handle.recs = {r.id: r for r in recs}
     handle.changes += 1
     return True
+
+
+def _query_set(recs: list[QueryRecord], specs: dict[str, RunSpec], paused: tuple[str, ...],
+               fields: FieldNames) -> QuerySet:
+    """A stream's queries: `recs` running, `paused` kept; none running: a holding set reading `fields`."""
+    if recs:
+        return QuerySet.of([(rec.id, specs[rec.id]) for rec in recs], paused=paused)
+    return QuerySet.holding(paused, fields)
+
+
+def _writer(rec: QueryRecord, spec: RunSpec, checkpoint: Path, store: ResultStore) -> BatchWriter:
+    """A query's batch writer: its sinks (Kafka sinks keep their logs in the checkpoint), then the results store."""
+    return BatchWriter(query_config(rec).compiled_as(spec), checkpoint=checkpoint / "queries" / rec.id,
+                       on_batch=_to_store(store, rec.id))
+
+
+def _made_of(rec: QueryRecord | None) -> Any:
+    """What a query's writer is made of (a change of it needs a new writer)."""
+    return rec and (rec.text, rec.mode, rec.sinks, rec.dead_letter, rec.options)
 
 
 def stream_setting(checkpoint: Path, recs: list[QueryRecord], key: str) -> Any:
