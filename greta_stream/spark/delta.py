@@ -100,10 +100,10 @@ class DeltaSink:
             return  # nothing to commit: Delta records no version for this batch, and needs none
         # a dead-letter table is there from the first batch on, empty with its columns on a clean run:
         # its readers find a table, not TableNotFound
-        frame = self._rows(spark, outputs) if self.kind == "row" else self._dead(spark, outputs)
         if not outputs and self._exists(spark):
             self._checked = True
             return
+        frame = self._rows(spark, outputs) if self.kind == "row" else self._dead(spark, outputs)
         if not self._checked:
             self._check_target(spark, frame)
             self._checked = True
@@ -124,6 +124,7 @@ class DeltaSink:
             writer.save(self.cfg.path)
 
     def _exists(self, spark: SparkSession) -> bool:
+        """Whether the table is there (a path that is not local: taken to be)."""
         if self.cfg.table:
             return bool(spark.catalog.tableExists(self.cfg.table))
         path = str(self.cfg.path)
@@ -133,15 +134,13 @@ class DeltaSink:
         """Before the first write: a folder of other files is no table to create around them, and an
         existing table must have the columns this query writes (one line saying which differ)."""
         table = self.cfg.table
-        if table:
-            exists = spark.catalog.tableExists(table)
-        else:
+        if not table:
             path = str(self.cfg.path)
             local = Path(path) if "://" not in path else None
             if local is not None and local.is_dir() and any(local.iterdir()) and not (local / "_delta_log").is_dir():
                 raise ConfigError(f"query {self.query!r}: the Delta sink path {path} holds files and is not a Delta "
                                   "table: give a new or empty folder, or an existing Delta table")
-            exists = local is None or (local / "_delta_log").is_dir()
+        exists = self._exists(spark)
         if not exists or self.cfg.merge_schema:
             return
         try:
