@@ -416,24 +416,51 @@ def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
             records[i] = DeadLetter("malformed", frame["value"].iat[i], "the line is not valid UTF-8 text")
     if confine is not None and FILE_COLUMN in frame.columns:
         codes, files = pd.factorize(frame[FILE_COLUMN])  # a few files per batch: each judged once
+        again: list[int] = []
         for code, file in enumerate(files):
-            outside = _escaping(str(file), confine)
-            if outside is None:
+            judged = _judged(str(file), confine)
+            if judged is None:
                 continue
+            at = np.flatnonzero(codes == code)
+            if judged[0] == "again":  # a file of the folder reached once more through a link to a folder in it
+                again.extend(at.tolist())
+                continue
+            outside = judged[1]
             dead = DeadLetter("outside_source", outside, f"{Path(outside).name} is a link to a file outside the "
                               f"source folder {confine}: not read")
-            for i in np.flatnonzero(codes == code):
+            for i in at:
                 records[i] = dead
+        if again:
+            keep = np.ones(len(records), dtype=bool)
+            keep[again] = False
+            records = [r for r, k in zip(records, keep, strict=True) if k]
+            times_s = times_s[keep]
     return records, times_s, flush
 
 
 @lru_cache(maxsize=4096)
-def _escaping(uri: str, confine: str) -> str | None:
-    """The local path of the file at `uri` (a file source's) when, links followed, it is outside
-    `confine` (a folder, or a glob: the folder before its first wildcard, `glob_base`); else None.
-    Paths that are not local (an object store's) have no links to follow."""
+def _judged(uri: str, confine: str) -> tuple[str, str] | None:
+    """What to make of the file at `uri` (a file source's) for a source confined to `confine` (a
+    folder, or a glob: the folder before its first wildcard, `glob_base`): None to read it;
+    ("outside", its path) when, links followed, it is outside the folder; ("again", its path) when
+    Spark reached it through a link to a folder inside the folder (a loop, or a second way to a
+    folder that recursive listing reads anyway): it is read where it is, and only there. Paths
+    that are not local (an object store's) have no links to follow."""
     parsed = urlparse(uri)
     if parsed.scheme not in ("", "file"):
         return None
-    path = unquote(parsed.path)
-    return None if Path(path).resolve().is_relative_to(glob_base(Path(confine)).resolve()) else path
+    path = Path(unquote(parsed.path))
+    base = glob_base(Path(confine)).absolute()  # as Spark qualifies a relative path: links kept
+    try:
+        inside = path.resolve().is_relative_to(base.resolve())
+    except (OSError, RuntimeError):  # a link loop on the way: nowhere to read it from
+        inside = False
+    if not inside:
+        return "outside", str(path)
+    if path.is_relative_to(base):  # the folders between the source folder and the file, as Spark listed them
+        folder = base
+        for part in path.relative_to(base).parts[:-1]:
+            folder = folder / part
+            if folder.is_symlink():
+                return "again", str(path)
+    return None

@@ -25,6 +25,7 @@ refused here, before anything is registered:
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -102,6 +103,39 @@ def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) ->
             raise ConfigError(f"{what} path {given!r} is a folder above the service's own {own.name!r} "
                               f"(checkpoints or results store), which {how} would reach: name a folder "
                               f"beside them")
+
+
+def recursive(spec: dict[str, Any]) -> bool:
+    """Whether a file source's options ask Spark to list its folder recursively."""
+    return any(str(k).lower() == "recursivefilelookup" and str(v).strip().lower() == "true"
+               for k, v in (spec.get("options") or {}).items())
+
+
+def check_folder_links(given: str, folder: Path, what: str, limit: int = 100_000) -> None:
+    """`ConfigError` when `folder` (a source Spark lists recursively, resolved) holds a link to a
+    folder that is not strictly inside it: a loop (a link to it or above it) makes Spark list
+    everything below the target again, level after level, and a link out of it leads Spark's
+    listing wherever it points. Links to folders inside are fine (their files are read once,
+    where they are). Looks at `limit` entries at most, following no link."""
+    seen = 0
+    for top, dirs, files in os.walk(folder, followlinks=False):
+        seen += len(dirs) + len(files)
+        for name in dirs:
+            link = Path(top) / name
+            if not link.is_symlink():
+                continue
+            try:
+                target = link.resolve()
+            except (OSError, RuntimeError):  # a link loop of its own
+                target = link
+            if target == folder or not target.is_relative_to(folder):
+                where = "its own folder or one above it (a loop)" if folder.is_relative_to(target) or \
+                    target == link else "a folder out of it"
+                raise ConfigError(f"{what} path {given!r} holds {link.relative_to(folder)}, a link to "
+                                  f"{where}: with recursiveFileLookup Spark would list through it. Remove the "
+                                  f"link, or read without recursiveFileLookup")
+        if seen > limit:
+            return
 
 
 def _slash_in_braces(text: str) -> bool:

@@ -25,11 +25,13 @@ from greta_service.guards import (
     FILE_FORMATS,
     SINK_OPTIONS,
     SOURCE_OPTIONS,
+    check_folder_links,
     check_kafka_hosts,
     check_options,
     check_path_given,
     check_reach,
     glob_base,
+    recursive,
 )
 from greta_service.runner import (
     STREAM_PREFIX,
@@ -75,7 +77,11 @@ class Registry:
         self.spark: Any = None
         self.streams: dict[str, StreamHandle] = {}  # by stream key (`runner.stream_key`)
         self.stream_progress: dict[str, StreamProgress] = {}  # by stream key, as Spark reports each batch
+        # `lock` guards the records' checks and the maps here, never a Spark or file-system call; each
+        # stream's changes take that stream's own lock (`_stream_lock`), so one stream's slow start or
+        # listing never holds up a change to another stream's queries
         self.lock = threading.RLock()
+        self._stream_locks: dict[str, threading.RLock] = {}
         self.ready = threading.Event()
         self.startup_error: str | None = None
         self.pending: set[str] = set()  # streams whose queries changed while Spark was starting (`started`)
@@ -95,7 +101,15 @@ class Registry:
             raise config_error(str(exc)) from None
 
     def prepare(self, req: QueryCreate, replacing: str | None = None) -> tuple[QueryRecord, RunSpec]:
-        """A record for `req` and its run spec after every check; raises ServiceError (422/409/429)."""
+        """A record for `req` and its run spec after every check; raises ServiceError (422/409/429).
+        Checks against the other queries run under `lock`: a caller that registers the record holds it."""
+        rec, query, spec = self._checked(req)
+        with self.lock:
+            self._admit(rec, query, replacing)
+        return rec, spec
+
+    def _checked(self, req: QueryCreate) -> tuple[QueryRecord, Any, RunSpec]:
+        """`req` as a record, its pipeline model and run spec, after the checks that need no other query."""
         mode = self.compile(req.text, req.mode).mode
         options = req.options.model_dump(exclude_none=True)
         if mode == "cet":
@@ -113,6 +127,14 @@ class Registry:
             query = query_config(rec)  # its source, sinks and options as the pipeline model
         except ConfigError as exc:
             raise config_error(str(exc)) from None
+        try:
+            spec = run_spec(rec, self.settings, query=query)
+        except ConfigError as exc:
+            raise config_error(str(exc)) from None
+        return rec, query, spec
+
+    def _admit(self, rec: QueryRecord, query: Any, replacing: str | None) -> None:
+        """The checks of `rec` against the other queries: Delta tables, limits, budget, name (under `lock`)."""
         others = [r for r in self.store.list_queries() if r.id != replacing and r.name != rec.name]
         shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
                                       for r in others for s in (*r.sinks, *([r.dead_letter] if r.dead_letter else []))
@@ -122,11 +144,6 @@ class Registry:
         if shared:
             raise ServiceError(409, shared)
         self._limits(rec, replacing)
-        try:
-            spec = run_spec(rec, self.settings, query=query)
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        return rec, spec
 
     def _limits(self, rec: QueryRecord, replacing: str | None = None) -> None:
         s = self.settings
@@ -172,16 +189,21 @@ class Registry:
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise config_error(f"{what} path must be a non-empty string")
         joined = self.settings.data_dir / Path(path).expanduser()
-        resolved = joined.resolve()
-        roots = [r.resolve() for r in self.settings.allowed_roots]  # relative: to the working folder
-        if roots and not any(resolved.is_relative_to(r) for r in roots):
-            raise config_error(f"{what} path {path!r} is outside the allowed roots (path_roots)")
         try:
+            resolved = joined.resolve()
+            roots = [r.resolve() for r in self.settings.allowed_roots]  # relative: to the working folder
+            if roots and not any(resolved.is_relative_to(r) for r in roots):
+                raise config_error(f"{what} path {path!r} is outside the allowed roots (path_roots)")
             check_reach(path, joined, what, self.settings.protected_paths)
+            folder = glob_base(joined).resolve()  # a glob: the folder it matches under
+            if must_exist and not folder.exists():
+                raise config_error(f"{what} path {path!r} does not exist")
+            if must_exist and recursive(spec) and folder.is_dir():
+                check_folder_links(path, folder, what)
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        if must_exist and not glob_base(joined).resolve().exists():  # a glob: the folder it matches under
-            raise config_error(f"{what} path {path!r} does not exist")
+        except (OSError, RuntimeError) as exc:  # a link loop in the path itself, say
+            raise config_error(f"{what} path {path!r} cannot be followed: {exc}") from None
         return {**spec, "path": str(resolved)}
 
     # -- life cycle ---------------------------------------------------------
@@ -196,33 +218,43 @@ class Registry:
     def started(self) -> None:
         """Spark is up and the registry's streams resumed: apply what changed meanwhile, then take changes live."""
         with self.lock:
-            self.ready.set()
-            for key in sorted(self.pending):
-                self._restart_quietly(key)
+            self.ready.set()  # from here on, a change applies itself (`_change`)
+            keys = sorted(self.pending)
             self.pending.clear()
+        for key in keys:
+            with self._stream_lock(key):
+                self._restart_quietly(key)
+
+    def _stream_lock(self, key: str) -> threading.RLock:
+        """The lock that orders the changes of stream `key` (held across its Spark calls, and only its)."""
+        with self.lock:
+            return self._stream_locks.setdefault(key, threading.RLock())
 
     def create(self, req: QueryCreate) -> tuple[QueryRecord, RunSpec]:
+        rec, query, spec = self._checked(req)
+        key = stream_key(rec)
         with self.lock:
+            self._admit(rec, query, None)
             if self.starting:  # validated now (a bad query is a 422 now), started with the service's streams
-                rec, spec = self.prepare(req)
                 rec.status = "starting"
                 self.store.save_query(rec)
-                self.pending.add(stream_key(rec))
+                self.pending.add(key)
                 log.info("query %s registered while the service starts: it starts with it", rec.name)
                 return rec, spec
-            rec, spec = self.prepare(req)
             self.store.save_query(rec)  # first, so that a crash right after the start still knows it
+        with self._stream_lock(key):
             try:
-                self._restart(stream_key(rec), {rec.id: spec})
+                self._restart(key, {rec.id: spec})
             except Exception as exc:
                 self._forget(rec.id)
-                self._restart_quietly(stream_key(rec))  # the stream's other queries go on without it
+                self._restart_quietly(key)  # the stream's other queries go on without it
                 raise config_error(f"the query could not start: {short_error(exc)}") from None
-            return rec, spec
+        return rec, spec
 
     def update(self, query_id: str, req: QueryUpdate) -> tuple[QueryRecord, RunSpec]:
         """Change a query's text, mode, sinks or options (see `QueryUpdate` for what keeps its state)."""
-        with self.lock:
+        old = self.get(query_id)
+        with self._stream_lock(stream_key(old)):
             old = self.get(query_id)
             given = req.model_fields_set
             text = req.text if "text" in given and req.text is not None else old.text
@@ -238,15 +270,19 @@ class Registry:
             )
             if body.options.backfill != bool(old.options.get("backfill")):
                 raise config_error("backfill cannot change: register a new query to read the source again")
-            rec, spec = self.prepare(body, replacing=old.id)
+            rec, query, spec = self._checked(body)
             rec.id, rec.created_at, rec.desired, rec.status = old.id, old.created_at, old.desired, old.status
             rec.error = old.error
             fresh = run_fingerprint(spec) != run_fingerprint(run_spec(old, self.settings, checked=False))
-            self.store.save_query(rec)
+            with self.lock:
+                self._admit(rec, query, old.id)
+                self.store.save_query(rec)
             if fresh:
                 self.store.clear_results(rec.id)
             if rec.desired == "running" and rec.status != "failed":
-                self._change(stream_key(rec))
+                for key in dict.fromkeys((stream_key(old), stream_key(rec))):  # new field names: another stream
+                    with self._stream_lock(key):
+                        self._change(key)
             log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
             return self.get(rec.id), spec
 
@@ -260,42 +296,45 @@ class Registry:
         return rec
 
     def start(self, query_id: str) -> QueryRecord:
-        with self.lock:
+        key = stream_key(self.get(query_id))
+        with self._stream_lock(key):
             rec = self.get(query_id)
             handle = self.stream_of(query_id)
             if handle is not None and handle.query.isActive:
                 return rec
-            if self.starting:
-                rec.desired, rec.status, rec.error = "running", "starting", None
+            with self.lock:
+                rec.desired, rec.error = "running", None
+                rec.status = "starting" if self.starting else "running"
                 self.store.save_query(rec)
-                self.pending.add(stream_key(rec))
-                return rec
-            rec.desired, rec.status, rec.error = "running", "running", None
-            self.store.save_query(rec)
+                if self.starting:
+                    self.pending.add(key)
+                    return rec
             try:
-                self._restart(stream_key(rec))
+                self._restart(key)
             except Exception as exc:
                 self._mark(rec, "failed", short_error(exc))
-                self._restart_quietly(stream_key(rec))
+                self._restart_quietly(key)
                 raise ServiceError(409, f"the query could not start: {rec.error}") from None
             return rec
 
     def stop(self, query_id: str) -> QueryRecord:
-        with self.lock:
+        key = stream_key(self.get(query_id))
+        with self._stream_lock(key):
             rec = self.get(query_id)
             rec.desired = "stopped"
             if rec.status != "failed":
                 rec.status, rec.error = "stopped", None
             self.store.save_query(rec)
-            self._change(stream_key(rec))  # the stream goes on with its other queries
+            self._change(key)  # the stream goes on with its other queries
             return rec
 
     def delete(self, query_id: str) -> None:
-        with self.lock:
+        key = stream_key(self.get(query_id))
+        with self._stream_lock(key):
             rec = self.get(query_id)
             rec.desired = "stopped"
             self.store.save_query(rec)
-            self._change(stream_key(rec))  # the stream goes on without it
+            self._change(key)  # the stream goes on without it
             self._forget(query_id)
 
     # -- streams -------------------------------------------------------------
@@ -351,11 +390,12 @@ class Registry:
                 self._mark(rec, "running", None)
 
     def _change(self, key: str) -> None:
-        """The stream `key` after a change of its queries: restarted now, or when Spark is up."""
-        if self.starting:
-            self.pending.add(key)
-        else:
-            self._restart_quietly(key)
+        """The stream `key` after a change of its queries (its lock held): now, or when Spark is up."""
+        with self.lock:
+            if self.starting:
+                self.pending.add(key)
+                return
+        self._restart_quietly(key)
 
     def _restart_quietly(self, key: str) -> None:
         """`_restart`, failing the stream's queries (not raising) when it cannot start."""
@@ -405,8 +445,9 @@ class Registry:
             if stream_key(rec) not in keys:  # a stream of stopped queries only holds them (`_restart`)
                 keys.append(stream_key(rec))
         for key in keys:
-            with self.lock:
-                self.pending.discard(key)  # started here with every change so far
+            with self._stream_lock(key):
+                with self.lock:
+                    self.pending.discard(key)  # started here with every change so far
                 try:
                     self._restart(key)
                 except Exception as exc:
@@ -416,8 +457,8 @@ class Registry:
 
     def shutdown(self) -> None:
         """Stop the streams but keep their queries' desired state: a restart resumes them."""
-        with self.lock:
-            for key in list(self.streams):
+        for key in list(self.streams):
+            with self._stream_lock(key):
                 self._stop_stream(key)
 
     # -- monitoring ------------------------------------------------------------
@@ -460,28 +501,33 @@ class Registry:
 
     def monitor_once(self) -> None:
         """Fail the queries of streams that died, and queries whose state is over the limit."""
-        with self.lock:
-            for key, handle in list(self.streams.items()):
-                if not handle.query.isActive:
-                    exc = handle.query.exception()
-                    if exc is not None:
-                        log.error("stream %s died: %s", key, exc)
-                    self.streams.pop(key, None)
-                    for query_id in handle.query_ids:
-                        rec = self.store.get_query(query_id)
-                        if rec is not None:
-                            self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
-                    continue
-                failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
-                for q in handle.query_ids:
-                    size = handle.writer.state_bytes(q)
-                    if q not in failed and size > self.settings.max_state_bytes:
-                        failed[q] = (f"state uses {size:,} bytes, over the limit of "
-                                     f"{self.settings.max_state_bytes:,} (max_state_bytes)")
-                for query_id, reason in failed.items():
-                    rec = self.store.get_query(query_id)
-                    if rec is not None and rec.status != "failed":
-                        log.error("query %s failed: %s", rec.name, reason)
-                        self._mark(rec, "failed", reason)
-                if any(q in handle.query_ids for q in failed):
-                    self._restart_quietly(key)  # without the failed queries, which keep their state
+        for key in list(self.streams):
+            with self._stream_lock(key):
+                handle = self.streams.get(key)
+                if handle is not None:
+                    self._monitor(key, handle)
+
+    def _monitor(self, key: str, handle: StreamHandle) -> None:
+        if not handle.query.isActive:
+            exc = handle.query.exception()
+            if exc is not None:
+                log.error("stream %s died: %s", key, exc)
+            self.streams.pop(key, None)
+            for query_id in handle.query_ids:
+                rec = self.store.get_query(query_id)
+                if rec is not None:
+                    self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
+            return
+        failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
+        for q in handle.query_ids:
+            size = handle.writer.state_bytes(q)
+            if q not in failed and size > self.settings.max_state_bytes:
+                failed[q] = (f"state uses {size:,} bytes, over the limit of "
+                             f"{self.settings.max_state_bytes:,} (max_state_bytes)")
+        for query_id, reason in failed.items():
+            rec = self.store.get_query(query_id)
+            if rec is not None and rec.status != "failed":
+                log.error("query %s failed: %s", rec.name, reason)
+                self._mark(rec, "failed", reason)
+        if any(q in handle.query_ids for q in failed):
+            self._restart_quietly(key)  # without the failed queries, which keep their state

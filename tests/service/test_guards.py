@@ -10,6 +10,7 @@ Assert the status first, then the body (STYLE.md).
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from pathlib import Path
 
@@ -206,3 +207,58 @@ def test_folders_beside_the_services_own_files_are_allowed(registry: Registry) -
     assert registry._paths({"format": "jsonl", "path": "greta.sqlite.old"}, "sink")["path"] == str(data / "greta.sqlite.old")
     for glob in ("in/*.jsonl", "in/{a,b}/day=*/", "in/[0-9]*", "in/{..,x}"):  # Hadoop matches {..,x} against listings
         check_reach(glob, data / glob, "source", registry.settings.protected_paths)
+
+
+def test_links_that_would_lead_a_recursive_listing_astray_are_refused(registry: Registry, tmp_path: Path) -> None:
+    """A source read with recursiveFileLookup may not hold a link to its own folder or above it (a
+    loop Spark lists level after level) nor out of it; a link to a folder inside it is fine, and so
+    is any link when the source is not read recursively. A path that is itself a link loop is a 422."""
+    data = registry.settings.data_dir
+    (data / "in" / "sub").mkdir()
+    (data / "in" / "sub-again").symlink_to(data / "in" / "sub")
+    recursive = {"format": "jsonl", "path": "in", "options": {"recursiveFileLookup": "true"}}
+    assert registry._paths(recursive, "source", must_exist=True)["path"] == str(data.resolve() / "in")
+    (tmp_path / "elsewhere").mkdir()
+    for name, target, words in (("loop", data / "in", "a loop"), ("up", data, "a loop"),
+                                ("out", tmp_path / "elsewhere", "out of it")):
+        (data / "in" / "sub" / name).symlink_to(target)
+        with pytest.raises(ServiceError, match=f"holds sub/{name}, a link to .*{words}"):
+            registry._paths(recursive, "source", must_exist=True)
+        assert registry._paths({**recursive, "options": {}}, "source", must_exist=True)  # not listed recursively
+        (data / "in" / "sub" / name).unlink()
+    (data / "knot").symlink_to(data / "knot")
+    with pytest.raises(ServiceError, match="source path 'knot/x' cannot be followed"):
+        registry._paths({"format": "jsonl", "path": "knot/x"}, "source", must_exist=True)
+
+
+def test_a_stream_start_that_hangs_holds_up_no_other_stream(registry: Registry, monkeypatch) -> None:  # noqa: ANN001
+    """While one stream's start is inside Spark (a listing that takes minutes, say), a change to a
+    query of another stream goes through: the registry holds no lock across Spark calls but that
+    stream's own. Spark is replaced here by a start that waits on the other change and then fails,
+    the one hang this test can make on purpose."""
+    from greta_service import registry as registry_module
+    from greta_service.schemas import QueryCreate
+
+    data = registry.settings.data_dir
+    (data / "other").mkdir()
+
+    def query(name: str, folder: str) -> QueryCreate:
+        return QueryCreate.model_validate({"name": name, "text": Q1, "source": {"format": "jsonl", "path": folder},
+                                           "sinks": [{"format": "jsonl", "path": f"out-{name}"}]})
+
+    b, _ = registry.create(query("b", "other"))  # while the service starts: kept, started with Spark
+    registry.ready.set()
+    seen: dict[str, object] = {}
+
+    def hanging_start(*args: object, **kwargs: object) -> None:
+        other = threading.Thread(target=lambda: seen.update(stopped=registry.stop("b").status))
+        other.start()
+        other.join(20)  # the change to b's stream, while this stream's start is still inside "Spark"
+        seen["during"] = not other.is_alive()
+        raise RuntimeError("the listing never ended")
+
+    monkeypatch.setattr(registry_module, "start_stream", hanging_start)
+    with pytest.raises(ServiceError, match="could not start: .*the listing never ended"):
+        registry.create(query("a", "in"))
+    assert seen == {"stopped": "stopped", "during": True}
+    assert [q.name for q in registry.store.list_queries()] == ["b"]  # a's registration left nothing

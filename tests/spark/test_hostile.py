@@ -157,3 +157,23 @@ def test_a_link_out_of_the_source_folder_is_not_read(spark, tmp_path: Path) -> N
     dead = list(read_jsonl_dir(tmp_path / "dead"))
     assert [d["reason"] for d in dead] == ["outside_source", "outside_source"] and counts["dead_letters"] == 2
     assert all("s3cr3t" not in json.dumps(d) and "leak.jsonl is a link" in d["detail"] for d in dead)
+
+
+def test_links_to_folders_inside_the_source_are_read_once(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """With recursiveFileLookup, a link that loops back to the source folder and a second way into one
+    of its folders make Spark list each file many times (a loop: once per level, to the system's
+    limit); each event counts once, where its file really is, and no duplicate is a dead letter."""
+    valid = [stock(t / 2, t % 3, (t * 7) % 11) for t in range(200)]
+    enc = [json.dumps(e).encode() for e in valid]
+    write_files(tmp_path / "in", [enc[:100]])
+    write_files(tmp_path / "in" / "sub", [enc[100:]])
+    (tmp_path / "in" / "loop").symlink_to(tmp_path / "in")
+    (tmp_path / "in" / "sub-again").symlink_to(tmp_path / "in" / "sub")
+    cfg = one_query(tmp_path)
+    cfg.source = SourceConfig(format="jsonl", path=str(tmp_path / "in"), options={"recursiveFileLookup": "true"})
+    counts = run(cfg, spark=spark, echo=lambda s: None)["q"]
+    got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
+    want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid)
+                  if r["window_end"] <= valid[-1]["time"] - 5)
+    assert got == want and want
+    assert counts["dead_letters"] == 0 and not list(read_jsonl_dir(tmp_path / "dead"))
