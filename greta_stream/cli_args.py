@@ -58,21 +58,33 @@ def existing_file(path: Path, what: str) -> Path:
     return path
 
 
-def _near(path: Path) -> str:
-    """"; did you mean '<folder>/<name>'?" for the closest file name in the path's folder, else ""."""
-    folder = path.parent
+def _near(path: Path, folder: bool = False) -> str:
+    """"; did you mean '<path>'?" for the closest existing path (a file, or with `folder` a folder),
+    each missing part of `path` taken as the closest name where it is; else ""."""
+    close = _closest(path, folder)
+    return f"; did you mean {str(close)!r}?" if close is not None and close != path else ""
+
+
+def _closest(path: Path, folder: bool) -> Path | None:
+    parent = path.parent
+    if parent != path and not parent.is_dir():
+        fixed = _closest(parent, True) if parent.parent != parent else None
+        if fixed is None:
+            return None
+        parent = fixed
     try:
-        names = [p.name for p in folder.iterdir() if p.is_file()][:1000] if folder.is_dir() else []
+        names = [p.name for p in parent.iterdir() if (p.is_dir() if folder else p.is_file())][:1000]
     except OSError:
-        return ""
+        return None
     close = difflib.get_close_matches(path.name, names, n=1, cutoff=0.6)
-    return f"; did you mean {str(folder / close[0])!r}?" if close else ""
+    return parent / close[0] if close else None
 
 
 def existing_folder(path: str, what: str) -> str:
     """`path` when it names a folder (a URL such as s3a://... is not checked), else a one-line error."""
     if "://" not in path and not Path(path).is_dir():
-        fail(f"{what} {path!r}: {'is a file, not a folder' if Path(path).is_file() else 'no such folder'}")
+        fail(f"{what} {path!r}: " + ("is a file, not a folder" if Path(path).is_file() else
+                                     f"no such folder{_near(Path(path), folder=True)}"))
     return path
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -156,6 +157,21 @@ def test_a_missing_events_file_names_the_closest_one_in_its_folder() -> None:
     one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", "samples/stock/zzz"), "no such file")
 
 
+def test_a_misspelled_folder_on_the_way_is_corrected_too(tmp_path: Path) -> None:
+    from greta_stream import cli_args
+
+    (tmp_path / "samples" / "stock").mkdir(parents=True)
+    (tmp_path / "samples" / "stock" / "events.jsonl").write_text("")
+    assert cli_args._near(tmp_path / "sampels" / "stok" / "evnts.jsonl") == \
+        f"; did you mean {str(tmp_path / 'samples' / 'stock' / 'events.jsonl')!r}?"
+    assert cli_args._near(tmp_path / "samples" / "stok", folder=True) == \
+        f"; did you mean {str(tmp_path / 'samples' / 'stock')!r}?"
+    assert cli_args._near(tmp_path / "nothing" / "here.jsonl") == ""
+    one_line_error(cli("run", "-q", "configs/q1_stock.greta", "-i", "samples/stok", "-o", str(tmp_path / "o"),
+                       "--checkpoint", str(tmp_path / "c"), "--once"),
+                   "input folder 'samples/stok': no such folder; did you mean 'samples/stock'?")
+
+
 def test_explain_says_which_engine_runs_the_query() -> None:
     assert cli("explain", "-q", "configs/q1_stock.greta").stdout.rstrip().endswith("runs on: the columnar engine")
     res = cli("explain", "-q", "RETURN COUNT(*) PATTERN SEQ(Stock A, Stock S+) WHERE A.price != NEXT(S).price "
@@ -243,11 +259,27 @@ def test_run_once_flush_at_end_gives_the_rows_of_evaluate(tmp_path: Path) -> Non
     assert len(batch) > 100
     assert streamed == sorted(json.dumps(loads(json.dumps(r, default=str)), sort_keys=True) for r in batch)
     assert " WARN " not in res.stderr and "log4j" not in res.stderr and "Setting default log level" not in res.stderr
+    assert "TransformWithStateInPandas" not in res.stderr and "incubator" not in res.stderr  # pyspark's, the JVM's
+    assert "\n\n" not in res.stderr, res.stderr
     watermarks = [line.split("watermark ")[1].split(";")[0] for line in res.stderr.splitlines() if "watermark " in line]
     assert watermarks[0] == "-" and watermarks[-1] == "end of input", res.stderr
     assert "input drained: flushing every open window" in res.stderr
     assert not list((out / "dead_letters").glob("*.jsonl")) or all(
         not f.read_text() for f in (out / "dead_letters").glob("*.jsonl"))
+
+
+def test_the_jvms_stderr_passes_all_but_pyspark_worker_chatter(capfd: pytest.CaptureFixture[str]) -> None:
+    from greta_stream.spark import session
+
+    session._filter_stderr(io.BytesIO(
+        b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+        b"Starting Streaming TransformWithStateInPandas Python worker.\n\n"
+        b"Streaming TransformWithStateInPandas Python worker finish init stage ... Received UDF from JVM: <f>\n\n"
+        b"26/11/27 21:28:04 ERROR TaskSetManager: Task 0 in stage 0.0 failed 1 times; aborting job\n\n"
+        b"Streaming TransformWithStateInPandas Python worker Completed execution of UDF: <f>.\n\n"
+        b"Traceback (most recent call last):\n"))
+    assert capfd.readouterr().err == ("26/11/27 21:28:04 ERROR TaskSetManager: Task 0 in stage 0.0 failed 1 times; "
+                                      "aborting job\n\nTraceback (most recent call last):\n")
 
 
 def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None:

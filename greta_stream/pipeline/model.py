@@ -367,6 +367,15 @@ class StreamConfig(Model):
     def query_set(self) -> QuerySet:
         return QuerySet.of([(q.name, q.spec) for q in self.queries], sharing=self.sharing)  # type: ignore[misc]
 
+    @property
+    def label(self) -> str:
+        """How progress lines name the stream: what it reads (a Kafka topic, a folder's or a table's
+        name) and its queries (`stock: q1, q2`)."""
+        src = self.source
+        where = f"topic {src.topic}" if src.format == "kafka" else glob_base(Path(src.path)).name or src.format
+        names = [q.name for q in self.queries]
+        return f"{where}: {', '.join(names[:3])}" + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
 
 def source_key(src: SourceConfig) -> str:
     """A short stable name of a source's settings."""

@@ -456,12 +456,13 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
     """Start the pipeline's streams and report their progress until they end
     (`once`) or a signal stops them: the streams, and the signal's name or None."""
     queries = start(spark, cfg)
+    labels = {s.name: s.label for s in streams(cfg)}
     seen: dict[str, int] = {}
     stop = _StopSignal()  # Ctrl-C or SIGTERM: a flag, so a signal inside a py4j call is not lost
     with stop:
         while any(q.isActive for q, _ in queries) and not stop.requested:
             time.sleep(0.5)
-            _report(queries, seen, echo)
+            _report(queries, seen, echo, labels)
             for q, sw in queries:
                 if q.exception() is not None:
                     if sw.halted is not None:
@@ -471,7 +472,7 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
         echo(f"stopping ({stop.requested}) ...")
         for q, _ in queries:
             q.stop()
-    _report(queries, seen, echo)
+    _report(queries, seen, echo, labels)
     return queries, stop.requested
 
 
@@ -509,11 +510,11 @@ class _StopSignal:
             signal.signal(sig, old)
 
 
-def _report(queries: Started, seen: dict[str, int], echo: Any) -> None:
+def _report(queries: Started, seen: dict[str, int], echo: Any, labels: dict[str, str]) -> None:
     for q, writer in queries:
         name = q.name
         for p in q.recentProgress:
             if p["batchId"] > seen.get(name, -1):
                 seen[name] = p["batchId"]
-                echo(progress_line(name, json.loads(json.dumps(p, default=str)), writer.time_kinds.values(),
+                echo(progress_line(labels.get(name, name), json.loads(json.dumps(p, default=str)), writer.time_kinds.values(),
                                    [w.lateness_s for w in writer.writers.values()]))

@@ -10,9 +10,13 @@ the command line's output.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import IO
 
 from pyspark.sql import SparkSession
 
@@ -64,9 +68,43 @@ def get_session(
     builder = builder.config("spark.databricks.delta.snapshotPartitions", str(shuffle_partitions or cores))
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
+    if not submitted:
+        _quiet_gateway(dict(builder._options))  # type: ignore[attr-defined]  # the settings getOrCreate would pass
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(level)
     return spark
+
+
+# What pyspark's driver-side worker for transformWithStateInPandas prints at each stream start (five
+# lines naming the UDF and the state server: pyspark's own debugging output, on the JVM's stderr), and
+# the JVM's note that Spark uses an incubating module, at each start
+CHATTER = (b"Streaming TransformWithStateInPandas Python worker", b"WARNING: Using incubator modules:")
+
+
+def _quiet_gateway(options: dict[str, str]) -> None:
+    """Start Spark's JVM (as getOrCreate would, with `options`) with its stderr read through a
+    filter that drops pyspark's worker chatter (`CHATTER`) and passes every other line on to this
+    process's stderr as it comes. Nothing when a JVM already runs in this process."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(options.items())),
+                             popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_filter_stderr, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _filter_stderr(stream: IO[bytes]) -> None:
+    dropped = False
+    for line in iter(stream.readline, b""):
+        if any(c in line for c in CHATTER) or (dropped and not line.strip()):  # its lines end in a blank line each
+            dropped = True
+            continue
+        dropped = False
+        with contextlib.suppress(OSError):  # this process's stderr closed: read on, or the JVM would block
+            os.write(2, line)
 
 
 def _packages_conf(*, kafka: bool, delta: bool) -> dict[str, str]:
