@@ -22,11 +22,10 @@ from typing import Annotated, Any
 
 import typer
 
+from greta_stream.choices import PATH_FORMATS
 from greta_stream.cli_args import Mode, Operator, StreamEngine, Trends, lateness_flag, query_text
 from greta_stream.client import DEFAULT_URL, ServiceClient, ServiceError
 from greta_stream.connectors.jsonl import dumps_payload
-
-FILE_FORMATS = ("jsonl", "parquet")
 
 app = typer.Typer(help="Queries of a running service (greta-stream serve).", no_args_is_help=True)
 
@@ -55,7 +54,7 @@ def endpoint(spec: str) -> dict[str, Any]:
             raise typer.BadParameter(f"not JSON: {exc}") from None
         if not isinstance(value, dict):
             raise typer.BadParameter("a JSON object is needed")
-        if isinstance(value.get("path"), str) and value["path"] and value.get("format") in FILE_FORMATS:
+        if isinstance(value.get("path"), str) and value["path"] and value.get("format") in PATH_FORMATS:
             value["path"] = os.path.abspath(value["path"])
         return value
     fmt, sep, where = text.partition(":")

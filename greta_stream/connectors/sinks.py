@@ -1,4 +1,5 @@
-"""File and console sinks for micro-batches of JSON payloads (no Spark here).
+"""File and console sinks for micro-batches of JSON payloads (no Spark here): the
+`greta_stream.spark.sinks.Sink`s of the formats jsonl, parquet and console.
 
 Each micro-batch goes to one file named by its batch id, written to a
 temporary name and renamed into place: a batch that the stream replays after
@@ -18,21 +19,31 @@ from greta_stream.connectors.jsonl import loads
 from greta_stream.errors import ConfigError
 
 
-class Sink:
-    """Writes the payloads of one micro-batch."""
-
-    def write(self, batch_id: int, payloads: list[str]) -> None:
-        raise NotImplementedError
-
-
-class JsonlSink(Sink):
-    """`<path>/part-<batch id>.jsonl`, one JSON object per line."""
+class FileSink:
+    """A sink of files under a folder: one file per micro-batch, named by its id
+    (`greta_stream.spark.sinks.Sink`; `place` is a `SinkPlace`, `batch` a `SinkBatch`)."""
 
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
 
-    def write(self, batch_id: int, payloads: list[str]) -> None:
+    @classmethod
+    def create(cls, place: Any) -> FileSink:
+        if not place.cfg.path:
+            raise ConfigError(f"a {place.cfg.format} sink needs a path")
+        return cls(place.cfg.path)
+
+    def write(self, spark: Any, batch: Any) -> None:
+        self.write_payloads(batch.batch_id, batch.payloads)
+
+    def write_payloads(self, batch_id: int, payloads: list[str]) -> None:
+        raise NotImplementedError
+
+
+class JsonlSink(FileSink):
+    """`<path>/part-<batch id>.jsonl`, one JSON object per line."""
+
+    def write_payloads(self, batch_id: int, payloads: list[str]) -> None:
         target = self.path / f"part-{batch_id:010d}.jsonl"
         if not payloads:
             if target.exists():  # a replayed batch that now emits nothing
@@ -46,14 +57,10 @@ class JsonlSink(Sink):
         os.replace(tmp, target)
 
 
-class ParquetSink(Sink):
+class ParquetSink(FileSink):
     """`<path>/part-<batch id>.parquet`; exact integers (counts, int sums) as decimal text."""
 
-    def __init__(self, path: str) -> None:
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
-
-    def write(self, batch_id: int, payloads: list[str]) -> None:
+    def write_payloads(self, batch_id: int, payloads: list[str]) -> None:
         import pandas as pd
 
         if not payloads:
@@ -64,11 +71,15 @@ class ParquetSink(Sink):
         os.replace(tmp, self.path / f"part-{batch_id:010d}.parquet")
 
 
-class ConsoleSink(Sink):
+class ConsoleSink:
     """Prints each payload; for development."""
 
-    def write(self, batch_id: int, payloads: list[str]) -> None:
-        for p in payloads:
+    @classmethod
+    def create(cls, place: Any) -> ConsoleSink:
+        return cls()
+
+    def write(self, spark: Any, batch: Any) -> None:
+        for p in batch.payloads:
             sys.stdout.write(p + "\n")
         sys.stdout.flush()
 
@@ -78,18 +89,6 @@ def _exact_ints_as_text(rec: dict[str, Any]) -> dict[str, Any]:
 
     return {k: int_to_text(v) if isinstance(v, int) and not isinstance(v, bool) and k not in ("window_start", "window_end")
             else v for k, v in rec.items()}
-
-
-def make_sink(fmt: str, path: str | None) -> Sink:
-    if fmt == "console":
-        return ConsoleSink()
-    if not path:
-        raise ConfigError(f"a {fmt} sink needs a path")
-    if fmt == "jsonl":
-        return JsonlSink(path)
-    if fmt == "parquet":
-        return ParquetSink(path)
-    raise ConfigError(f"unknown sink format {fmt!r}; use jsonl, parquet or console")
 
 
 def read_jsonl_dir(path: str | Path) -> Iterator[Any]:

@@ -11,10 +11,10 @@ from greta_stream.pipeline.model import (
     StreamOptions,
     default_shards,
     glob_base,
+    packages,
     source_key,
     streams,
-    uses,
 )
 
 __all__ = ["FieldsConfig", "PipelineConfig", "QueryConfig", "QueryOptions", "SinkConfig", "SourceConfig",
-           "StreamConfig", "StreamOptions", "default_shards", "glob_base", "source_key", "streams", "uses"]
+           "StreamConfig", "StreamOptions", "default_shards", "glob_base", "source_key", "streams", "packages"]

@@ -35,7 +35,17 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
-from greta_stream.choices import Counts, Mode, Operator, SinkFormat, SourceFormat, StreamEngine, Trends
+from greta_stream.choices import (
+    FORMATS,
+    PATH_FORMATS,
+    Counts,
+    Mode,
+    Operator,
+    SinkFormat,
+    SourceFormat,
+    StreamEngine,
+    Trends,
+)
 from greta_stream.compiler import LIMITS, Limits
 from greta_stream.engine import FieldNames
 from greta_stream.errors import ConfigError
@@ -44,7 +54,6 @@ from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
 
-FILE_FORMATS = ("jsonl", "parquet", "delta")  # sources and sinks with a path, relative to a config file's folder
 OptionValue = str | int | float | bool
 
 
@@ -124,15 +133,15 @@ class SinkConfig(Model):
     def _where(self, info: ValidationInfo) -> SinkConfig:
         if self.format == "kafka" and not self.topic:
             raise ValueError("a kafka sink needs a topic")
-        if self.format in ("jsonl", "parquet") and not self.path:
-            raise ValueError(f"a {self.format} sink needs a path")
         if self.format == "delta" and (self.path is None) == (self.table is None):
             raise ValueError("a delta sink needs a path or a table (one of them)")
+        if FORMATS[self.format].path and not self.path and self.table is None:
+            raise ValueError(f"a {self.format} sink needs a path")
         given = [k for k, v in (("table", self.table), ("partition_by", self.partition_by),
                                 ("merge_schema", self.merge_schema), ("counts", self.counts != "decimal")) if v]
         if self.format != "delta" and given:
             raise ValueError(f"{', '.join(given)} apply to delta sinks only")
-        if self.path and self.format in FILE_FORMATS:
+        if self.path and self.format in PATH_FORMATS:
             self.path = _resolved(self.path, info)
         return self
 
@@ -396,7 +405,7 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
     return list(out.values())
 
 
-def uses(cfg: PipelineConfig, fmt: str) -> bool:
-    """Whether a source or a sink of the pipeline has the format `fmt`."""
+def packages(cfg: PipelineConfig) -> set[str]:
+    """The Spark packages the pipeline's sources and sinks need (`choices.FORMATS`: "kafka", "delta")."""
     ends = [cfg.source] + [e for q in cfg.queries for e in (q.source, q.dead_letter, *q.sinks) if e is not None]
-    return any(e.format == fmt for e in ends)
+    return {p for e in ends if (p := FORMATS[e.format].package) is not None}

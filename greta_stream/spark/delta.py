@@ -40,6 +40,7 @@ from greta_stream.jvm import DELTA_HINT, spark_delta_jars
 from greta_stream.pipeline.model import SinkConfig, SourceConfig
 from greta_stream.runtime import RunSpec
 from greta_stream.spark.session import need_package
+from greta_stream.spark.sinks import SinkBatch, SinkPlace
 from greta_stream.spark.typed import DEAD_LETTER_SCHEMA, exact_columns, typed_rows
 
 DECIMAL_38 = 10 ** 38
@@ -94,8 +95,19 @@ class DeltaSink:
                 self._app_id = self.app_id_file.read_text().strip()
         return self._app_id
 
-    def write(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
-        """Append the batch's outputs (rows: `Output`s; dead letters: their JSON text) in one idempotent commit."""
+    @classmethod
+    def create(cls, place: SinkPlace) -> DeltaSink:
+        assert place.query.spec is not None, "a QueryConfig gets its RunSpec from QueryConfig.compile"
+        log = place.log
+        return cls(place.query.name, place.kind, place.cfg, place.query.spec,
+                   log and log.with_name(log.name + ".delta-app-id"))
+
+    def write(self, spark: SparkSession, batch: SinkBatch) -> None:
+        """Append the batch's rows (or dead letters) in one idempotent commit."""
+        self.append(spark, batch.batch_id, batch.outputs if self.kind == "row" else batch.payloads)
+
+    def append(self, spark: SparkSession, batch_id: int, outputs: list[Any]) -> None:
+        """Append `outputs` (rows: `Output`s; dead letters: their JSON text) as micro-batch `batch_id`."""
         if not outputs and (self.kind != "dead" or self._checked):
             return  # nothing to commit: Delta records no version for this batch, and needs none
         # a dead-letter table is there from the first batch on, empty with its columns on a clean run:

@@ -32,7 +32,7 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import FieldNames
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
-from greta_stream.pipeline import PipelineConfig, SourceConfig, source_key, streams, uses
+from greta_stream.pipeline import PipelineConfig, SourceConfig, packages, source_key, streams
 from greta_stream.spark.pipeline import counts, drive
 from greta_stream.spark.shard import end_of_input
 
@@ -47,7 +47,7 @@ def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any
     if not cfg.once:
         raise ConfigError("--flush-at-end needs a bounded run: add --once (or once: true in the config)")
     staged, folders = flushable(cfg)
-    spark = spark or get_session(cfg.master, kafka=uses(cfg, "kafka"), delta=uses(cfg, "delta"))
+    spark = spark or get_session(cfg.master, kafka="kafka" in packages(cfg), delta="delta" in packages(cfg))
     first, stopped = drive(spark, staged, echo)
     if stopped:
         return counts(first)

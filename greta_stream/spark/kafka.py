@@ -54,6 +54,7 @@ from pyspark.sql import functions as F
 from greta_stream.errors import ConfigError, SinkError
 from greta_stream.jvm import CONNECTOR_HINT, spark_kafka_jars
 from greta_stream.spark.session import need_package
+from greta_stream.spark.sinks import SinkBatch, SinkPlace
 
 log = logging.getLogger("greta_stream.kafka")
 
@@ -146,7 +147,7 @@ class KafkaSink:
     """Writes one query's rows (or dead letters) of each micro-batch to a topic; see the module docstring."""
 
     def __init__(self, query: str, kind: str, topic: str | None, servers: str | None,
-                 options: dict[str, Any] | None = None, log_dir: Path | None = None) -> None:
+                 options: dict[str, Any] | None = None, log_dir: Path | None = None, per_trend: bool = False) -> None:
         if not topic:
             raise ConfigError("a kafka sink needs a topic")
         self.query, self.kind, self.topic = query, kind, topic
@@ -154,8 +155,33 @@ class KafkaSink:
         self.options = {k: str(v) for k, v in (options or {}).items()}
         self.log = SinkLog(log_dir) if log_dir is not None else None
         self.skipped = 0  # messages not sent again on a replay
+        self.per_trend = per_trend  # CET mode: one row per trend, many per (group, window): keys add a number
 
-    def write(self, spark: SparkSession, batch_id: int, messages: Sequence[Message]) -> int:
+    @classmethod
+    def create(cls, place: SinkPlace) -> KafkaSink:
+        cfg, spec = place.cfg, place.query.spec
+        return cls(place.query.name, place.kind, cfg.topic, cfg.bootstrap_servers, cfg.options, place.log,
+                   per_trend=spec is not None and spec.mode == "cet")
+
+    def write(self, spark: SparkSession, batch: SinkBatch) -> None:
+        self.send(spark, batch.batch_id, self.messages(batch))
+
+    def messages(self, batch: SinkBatch) -> list[Message]:
+        """A batch's messages: rows keyed by (query, group, window[, n-th trend of it]), dead letters by
+        (query, batch, n-th of the batch)."""
+        if self.kind == "dead":
+            return [Message(dead_key(self.query, batch.batch_id, n), p) for n, p in enumerate(batch.payloads)]
+        rows = batch.outputs
+        if not self.per_trend:
+            return [Message(row_key(self.query, o.grp, o.window_start, o.window_end), o.payload) for o in rows]
+        seen: dict[tuple[Any, ...], int] = {}
+        out = []
+        for o in sorted(rows, key=lambda o: (o.window_start, o.grp, o.payload)):  # the same order on a replay
+            n = seen[(o.window_start, o.grp)] = seen.get((o.window_start, o.grp), -1) + 1
+            out.append(Message(row_key(self.query, o.grp, o.window_start, o.window_end, n), o.payload))
+        return out
+
+    def send(self, spark: SparkSession, batch_id: int, messages: Sequence[Message]) -> int:
         """Send the messages of micro-batch `batch_id` (at most once each with a sink log); return how many."""
         entry = self.log.get(batch_id) if self.log else None
         if entry is not None and entry["done"]:  # step 1

@@ -30,28 +30,27 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
 
 from greta_stream.connectors.jsonl import loads
-from greta_stream.connectors.sinks import Sink, make_sink
 from greta_stream.engine import DeadLetter
 from greta_stream.errors import ConfigError, SpoolFull
 from greta_stream.pipeline.model import (
     PipelineConfig,
     QueryConfig,
-    SinkConfig,
     SourceConfig,
     default_shards,
+    packages,
     streams,
-    uses,
 )
 from greta_stream.runtime.dead_letters import DeadLetters, type_problem
 from greta_stream.runtime.multi import one_line
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.cet_distributed import expand_outputs
 from greta_stream.spark.control import CONTROL_FOLDER, ControlSets, LiveSet, read_rows
-from greta_stream.spark.delta import DeltaSink, read_delta
-from greta_stream.spark.kafka import KafkaSink, Message, dead_key, read_kafka, row_key
+from greta_stream.spark.delta import read_delta
+from greta_stream.spark.kafka import read_kafka
 from greta_stream.spark.layout import open_layout
 from greta_stream.spark.operator import FILE_COLUMN, stream_outputs
 from greta_stream.spark.progress import progress_line
+from greta_stream.spark.sinks import Sink, SinkBatch, SinkPlace, make_sink
 from greta_stream.spark.typed import column_types
 
 log = logging.getLogger("greta_stream.pipeline")
@@ -119,17 +118,13 @@ class BatchWriter:
         self.types = tuple(query.spec.query.by_type)  # the event types it reads
         self.typed = 0  # records of one of them seen, over the run (shards' reports)
         self.other_types: Counter[str] = Counter()  # records of other types, by type (some)
-        # CET mode emits one row per trend, many per (group, window): their Kafka keys add a number
-        self.per_trend = query.spec.mode == "cet"
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
         sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
-        self.sinks: list[Sink | KafkaSink | DeltaSink] = [
-            _make_sink(query, "row", s, sink_log and sink_log / f"sink-{i}") for i, s in enumerate(query.sinks)
-        ]
-        self.dead: Sink | KafkaSink | DeltaSink | None = (
-            _make_sink(query, "dead", query.dead_letter, sink_log and sink_log / "dead-letter")
-            if query.dead_letter else None
-        )
+        self.sinks: list[Sink] = [make_sink(SinkPlace(query, "row", s, sink_log and sink_log / f"sink-{i}"))
+                                  for i, s in enumerate(query.sinks)]
+        self.dead: Sink | None = (make_sink(SinkPlace(query, "dead", query.dead_letter,
+                                                      sink_log and sink_log / "dead-letter"))
+                                  if query.dead_letter else None)
         self.on_batch = on_batch
         self.counts = {"rows": 0, "dead_letters": 0}
         self.dead_letters = DeadLetters()  # their reasons, as the run's summary says them
@@ -176,20 +171,12 @@ class BatchWriter:
         rows = sorted((o for o in outputs if o.kind in ("row", "deferred")), key=lambda o: (o.window_start, o.grp))
         if any(o.kind == "deferred" for o in rows):
             rows = expand_outputs(spark, rows)
-        dead = sorted(o.payload for o in outputs if o.kind == "dead")  # sorted: a replay gives the same order
+        # sorted: a replay gives the same order
+        dead = sorted((o for o in outputs if o.kind == "dead"), key=lambda o: o.payload)
         for sink in self.sinks:
-            if isinstance(sink, KafkaSink):
-                sink.write(spark, batch_id, self._keyed(rows))
-            elif isinstance(sink, DeltaSink):
-                sink.write(spark, batch_id, rows)
-            else:
-                sink.write(batch_id, [o.payload for o in rows])
-        if isinstance(self.dead, KafkaSink):
-            self.dead.write(spark, batch_id, [Message(dead_key(self.name, batch_id, n), p) for n, p in enumerate(dead)])
-        elif isinstance(self.dead, DeltaSink):
-            self.dead.write(spark, batch_id, dead)
-        elif self.dead is not None:
-            self.dead.write(batch_id, dead)
+            sink.write(spark, SinkBatch(batch_id, rows))
+        if self.dead is not None:
+            self.dead.write(spark, SinkBatch(batch_id, dead))
         self.counts["rows"] += len(rows)
         self.counts["dead_letters"] += len(dead)
         reasons: dict[str, int] = {}
@@ -206,17 +193,6 @@ class BatchWriter:
         if self.on_batch is not None:
             self.on_batch(batch_id, rows, reasons, state_bytes)
 
-    def _keyed(self, rows: list[Any]) -> list[Message]:
-        """Kafka messages of result rows, keyed by (query, group, window[, n-th trend of it])."""
-        if not self.per_trend:
-            return [Message(row_key(self.name, o.grp, o.window_start, o.window_end), o.payload) for o in rows]
-        seen: dict[tuple[Any, ...], int] = {}
-        out = []
-        for o in sorted(rows, key=lambda o: (o.window_start, o.grp, o.payload)):  # the same order on a replay
-            n = seen[(o.window_start, o.grp)] = seen.get((o.window_start, o.grp), -1) + 1
-            out.append(Message(row_key(self.name, o.grp, o.window_start, o.window_end, n), o.payload))
-        return out
-
     def saw(self, typed: int, other_types: dict[str, int]) -> None:
         """A shard's report of a batch's records: how many of its types, and the others by type."""
         self.typed += typed
@@ -230,17 +206,9 @@ class BatchWriter:
                 or self.dead_letters.suspect(self.counts["rows"]))
 
     @property
-    def delta_sinks(self) -> list[DeltaSink]:
-        return [s for s in (*self.sinks, self.dead) if isinstance(s, DeltaSink)]
-
-
-def _make_sink(query: QueryConfig, kind: str, s: SinkConfig, sink_log: Path | None) -> Sink | KafkaSink | DeltaSink:
-    if s.format == "kafka":
-        return KafkaSink(query.name, kind, s.topic, s.bootstrap_servers, s.options, sink_log)
-    if s.format == "delta":
-        assert query.spec is not None
-        return DeltaSink(query.name, kind, s, query.spec, sink_log and sink_log.with_name(sink_log.name + ".delta-app-id"))
-    return make_sink(s.format, s.path)
+    def typed_sinks(self) -> list[Any]:
+        """The sinks that write typed columns: they `bind` the source's column types when the stream starts."""
+        return [s for s in (*self.sinks, self.dead) if hasattr(s, "bind")]
 
 
 Output = namedtuple("Output", ["query", "kind", "window_start", "window_end", "grp", "payload", "reason"])
@@ -341,7 +309,7 @@ class StreamWriter:
         """The stream's input, as it starts: its column types give Delta tables their types."""
         types = self.types = column_types(events)
         for writer in self.writers.values():
-            for sink in writer.delta_sinks:
+            for sink in writer.typed_sinks:
                 sink.bind(types)
 
     def state_bytes(self, name: str) -> int:
@@ -448,7 +416,8 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
     progress; the rows and dead letters written, per query."""
     from greta_stream.spark.session import get_session
 
-    started, _ = drive(spark or get_session(cfg.master, kafka=uses(cfg, "kafka"), delta=uses(cfg, "delta")), cfg, echo)
+    needs = packages(cfg)
+    started, _ = drive(spark or get_session(cfg.master, kafka="kafka" in needs, delta="delta" in needs), cfg, echo)
     return counts(started)
 
 

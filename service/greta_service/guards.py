@@ -32,28 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from greta_stream import ConfigError
+from greta_stream.choices import FORMATS, PATH_FORMATS
 from greta_stream.pipeline import glob_base
 
-FILE_FORMATS = ("jsonl", "parquet", "delta")
+FILE_FORMATS = PATH_FORMATS
 
-# Options a request may set, lower-cased; everything else is refused.
-SOURCE_OPTIONS: dict[str, frozenset[str]] = {
-    "jsonl": frozenset({"maxfilespertrigger", "maxbytespertrigger", "maxfileage", "pathglobfilter",
-                        "recursivefilelookup", "encoding", "linesep"}),
-    "parquet": frozenset({"maxfilespertrigger", "maxbytespertrigger", "maxfileage", "pathglobfilter",
-                          "recursivefilelookup", "mergeschema"}),
-    "delta": frozenset({"maxfilespertrigger", "maxbytespertrigger", "startingversion", "startingtimestamp",
-                        "ignoredeletes", "ignorechanges", "skipchangecommits"}),
-    "kafka": frozenset({"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay", "failondataloss",
-                        "fetchoffset.numretries", "fetchoffset.retryintervalms", "kafka.request.timeout.ms",
-                        "kafka.default.api.timeout.ms", "kafka.max.poll.records", "kafka.fetch.max.bytes"}),
-}
-SINK_OPTIONS: dict[str, frozenset[str]] = {
-    "delta": frozenset({"usermetadata"}),
-    "kafka": frozenset({"kafka.request.timeout.ms", "kafka.delivery.timeout.ms", "kafka.max.block.ms",
-                        "kafka.linger.ms", "kafka.batch.size", "kafka.compression.type", "kafka.acks",
-                        "kafka.default.api.timeout.ms"}),
-}
+# Options a request may set, lower-cased (`greta_stream.choices.FORMATS`); everything else is refused.
+SOURCE_OPTIONS: dict[str, frozenset[str]] = {n: f.source_options for n, f in FORMATS.items() if f.source_options is not None}
+SINK_OPTIONS: dict[str, frozenset[str]] = {n: f.sink_options for n, f in FORMATS.items() if f.sink_options is not None}
 
 
 def check_options(spec: dict[str, Any], what: str, allowed: dict[str, frozenset[str]]) -> None:

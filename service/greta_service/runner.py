@@ -133,7 +133,7 @@ def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], spe
         new = _made_of(handle.recs.get(rec.id)) != _made_of(rec) or rec.id not in handle.writer.writers
         if new:  # a new query, or new sinks or options
             writer = _writer(rec, specs[rec.id], checkpoint, store)
-            for sink in writer.delta_sinks:  # typed as the stream's input, as `StreamWriter.bind` types the others
+            for sink in writer.typed_sinks:  # typed as the stream's input, as `StreamWriter.bind` types the others
                 sink.bind(handle.writer.types)
             writer.replay(spark)  # what its sinks could not take before, first
             if writer.failed is not None:

@@ -121,15 +121,15 @@ def test_a_replayed_batch_adds_nothing_and_a_new_checkpoint_writes_afresh(spark,
         None)
     sink = DeltaSink("q", "row", cfg.queries[0].sinks[0], spec, tmp_path / "chk" / "sink-0.delta-app-id")
     for batch_id in (0, 0, 1, 1, 0):
-        sink.write(spark, batch_id, [row])
+        sink.append(spark, batch_id, [row])
     got = DeltaTable(str(tmp_path / "t")).to_pandas()
     assert len(got) == 2 and got["count"].tolist() == [Decimal(10**30)] * 2
     again = DeltaSink("q", "row", cfg.queries[0].sinks[0], spec, tmp_path / "new-chk" / "sink-0.delta-app-id")
-    again.write(spark, 0, [row])  # a new checkpoint counts batches from 0 again: a new writer, not skipped
+    again.append(spark, 0, [row])  # a new checkpoint counts batches from 0 again: a new writer, not skipped
     assert len(DeltaTable(str(tmp_path / "t")).to_pandas()) == 3
     huge = row._replace(payload=row.payload.replace(str(10**30), str(10**40)))
     with pytest.raises(ValueError, match="past decimal\\(38,0\\): set counts: text"):
-        sink.write(spark, 2, [huge])
+        sink.append(spark, 2, [huge])
 
 
 def test_a_delta_table_of_events_is_a_source_and_new_commits_are_read(spark, tmp_path: Path) -> None:  # noqa: ANN001
@@ -230,18 +230,18 @@ def test_a_delta_sink_refuses_a_folder_of_other_files_and_a_table_of_other_colum
     (other / "notes.txt").write_text("not a table\n")
     sink, row = sink_to(other)
     with pytest.raises(ConfigError, match="holds files and is not a Delta table"):
-        sink.write(spark, 0, [row])
+        sink.append(spark, 0, [row])
     assert sorted(p.name for p in other.iterdir()) == ["notes.txt"]
 
     table = tmp_path / "t"
     sink, row = sink_to(table)
-    sink.write(spark, 0, [row])
+    sink.append(spark, 0, [row])
     text_counts = Q.replace("SUM(S.volume)", "AVG(S.volume)")  # another column: avg_S_volume, no sum
     again, _ = sink_to(table, text_counts)
     moved = row._replace(payload=json.dumps({"window_start": 0, "window_end": 20, "company": 1, "count": 3,
                                              "avg_S_volume": 1.5, "max_S_price": 2.5}))
     with pytest.raises(ConfigError, match=r"avg_S_volume \(double\) is not in the table"):
-        again.write(spark, 1, [moved])
+        again.append(spark, 1, [moved])
 
 
 def test_two_queries_may_not_write_one_delta_table() -> None:

@@ -147,18 +147,18 @@ def test_sink_completes_a_partial_batch(spark, kafka_broker: KafkaBroker, topics
     (topic, plain) = topics("results", "plain")
     msgs = [Message(row_key("q", "[1]", w, w + 10), json.dumps({"window_start": w, "n": w})) for w in range(20)]
     sink = KafkaSink("q", "row", topic, kafka_broker.bootstrap, log_dir=tmp_path / "log")
-    assert sink.write(spark, 7, msgs[:8]) == 8
+    assert sink.send(spark, 7, msgs[:8]) == 8
     entry = sink.log.get(7)  # type: ignore[union-attr]
     sink.log.put(7, {**entry, "done": False})  # type: ignore[union-attr]  # as if the process died mid-write
-    assert sink.write(spark, 7, msgs) == 12
-    assert sink.write(spark, 7, msgs) == 0  # replayed once more, after it completed
+    assert sink.send(spark, 7, msgs) == 12
+    assert sink.send(spark, 7, msgs) == 0  # replayed once more, after it completed
     got = consume_all(kafka_broker.bootstrap, topic)
     assert sorted(m["key"] for m in got) == sorted(m.key for m in msgs)
     assert {m["headers"]["greta.batch"] for m in got} == {"7"}
 
     at_least_once = KafkaSink("q", "row", plain, kafka_broker.bootstrap)
-    at_least_once.write(spark, 7, msgs)
-    at_least_once.write(spark, 7, msgs)
+    at_least_once.send(spark, 7, msgs)
+    at_least_once.send(spark, 7, msgs)
     again = consume_all(kafka_broker.bootstrap, plain)
     assert Counter((m["key"], m["value"], m["headers"]["greta.batch"]) for m in again) == Counter(
         {(m.key, m.value, "7"): 2 for m in msgs})
@@ -227,7 +227,7 @@ def test_a_sink_whose_broker_is_down_says_so(spark, kafka_broker: KafkaBroker, t
                                                               "kafka.request.timeout.ms": 3000,
                                                               "kafka.delivery.timeout.ms": 3000})
     with pytest.raises(SinkError) as caught:
-        sink.write(spark, 0, [Message("k", "{}")])
+        sink.send(spark, 0, [Message("k", "{}")])
     text = str(caught.value)
     assert text.startswith("kafka sink of query q: cannot write to topic results at 127.0.0.1:1: "), text
     assert "Exception: " in text and "\n" not in text, text
