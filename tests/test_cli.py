@@ -260,6 +260,7 @@ def test_run_once_flush_at_end_gives_the_rows_of_evaluate(tmp_path: Path) -> Non
     assert streamed == sorted(json.dumps(loads(json.dumps(r, default=str)), sort_keys=True) for r in batch)
     assert " WARN " not in res.stderr and "log4j" not in res.stderr and "Setting default log level" not in res.stderr
     assert "TransformWithStateInPandas" not in res.stderr and "incubator" not in res.stderr  # pyspark's, the JVM's
+    assert "[stock: q1_stock] batch 0: 2,000 events" in res.stderr  # what the stream reads, and its query
     assert "\n\n" not in res.stderr, res.stderr
     watermarks = [line.split("watermark ")[1].split(";")[0] for line in res.stderr.splitlines() if "watermark " in line]
     assert watermarks[0] == "-" and watermarks[-1] == "end of input", res.stderr

@@ -48,14 +48,15 @@ def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any
         raise ConfigError("--flush-at-end needs a bounded run: add --once (or once: true in the config)")
     staged, folders = flushable(cfg)
     spark = spark or get_session(cfg.master, kafka="kafka" in packages(cfg), delta="delta" in packages(cfg))
-    first, stopped = drive(spark, staged, echo)
+    labels = [s.label for s in streams(cfg)]  # as the user gave the sources, not their flush globs
+    first, stopped = drive(spark, staged, echo, labels)
     if stopped:
         return counts(first)
     kinds = {source_key(s.source): set(w.time_kinds.values()) for s, (_, w) in zip(streams(staged), first, strict=True)}
     for key, folder in folders.items():
         write_flush(folder, staged.fields.type, staged.fields.time, kinds.get(key, set()))
     echo("input drained: flushing every open window")
-    second, _ = drive(spark, staged, echo)
+    second, _ = drive(spark, staged, echo, labels)
     total = counts(first)
     for name, c in counts(second).items():
         before = total.setdefault(name, {})

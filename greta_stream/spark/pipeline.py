@@ -421,17 +421,19 @@ def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = prin
     return counts(started)
 
 
-def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started, str | None]:
+def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,
+          labels: list[str] | None = None) -> tuple[Started, str | None]:
     """Start the pipeline's streams and report their progress until they end
     (`once`) or a signal stops them: the streams, and the signal's name or None."""
     queries = start(spark, cfg)
-    labels = {s.name: s.label for s in streams(cfg)}
+    named = streams(cfg)  # progress lines name each stream by `labels` (in this order) or its own label
+    by_name = {s.name: label for s, label in zip(named, labels or [s.label for s in named], strict=True)}
     seen: dict[str, int] = {}
     stop = _StopSignal()  # Ctrl-C or SIGTERM: a flag, so a signal inside a py4j call is not lost
     with stop:
         while any(q.isActive for q, _ in queries) and not stop.requested:
             time.sleep(0.5)
-            _report(queries, seen, echo, labels)
+            _report(queries, seen, echo, by_name)
             for q, sw in queries:
                 if q.exception() is not None:
                     if sw.halted is not None:
@@ -441,7 +443,7 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any) -> tuple[Started,
         echo(f"stopping ({stop.requested}) ...")
         for q, _ in queries:
             q.stop()
-    _report(queries, seen, echo, labels)
+    _report(queries, seen, echo, by_name)
     return queries, stop.requested
 
 

@@ -24,6 +24,10 @@ from greta_stream.errors import ConfigError
 from greta_stream.jvm import spark_delta_jars, spark_kafka_jars
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+# RocksDB, writing a changelog per micro-batch: what transformWithStateInPandas needs, and state that costs
+# what changed. A checkpoint keeps the provider it was started with. The one place it is configured.
+ROCKSDB_CONF = {"spark.sql.streaming.stateStore.providerClass": ROCKSDB,
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
 PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
 
 
@@ -56,11 +60,9 @@ def get_session(
         .config("spark.pyspark.python", sys.executable)
         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
         .config("spark.driver.extraJavaOptions", _log_options(level))
-        # RocksDB, writing a changelog per micro-batch: what transformWithStateInPandas needs, and state that
-        # costs what changed. A checkpoint keeps the provider it was started with.
-        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB)
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
     )
+    for k, v in ROCKSDB_CONF.items():
+        builder = builder.config(k, v)
     for k, v in _packages_conf(kafka=kafka, delta=delta).items():
         builder = builder.config(k, v)
     # Delta rebuilds a table's state (for an idempotent write's transaction ids) in 50 tasks by default:

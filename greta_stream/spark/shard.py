@@ -43,7 +43,7 @@ import secrets
 import struct
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -171,9 +171,36 @@ def upgrade_state(version: int, state: bytes, queries: QuerySet, shard: Shard = 
 # stream keeps its typed columns, which restoring would build again). Taken
 # out while a step runs: a failed step is retried from the bytes, never from
 # a half-run engine.
-_LIVE: dict[tuple[QuerySet, Shard], tuple[bytes, MultiRunner]] = {}
-_LIVE_MAX = 64  # engines
-_LIVE_BYTES = 64 << 20  # of their (compressed) state bytes: a live engine takes several times that
+class LiveRunners:
+    """A worker's live runners by (query set, shard), each with the state it last wrote (`tag`: its
+    bytes, or its version) and the bytes of state it stands for. Taken out while a step runs (a
+    failed step is retried from the state, never from a half-run runner), put back after it;
+    bounded by count and by those bytes: past either, the least recently written goes."""
+
+    def __init__(self, max_count: int, max_bytes: int) -> None:
+        self.max_count, self.max_bytes = max_count, max_bytes
+        self.items: dict[tuple[QuerySet, Shard], tuple[Any, MultiRunner, int]] = {}
+
+    def take(self, key: tuple[QuerySet, Shard], tag: Any) -> MultiRunner | None:
+        """The live runner of `key` when the state it wrote is `tag` (it is taken out either way)."""
+        live = self.items.pop(key, None)
+        return live[1] if live is not None and live[0] == tag else None
+
+    def put(self, key: tuple[QuerySet, Shard], tag: Any, multi: MultiRunner, size: int) -> None:
+        self.items[key] = (tag, multi, size)
+        while len(self.items) > self.max_count or (
+                len(self.items) > 1 and sum(n for _, _, n in self.items.values()) > self.max_bytes):
+            self.items.pop(next(iter(self.items)))  # the least recently written
+
+    def clear(self) -> None:
+        self.items.clear()
+
+    def __iter__(self) -> Iterator[tuple[QuerySet, Shard]]:
+        return iter(self.items)
+
+
+# `step`'s, by their compressed state bytes (a live engine takes several times that in memory)
+_LIVE = LiveRunners(64, 64 << 20)
 
 
 def engine_watermark(kind: str | None, watermark_ms: float) -> Any:
@@ -294,9 +321,7 @@ def step(
     blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
     out += [_state_output(name, shard, size, kinds.get(name), seen.get(name))
             for name, size in multi.state_sizes.items()]
-    _LIVE[(queries, shard)] = (blob, multi)
-    while len(_LIVE) > _LIVE_MAX or (len(_LIVE) > 1 and sum(len(b) for b, _ in _LIVE.values()) > _LIVE_BYTES):
-        _LIVE.pop(next(iter(_LIVE)))  # the least recently written
+    _LIVE.put((queries, shard), blob, multi, len(blob))
     return out, blob, timeout_ms(multi, watermark_ms)
 
 
@@ -366,12 +391,8 @@ def step_incremental(
     sizes_of = chunk_shares(multi.refs)
     out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name), seen.get(name))
             for name, size in multi.state_sizes.items()]
-    # bounded as `step`'s live engines are: by count, and by the state bytes they stand for (the value and
-    # the stored chunks it refers to; a live engine takes several times that in memory)
-    _LIVE_INCREMENTAL[(queries, shard)] = (new.version, multi, len(new.blob) + sum(sizes_of.values()))
-    while len(_LIVE_INCREMENTAL) > _LIVE_MAX or (
-            len(_LIVE_INCREMENTAL) > 1 and sum(n for _, _, n in _LIVE_INCREMENTAL.values()) > LIVE_INCREMENTAL_BYTES):
-        _LIVE_INCREMENTAL.pop(next(iter(_LIVE_INCREMENTAL)))  # the least recently written
+    # the state bytes it stands for: the value and the stored chunks it refers to
+    _LIVE_INCREMENTAL.put((queries, shard), new.version, multi, len(new.blob) + sum(sizes_of.values()))
     return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
 
 
@@ -392,11 +413,10 @@ def chunk_shares(refs: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-_LIVE_INCREMENTAL: dict[tuple[QuerySet, Shard], tuple[int, MultiRunner, int]] = {}
 # A worker's live runners of the incremental operator, by the bytes of the state they stand for (their kept
 # events, about what they take in memory): past it the least recently run is dropped and rebuilt from the
 # state store when its shard comes back (reading its window once). $GRETA_LIVE_BYTES sets another bound.
-LIVE_INCREMENTAL_BYTES = int(os.environ.get("GRETA_LIVE_BYTES", 2 << 30))
+_LIVE_INCREMENTAL = LiveRunners(64, int(os.environ.get("GRETA_LIVE_BYTES", 2 << 30)))
 
 
 def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap, shard: Shard,
@@ -406,9 +426,8 @@ def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap
     if saved is None:
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(saved.blob[:_HEADER]))
-    live = _LIVE_INCREMENTAL.pop((queries, shard), None)
-    if live is not None and live[0] == saved.version:
-        multi = live[1]
+    multi = _LIVE_INCREMENTAL.take((queries, shard), saved.version)
+    if multi is not None:
         multi.dead_letter = dead_letter
         return multi, clock_s
     with chunk_store(dict(stored.items())):
@@ -460,9 +479,8 @@ def _runner(queries: QuerySet, state: bytes | None, shard: Shard,
     if not state:
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(state[:_HEADER]))
-    live = _LIVE.pop((queries, shard), None)
-    if live is not None and live[0] == state:
-        multi = live[1]  # this worker wrote these very bytes: its runners, caches and typed columns too
+    multi = _LIVE.take((queries, shard), state)  # this worker wrote these very bytes: its runners, caches, columns
+    if multi is not None:
         multi.dead_letter = dead_letter
         return multi, clock_s
     # Spark hands binary state over as a bytearray

@@ -56,7 +56,7 @@ from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
 from greta_stream.spark.operator import SINGLE, batch_outputs, default_shards, stream_outputs
-from greta_stream.spark.session import ROCKSDB
+from greta_stream.spark.session import ROCKSDB_CONF
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 log = logging.getLogger("greta_stream.spark")
@@ -224,5 +224,5 @@ def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None
     provider = "spark.sql.streaming.stateStore.providerClass"
     if operator == INCREMENTAL and spark.conf.get(provider, None) in (None, HDFS_PROVIDER):
         log.info("%s -> RocksDB (transformWithStateInPandas needs it), with changelog checkpointing", provider)
-        spark.conf.set(provider, ROCKSDB)
-        spark.conf.set("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+        for k, v in ROCKSDB_CONF.items():
+            spark.conf.set(k, v)

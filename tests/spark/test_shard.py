@@ -293,12 +293,12 @@ def test_live_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monkey
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:50]
     shard_mod._LIVE.clear()
-    monkeypatch.setattr(shard_mod, "_LIVE_MAX", 3)
+    monkeypatch.setattr(shard_mod._LIVE, "max_count", 3)
     for s in range(5):
         step(RunSpec.create(q), None, events, 0, Shard(s, 8))
     assert [k[1].index for k in shard_mod._LIVE] == [2, 3, 4]  # the least recently written go first
-    one = len(next(iter(shard_mod._LIVE.values()))[0])
-    monkeypatch.setattr(shard_mod, "_LIVE_BYTES", 2 * one + one // 2)
+    one = next(iter(shard_mod._LIVE.items.values()))[2]
+    monkeypatch.setattr(shard_mod._LIVE, "max_bytes", 2 * one + one // 2)
     step(RunSpec.create(q), None, events, 0, Shard(5, 8))
     assert [k[1].index for k in shard_mod._LIVE] == [4, 5]
     shard_mod._LIVE.clear()
