@@ -214,8 +214,8 @@ class StreamProgress:
     batches: int = 0
 
     def observe(self, report: dict[str, Any]) -> None:
-        if report.get("runId") != self.run_id:  # a new run of the stream (a restart): counts start again
-            self.run_id, self.input_rows, self.batches = report.get("runId"), 0, 0
+        if report.get("runId") != self.run_id:  # a new run of the stream (a restart): its batches count again,
+            self.run_id, self.batches = report.get("runId"), 0  # the events it read go on adding up
             self.durations_ms.clear()
         self.last = report
         self.batches += 1

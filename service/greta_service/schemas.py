@@ -176,7 +176,7 @@ class Progress(BaseModel):
     last_batch_id: int | None = None
     input_rows_per_s: float | None = None
     processed_rows_per_s: float | None = None
-    input_rows: int = Field(0, description="events read since this service started the stream")
+    input_rows: int = Field(0, description="events read by the stream since this service started, over its restarts")
     stream_batches: int = Field(0, description="micro-batches its stream ran since this service started it, "
                                 "those with no input included")
     batch_durations_ms: list[int] = Field([], description="the stream's last micro-batches (up to 20 of "

@@ -99,7 +99,8 @@ def test_run_spec_carries_the_engine_and_old_records_default_to_auto() -> None:
 
 def test_progress_counts_the_streams_batches_beside_their_durations() -> None:
     """`batch_durations_ms` are the stream's last batches, no-data ones included: `stream_batches`
-    counts the same batches (and starts again with a new run), `batches` the query's stored ones."""
+    counts the same batches (and starts again with a new run), `batches` the query's stored ones;
+    `input_rows` adds up over the stream's runs (a restart does not set it back to 0)."""
     from greta_service.runner import StreamProgress, progress
     from greta_service.store import ResultCounts
 
@@ -112,7 +113,7 @@ def test_progress_counts_the_streams_batches_beside_their_durations() -> None:
     assert out["batches"] == 4 and out["input_rows"] == 9
     stream.observe({"runId": "b", "batchId": 25, "numInputRows": 2, "durationMs": {"triggerExecution": 7}})
     again = progress(stream, ResultCounts())
-    assert again["stream_batches"] == 1 and again["batch_durations_ms"] == [7] and again["input_rows"] == 2
+    assert again["stream_batches"] == 1 and again["batch_durations_ms"] == [7] and again["input_rows"] == 11
 
 
 def _registered(data: Path) -> SQLiteStore:
