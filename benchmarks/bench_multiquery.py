@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generators  # noqa: E402
 
 from greta_stream import MultiRunner, QuerySet, RunSpec, evaluate  # noqa: E402
+from greta_stream.runtime.planner import plan_units  # noqa: E402
 
 WINDOWS = [("5 minutes", "10 seconds"), ("10 minutes", "10 seconds"), ("10 minutes", "1 minute"),
            ("20 minutes", "1 minute")]
@@ -132,7 +133,7 @@ def engine_modes(queries: list[tuple[str, str]], events: list[dict[str, Any]]) -
             by[name].append(row)
         rows[mode] = {n: _canon(r) for n, r in by.items()}
         if mode == "shared":
-            plan = qs.plan()
+            plan = plan_units(qs)
             out["units"] = len(plan.units)
             out["families"] = sum(1 for u in plan.units if hasattr(u, "passes"))
             out["passes"] = sum(len(u.passes) if hasattr(u, "passes") else 1 for u in plan.units)

@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.plan import Metrics
@@ -47,14 +47,40 @@ class Event:
 
 @dataclass
 class DeadLetter:
-    """An input record that was not processed, and why."""
+    """An input record that was not processed, and why: the one schema of every dead-letter
+    output (`FIELDS`: JSON lines, Kafka, Delta tables, the service's counts), written by
+    `to_dict` and read back by `from_dict`. A record missing an attribute says which one,
+    of which event type, as fields (`event_type`, `attribute`), not only in the detail text."""
 
     reason: str
     record: Any
     detail: str = ""
+    event_type: str | None = None  # missing_attribute: the type whose events need `attribute`
+    attribute: str | None = None
+
+    # the columns of a dead-letter output and their Spark SQL types (`event` is the record as JSON text)
+    FIELDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("reason", "string"), ("detail", "string"), ("event", "string"), ("event_type", "string"),
+        ("attribute", "string"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reason": self.reason, "detail": self.detail, "event": self.record}
+        """Its output record: reason, detail, event; event_type and attribute when it has them."""
+        out = {"reason": self.reason, "detail": self.detail, "event": self.record}
+        if self.event_type is not None:
+            out["event_type"] = self.event_type
+        if self.attribute is not None:
+            out["attribute"] = self.attribute
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DeadLetter:
+        """The dead letter of an output record (`to_dict`'s)."""
+        return cls(d["reason"], d.get("event"), d.get("detail") or "", d.get("event_type"), d.get("attribute"))
+
+    @classmethod
+    def ddl(cls) -> str:
+        """The output's schema as Spark SQL DDL."""
+        return ", ".join(f"{name} {kind}" for name, kind in cls.FIELDS)
 
 
 class Validator:
@@ -92,27 +118,30 @@ class Validator:
             return DeadLetter("bad_time", record, f"time is a {kind} but this stream's times are {self.time_kind}")
         problem = self._attr_problem(etype, record)
         if problem:
-            return DeadLetter(problem[0], record, problem[1])
+            return problem
         eid = record.get(n.id)
         return Event(t, etype, position if eid is None else eid, record)
 
-    def _attr_problem(self, etype: str, record: dict[str, Any]) -> tuple[str, str] | None:
+    def _attr_problem(self, etype: str, record: dict[str, Any]) -> DeadLetter | None:
         needed = self.needed.get(etype)
         if not needed:
             return None
         for attr in sorted(needed):
             if record.get(attr) is None:
-                return "missing_attribute", f"{etype} events need attribute {attr!r}"
+                return DeadLetter("missing_attribute", record, f"{etype} events need attribute {attr!r}", etype, attr)
         for attr in sorted(self.numeric[etype]):
             v = record[attr]
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                return "wrong_type", f"attribute {attr!r} must be a number, got {type(v).__name__}"
+                return DeadLetter("wrong_type", record, f"attribute {attr!r} must be a number, got {type(v).__name__}",
+                                  etype, attr)
             if isinstance(v, float) and not math.isfinite(v):
-                return "wrong_type", f"attribute {attr!r} must be a finite number, got {v!r}"
+                return DeadLetter("wrong_type", record, f"attribute {attr!r} must be a finite number, got {v!r}",
+                                  etype, attr)
         for attr in sorted(self.partition_attrs[etype]):
             v = record[attr]
             if isinstance(v, (list, dict)) or (isinstance(v, float) and math.isnan(v)):
-                return "wrong_type", f"partition attribute {attr!r} must be a scalar value, got {v!r}"
+                return DeadLetter("wrong_type", record, f"partition attribute {attr!r} must be a scalar value, got {v!r}",
+                                  etype, attr)
         return None
 
 

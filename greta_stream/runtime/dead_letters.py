@@ -13,14 +13,12 @@ do have. `evaluate`, `run` and the service print or report the same text.
 from __future__ import annotations
 
 import difflib
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from greta_stream.engine.ingest import DeadLetter
 
-_MISSING = re.compile(r"^(?P<type>.+) events need attribute '(?P<attr>.+)'$")
 _ATTRS_KEPT = 50  # attribute names remembered per type (what the events have)
 
 
@@ -36,14 +34,12 @@ class DeadLetters:
     def add(self, dl: DeadLetter) -> None:
         self.by_reason[dl.reason] += 1
         self.first_detail.setdefault(dl.reason, dl.detail)
-        if dl.reason == "missing_attribute":
-            m = _MISSING.match(dl.detail)
-            if m:
-                self.missing[(m["type"], m["attr"])] += 1
-                if isinstance(dl.record, dict):
-                    seen = self.have.setdefault(m["type"], set())
-                    if len(seen) < _ATTRS_KEPT:
-                        seen.update(str(k) for k in dl.record)
+        if dl.reason == "missing_attribute" and dl.event_type is not None and dl.attribute is not None:
+            self.missing[(dl.event_type, dl.attribute)] += 1
+            if isinstance(dl.record, dict):
+                seen = self.have.setdefault(dl.event_type, set())
+                if len(seen) < _ATTRS_KEPT:
+                    seen.update(str(k) for k in dl.record)
 
     def merge(self, other: DeadLetters) -> DeadLetters:
         """Another tally added to this one (two runs of one query)."""

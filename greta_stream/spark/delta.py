@@ -73,6 +73,12 @@ class DeltaSink:
         self._app_id: str | None = None
         self._checked = False  # the target was checked (`_check_target`) before this sink's first write
 
+    @property
+    def merges(self) -> bool:
+        """Whether a write may add columns: with merge_schema, and always to a dead-letter table, whose
+        schema (`DeadLetter.FIELDS`) only ever gains nullable columns (a table of an earlier version)."""
+        return self.cfg.merge_schema or self.kind == "dead"
+
     def bind(self, types: dict[str, DataType]) -> None:
         """The source's column types (the stream's DataFrame, when it starts)."""
         self.types = types
@@ -121,7 +127,7 @@ class DeltaSink:
             self._checked = True
         writer = (frame.write.format("delta").mode("append")
                   .option("txnAppId", self.app_id()).option("txnVersion", batch_id)
-                  .option("mergeSchema", "true" if self.cfg.merge_schema else "false"))
+                  .option("mergeSchema", "true" if self.merges else "false"))
         for k, v in self.cfg.options.items():  # e.g. delta.appendOnly, userMetadata
             writer = writer.option(k, v)
         if self.cfg.partition_by:
@@ -153,7 +159,7 @@ class DeltaSink:
                 raise ConfigError(f"query {self.query!r}: the Delta sink path {path} holds files and is not a Delta "
                                   "table: give a new or empty folder, or an existing Delta table")
         exists = self._exists(spark)
-        if not exists or self.cfg.merge_schema:
+        if not exists or self.merges:
             return
         try:
             have = (spark.table(table) if table else spark.read.format("delta").load(str(self.cfg.path))).schema

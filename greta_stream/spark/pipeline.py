@@ -184,8 +184,7 @@ class BatchWriter:
             if o.kind == "dead":
                 reasons[o.reason] = reasons.get(o.reason, 0) + 1
                 if o.reason == "missing_attribute" or o.reason not in self.dead_letters.first_detail:  # what it says
-                    d = loads(o.payload)
-                    self.dead_letters.add(DeadLetter(d["reason"], d.get("event"), d.get("detail", "")))
+                    self.dead_letters.add(DeadLetter.from_dict(loads(o.payload)))
                 else:
                     self.dead_letters.by_reason[o.reason] += 1
         if dead:

@@ -51,7 +51,7 @@ from pyspark.sql.types import (
 )
 
 from greta_stream.choices import COUNTS
-from greta_stream.engine import FieldNames
+from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
@@ -133,7 +133,7 @@ def trend_aggregates(
     return TrendOutputs(typed, dead)
 
 
-DEAD_LETTER_SCHEMA = "reason string, detail string, event string"
+DEAD_LETTER_SCHEMA = DeadLetter.ddl()  # the columns of a dead-letter output, one schema everywhere
 
 
 def typed_rows(rows: DataFrame, spec: RunSpec, types: dict[str, DataType], timestamps: bool,

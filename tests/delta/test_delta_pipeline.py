@@ -270,3 +270,28 @@ def test_a_clean_run_leaves_an_empty_dead_letter_table(spark, tmp_path: Path) ->
     dead = DeltaTable(str(tmp_path / "dead"))
     assert dead.to_pandas().empty
     assert {"reason", "event", "detail"} <= {f.name for f in dead.schema().fields}
+
+
+def test_a_dead_letter_table_of_the_old_three_columns_takes_the_attribute_columns(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """A dead-letter table written before `event_type` and `attribute` were columns: the next letters
+    add them (nullable; the old rows keep null), no schema error."""
+    from greta_stream.engine import DeadLetter
+    from greta_stream.spark.delta import DeltaSink
+    from greta_stream.spark.pipeline import Output
+    from greta_stream.spark.sinks import SinkBatch
+
+    target = tmp_path / "dead"
+    spark.createDataFrame([("malformed", "not JSON", "x")], "reason string, detail string, event string") \
+        .write.format("delta").save(str(target))
+    cfg = PipelineConfig.from_dict({"source": {"path": "in"}, "checkpoint": "chk", "queries": [
+        {"name": "q", "text": Q, "sinks": [{"format": "jsonl", "path": str(tmp_path / "o")}],
+         "dead_letter": {"format": "delta", "path": str(target)}}]})
+    sink = DeltaSink("q", "dead", cfg.queries[0].dead_letter, cfg.queries[0].spec, None)
+    letter = DeadLetter("missing_attribute", {"type": "Stock", "time": 1}, "Stock events need attribute 'price'",
+                        "Stock", "price")
+    sink.write(spark, SinkBatch(0, [Output("q", "dead", None, None, None, json.dumps(letter.to_dict()),
+                                           letter.reason)]))
+    got = DeltaTable(str(target)).to_pandas().sort_values("reason")
+    assert [f for f, _ in DeadLetter.FIELDS] == [f.name for f in DeltaTable(str(target)).schema().fields]
+    assert got[["reason", "event_type", "attribute"]].values.tolist() == [["malformed", None, None],
+                                                                       ["missing_attribute", "Stock", "price"]]

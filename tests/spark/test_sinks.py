@@ -41,6 +41,13 @@ def test_every_format_is_declared_once_and_agrees_with_the_choices() -> None:
         assert callable(writer.create) and callable(writer.write), name
 
 
+def test_spark_reads_dead_letters_in_their_one_schema() -> None:
+    from greta_stream.engine import DeadLetter
+    from greta_stream.spark.typed import DEAD_LETTER_SCHEMA
+
+    assert DEAD_LETTER_SCHEMA == DeadLetter.ddl() == ", ".join(f"{n} {t}" for n, t in DeadLetter.FIELDS)
+
+
 def test_file_and_console_sinks_write_a_batch_through_the_one_method(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     rows = [row(0, '["a"]', {"company": "a", "count": 3}), row(5, '["b"]', {"company": "b", "count": 2 ** 70})]

@@ -1,0 +1,251 @@
+"""Many different queries sharing a Kleene sub-pattern: shared evaluation against one run per query.
+
+The stock workload of the Hamlet paper (Poppe et al., SIGMOD'21), rebuilt: ticker
+events, each ticker its own event type `T0`..`T9`, with `vol` (int, 1..150), `open` (float, each
+ticker's own geometric random walk) and `sector` (one of four, drawn per
+event), at `--rate` events per second (Poisson, strictly increasing float
+seconds). The queries put a Kleene plus over one of five shared types `E` in
+`T0`..`T4` (round robin) and differ around it, each drawn (seeded) from:
+
+    RETURN sector, COUNT(*) | SUM(E.open) | AVG(E.open)
+    PATTERN E+ | SEQ(X, E+) | SEQ(E+, Y) | SEQ(X, E+, Y)         (X, Y: two of T5..T9)
+    WHERE E.vol > 30 | 50 | 100 AND E.open < NEXT(E).open
+    GROUP-BY sector
+    WITHIN 5 | 10 | 15 | 20 minutes SLIDE 5 minutes
+
+Workloads (`--workload`):
+
+- *uniform*: those queries; each event's ticker drawn uniformly;
+- *bursty*: the same queries; the stream alternates stretches of 5 to 30
+  events, either a burst of one Kleene type (`T0`..`T4`) or other tickers
+  drawn uniformly from `T5`..`T9` (half the events each, as in *uniform*):
+  the short and long bursts a share / not-share decision is about;
+- *middle*: the uniform stream; longer sequences with the Kleene part in
+  the middle, built from fragments shared per Kleene type: a prefix `A` or
+  `SEQ(B, A)` and a suffix `C`, `SEQ(C, D)` or `D`, as in
+  `SEQ(T5 A, T0 E+, T7 C, T8 D)` and `SEQ(T6 B, T5 A, T0 E+, T9 D)`.
+
+The queries of a smaller size are the first ones of the largest. On the same
+events, the engine modes of `bench_multiquery.engine_modes` (no Spark):
+
+- *separate*: `evaluate` of each query on its own;
+- *unshared*: one `MultiRunner` without sharing;
+- *shared*: one `MultiRunner` with the planner (`plan_units`).
+
+Columns: `units` (the planner's units) and `sharing` (queries in a unit of
+more than one query); `rows` (result rows of the queries, from an untimed
+shared run over the largest query set that also loads the kernels) and
+`empty` (queries without a row: each such query is printed above the table);
+events/s of the three modes over the whole workload (the fastest of
+`--repeat` runs); `shared x` (shared over unshared events/s); `peak MB` (the
+process's RSS high-water mark so far, `ru_maxrss`: it covers every mode and
+every earlier row); `check` (`same` if every query's rows agree across the
+three modes, else `MISMATCH` and the exit status is 1). Numbers, not tests.
+
+    .venv/bin/python benchmarks/bench_sharing.py                                   # 10-100 queries, 90k events
+    .venv/bin/python benchmarks/bench_sharing.py --sizes 5,10 --events 10000        # smoke run
+    .venv/bin/python benchmarks/bench_sharing.py --workload bursty --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_multiquery import engine_modes  # noqa: E402
+from benchlib import Table, peak_rss_bytes  # noqa: E402
+
+from greta_stream import MultiRunner, QueryError, QuerySet, RunSpec  # noqa: E402
+from greta_stream.runtime.planner import plan_units  # noqa: E402
+
+KLEENE = 5  # T0..T4 carry the Kleene plus
+TICKERS = 10  # T5..T9 are the other parts of the patterns
+SECTORS = 4
+VOL_MAX = 150
+OPEN_START = (10.0, 500.0)
+OPEN_VOLATILITY = 0.002  # log-return spread per event of a ticker
+BURST = (5, 30)  # events per stretch of the bursty stream
+US_PER_S = 1_000_000
+
+SHAPES = ["{E}", "SEQ({X}, {E})", "SEQ({E}, {Y})", "SEQ({X}, {E}, {Y})"]
+VOLS = [30, 50, 100]
+WITHINS_MIN = [5, 10, 15, 20]
+AGGREGATES = ["COUNT(*)", "SUM(E.open)", "AVG(E.open)"]
+WORKLOADS = ["uniform", "bursty", "middle"]
+
+
+# ------------------------------------------------------------ events
+
+
+def ticker_events(n: int, *, seed: int, rate: float, bursty: bool) -> list[dict[str, Any]]:
+    """`n` ticker events sorted by time: type `T0`..`T9`, id, vol, open, sector."""
+    rng = np.random.default_rng(seed)
+    ticker = _bursty_tickers(rng, n) if bursty else rng.integers(0, TICKERS, n)
+    gaps_us = np.maximum(1, np.rint(rng.exponential(US_PER_S / rate, n))).astype(np.int64)
+    time_s = np.cumsum(gaps_us) / US_PER_S
+    steps = rng.normal(0.0, OPEN_VOLATILITY, n)
+    walk = np.empty(n)
+    for t in range(TICKERS):  # each ticker's own walk, in its events' order
+        mine = ticker == t
+        walk[mine] = np.cumsum(steps[mine])
+    start = rng.uniform(*OPEN_START, TICKERS)
+    open_ = np.maximum(np.round(start[ticker] * np.exp(walk), 2), 0.01)
+    vol = rng.integers(1, VOL_MAX + 1, n)
+    sector = rng.integers(0, SECTORS, n)
+    return [{"type": f"T{k}", "time": float(t), "id": i, "vol": int(v), "open": float(o), "sector": int(s)}
+            for i, (k, t, v, o, s) in enumerate(zip(ticker, time_s, vol, open_, sector))]
+
+
+def _bursty_tickers(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Stretches of 5 to 30 events: a burst of one Kleene ticker, or other tickers drawn uniformly."""
+    out: list[np.ndarray] = []
+    filled = 0
+    while filled < n:
+        length = int(rng.integers(BURST[0], BURST[1] + 1))
+        if rng.random() < 0.5:
+            out.append(np.full(length, rng.integers(0, KLEENE)))
+        else:
+            out.append(rng.integers(KLEENE, TICKERS, length))
+        filled += length
+    return np.concatenate(out)[:n]
+
+
+# ------------------------------------------------------------ queries
+
+
+def _others(rnd: random.Random, k: int) -> list[int]:
+    return rnd.sample(range(KLEENE, TICKERS), k)
+
+
+def _clauses(rnd: random.Random, pattern: str) -> str:
+    vol = rnd.choice(VOLS)
+    within = rnd.choice(WITHINS_MIN)
+    agg = rnd.choice(AGGREGATES)
+    return (f"RETURN sector, {agg} PATTERN {pattern} WHERE E.vol > {vol} AND E.open < NEXT(E).open "
+            f"GROUP-BY sector WITHIN {within} minutes SLIDE 5 minutes")
+
+
+def hamlet_query(rnd: random.Random, e: int) -> str:
+    """One query of the Hamlet stock workload over Kleene type `T{e}`."""
+    x, y = _others(rnd, 2)
+    pattern = rnd.choice(SHAPES).format(E=f"T{e} E+", X=f"T{x} X", Y=f"T{y} Y")
+    return _clauses(rnd, pattern)
+
+
+def middle_query(rnd: random.Random, e: int) -> str:
+    """A longer sequence with `T{e} E+` in the middle, from prefix and suffix fragments fixed per `e`."""
+    a, b, c, d, f = (f"T{KLEENE + (e + i) % (TICKERS - KLEENE)}" for i in range(5))
+    prefix = rnd.choice([f"{a} A", f"{b} B, {a} A"])
+    suffix = rnd.choice([f"{c} C", f"{c} C, {d} D", f"{f} D"])
+    return _clauses(rnd, f"SEQ({prefix}, T{e} E+, {suffix})")
+
+
+QUERIES = {"uniform": hamlet_query, "bursty": hamlet_query, "middle": middle_query}
+
+
+def workload(kind: str, n: int, seed: int) -> list[tuple[str, str]]:
+    """`n` distinct queries, Kleene types round robin; a smaller `n` gives a prefix of a larger one."""
+    rnd = random.Random(seed)
+    make = QUERIES[kind]
+    texts: list[str] = []
+    seen: set[str] = set()
+    for _ in range(100 * n):
+        text = make(rnd, len(texts) % KLEENE)
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+            if len(texts) == n:
+                break
+    if len(texts) < n:
+        raise ValueError(f"the {kind} templates make fewer than {n} distinct queries")
+    return [(f"q{i:03d}", t) for i, t in enumerate(texts)]
+
+
+# ------------------------------------------------------------ measuring
+
+
+def rows_per_query(queries: list[tuple[str, str]], events: list[dict[str, Any]]) -> dict[str, int]:
+    """Result rows of each query, from one shared `MultiRunner` (untimed; loads the kernels)."""
+    multi = MultiRunner(QuerySet.of([(name, RunSpec.create(text)) for name, text in queries]))
+    multi.add_many(events)
+    counts = dict.fromkeys((name for name, _ in queries), 0)
+    for name, _ in multi.finish():
+        counts[name] += 1
+    return counts
+
+
+def best_of(queries: list[tuple[str, str]], events: list[dict[str, Any]], repeat: int) -> dict[str, Any]:
+    """`engine_modes` `repeat` times: the fastest seconds of each mode, and whether every run agreed."""
+    runs = [engine_modes(queries, events) for _ in range(repeat)]
+    best = {mode: min(r[mode] for r in runs) for mode in ("separate", "unshared", "shared")}
+    return {**best, "same": all(r["same"] for r in runs)}
+
+
+def measure(kind: str, events: list[dict[str, Any]], sizes: list[int], args: argparse.Namespace) -> bool:
+    """Print one workload's table; False if some query's rows differed between modes."""
+    queries = workload(kind, max(sizes), args.seed)
+    try:
+        specs = [(name, RunSpec.create(text)) for name, text in queries]
+    except QueryError as err:
+        raise SystemExit(f"a generated {kind} query does not compile:\n{err}") from err
+    kinds = {s.runner_kind for _, s in specs}
+    kleene = sum(1 for e in events if int(e["type"][1:]) < KLEENE)
+    rows = rows_per_query(queries, events)
+    print(f"\n## {kind}: {len(events):,} events ({kleene:,} of the Kleene types T0..T{KLEENE - 1}), "
+          f"{max(sizes)} queries on the {'/'.join(sorted(kinds))} runner(s)")
+    print(f"   e.g. {queries[0][1]}")
+    empty = [(name, text) for name, text in queries if rows[name] == 0]
+    for name, text in empty:
+        print(f"   no rows: {name}: {text}")
+    table = Table([("queries", 7), ("events", 8), ("units", 5), ("sharing", 7), ("rows", 8), ("empty", 5),
+                   ("separate ev/s", 13), ("unshared ev/s", 13), ("shared ev/s", 11), ("shared x", 8),
+                   ("peak MB", 7), ("check", 8)])
+    table.header()
+    ok = True
+    for n in sizes:
+        chosen = queries[:n]
+        plan = plan_units(QuerySet.of(specs[:n]))
+        sharing = sum(len(u.names) for u in plan.units if len(u.names) > 1)
+        r = best_of(chosen, events, args.repeat)
+        ok &= r["same"]
+        e = len(events)
+        table.row([str(n), f"{e:,}", str(len(plan.units)), str(sharing), f"{sum(rows[q] for q, _ in chosen):,}",
+                   str(sum(1 for q, _ in chosen if rows[q] == 0)), f"{e / r['separate']:,.0f}",
+                   f"{e / r['unshared']:,.0f}", f"{e / r['shared']:,.0f}", f"{r['unshared'] / r['shared']:.2f}",
+                   f"{peak_rss_bytes() / 2**20:,.0f}", "same" if r["same"] else "MISMATCH"])
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workload", default="all", choices=[*WORKLOADS, "all"])
+    ap.add_argument("--bursty", action="store_true", help="the bursty workload only (as --workload bursty)")
+    ap.add_argument("--sizes", default="10,20,50,100", help="numbers of queries")
+    ap.add_argument("--events", type=int, default=90_000, help="events per stream")
+    ap.add_argument("--rate", type=float, default=50.0, help="events per second (50: 15k events per 5-minute window)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each size; the fastest is shown")
+    args = ap.parse_args()
+    sizes = sorted({int(s) for s in args.sizes.split(",")})
+    kinds = ["bursty"] if args.bursty else WORKLOADS if args.workload == "all" else [args.workload]
+    print(f"# bench_sharing: {' '.join(sys.argv[1:]) or '(defaults)'}")
+    ok = True
+    streams: dict[bool, list[dict[str, Any]]] = {}
+    for kind in kinds:
+        bursty = kind == "bursty"
+        if bursty not in streams:
+            streams[bursty] = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=bursty)
+        ok &= measure(kind, streams[bursty], sizes, args)
+    if not ok:
+        print("!!! MISMATCH: some query's rows differ between modes")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

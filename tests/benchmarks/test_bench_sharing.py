@@ -1,0 +1,22 @@
+"""The many-query benchmarks run end to end, and every query's rows agree across their modes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_bench_sharing_smoke(bench: Callable[..., str]) -> None:
+    out = bench("bench_sharing.py", "--sizes", "4", "--events", "3000")
+    tables = [ln.split() for ln in out.splitlines() if ln.startswith("4 ")]
+    assert len(tables) == 3 and all(t[-1] == "same" for t in tables), out  # uniform, bursty, middle
+    assert all(int(t[4].replace(",", "")) > 0 for t in tables), out  # rows: the workloads match something
+
+
+def test_bench_multiquery_smoke(bench: Callable[..., str]) -> None:
+    out = bench("bench_multiquery.py", "--streams", "stock", "--sizes", "1,3", "--events", "2000")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("stock ")]
+    assert [r[1] for r in rows] == ["1", "3"] and all(r[-1] == "yes" for r in rows), out

@@ -1,0 +1,40 @@
+"""Dead letters have one schema (`DeadLetter.FIELDS`), written by `to_dict` and read back by
+`from_dict` on every path; the tally reads which attribute is missing from the letter's fields,
+never from its detail text."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import greta_stream
+from greta_stream.engine import DeadLetter
+from greta_stream.runtime.dead_letters import tally
+
+
+def test_an_output_record_reads_back_as_the_letter_it_was() -> None:
+    letter = DeadLetter("missing_attribute", {"type": "Stock", "time": 1}, "Stock events need attribute 'prize'",
+                        "Stock", "prize")
+    record = json.loads(json.dumps(letter.to_dict()))
+    assert DeadLetter.from_dict(record) == letter
+    assert list(record) == [name for name, _ in DeadLetter.FIELDS]
+    plain = DeadLetter("malformed", "not json", "not JSON")
+    assert plain.to_dict() == {"reason": "malformed", "detail": "not JSON", "event": "not json"}  # as before
+    assert DeadLetter.from_dict(plain.to_dict()) == plain
+    assert DeadLetter.ddl() == ", ".join(f"{n} {t}" for n, t in DeadLetter.FIELDS)
+
+
+def test_the_missing_attribute_comes_from_the_letter_not_its_wording() -> None:
+    worded_otherwise = DeadLetter("missing_attribute", {"type": "Stock", "price": 3}, "no prize here", "Stock", "prize")
+    assert tally([worded_otherwise] * 3).suspect(0) == (
+        "every Stock event (3) was dead-lettered: they have no attribute 'prize' (they have price, type); "
+        "is 'prize' misspelled in the query?")
+
+
+def test_a_validator_names_the_type_and_attribute_of_what_it_refuses() -> None:
+    with pytest.warns(UserWarning, match="is 'prize' misspelled"):
+        rows = greta_stream.evaluate("RETURN COUNT(*), SUM(S.prize) PATTERN Stock S+ WITHIN 10 s",
+                                     [{"type": "Stock", "time": 1, "price": 3}, {"type": "Stock", "time": 2, "prize": "x"}])
+    assert [(d.reason, d.event_type, d.attribute) for d in rows.dead_letters] == [
+        ("missing_attribute", "Stock", "prize"), ("wrong_type", "Stock", "prize")]
