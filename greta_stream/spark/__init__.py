@@ -1,12 +1,16 @@
 """Spark Structured Streaming adapter: the only package that imports pyspark.
 
 `operator.stream_outputs` runs every query of a stream (a `QuerySet` of
-`greta_stream.RunSpec`s) in one `applyInPandasWithState` operator
-(`typed.trend_aggregates`: one query as typed DataFrames); `shard.step` is the per-shard, per-micro-batch
-function (testable without a JVM); `pipeline` runs whole jobs (sources,
-queries, sinks, checkpoints); `kafka` reads and writes Kafka through Spark's
-connector; `progress` reports every micro-batch to a callback; `session`
-builds a SparkSession with the settings that matter.
+`greta_stream.RunSpec`s) in one stateful operator: `transformWithStateInPandas`
+by default, its state kept incrementally (`shard.step_incremental`), or
+`applyInPandasWithState`, a shard's state one blob (`shard.step`); both
+per-shard, per-micro-batch functions are testable without a JVM.
+`typed.trend_aggregates` runs one query as typed DataFrames; `pipeline` runs
+whole jobs (sources, queries, sinks, checkpoints), `sinks` is the family of
+outputs, `control` carries query-set changes in the stream itself;
+`kafka` and `delta` read and write through Spark's connector and Delta Lake;
+`progress` reports every micro-batch to a callback; `session` builds a
+SparkSession with the settings that matter.
 """
 
 import warnings

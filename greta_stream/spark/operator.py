@@ -1,4 +1,7 @@
-"""The only code that touches `applyInPandasWithState`.
+"""The only code that touches Spark's stateful operators: `transformWithStateInPandas`
+(the default, `incremental_processor`: a shard's state kept as a value and chunks
+that change only where the micro-batch changed them) and `applyInPandasWithState`
+(`_shard_function`: a shard's state one binary blob).
 
 `stream_outputs(events, queries)` turns a streaming DataFrame of events (a
 JSON string column `value`, or typed columns) into a streaming DataFrame of
@@ -13,7 +16,7 @@ Layout (docs/DESIGN.md): events are keyed by a *shard*, a hash of their
 shard attributes (GROUP-BY attributes of every query) modulo a small number,
 not by partition: per-group calls cost
 milliseconds each, so one call per shard handles many partitions with one
-binary state blob (the engine snapshot plus a format version). Each shard's
+state (the engine snapshot plus a format version). Each shard's
 grouping key is chosen so that Spark spreads the shards evenly over its
 partitions (`layout.slot_keys`). Rows are final when emitted (a group never
 spans shards). Event-time timeouts wake a
