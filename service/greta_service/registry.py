@@ -279,12 +279,15 @@ class Registry:
                 self.store.save_query(rec)
             if fresh:
                 self.store.clear_results(rec.id)
-            if rec.desired == "running" and rec.status != "failed":
-                for key in dict.fromkeys((stream_key(old), stream_key(rec))):  # new field names: another stream
-                    with self._stream_lock(key):
-                        self._change(key)
-            log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
-            return self.get(rec.id), spec
+            running = rec.desired == "running" and rec.status != "failed"
+            if running:
+                self._change(stream_key(old))
+        moved = stream_key(rec)  # new field names: the query goes to another stream (never two locks held at once)
+        if running and moved != stream_key(old):
+            with self._stream_lock(moved):
+                self._change(moved)
+        log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
+        return self.get(rec.id), spec
 
     def get(self, query_id: str) -> QueryRecord:
         """The query of this id, or else of this name (names are unique)."""

@@ -120,3 +120,27 @@ def test_a_stopped_query_alone_on_its_source_skips_what_arrived_while_it_was_sto
         wait_for(settled(api, query_id, len(want)), "every window", service)
         assert normalized(all_results(api, query_id)) == normalized(want)
         assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
+def test_new_field_names_move_the_query_to_the_stream_that_reads_them(service: Service) -> None:
+    """A stream is one source read with one set of field names: a query given new field names
+    leaves its stream (which runs on without it) for the stream that reads them."""
+    _, first, second = halves()
+    src, base = service.root / "in-upd-fields", time.time() - 3600
+    with service.client() as api:
+        query_id = register(api, service, "upd-fields")
+        write_file(src, "events-0.jsonl", first, stamp=base)
+        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+        old = api.get(f"/queries/{query_id}").json()["progress"]["stream"]
+        r = api.patch(f"/queries/{query_id}", json={"options": {"shards": 2, "fields": {"type": "kind"}}})
+        assert r.status_code == 200, r.text
+        new = r.json()["progress"]["stream"]
+        assert new != old
+        running = {s["stream"]: s["query_names"] for s in api.get("/plan").json()["streams"]}
+        assert query_id in running[new] and query_id not in running.get(old, {})  # not on both streams
+        renamed = [{**{k: v for k, v in e.items() if k != "type"}, "kind": e["type"]} for e in second]
+        write_file(src, "events-1.jsonl", [*renamed, {"kind": "Flush", "time": 10**6}], stamp=base + 1)
+        want = evaluate(Q1, renamed, type_field="kind")
+        wait_for(settled(api, query_id, len(want)), "the windows of the renamed events", service)
+        assert normalized(all_results(api, query_id)) == normalized(want)
+        assert api.delete(f"/queries/{query_id}").status_code == 204
