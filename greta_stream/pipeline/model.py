@@ -68,7 +68,9 @@ class Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-GLOB_CHARS = frozenset("*?[]{}")  # what makes a source path a glob (Hadoop's pattern characters)
+# What makes a source path a glob: Spark's (SparkHadoopUtil.isGlobPath), less the backslash, which the
+# service refuses in paths (`greta_service.guards.check_reach`)
+GLOB_CHARS = frozenset("*?[]{}")
 
 
 def glob_base(path: Path) -> Path:

@@ -32,8 +32,8 @@ from greta_stream.connectors.jsonl import dumps
 from greta_stream.engine import FieldNames
 from greta_stream.engine.timebase import TIMESTAMP
 from greta_stream.errors import ConfigError
-from greta_stream.pipeline import PipelineConfig, SourceConfig, packages, source_key, streams
-from greta_stream.spark.pipeline import counts, drive
+from greta_stream.pipeline import PipelineConfig, SourceConfig, source_key, streams
+from greta_stream.spark.pipeline import counts, drive, session_for
 from greta_stream.spark.shard import end_of_input
 
 _GLOB_CHARS = set("{}[]*?,\\")
@@ -42,12 +42,10 @@ _GLOB_CHARS = set("{}[]*?,\\")
 def run_to_end(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, Any]]:
     """Run a bounded pipeline (`once`), then flush every window still open;
     the rows and dead letters written, per query, over both runs."""
-    from greta_stream.spark.session import get_session
-
     if not cfg.once:
         raise ConfigError("--flush-at-end needs a bounded run: add --once (or once: true in the config)")
     staged, folders = flushable(cfg)
-    spark = spark or get_session(cfg.master, kafka="kafka" in packages(cfg), delta="delta" in packages(cfg))
+    spark = spark or session_for(cfg)
     labels = [s.label for s in streams(cfg)]  # as the user gave the sources, not their flush globs
     first, stopped = drive(spark, staged, echo, labels)
     if stopped:

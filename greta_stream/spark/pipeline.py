@@ -204,10 +204,12 @@ class BatchWriter:
         return (type_problem(self.types, self.typed, self.other_types)
                 or self.dead_letters.suspect(self.counts["rows"]))
 
-    @property
-    def typed_sinks(self) -> list[Any]:
-        """The sinks that write typed columns: they `bind` the source's column types when the stream starts."""
-        return [s for s in (*self.sinks, self.dead) if hasattr(s, "bind")]
+    def bind(self, types: dict[str, Any]) -> None:
+        """The stream's input column types, to the sinks that write typed columns (Delta's)."""
+        for sink in (*self.sinks, self.dead):
+            bind = getattr(sink, "bind", None)  # None: a sink of JSON payloads (or no dead-letter sink)
+            if bind is not None:
+                bind(types)
 
 
 Output = namedtuple("Output", ["query", "kind", "window_start", "window_end", "grp", "payload", "reason"])
@@ -306,10 +308,9 @@ class StreamWriter:
 
     def bind(self, events: DataFrame) -> None:
         """The stream's input, as it starts: its column types give Delta tables their types."""
-        types = self.types = column_types(events)
+        self.types = column_types(events)
         for writer in self.writers.values():
-            for sink in writer.typed_sinks:
-                sink.bind(types)
+            writer.bind(self.types)
 
     def state_bytes(self, name: str) -> int:
         """The bytes a query's state takes over all shards (as each shard last reported)."""
@@ -413,11 +414,16 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
 def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, Any]]:
     """Run the pipeline until it ends (`once`) or is interrupted; report
     progress; the rows and dead letters written, per query."""
+    started, _ = drive(spark or session_for(cfg), cfg, echo)
+    return counts(started)
+
+
+def session_for(cfg: PipelineConfig) -> SparkSession:
+    """A session on the pipeline's master with the Spark packages its sources and sinks need."""
     from greta_stream.spark.session import get_session
 
     needs = packages(cfg)
-    started, _ = drive(spark or get_session(cfg.master, kafka="kafka" in needs, delta="delta" in needs), cfg, echo)
-    return counts(started)
+    return get_session(cfg.master, kafka="kafka" in needs, delta="delta" in needs)
 
 
 def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,

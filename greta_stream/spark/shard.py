@@ -165,12 +165,6 @@ def upgrade_state(version: int, state: bytes, queries: QuerySet, shard: Shard = 
     raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
 
 
-# The engines of this Python worker, by shard, with the state bytes they last
-# wrote. Spark reuses workers, so the next batch of a shard usually brings
-# those very bytes back: the engine is used as is (no unpickling; a columnar
-# stream keeps its typed columns, which restoring would build again). Taken
-# out while a step runs: a failed step is retried from the bytes, never from
-# a half-run engine.
 class LiveRunners:
     """A worker's live runners by (query set, shard), each with the state it last wrote (`tag`: its
     bytes, or its version) and the bytes of state it stands for. Taken out while a step runs (a
@@ -199,7 +193,10 @@ class LiveRunners:
         return iter(self.items)
 
 
-# `step`'s, by their compressed state bytes (a live engine takes several times that in memory)
+# `step`'s, by the state bytes they last wrote. Spark reuses workers, so the next batch of a shard
+# usually brings those very bytes back: the engine is used as is (no unpickling; a columnar stream
+# keeps its typed columns, which restoring would build again). Bounded by their compressed state
+# bytes (a live engine takes several times that in memory).
 _LIVE = LiveRunners(64, 64 << 20)
 
 

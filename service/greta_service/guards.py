@@ -35,8 +35,6 @@ from greta_stream import ConfigError
 from greta_stream.choices import FORMATS, PATH_FORMATS
 from greta_stream.pipeline import glob_base
 
-FILE_FORMATS = PATH_FORMATS
-
 # Options a request may set, lower-cased (`greta_stream.choices.FORMATS`); everything else is refused.
 SOURCE_OPTIONS: dict[str, frozenset[str]] = {n: f.source_options for n, f in FORMATS.items() if f.source_options is not None}
 SINK_OPTIONS: dict[str, frozenset[str]] = {n: f.sink_options for n, f in FORMATS.items() if f.sink_options is not None}
@@ -56,12 +54,8 @@ def check_options(spec: dict[str, Any], what: str, allowed: dict[str, frozenset[
 
 
 def check_path_given(spec: dict[str, Any], what: str) -> None:
-    if spec.get("format") in FILE_FORMATS and not spec.get("path"):
+    if spec.get("format") in PATH_FORMATS and not spec.get("path"):
         raise ConfigError(f"{what} of format {spec.get('format')!r} needs a path")
-
-
-# What Spark's file source reads as a glob (SparkHadoopUtil.isGlobPath, less the
-# backslash, which check_reach refuses).
 
 
 def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) -> None:

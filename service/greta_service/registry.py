@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from greta_service.guards import (
-    FILE_FORMATS,
     SINK_OPTIONS,
     SOURCE_OPTIONS,
     check_folder_links,
@@ -51,6 +50,7 @@ from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSp
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
+from greta_stream.choices import PATH_FORMATS
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
 from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
@@ -184,7 +184,7 @@ class Registry:
         """Resolve a file path against data_dir, keep it under path_roots and away from the service's own
         files (`guards.check_reach`), and (sources) require it."""
         path = spec.get("path")
-        if path is None or spec.get("format") not in FILE_FORMATS:
+        if path is None or spec.get("format") not in PATH_FORMATS:
             return spec
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise config_error(f"{what} path must be a non-empty string")

@@ -133,8 +133,7 @@ def change_stream(spark: Any, handle: StreamHandle, recs: list[QueryRecord], spe
         new = _made_of(handle.recs.get(rec.id)) != _made_of(rec) or rec.id not in handle.writer.writers
         if new:  # a new query, or new sinks or options
             writer = _writer(rec, specs[rec.id], checkpoint, store)
-            for sink in writer.typed_sinks:  # typed as the stream's input, as `StreamWriter.bind` types the others
-                sink.bind(handle.writer.types)
+            writer.bind(handle.writer.types)  # typed as the stream's input, as `StreamWriter.bind` types the others
             writer.replay(spark)  # what its sinks could not take before, first
             if writer.failed is not None:
                 return False  # its sinks still fail: the restart fails it, as before

@@ -11,6 +11,7 @@ position on, as a new query would.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 from service_helpers import (
@@ -49,13 +50,20 @@ def halves() -> tuple[list, list, list]:
     return events, events[:1000], events[1000:]
 
 
+def with_rows(api, service: Service, name: str, first: list) -> tuple[str, Path, float]:  # noqa: ANN001
+    """Query `name` registered, its source's first file (`first`) written and some of its rows stored:
+    its id, its source folder and the files' first modification time."""
+    src, base = service.root / f"in-{name}", time.time() - 3600
+    query_id = register(api, service, name)
+    write_file(src, "events-0.jsonl", first, stamp=base)
+    wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+    return query_id, src, base
+
+
 def test_new_sinks_keep_the_state_and_the_rows(service: Service) -> None:
     events, first, second = halves()
-    src, base = service.root / "in-upd-sinks", time.time() - 3600
     with service.client() as api:
-        query_id = register(api, service, "upd-sinks")
-        write_file(src, "events-0.jsonl", first, stamp=base)
-        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+        query_id, src, base = with_rows(api, service, "upd-sinks", first)
         before = api.get(f"/queries/{query_id}").json()["progress"]["result_rows"]
         r = api.patch(f"/queries/{query_id}", json={"sinks": [{"format": "jsonl",
                                                                "path": str(service.root / "out-upd-sinks-b")}]})
@@ -73,11 +81,8 @@ def test_new_sinks_keep_the_state_and_the_rows(service: Service) -> None:
 
 def test_a_new_text_starts_afresh_where_the_stream_is(service: Service) -> None:
     _, first, second = halves()
-    src, base = service.root / "in-upd-text", time.time() - 3600
     with service.client() as api:
-        query_id = register(api, service, "upd-text")
-        write_file(src, "events-0.jsonl", first, stamp=base)
-        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+        query_id, src, base = with_rows(api, service, "upd-text", first)
         r = api.patch(f"/queries/{query_id}", json={"text": WIDE})
         assert r.status_code == 200, r.text
         assert (r.json()["id"], r.json()["name"], r.json()["text"]) == (query_id, "upd-text", WIDE)
@@ -126,11 +131,8 @@ def test_new_field_names_move_the_query_to_the_stream_that_reads_them(service: S
     """A stream is one source read with one set of field names: a query given new field names
     leaves its stream (which runs on without it) for the stream that reads them."""
     _, first, second = halves()
-    src, base = service.root / "in-upd-fields", time.time() - 3600
     with service.client() as api:
-        query_id = register(api, service, "upd-fields")
-        write_file(src, "events-0.jsonl", first, stamp=base)
-        wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["result_rows"] > 0, "rows", service)
+        query_id, src, base = with_rows(api, service, "upd-fields", first)
         old = api.get(f"/queries/{query_id}").json()["progress"]["stream"]
         r = api.patch(f"/queries/{query_id}", json={"options": {"shards": 2, "fields": {"type": "kind"}}})
         assert r.status_code == 200, r.text
