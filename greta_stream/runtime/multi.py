@@ -2,7 +2,8 @@
 
 A stream read once serves every query registered on it (a `QuerySet`,
 `greta_stream.runtime.queryset`). `MultiRunner` runs a `QuerySet` behind one interface. Records are handed
-over once per micro-batch (parsed once) to the planner's units
+over once per micro-batch, parsed once (one `columnar.Input`: each field is
+read and typed once for every query), to the planner's units
 (`greta_stream.runtime.planner`): a unit serves one query (its own runner)
 or several (a shared pass). Rows and dead letters carry their query's name.
 Its state is one blob holding every query's state under the query's name and
@@ -37,6 +38,7 @@ from typing import Any
 
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.chunks import tracked
+from greta_stream.engine.columnar import Input
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf
 
@@ -108,7 +110,8 @@ class MultiRunner:
         """Hand one micro-batch (dicts or a DataFrame) to every unit."""
         if not isinstance(records, list) and not hasattr(records, "columns"):
             records = list(records)
-        self._each(lambda unit: unit.add_many(records, watermark_of))
+        batch = Input.of(records)  # read once: every unit's preparation reads the same parsed fields
+        self._each(lambda unit: unit.add_many(batch, watermark_of))
 
     def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from greta_stream.engine import DeadLetter
+from greta_stream.engine.columnar.stream import handed
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
 
@@ -97,7 +98,7 @@ class SoloUnit:
         self.runner.expect(watermark_of(self.spec, self.runner.time_kind))
 
     def add_many(self, records: Any, watermark_of: QueryWatermarkOf | None) -> None:
-        self.runner.add_many(records, self._of(watermark_of) if watermark_of is not None else None)
+        self.runner.add_many(handed(self.runner, records), self._of(watermark_of) if watermark_of is not None else None)
 
     def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:
         return [(self.name, row) for row in self.runner.advance(watermark_of(self.spec, self.runner.time_kind))]

@@ -38,7 +38,7 @@ from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import KernelPlan, columnar_plan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
-from greta_stream.engine.columnar.stream import ColumnarStream, Diverged
+from greta_stream.engine.columnar.stream import ColumnarStream, Diverged, handed
 from greta_stream.query import ast
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
@@ -258,11 +258,11 @@ class FamilyUnit:
             spec = self._spec(names)
             of = (lambda kind, spec=spec: watermark_of(spec, kind)) if watermark_of else None
             try:
-                stream.add_many(records, of)
+                stream.add_many(handed(stream, records), of)
                 parts.append((names, stream))
             except Diverged:  # its queries judge a record differently: one part per validation from now on
                 for sub_names, sub in self._split(names, stream):
-                    sub.add_many(records, of)
+                    sub.add_many(handed(sub, records), of)
                     parts.append((sub_names, sub))
         self.parts = parts
 

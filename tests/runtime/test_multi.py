@@ -79,3 +79,30 @@ def test_queries_sharing_a_state_count_its_bytes_once() -> None:
     assert len(multi.units) == 1 and all(sizes.values())
     family = len(next(iter(multi.units)).snapshot()["q18"][1])
     assert sum(sizes.values()) == family < len(blob)
+
+
+def test_a_micro_batch_is_read_once_whatever_the_number_of_queries(monkeypatch) -> None:  # noqa: ANN001
+    """Every query's preparation reads the one parsed batch (`columnar.Input`): a field of the
+    records is read and typed once for ten queries, and their rows are still each their own."""
+    from greta_stream.engine.columnar import columns
+
+    reads: list[str] = []
+    real_raw = columns.Input.raw
+
+    def counting_raw(self, name, rows=None):  # noqa: ANN001, ANN202
+        if self.fields is None and self.frame is None and name not in self._raw:
+            reads.append(name)
+        return real_raw(self, name, rows)
+
+    monkeypatch.setattr(columns.Input, "raw", counting_raw)
+    texts = [template(i) for i in range(0, 100, 10)]
+    queries = QuerySet.of([(f"q{i}", spec_of(t, 0)) for i, t in enumerate(texts)], sharing=False)
+    events = stream(7)
+    multi = MultiRunner(queries)
+    multi.add_many(events)
+    got = multi.finish()
+    assert sorted(set(reads)) == sorted(reads), f"a field read twice: {sorted(reads)}"
+    assert {"type", "time", "price"} <= set(reads)
+    for name, spec in queries:
+        mine = sorted(key(row) for n, row in got if n == name)
+        assert mine == sorted(map(key, evaluate(spec, events))), name

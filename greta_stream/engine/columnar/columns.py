@@ -42,6 +42,11 @@ class Input:
     `events` is a list (or iterable) of records, a pandas DataFrame, or
     (`Input.of_columns`) valid records kept as one list of raw values per
     field, None where absent.
+
+    What it reads of the whole input (a field's raw values and its typed
+    column, which records are dicts, `memo`) is read once: a `MultiRunner`
+    hands one `Input` of a micro-batch to every query, so a hundred queries
+    over one stream parse it once. Callers never write into what it hands out.
     """
 
     def __init__(self, events: Any) -> None:
@@ -55,6 +60,20 @@ class Input:
             self.n = len(self.records)
         self._raw: dict[str, np.ndarray] = {}  # records: each field's values, read once
         self._all_dicts: bool | None = None
+        self._is_dict: np.ndarray | None = None
+        self._columns: dict[str, Column] = {}  # each field typed over every row, once
+        self.memo: dict[Any, Any] = {}  # what a reader derives from the whole input, keyed by what it is
+
+    @classmethod
+    def of(cls, events: Any) -> Input:
+        """`events` as an `Input` (itself if it is one already)."""
+        return events if isinstance(events, Input) else cls(events)
+
+    def plain(self) -> Any:
+        """The input as it was given (a DataFrame or a list of records), for a runner that reads records."""
+        if self.fields is not None:
+            return self.materialized()
+        return self.frame if self.frame is not None else self.records
 
     @classmethod
     def of_columns(cls, fields: dict[str, list[Any]], n: int) -> Input:
@@ -63,9 +82,12 @@ class Input:
         return inp
 
     def is_dict(self) -> np.ndarray:
-        if self.frame is not None or self.fields is not None:
-            return np.ones(self.n, bool)
-        return np.fromiter((type(r) is dict for r in self.records), bool, self.n)
+        if self._is_dict is None:
+            if self.frame is not None or self.fields is not None:
+                self._is_dict = np.ones(self.n, bool)
+            else:
+                self._is_dict = np.fromiter((type(r) is dict for r in self.records), bool, self.n)
+        return self._is_dict
 
     def raw(self, name: str, rows: np.ndarray | None = None) -> np.ndarray | list[Any]:
         """The field's values (None where absent) over `rows` (all if None)."""
@@ -90,7 +112,12 @@ class Input:
         return cached if rows is None else cached[rows]
 
     def column(self, name: str, rows: np.ndarray | None = None) -> Column:
-        return typed(self.raw(name, rows), nan_is_null=self.frame is not None)
+        if rows is not None:
+            return typed(self.raw(name, rows), nan_is_null=self.frame is not None)
+        col = self._columns.get(name)
+        if col is None:
+            col = self._columns[name] = typed(self.raw(name), nan_is_null=self.frame is not None)
+        return col
 
     def record(self, i: int) -> Any:
         """Record i as `evaluate` hands it to the general engine."""

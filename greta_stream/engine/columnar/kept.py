@@ -101,17 +101,19 @@ class KeptChunk:
         return out
 
 
-def compact(prep: Prepared, raw_of: Any, names: list[str]) -> KeptChunk:
+def compact(prep: Prepared, raw_of: Any, names: list[str], *, int_times: bool = True) -> KeptChunk:
     """A batch's prepared good events as a kept chunk: `good` dropped, the state
     as int8, equal values of object columns sharing one object; `raw_of(name)`
     gives a field's values as written (over the good events) for the fields
-    whose typed kind loses the spelling (ints among floats)."""
+    whose typed kind loses the spelling (ints among floats). `int_times` False:
+    the input holds no int time at all (nothing to look for)."""
     cols = {a: _shared(c) for a, c in prep.cols.items()}
     spelled: dict[str, np.ndarray] = {}
     for name in names:
         col = prep.cols.get(name)
         if (col is not None and col.kind == MIXED) or (name == names[1] and not prep.int_time
-                                                       and prep.time_kind != TIMESTAMP and _has_ints(raw_of(name))):
+                                                       and prep.time_kind != TIMESTAMP and int_times
+                                                       and _has_ints(raw_of(name))):
             spelled[name] = _shared_objects(raw_of(name))
     small = Prepared(np.zeros(0, np.int64), prep.state.astype(np.int8), prep.t, prep.kmin, prep.kmax, cols,
                      prep.int_time, [], Metrics(), prep.time_kind)

@@ -101,8 +101,9 @@ def prepare(
     kind_before = validator.time_kind
     time, time_kind, bad = _times(events, fields.time, valid_type, validator)
     state = np.full(n, -1, np.int64)
+    rows_of = _rows_by_type(events, fields.type, types, valid_type)
     for i, typ in enumerate(plan.types):
-        state[valid_type & (types == typ)] = i
+        state[rows_of.get(typ, _NONE)] = i
     is_t = state >= 0
     rows_t = np.flatnonzero(is_t & ~bad)
     st_t = state[rows_t]
@@ -138,7 +139,7 @@ def prepare(
     other_types: dict[str, int] = {}
     if others:
         metrics["events_other_type"] = others
-        other_types = {str(k): int(v) for k, v in pd.Series(types[other]).value_counts().head(OTHER_TYPES_KEPT).items()}
+        other_types = _other_types(events, fields, types, other, bad, set(plan.types))
     for dl in dead:
         metrics.dead_letter(dl.reason)
     metrics["events_processed"] = processed
@@ -148,7 +149,14 @@ def prepare(
 
 
 def _types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(the type field's values, whether each is a non-empty string of a dict record)."""
+    """(the type field's values, whether each is a non-empty string of a dict record), read once per input."""
+    key = ("types", name)
+    if key not in events.memo:
+        events.memo[key] = _read_types(events, name)
+    return events.memo[key]  # type: ignore[no-any-return]
+
+
+def _read_types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:
     is_dict = events.is_dict()
     types = events.raw(name)
     types = np.asarray(types, dtype=object) if not isinstance(types, np.ndarray) else types.astype(object)
@@ -159,31 +167,85 @@ def _types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _times(events: Input, name: str, valid_type: np.ndarray, validator: Validator) -> tuple[Column, str, np.ndarray]:
     """(times as a column, their kind, rows without a type or a time); the
-    first good row fixes the validator's (the stream's) kind of time."""
-    time = frame_timestamps(events, name)
-    time_kind = NUMERIC if time is None else TIMESTAMP
-    if time is None:
-        time = events.column(name)
-    if time_kind == NUMERIC and time.kind == OTHER:
-        if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
-            time = renumber(time)  # numbers, missing values and bools (bad times)
-        else:
-            try:
-                time, time_kind = timestamps(time), TIMESTAMP
-            except Unsupported:  # numbers among the timestamps: one value at a time, as the validator reads them
-                time, time_kind = by_value(time, validator.time_kind)
-    bad = ~valid_type | time.null | ~time.number
-    finite = np.zeros(len(bad), bool)
-    finite[~bad] = np.isfinite(time.values[~bad])
-    bad |= ~finite
-    if time_kind == NUMERIC:  # out of parse_time's range: a bad_time, as the validator says
-        bad |= np.abs(np.where(bad, 0, time.values)) >= MAX_TIME
+    first good row fixes the validator's (the stream's) kind of time. The
+    column and its bad rows are read once per input, unless numbers and
+    timestamps are mixed (each validator then reads them its own way)."""
+    key = ("times", name)
+    if key not in events.memo:
+        events.memo[key] = _time_column(events, name)
+    time, time_kind = events.memo[key]
+    if time_kind is None:  # numbers among the timestamps: one value at a time, as the validator reads them
+        time, time_kind = by_value(time, validator.time_kind)
+        bad = _bad_times(time, time_kind, valid_type)
+    else:
+        if ("bad_times", name) not in events.memo:
+            events.memo[("bad_times", name)] = _bad_times(time, time_kind, valid_type)
+        bad = events.memo[("bad_times", name)].copy()
     if not bad.all():  # the first event with a type and a time fixes the stream's kind of time
         if validator.time_kind is None:
             validator.time_kind = time_kind
         elif validator.time_kind != time_kind:
             bad[:] = True  # every one is a bad_time (or worse): the validator says which
     return time, time_kind, bad
+
+
+def _bad_times(time: Column, time_kind: str, valid_type: np.ndarray) -> np.ndarray:
+    """Rows without a valid type or a time the validator takes."""
+    bad = ~valid_type | time.null | ~time.number
+    finite = np.zeros(len(bad), bool)
+    finite[~bad] = np.isfinite(time.values[~bad])
+    bad |= ~finite
+    if time_kind == NUMERIC:  # out of parse_time's range: a bad_time, as the validator says
+        bad |= np.abs(np.where(bad, 0, time.values)) >= MAX_TIME
+    return bad
+
+
+_NONE = np.zeros(0, np.int64)
+
+
+def _rows_by_type(events: Input, name: str, types: np.ndarray, valid_type: np.ndarray) -> dict[Any, np.ndarray]:
+    """The rows of each valid type, read once per input."""
+    key = ("rows_by_type", name)
+    if key not in events.memo:
+        rows = np.flatnonzero(valid_type)
+        codes, uniques = pd.factorize(types[rows])
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+        events.memo[key] = {uniques[i]: rows[order[bounds[i]:bounds[i + 1]]] for i in range(len(uniques))}
+    return events.memo[key]  # type: ignore[no-any-return]
+
+
+def _other_types(events: Input, fields: FieldNames, types: np.ndarray, other: np.ndarray, bad: np.ndarray,
+                 mine: set[str]) -> dict[str, int]:
+    """The most frequent types among `other` rows (some names). When the query's bad rows are
+    the input's (`_times`), `other` is every row of another type and the counts are read once."""
+    shared = events.memo.get(("bad_times", fields.time))
+    if shared is None or not np.array_equal(bad, shared):
+        counts = pd.Series(types[other]).value_counts()
+    else:
+        key = ("type_counts", fields.type, fields.time)
+        if key not in events.memo:
+            events.memo[key] = pd.Series(types[~shared]).value_counts()
+        counts = events.memo[key]
+        counts = counts[~counts.index.isin(list(mine))]
+    return {str(k): int(v) for k, v in counts.head(OTHER_TYPES_KEPT).items()}
+
+
+def _time_column(events: Input, name: str) -> tuple[Column, str | None]:
+    """The time field as a column and its kind, read once per input; kind None:
+    numbers and timestamps mixed, read one value at a time by each query's validator."""
+    time = frame_timestamps(events, name)
+    if time is not None:
+        return time, TIMESTAMP
+    time = events.column(name)
+    if time.kind != OTHER:
+        return time, NUMERIC
+    if all(v is None or type(v) in (int, float, bool) for v in time.values.tolist()):
+        return renumber(time), NUMERIC  # numbers, missing values and bools (bad times)
+    try:
+        return timestamps(time), TIMESTAMP
+    except Unsupported:
+        return time, None
 
 
 def _attribute_columns(plan: KernelPlan, events: Input, rows: np.ndarray,

@@ -60,7 +60,7 @@ from greta_stream.engine.columnar import (
     prepare,
     warm_up,
 )
-from greta_stream.engine.columnar.columns import frame_values
+from greta_stream.engine.columnar.columns import FLOAT, frame_values
 from greta_stream.engine.columnar.driver import compute_cells
 from greta_stream.engine.columnar.kept import KeptChunk, KeptView, compact, dumps, joined, loads, same_kinds
 from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
@@ -74,6 +74,20 @@ from greta_stream.engine.timebase import NUMERIC, Timebase, window_bounds
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 1  # one query; 2: a family of queries (passes)
+
+
+def handed(runner: Any, batch: Any) -> Any:
+    """A micro-batch as `runner` takes it: a shared `Input` as it is for a columnar stream, else its records."""
+    if isinstance(batch, Input) and not isinstance(runner, ColumnarStream):
+        return batch.plain()
+    return batch
+
+
+def _int_times(inp: Input, name: str) -> bool:
+    """Whether some time of `inp` may be an int written among floats (its typed column, when it was read
+    whole, says none is)."""
+    read = inp.memo.get(("times", name))
+    return read is None or read[0].kind != FLOAT
 
 
 class ColumnarStream(Fronted):
@@ -216,10 +230,13 @@ class ColumnarStream(Fronted):
         the general engine, once it takes over, declares it again when the
         first valid event fixes the unit (timestamps).
         """
+        shared = records if isinstance(records, Input) else None  # one micro-batch read once for many queries
+        if shared is not None:
+            records = shared.plain()
         frame = records if isinstance(records, pd.DataFrame) else None
         records = [] if frame is not None else records if isinstance(records, list) else list(records)
         if not self.generals:
-            inp = Input(frame if frame is not None else records)
+            inp = shared if shared is not None and shared.fields is None else Input(frame if frame is not None else records)
             front = self.front
             kind_before = front.time_kind
             try:
@@ -251,7 +268,7 @@ class ColumnarStream(Fronted):
                         self._stale = True  # before what the live state was fed to: rebuild it
                     raw_of = ((lambda f: frame_values(frame, f, prep.good)) if frame is not None  # noqa: B023
                               else (lambda f: inp.raw(f, prep.good)))  # noqa: B023
-                    self._keep(compact(prep, raw_of, self.names))
+                    self._keep(compact(prep, raw_of, self.names, int_times=_int_times(inp, self.fields.time)))
                 return
         for engine in self.generals.values():
             engine.add_many(frame if frame is not None else records, watermark_of)
