@@ -45,6 +45,7 @@ three modes, else `MISMATCH` and the exit status is 1). Numbers, not tests.
     .venv/bin/python benchmarks/bench_sharing.py                                   # 10-100 queries, 90k events
     .venv/bin/python benchmarks/bench_sharing.py --sizes 5,10 --events 10000        # smoke run
     .venv/bin/python benchmarks/bench_sharing.py --workload bursty --repeat 3
+    .venv/bin/python benchmarks/bench_sharing.py --run-config --sizes 100     # through Spark: sharing on/off
 """
 
 from __future__ import annotations
@@ -222,6 +223,59 @@ def measure(kind: str, events: list[dict[str, Any]], sizes: list[int], args: arg
     return ok
 
 
+def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], files: int) -> bool:
+    """The queries through `greta-stream run --config --flush-at-end` on one source folder, `sharing` on and off:
+    wall time of each run (Spark's start included) and whether every query's rows agree."""
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+    import time
+
+    root = Path(tempfile.mkdtemp(prefix="bench-sharing-"))
+    try:
+        src = root / "in"
+        src.mkdir()
+        size = -(-len(events) // files)
+        for i in range(files):
+            part = events[i * size:(i + 1) * size]
+            (src / f"part-{i:03d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in part))
+        exe = Path(sys.executable).with_name("greta-stream")
+        table = Table([("queries", 7), ("events", 8), ("files", 5), ("sharing", 7), ("wall s", 7), ("rows", 8),
+                       ("check", 8)])
+        print(f"\n## greta-stream run --config: {len(queries)} queries on one source folder of {files} files")
+        table.header()
+        outputs: dict[bool, dict[str, list[str]]] = {}
+        for sharing in (True, False):
+            run = root / ("shared" if sharing else "unshared")
+            lines = [f"source: {{format: jsonl, path: {src}, max_files_per_trigger: 1}}",
+                     f"checkpoint: {run / 'checkpoint'}", "once: true", "lateness_s: 60",
+                     f"sharing: {'true' if sharing else 'false'}", "queries:"]
+            for name, text in queries:
+                lines += [f"  - name: {name}", f"    text: {json.dumps(text)}",
+                          f"    sinks: [{{format: jsonl, path: {run / 'out' / name}}}]"]
+            cfg = run / "pipeline.yaml"
+            run.mkdir()
+            cfg.write_text("\n".join(lines) + "\n")
+            t = time.perf_counter()
+            done = subprocess.run([str(exe), "run", "--config", str(cfg), "--flush-at-end"], capture_output=True,
+                                  text=True)
+            wall = time.perf_counter() - t
+            if done.returncode:
+                print(done.stdout[-2000:], done.stderr[-4000:])
+                raise SystemExit(f"greta-stream run failed (exit {done.returncode})")
+            outputs[sharing] = {name: sorted(line for f in sorted((run / "out" / name).glob("*.jsonl"))
+                                             for line in f.read_text().splitlines())
+                                for name, _ in queries}
+            rows = sum(len(v) for v in outputs[sharing].values())
+            same = sharing or outputs[True] == outputs[False]
+            table.row([str(len(queries)), f"{len(events):,}", str(files), "on" if sharing else "off",
+                       f"{wall:.1f}", f"{rows:,}", "same" if same else "MISMATCH"])
+        return outputs[True] == outputs[False]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="all", choices=[*WORKLOADS, "all"])
@@ -231,11 +285,19 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=50.0, help="events per second (50: 15k events per 5-minute window)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each size; the fastest is shown")
+    ap.add_argument("--run-config", action="store_true",
+                    help="instead: the largest size through `greta-stream run --config`, sharing on and off (Spark)")
+    ap.add_argument("--files", type=int, default=10, help="input files (micro-batches) of --run-config")
     args = ap.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
     kinds = ["bursty"] if args.bursty else WORKLOADS if args.workload == "all" else [args.workload]
     print(f"# bench_sharing: {' '.join(sys.argv[1:]) or '(defaults)'}")
     ok = True
+    if args.run_config:
+        kind = "uniform" if args.workload == "all" else args.workload
+        events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")
+        ok = run_config(events, workload(kind, max(sizes), args.seed), args.files)
+        return 0 if ok else 1
     streams: dict[bool, list[dict[str, Any]]] = {}
     for kind in kinds:
         bursty = kind == "bursty"

@@ -53,7 +53,7 @@ class QuerySetPlan:
         nq, nu = len(self.queries), len(self.units)
         head = (f"{nq} quer{'y' if nq == 1 else 'ies'} in {nu} unit{'' if nu == 1 else 's'}; each query shards by "
                 "its own GROUP-BY "
-                f"attributes and keeps its own lateness")
+                f"attributes and keeps its own lateness; each micro-batch is read once for all of them")
         return "\n".join([head, *(u.explain() for u in self.units)])
 
     def to_dict(self) -> dict[str, Any]:

@@ -20,3 +20,11 @@ def test_bench_multiquery_smoke(bench: Callable[..., str]) -> None:
     out = bench("bench_multiquery.py", "--streams", "stock", "--sizes", "1,3", "--events", "2000")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("stock ")]
     assert [r[1] for r in rows] == ["1", "3"] and all(r[-1] == "yes" for r in rows), out
+
+
+@pytest.mark.spark
+def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
+    out = bench("bench_sharing.py", "--run-config", "--sizes", "4", "--events", "3000", "--files", "2")
+    rows = [ln.split() for ln in out.splitlines() if ln.startswith("4 ")]
+    assert [r[3] for r in rows] == ["on", "off"] and all(r[-1] == "same" for r in rows), out
+    assert all(int(r[5].replace(",", "")) > 0 for r in rows), out  # rows written through the sinks
