@@ -311,13 +311,10 @@ def step(
     dead: list[tuple[str, DeadLetter]] = []
     multi, clock_s = _runner(queries, state, shard, lambda name, dl: dead.append((name, dl)))
     out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
-    kinds, seen = multi.time_kinds(), types_seen(queries, records)
     if multi.idle and not multi.failed:
-        return (out + [_state_output(name, shard, 0, kinds.get(name), seen.get(name)) for name in queries.names],
-                None, None)
+        return out + _state_outputs(queries, multi, shard, records, None), None, None
     blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
-    out += [_state_output(name, shard, size, kinds.get(name), seen.get(name))
-            for name, size in multi.state_sizes.items()]
+    out += _state_outputs(queries, multi, shard, records, multi.state_sizes)
     _LIVE.put((queries, shard), blob, multi, len(blob))
     return out, blob, timeout_ms(multi, watermark_ms)
 
@@ -375,19 +372,17 @@ def step_incremental(
     dead: list[tuple[str, DeadLetter]] = []
     multi, clock_s = _incremental_runner(queries, saved, stored, shard, lambda name, dl: dead.append((name, dl)))
     out, clock_s = _run(queries, multi, clock_s, records, watermark_ms, shard, times_s, flush, dead)
-    kinds, seen = multi.time_kinds(), types_seen(queries, records)
     before = set(stored.keys()) if saved is not None else set()
     if multi.idle and not multi.failed:
-        return (out + [_state_output(name, shard, 0, kinds.get(name), seen.get(name)) for name in queries.names],
-                None, {}, sorted(before), None)
+        return out + _state_outputs(queries, multi, shard, records, None), None, {}, sorted(before), None
     with chunk_store() as store:
         snapshot = multi.snapshot()
     referred = set().union(*multi.refs.values()) if multi.refs else set()
     new = Saved(secrets.randbits(63), shard.header(clock_s) + zlib.compress(snapshot, 1))
     written = {k: v for k, v in store.written.items() if k not in before and k in referred}
     sizes_of = chunk_shares(multi.refs)
-    out += [_state_output(name, shard, size + sizes_of.get(name, 0), kinds.get(name), seen.get(name))
-            for name, size in multi.state_sizes.items()]
+    out += _state_outputs(queries, multi, shard, records,
+                          {name: size + sizes_of.get(name, 0) for name, size in multi.state_sizes.items()})
     # the state bytes it stands for: the value and the stored chunks it refers to
     _LIVE_INCREMENTAL.put((queries, shard), new.version, multi, len(new.blob) + sum(sizes_of.values()))
     return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
@@ -499,6 +494,15 @@ def _row_output(spec: RunSpec, name: str, row: dict[str, Any]) -> dict[str, Any]
         "payload": dumps_payload(row),
         "reason": None,
     }
+
+
+def _state_outputs(queries: QuerySet, multi: MultiRunner, shard: Shard, records: Any,
+                   sizes: dict[str, int] | None) -> list[dict[str, Any]]:
+    """Each query's state output of the batch (both operators): its state bytes (`sizes`; None: the
+    shard keeps nothing, every query 0), its time kind and the types its events had."""
+    kinds, seen = multi.time_kinds(), types_seen(queries, records)
+    sizes = dict.fromkeys(queries.names, 0) if sizes is None else sizes
+    return [_state_output(name, shard, size, kinds.get(name), seen.get(name)) for name, size in sizes.items()]
 
 
 def _state_output(name: str, shard: Shard, size: int, time_kind: str | None,
