@@ -20,6 +20,7 @@ from greta_stream.compiler.limits import LIMITS, Limits, check_limits, check_win
 from greta_stream.compiler.templates import Template, Transition, build_templates, format_pattern
 from greta_stream.errors import QueryError, QueryProblem
 from greta_stream.query import ast
+from greta_stream.query.aggregates import function
 from greta_stream.query.analyzer import aliases_of, analyze
 from greta_stream.query.parser import parse
 
@@ -51,7 +52,7 @@ class AliasSpec:
 class AggField:
     """One propagated intermediate aggregate (GRETA Theorem 9.1)."""
 
-    kind: str  # "count", "sum", "min", "max"
+    kind: str  # a field kind of query/aggregates.py: "count", "sum", "min", "max"
     alias: str
     attr: str | None = None
 
@@ -258,7 +259,8 @@ def _aggregates(query: ast.Query, aliases: dict[str, AliasSpec]) -> tuple[tuple[
         if item.attr is not None:
             aliases[item.alias].needed.add(item.attr)
             aliases[item.alias].numeric.add(item.attr)
-            kind = "sum" if item.func in ("SUM", "AVG") else item.func.lower()
+            kind = function(item.func).value
+            assert kind is not None, f"{item.func} takes an alias, not an attribute"  # the grammar says so
             value = field_index(AggField(kind, item.alias, item.attr))
         outputs.append(OutputAgg(item.column, item.func, count, value))
     return tuple(fields), tuple(outputs)

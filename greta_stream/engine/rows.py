@@ -18,6 +18,7 @@ from typing import Any
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import divide
+from greta_stream.query.aggregates import function
 
 
 @dataclass(frozen=True)
@@ -103,11 +104,12 @@ class RowFinisher:
                 columns.append(counts)
                 continue
             n = count_of(out.count_field)
-            if out.func == "COUNT":
+            made = function(out.func).row  # how the function's value is made of its fields
+            if made == "count":
                 columns.append(n)
-            elif out.func == "SUM":
+            elif made == "sum":
                 columns.append(sum_of(out.value_field).values())  # type: ignore[arg-type]
-            elif out.func == "AVG":
+            elif made == "mean":
                 columns.append(sum_of(out.value_field).means(n))  # type: ignore[arg-type]
             else:
                 columns.append(extreme_of(out.value_field))  # type: ignore[arg-type]

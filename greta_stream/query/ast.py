@@ -142,7 +142,6 @@ Predicate = Union[Equivalence, Condition]
 
 # ------------------------------------------------------------ return items
 
-AGGREGATE_FUNCS = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
 @dataclass(frozen=True)

@@ -18,13 +18,13 @@ from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
 from greta_stream.errors import QueryError, QueryProblem
-from greta_stream.query import ast
+from greta_stream.query import aggregates, ast
 
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 
 # Human names for the grammar's terminals in "expected ..." messages.
 _TERMINAL_NAMES = {
-    "_RETURN": "RETURN", "_TRENDS": "TRENDS", "_AS": "AS", "COUNT": "COUNT", "AGGFUNC": "SUM/MIN/MAX/AVG",
+    "_RETURN": "RETURN", "_TRENDS": "TRENDS", "_AS": "AS", "COUNT": "COUNT",
     "_PATTERN": "PATTERN", "_SEQ": "SEQ", "_NOT": "NOT", "_WHERE": "WHERE", "GROUP_BY": "GROUP-BY",
     "_WITHIN": "WITHIN", "_SLIDE": "SLIDE", "_OR": "OR", "_AND": "AND", "_NEXT": "NEXT",
     "_TRUE": "TRUE", "_FALSE": "FALSE", "NAME": "a name", "NUMBER": "a number", "STRING": "a string",
@@ -36,7 +36,8 @@ _TERMINAL_NAMES = {
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    return Lark(_GRAMMAR.read_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    grammar = _GRAMMAR.read_text().replace("%AGGREGATES%", aggregates.grammar_terminal())
+    return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
 class QuerySyntaxError(QueryError):
@@ -98,12 +99,18 @@ def _syntax_problem(exc: UnexpectedInput, text: str) -> QueryProblem:
         return QueryProblem(f"query ends too early; expected {expected}", len(lines), len(lines[-1]) + 1)
     assert isinstance(exc, UnexpectedToken)
     tok = exc.token
+    before = (getattr(exc, "token_history", None) or [None])[-1]
+    if tok.type == "LPAR" and before is not None and before.type == "NAME" and "_PATTERN" in exc.expected:
+        return QueryProblem(f"unknown aggregate function {str(before)!r}; the functions are "
+                            f"{', '.join(aggregates.FUNCTIONS)}", before.line or line, before.column or column,
+                            (before.column or column) + len(str(before)))
     end = column + max(1, len(str(tok)))
     return QueryProblem(f"unexpected {str(tok)!r}; expected {_expected(exc.expected)}", line, column, end)
 
 
 def _expected(names: object) -> str:
-    shown = sorted({_TERMINAL_NAMES.get(n, n) for n in names})  # type: ignore[attr-defined]
+    named = {**_TERMINAL_NAMES, "AGGFUNC": "/".join(aggregates.over_attributes())}
+    shown = sorted({named.get(n, n) for n in names})  # type: ignore[attr-defined]
     return ", ".join(shown[:8]) + (", ..." if len(shown) > 8 else "") if shown else "something else"
 
 

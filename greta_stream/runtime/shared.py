@@ -40,6 +40,7 @@ from greta_stream.engine.columnar import KernelPlan, columnar_plan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
 from greta_stream.engine.columnar.stream import ColumnarStream, Diverged, handed
 from greta_stream.query import ast
+from greta_stream.query.aggregates import FIELD_KINDS
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
 
@@ -109,7 +110,7 @@ def _frozen(by_type: dict[str, set[str]]) -> tuple[Any, ...]:
 
 def cell_units(fields: Any) -> float:
     """Limbs per lane of a pass's cells: the trend count, one per COUNT(X), two per SUM, half a MIN/MAX."""
-    return 1 + sum({"count": 1.0, "sum": 2.0}.get(f.kind, 0.5) for f in fields)
+    return 1 + sum(FIELD_KINDS[f.kind] for f in fields)
 
 
 def _windows(plan: KernelPlan) -> int:

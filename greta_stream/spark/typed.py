@@ -52,6 +52,7 @@ from pyspark.sql.types import (
 
 from greta_stream.choices import COUNTS
 from greta_stream.engine import DeadLetter, FieldNames
+from greta_stream.query.aggregates import function
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import DEFAULT_OPERATOR, INCREMENTAL, WHOLE
@@ -189,14 +190,14 @@ def _payload_schema(spec: RunSpec, types: dict[str, DataType]) -> tuple[StructTy
     query = spec.query
     exact = set()
     for out in query.outputs:
-        func = out.func.lower()
+        typing = function(out.func).spark  # query/aggregates.py
         attr = query.fields[out.value_field].attr if out.value_field is not None else None
         source = types.get(attr) if attr is not None else None
         dtype: DataType = DoubleType()
-        if func == "count" or (func == "sum" and isinstance(source, IntegralType)):
+        if typing == "exact" or (typing == "exact_if_integral" and isinstance(source, IntegralType)):
             dtype = StringType()  # the JSON number's text: exact at any size
             exact.add(out.column)
-        elif func in ("min", "max") and attr is not None:
+        elif typing == "source" and attr is not None:
             dtype = source or DoubleType()
         fields.append(StructField(out.column, dtype))
     return StructType(fields), exact

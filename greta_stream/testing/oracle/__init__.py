@@ -34,6 +34,7 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
+from greta_stream.query.aggregates import function
 from greta_stream.query.ast import Aggregate, GroupItem, Query
 from greta_stream.testing.oracle.matching import Event, Rules, Window, frozen, holds, window_trends
 
@@ -210,20 +211,10 @@ def oracle_rows(query: Query, events: list[dict], **field_names: str) -> list[di
 
 def _aggregate(agg: Aggregate, seqs: list[tuple]) -> Any:
     """One aggregate over the trends of a (window, group)."""
-    func = agg.func.upper()
+    fn = function(agg.func)  # query/aggregates.py: what each function is over the trends themselves
     if agg.alias is None:
         return len(seqs)
     bound = [event for seq in seqs for event, alias in seq if alias == agg.alias]
-    if func == "COUNT":
-        return len(bound)
-    values = [event.data[agg.attr] for event in bound]
-    if func == "MIN":
-        return min(values) if values else None
-    if func == "MAX":
-        return max(values) if values else None
-    total = sum((Fraction(v) for v in values), Fraction(0))
-    if func == "SUM":
-        return int(total) if all(isinstance(v, int) for v in values) else float(total)
-    if func == "AVG":
-        return float(total / len(values)) if values else None
-    raise ValueError(f"unknown aggregate {agg.func!r}")
+    if fn.value is None:  # COUNT(X): the bound events themselves
+        return fn.oracle(bound)
+    return fn.oracle([event.data[agg.attr] for event in bound])
