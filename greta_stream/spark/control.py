@@ -20,6 +20,10 @@ queries already there. Instead, as in Flink's dynamic-rules pattern
    shard has nothing else to keep, so that it never falls back to an older
    set.
 
+Nothing piles up under churn: a stream's start removes the sets before its
+own version (`ControlSets.prune`), and Spark deletes a row file once the
+batch that read it is committed (`cleanSource`).
+
 Control rows are part of a micro-batch's input, so a batch that Spark
 replays sees the same changes in the same place: exactly-once holds as for
 events. A change that needs events routed where the stream does not send
@@ -77,6 +81,16 @@ class ControlSets:
         self.rows.mkdir(parents=True, exist_ok=True)
         _atomic(self.sets / f"qs-{version:010d}.pkl", pickle.dumps((queries, layout), protocol=pickle.HIGHEST_PROTOCOL))
         _atomic(self.rows / f"qs-{version:010d}.jsonl", (json.dumps({"version": version}) + "\n").encode())
+
+    def prune(self, below: int) -> int:
+        """Remove the sets of versions before `below` (the version a stream starts with: no shard
+        of it reads an older one, `spark.operator._turn`); how many were removed."""
+        removed = 0
+        for path in self.sets.glob("qs-*.pkl") if self.sets.is_dir() else []:
+            if int(path.stem[3:]) < below:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
 
     def slots(self, version: int) -> tuple[StreamLayout, dict[int, QuerySet]]:
         """The layout and each slot's queries (as `operator.stream_outputs` runs them) of a version."""
@@ -159,5 +173,6 @@ def read_rows(spark: Any, sets: ControlSets) -> Any:
     from pyspark.sql import functions as F
 
     sets.rows.mkdir(parents=True, exist_ok=True)
-    return (spark.readStream.format("text").load(str(sets.rows))
+    # a row file is read once: Spark deletes it once its batch is committed (a replayed batch is not)
+    return (spark.readStream.format("text").option("cleanSource", "delete").load(str(sets.rows))
             .select(F.get_json_object("value", "$.version").cast("long").alias(CONTROL_COLUMN)))

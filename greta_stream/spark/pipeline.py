@@ -398,6 +398,7 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
         sets = ControlSets(Path(checkpoint) / CONTROL_FOLDER)
         first = sets.latest() + 1
         sets.write(first, queries, layout)
+        sets.prune(below=first)  # the earlier runs' sets: no shard of this run reads one
         control = (read_rows(events.sparkSession, sets), sets, first)
         writer.live = LiveSet(sets, Path(checkpoint), layout, queries, frozenset(layout.members(queries)), first)
     out = stream_outputs(events, queries, layout=layout, confine=confine, control=control)
