@@ -408,10 +408,8 @@ def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
         if own:
             fail(f"{', '.join(own)}: the config file holds the queries' settings; set them there")
         cfg = _pipeline_file(config, engine=None if flags.engine == "auto" else flags.engine)
-        cfg.once = cfg.once or flags.once
-        cfg.master = flags.master or cfg.master
-        cfg.operator = flags.operator or cfg.operator
-        return cfg
+        return cfg.model_copy(update={"once": cfg.once or flags.once, "master": flags.master or cfg.master,
+                                      "operator": flags.operator or cfg.operator})
     if not (flags.query and flags.input and flags.output and flags.checkpoint):
         fail("give --config, or --query, --input, --output and --checkpoint")
     existing_folder(flags.input, "input folder")

@@ -47,10 +47,12 @@ def registry(tmp_path: Path) -> Registry:
     return Registry(settings, store)
 
 
-def described(q: QueryConfig, source: SourceConfig) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """What a query is, wherever it was described: its model, its source's and its compiled run."""
+def described(q: QueryConfig, source: SourceConfig) -> tuple[Any, ...]:
+    """What a query is, wherever it was described: its model, its source's and its compiled run (its
+    lateness and mode as the run has them: a model leaves them unset where the pipeline or the text decides)."""
     assert q.spec is not None
-    return q.model_dump(exclude={"source"}), source.model_dump(), run_fingerprint(q.spec)
+    return (q.model_dump(exclude={"source", "lateness_s", "mode"}), source.model_dump(), run_fingerprint(q.spec),
+            q.spec.lateness_s, q.spec.mode)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -83,7 +85,8 @@ def test_flags_a_config_file_and_a_request_build_equal_models(case: str, tmp_pat
 
     (from_flags,), (from_file,) = flags.queries, file.queries
     assert described(from_flags, flags.source) == described(from_file, file.source) == described(served, served.source)
-    assert from_flags == from_file == served.model_copy(update={"source": None})
+    unset = {"lateness_s": None, "mode": None, "source": None}
+    assert from_flags.model_copy(update=unset) == from_file.model_copy(update=unset) == served.model_copy(update=unset)
     assert flags.model_dump(exclude={"queries"}) == file.model_dump(exclude={"queries"})
     assert from_file.spec is not None and from_file.spec.fields.type == "kind"
 
@@ -93,7 +96,7 @@ def test_a_query_may_set_its_own_lateness_and_otherwise_carries_the_pipelines(tm
            "queries": [{"name": "own", "text": Q1, "lateness_s": 5, "sinks": [{"format": "console"}]},
                        {"name": "pipeline", "text": Q1, "sinks": [{"format": "console"}]}]}
     own, default = PipelineConfig.from_dict(doc, tmp_path).queries
-    assert (own.lateness_s, default.lateness_s) == (5, 20)
+    assert (own.lateness_s, default.lateness_s) == (5, None)  # the models as given: frozen
     assert own.spec is not None and default.spec is not None
     assert (own.spec.lateness_s, default.spec.lateness_s) == (5, 20)
 

@@ -63,9 +63,15 @@ def default_shards(spark_cores: int | None = None) -> int:
 
 
 class Model(BaseModel):
-    """A strict model: an unknown key is an error, never ignored."""
+    """A strict model: an unknown key is an error, never ignored; frozen once validated (a change is a
+    copy: `model_copy(update=...)`). Validation may settle its own fields (`_settle`: relative paths
+    resolved, a query file read)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def _settle(self, **values: Any) -> None:
+        """Set fields while this model is validated (an after-validator), never later."""
+        self.__dict__.update(values)
 
 
 # What makes a source path a glob: Spark's (SparkHadoopUtil.isGlobPath), less the backslash, which the
@@ -111,7 +117,7 @@ class SourceConfig(Model):
             raise ValueError("a kafka source needs a topic")
         if self.format != "kafka" and not self.path:
             raise ValueError(f"a {self.format} source needs a path")
-        self.path = _resolved(self.path, info)
+        self._settle(path=_resolved(self.path, info))
         return self
 
 
@@ -144,7 +150,7 @@ class SinkConfig(Model):
         if self.format != "delta" and given:
             raise ValueError(f"{', '.join(given)} apply to delta sinks only")
         if self.path and self.format in PATH_FORMATS:
-            self.path = _resolved(self.path, info)
+            self._settle(path=_resolved(self.path, info))
         return self
 
 
@@ -212,40 +218,42 @@ class QueryConfig(QueryOptions):
         if self.file is not None:
             path = Path(context.get("base", ".")) / self.file
             try:
-                self.text = path.read_text()
+                self._settle(text=path.read_text(), file=None)
             except OSError as exc:
                 raise ValueError(f"query {self.name!r}: cannot read its file {path}: {exc.strerror or exc}") from None
-            self.file = None
         if context.get("engine"):
-            self.engine = context["engine"]
+            self._settle(engine=context["engine"])
         return self
 
     @property
     def spec(self) -> RunSpec | None:
-        """The run, compiled once where the run begins (`compile`)."""
+        """The run (its lateness and mode as the run has them), compiled once where the run begins
+        (`compiled`, `compiled_as`); None for a query as given."""
         return self._spec
 
     def compiled_as(self, spec: RunSpec) -> QueryConfig:
-        """This query run by `spec`, compiled where the run began (the service's registry)."""
-        self._spec = spec
-        self.lateness_s, self.mode = spec.lateness_s, spec.mode
-        return self
+        """This query run by `spec`, compiled where the run began (the service's registry): a copy."""
+        copy = self.model_copy()
+        copy._spec = spec
+        return copy
+
+    def compiled(self, fields: FieldNames = FieldNames(), lateness_s: float = 0.0,
+                 max_future_s: float | None = DEFAULT_MAX_FUTURE_S, limits: Limits = LIMITS) -> QueryConfig:
+        """This query with its `RunSpec` (`spec`): a copy (see `compile`)."""
+        return self.compiled_as(self.compile(fields, lateness_s, max_future_s, limits))
 
     def compile(self, fields: FieldNames = FieldNames(), lateness_s: float = 0.0,
                 max_future_s: float | None = DEFAULT_MAX_FUTURE_S, limits: Limits = LIMITS) -> RunSpec:
-        """This query's `RunSpec`, checked and kept (`spec`); `lateness_s` when the query sets none.
-        The query then carries its lateness and its mode as the run has them."""
-        if self.lateness_s is None:
-            self.lateness_s = lateness_s
+        """This query's `RunSpec`, checked (a `ConfigError` naming the query); `lateness_s` when the
+        query sets none. The query itself is left as it is."""
+        lateness = lateness_s if self.lateness_s is None else self.lateness_s
         try:
-            self._spec = RunSpec.create(
+            return RunSpec.create(
                 self.text or "", mode=self.mode, engine=self.engine, fields=fields, trends=self.trends,
                 max_trends=self.max_trends, with_events=self.with_events, distribute_over=self.distribute_over,
-                lateness_s=self.lateness_s, max_future_s=max_future_s, limits=limits).for_streaming()
+                lateness_s=lateness, max_future_s=max_future_s, limits=limits).for_streaming()
         except ConfigError as exc:
             raise ConfigError(f"query {self.name!r}: {exc}") from None
-        self.mode = self._spec.mode
-        return self._spec
 
 
 def delta_target(sink: SinkConfig) -> str | None:
@@ -311,16 +319,19 @@ class PipelineConfig(StreamOptions):
                                       for s in (*q.sinks, *([q.dead_letter] if q.dead_letter else []))])
         if shared:
             raise ValueError(shared)
-        self.checkpoint = _resolved(self.checkpoint, info)
+        self._settle(checkpoint=_resolved(self.checkpoint, info))
         return self
 
     def compile(self) -> PipelineConfig:
-        """Compile and check each query not compiled yet (a `ConfigError` naming the query): where a run
-        begins (`from_dict`, the command line, `greta_stream.spark.pipeline.start`)."""
-        for q in self.queries:
-            if q.spec is None:
-                q.compile(self.fields.names(), self.lateness_s, self.max_future_s, self.limits)
-        return self
+        """This pipeline with each query compiled and checked (a `ConfigError` naming the query): a copy,
+        or itself when every query is compiled already. Where a run begins (`from_dict`, the command
+        line, `greta_stream.spark.pipeline.start`)."""
+        if all(q.spec is not None for q in self.queries):
+            return self
+        queries = [q if q.spec is not None else q.compiled(self.fields.names(), self.lateness_s, self.max_future_s,
+                                                           self.limits)
+                   for q in self.queries]
+        return self.model_copy(update={"queries": queries})
 
     @property
     def limits(self) -> Limits:

@@ -83,7 +83,7 @@ def flushable(cfg: PipelineConfig) -> tuple[PipelineConfig, dict[str, Path]]:
         folders[source_key(new)] = folder
         return new
 
-    cfg.compile()  # the copies keep each query's RunSpec
+    cfg = cfg.compile()  # the copies keep each query's RunSpec
     queries = [q if q.source is None else q.model_copy(update={"source": rewrite(q.source)}) for q in cfg.queries]
     return cfg.model_copy(update={"source": rewrite(cfg.source), "queries": queries}), folders
 

@@ -360,7 +360,7 @@ Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with
 
 def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
     """Start one streaming query per source; return them with their writers."""
-    cfg.compile()  # each query once, here where the run begins (a no-op for a compiled pipeline)
+    cfg = cfg.compile()  # each query once, here where the run begins (itself for a compiled pipeline)
     started = []
     for stream in streams(cfg):
         checkpoint = Path(cfg.checkpoint) / stream.name

@@ -23,9 +23,7 @@ Q = "RETURN company, COUNT(*) PATTERN Stock S+ WHERE [company] GROUP-BY company 
 
 
 def query(sink: SinkConfig, text: str = Q) -> QueryConfig:
-    q = QueryConfig(name="q", text=text, sinks=[sink])
-    q.compile()
-    return q
+    return QueryConfig(name="q", text=text, sinks=[sink]).compiled()
 
 
 def row(start: float, grp: str, payload: dict) -> Output:
