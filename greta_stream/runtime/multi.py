@@ -111,6 +111,7 @@ class MultiRunner:
         if not isinstance(records, list) and not hasattr(records, "columns"):
             records = list(records)
         batch = Input.of(records)  # read once: every unit's preparation reads the same parsed fields
+        batch.readers = len(self.units)
         self._each(lambda unit: unit.add_many(batch, watermark_of))
 
     def advance(self, watermark_of: QueryWatermarkOf) -> list[tuple[str, dict[str, Any]]]:

@@ -63,6 +63,7 @@ class Input:
         self._is_dict: np.ndarray | None = None
         self._columns: dict[str, Column] = {}  # each field typed over every row, once
         self.memo: dict[Any, Any] = {}  # what a reader derives from the whole input, keyed by what it is
+        self.readers = 1  # the queries that read this input (`MultiRunner`: its units)
 
     @classmethod
     def of(cls, events: Any) -> Input:
@@ -112,7 +113,15 @@ class Input:
         return cached if rows is None else cached[rows]
 
     def column(self, name: str, rows: np.ndarray | None = None) -> Column:
+        """The field typed over `rows` (all if None): a subset of the whole column when typing the
+        rows alone gives the same kind (ints stay ints; floats stay floats where one is there)."""
         if rows is not None:
+            whole = self._columns.get(name)
+            if whole is None and self.readers > 1:  # many queries read this input: type the field once
+                whole = self.column(name)
+            if whole is not None and len(rows) and (
+                    whole.kind == INT or whole.kind == FLOAT and (self.frame is not None or whole.number[rows].any())):
+                return Column(whole.kind, whole.values[rows], whole.null[rows], whole.number[rows])
             return typed(self.raw(name, rows), nan_is_null=self.frame is not None)
         col = self._columns.get(name)
         if col is None:
