@@ -106,11 +106,11 @@ class RunSpec:
                           limits)
         mode = mode or ("cet" if cq.query.trends else "aggregate")
         if mode not in MODES:
-            raise ConfigError(f"mode must be 'aggregate' or 'cet', got {mode!r}")
+            raise ConfigError(f"mode must be {_one_of(MODES)}, got {mode!r}")
         if mode == "aggregate" and cq.query.trends:
             raise ConfigError("RETURN TRENDS lists trends: use mode cet")
         if engine not in ENGINES:
-            raise ConfigError(f"engine must be 'auto', 'general' or 'columnar', got {engine!r}")
+            raise ConfigError(f"engine must be {_one_of(ENGINES)}, got {engine!r}")
         if time_kind not in TIME_KINDS:
             raise ConfigError(f"time_kind must be {NUMERIC!r}, {TIMESTAMP!r} or None, got {time_kind!r}")
         if isinstance(lateness_s, bool) or not isinstance(lateness_s, (int, float)) or not (
@@ -181,7 +181,7 @@ class RunSpec:
     def for_streaming(self) -> RunSpec:
         """This spec, checked for a stream of micro-batches (Spark, the service)."""
         if self.engine not in STREAM_ENGINES:
-            raise ConfigError(f"engine must be 'auto' or 'general' for a stream, got {self.engine!r}")
+            raise ConfigError(f"engine must be {_one_of(STREAM_ENGINES)} for a stream, got {self.engine!r}")
         return self
 
     def with_options(self, **changes: Any) -> RunSpec:
@@ -269,3 +269,9 @@ def _plan_of(cq: CompiledQuery) -> KernelPlan:
         return columnar_plan(cq)
     except Unsupported as exc:
         raise SnapshotError(f"columnar state for a query the columnar engine does not cover: {exc}") from None
+
+
+def _one_of(choices: tuple[str, ...]) -> str:
+    """`'a', 'b' or 'c'`: the choices of `greta_stream.choices` as a message names them."""
+    quoted = [repr(c) for c in choices]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from greta_stream.choices import OPERATORS
 from greta_stream.errors import ConfigError
 from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 
@@ -41,9 +42,7 @@ LAYOUT_FILE = "greta-layout.json"
 # value and chunks of kept events written once (`shard.step_incremental`); and
 # `applyInPandasWithState`, where the design started, each shard's state one value
 # rewritten whole every micro-batch (`shard.step`). A checkpoint keeps its operator.
-INCREMENTAL = "transformWithStateInPandas"
-WHOLE = "applyInPandasWithState"
-OPERATORS = (INCREMENTAL, WHOLE)
+INCREMENTAL, WHOLE = OPERATORS  # choices.Operator: the default first
 DEFAULT_OPERATOR = INCREMENTAL
 _FORMAT = 1
 _SLOT_SPAN = 1 << 16  # slot j's keys are the smallest ints from j * _SLOT_SPAN that Spark spreads evenly
