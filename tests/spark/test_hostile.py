@@ -169,8 +169,8 @@ def test_links_to_folders_inside_the_source_are_read_once(spark, tmp_path: Path)
     write_files(tmp_path / "in" / "sub", [enc[100:]])
     (tmp_path / "in" / "loop").symlink_to(tmp_path / "in")
     (tmp_path / "in" / "sub-again").symlink_to(tmp_path / "in" / "sub")
-    cfg = one_query(tmp_path)
-    cfg.source = SourceConfig(format="jsonl", path=str(tmp_path / "in"), options={"recursiveFileLookup": "true"})
+    cfg = one_query(tmp_path).model_copy(update={"source": SourceConfig(
+        format="jsonl", path=str(tmp_path / "in"), options={"recursiveFileLookup": "true"})})
     counts = run(cfg, spark=spark, echo=lambda s: None)["q"]
     got = sorted(json.dumps(r, sort_keys=True) for r in read_jsonl_dir(tmp_path / "out"))
     want = sorted(json.dumps(json.loads(json.dumps(r)), sort_keys=True) for r in evaluate(Q, valid)
