@@ -70,10 +70,13 @@ class ControlSets:
     def sets(self) -> Path:
         return self.folder / "sets"
 
+    def _versions(self) -> dict[int, Path]:
+        """The sets written, by version."""
+        return {int(p.stem[3:]): p for p in self.sets.glob("qs-*.pkl")} if self.sets.is_dir() else {}
+
     def latest(self) -> int:
         """The newest version written (0: none)."""
-        versions = [int(p.stem[3:]) for p in self.sets.glob("qs-*.pkl")] if self.sets.is_dir() else []
-        return max(versions, default=0)
+        return max(self._versions(), default=0)
 
     def write(self, version: int, queries: QuerySet, layout: StreamLayout) -> None:
         """Version `version` of the query set: its set first, then its control row (both atomically)."""
@@ -85,12 +88,10 @@ class ControlSets:
     def prune(self, below: int) -> int:
         """Remove the sets of versions before `below` (the version a stream starts with: no shard
         of it reads an older one, `spark.operator._turn`); how many were removed."""
-        removed = 0
-        for path in self.sets.glob("qs-*.pkl") if self.sets.is_dir() else []:
-            if int(path.stem[3:]) < below:
-                path.unlink(missing_ok=True)
-                removed += 1
-        return removed
+        old = [path for version, path in self._versions().items() if version < below]
+        for path in old:
+            path.unlink(missing_ok=True)
+        return len(old)
 
     def slots(self, version: int) -> tuple[StreamLayout, dict[int, QuerySet]]:
         """The layout and each slot's queries (as `operator.stream_outputs` runs them) of a version."""

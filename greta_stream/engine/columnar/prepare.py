@@ -231,6 +231,13 @@ def _other_types(events: Input, fields: FieldNames, types: np.ndarray, other: np
     return {str(k): int(v) for k, v in counts.head(OTHER_TYPES_KEPT).items()}
 
 
+def int_times_possible(events: Input, name: str) -> bool:
+    """Whether some time of `events` may be an int written among floats: False when the time column
+    `_times` read whole is floats only."""
+    read = events.memo.get(("times", name))
+    return read is None or read[0].kind != FLOAT
+
+
 def _time_column(events: Input, name: str) -> tuple[Column, str | None]:
     """The time field as a column and its kind, read once per input; kind None:
     numbers and timestamps mixed, read one value at a time by each query's validator."""

@@ -60,12 +60,12 @@ from greta_stream.engine.columnar import (
     prepare,
     warm_up,
 )
-from greta_stream.engine.columnar.columns import FLOAT, frame_values
+from greta_stream.engine.columnar.columns import frame_values
 from greta_stream.engine.columnar.driver import compute_cells
 from greta_stream.engine.columnar.kept import KeptChunk, KeptView, compact, dumps, joined, loads, same_kinds
 from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
-from greta_stream.engine.columnar.prepare import window_in
+from greta_stream.engine.columnar.prepare import int_times_possible, window_in
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.engine import Engine, fingerprint
 from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Fronted, Validator, WatermarkOf
@@ -81,13 +81,6 @@ def handed(runner: Any, batch: Any) -> Any:
     if isinstance(batch, Input) and not isinstance(runner, ColumnarStream):
         return batch.plain()
     return batch
-
-
-def _int_times(inp: Input, name: str) -> bool:
-    """Whether some time of `inp` may be an int written among floats (its typed column, when it was read
-    whole, says none is)."""
-    read = inp.memo.get(("times", name))
-    return read is None or read[0].kind != FLOAT
 
 
 class ColumnarStream(Fronted):
@@ -268,7 +261,7 @@ class ColumnarStream(Fronted):
                         self._stale = True  # before what the live state was fed to: rebuild it
                     raw_of = ((lambda f: frame_values(frame, f, prep.good)) if frame is not None  # noqa: B023
                               else (lambda f: inp.raw(f, prep.good)))  # noqa: B023
-                    self._keep(compact(prep, raw_of, self.names, int_times=_int_times(inp, self.fields.time)))
+                    self._keep(compact(prep, raw_of, self.names, int_times=int_times_possible(inp, self.fields.time)))
                 return
         for engine in self.generals.values():
             engine.add_many(frame if frame is not None else records, watermark_of)
