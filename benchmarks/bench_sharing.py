@@ -46,6 +46,19 @@ three modes, else `MISMATCH` and the exit status is 1). Numbers, not tests.
     .venv/bin/python benchmarks/bench_sharing.py --sizes 5,10 --events 10000        # smoke run
     .venv/bin/python benchmarks/bench_sharing.py --workload bursty --repeat 3
     .venv/bin/python benchmarks/bench_sharing.py --run-config --sizes 100     # through Spark: sharing on/off
+    .venv/bin/python benchmarks/bench_sharing.py --lanes                      # what one traversal could save
+
+`--lanes` measures the ceiling of sharing one traversal among queries that
+differ around a Kleene part: a kernel pass costs a part per vertex (the edge
+search, the index path, the limb bookkeeping: what such a traversal would do
+once) and a part per lane (each (query, window) of the vertex: what it would
+still do per query). One query over the Kleene type `T0` of the uniform
+stream, `WITHIN 20 minutes` sliding so that each event falls in `W` windows
+(each window the same length, so counts keep their size), is timed at
+growing `W` (the kernel alone, best of `--repeat`, at least 3). `n` queries
+of `w` windows each cost `n * t(w)` evaluated apart and at least `t(n * w)`
+in one traversal that carries their lanes: the table prints that ratio, the
+most such sharing could gain in the kernel.
 """
 
 from __future__ import annotations
@@ -276,6 +289,58 @@ def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], fil
         shutil.rmtree(root, ignore_errors=True)
 
 
+LANE_WINDOWS = [1, 2, 4, 8, 16, 20, 40, 80]  # each divides 20 minutes into whole seconds
+
+
+def lane_ceiling(events: list[dict[str, Any]], repeat: int) -> dict[int, float]:
+    """Kernel seconds of one `T0 E+` query at `W` windows per event, and the most a traversal shared by
+    `n` queries of `w` windows could gain over them apart (`n * t(w) / t(n * w)`)."""
+    import time
+
+    from greta_stream.engine.columnar import driver
+
+    kernel = {"s": 0.0}
+    run_kernel = driver.run_kernel
+
+    def timed(*a: Any, **kw: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return run_kernel(*a, **kw)
+        finally:
+            kernel["s"] += time.perf_counter() - t
+
+    driver.run_kernel = timed
+    took: dict[int, float] = {}
+    try:
+        for w in LANE_WINDOWS:
+            slide_s = 20 * 60 / w
+            spec = RunSpec.create(f"RETURN sector, COUNT(*), SUM(E.open) PATTERN T0 E+ "
+                                  f"WHERE E.vol > 30 AND E.open < NEXT(E).open GROUP-BY sector "
+                                  f"WITHIN 20 minutes SLIDE {slide_s:g} seconds")
+            best = float("inf")
+            for _ in range(repeat):
+                kernel["s"] = 0.0
+                multi = MultiRunner(QuerySet.of([("q", spec)]))
+                multi.add_many(events)
+                multi.finish()
+                best = min(best, kernel["s"])
+            took[w] = best
+    finally:
+        driver.run_kernel = run_kernel
+    print(f"\n## lanes: one query over T0 ({sum(1 for e in events if e['type'] == 'T0'):,} events of "
+          f"{len(events):,}), WITHIN 20 minutes, W windows per event; kernel seconds, best of {repeat}")
+    table = Table([("W", 4), ("kernel ms", 9), ("ms per lane", 11), ("n x w", 7), ("apart ms", 9),
+                   ("one traversal ms", 16), ("ceiling x", 9)])
+    table.header()
+    pairs = {2: (1, 2), 4: (2, 2), 8: (4, 2), 16: (8, 2), 20: (10, 2), 40: (20, 2), 80: (20, 4)}
+    for w, t in took.items():
+        n, each = pairs.get(w, (1, w))
+        apart = n * took[each]
+        table.row([str(w), f"{t * 1e3:,.1f}", f"{t * 1e3 / w:,.2f}", f"{n} x {each}", f"{apart * 1e3:,.1f}",
+                   f"{t * 1e3:,.1f}", f"{apart / t:,.2f}"])
+    return took
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="all", choices=[*WORKLOADS, "all"])
@@ -288,11 +353,16 @@ def main() -> int:
     ap.add_argument("--run-config", action="store_true",
                     help="instead: the largest size through `greta-stream run --config`, sharing on and off (Spark)")
     ap.add_argument("--files", type=int, default=10, help="input files (micro-batches) of --run-config")
+    ap.add_argument("--lanes", action="store_true",
+                    help="instead: the kernel's cost per vertex and per lane, and what a shared traversal could gain")
     args = ap.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
     kinds = ["bursty"] if args.bursty else WORKLOADS if args.workload == "all" else [args.workload]
     print(f"# bench_sharing: {' '.join(sys.argv[1:]) or '(defaults)'}")
     ok = True
+    if args.lanes:
+        lane_ceiling(ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=False), max(3, args.repeat))
+        return 0
     if args.run_config:
         kind = "uniform" if args.workload == "all" else args.workload
         events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")

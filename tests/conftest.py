@@ -1,4 +1,4 @@
-"""Suite-wide options and the one Spark fixture.
+"""Suite-wide options, the one Spark fixture, the one run of the main job and the warm-up started early.
 
 `GRETA_HYPOTHESIS_SCALE=K` multiplies every property test's `max_examples`
 by K (a deeper search than the default suite's, e.g. overnight)::
@@ -9,13 +9,59 @@ by K (a deeper search than the default suite's, e.g. overnight)::
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import settings
 
 SCALE = os.environ.get("GRETA_HYPOTHESIS_SCALE", "")
+ROOT = Path(__file__).resolve().parents[1]
+WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kernel"
+
+
+class WarmUp(NamedTuple):
+    """`greta-stream warm-up` into an empty numba cache, started when the suite starts: it compiles every
+    kernel (a minute of one core) at the lowest priority while the other tests run, and its test, near the
+    end, finds it done."""
+
+    process: subprocess.Popen[str]
+    cache: Path
+
+    @classmethod
+    def start(cls) -> WarmUp:
+        import tempfile
+
+        cache = Path(tempfile.mkdtemp(prefix="greta-warm-up-")) / "numba"
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+        process = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "greta_stream", "warm-up"], cwd=ROOT,
+                                   env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return cls(process, cache)
+
+
+_WARM_UP = pytest.StashKey[WarmUp]()
+
+
+@pytest.fixture
+def warm_up(request: pytest.FixtureRequest) -> Iterator[WarmUp]:
+    """The warm-up started with the suite (or now, for a test run alone); its cache is removed after."""
+    import shutil
+
+    started = request.config.stash.get(_WARM_UP, None) or WarmUp.start()
+    try:
+        yield started
+    finally:
+        if started.process.poll() is None:
+            started.process.kill()
+        shutil.rmtree(started.cache.parent, ignore_errors=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.nodeid == WARM_UP_TEST for item in session.items):  # selected, after every deselection
+        session.config.stash[_WARM_UP] = WarmUp.start()
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
@@ -37,3 +83,41 @@ def spark() -> Iterator[object]:
     session = get_session("local[2]", app_name="greta-stream-tests", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+
+class MainJob(NamedTuple):
+    """One run of the main job: how it was started, what it printed, where its rows are."""
+
+    by_make: bool
+    stdout: str
+    stderr: str
+    output: Path
+
+
+@pytest.fixture(scope="session")
+def main_job(tmp_path_factory: pytest.TempPathFactory) -> MainJob:
+    """The main job (Q1 on local Spark over the bundled sample stream, every window), run once for the tests
+    that check it: by `make run` itself when the virtualenv is current (as on a fresh clone after `make
+    install`), else by the command `make run` runs (`make` would reinstall the virtualenv under the tests)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    if subprocess.run(["make", "-q", ".venv/bin/greta-stream"], cwd=ROOT).returncode == 0:
+        done = subprocess.run(["make", "run"], cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+        output = ROOT / "out/q1_stock"
+    else:
+        output = tmp_path_factory.mktemp("main_job") / "out"
+        done = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--query", "configs/q1_stock.greta",
+                               "--input", "samples/stock", "--output", str(output), "--checkpoint",
+                               str(output.parent / "chk"), "--lateness", "10", "--once", "--flush-at-end"],
+                              cwd=ROOT, env=env, text=True, capture_output=True, timeout=600)
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return MainJob(output == ROOT / "out/q1_stock", done.stdout, done.stderr, output)
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster() -> Iterator[Any]:
+    """One Spark standalone cluster (a master, two workers on 127.0.0.1) for the tests that run a job on one."""
+    from greta_stream.testing.cluster import StandaloneCluster
+
+    with StandaloneCluster(workers=2) as cluster:
+        yield cluster

@@ -9,11 +9,15 @@ import sys
 import tomllib
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import loads
+
+if TYPE_CHECKING:
+    from conftest import MainJob
 
 ROOT = Path(__file__).parent.parent
 
@@ -244,29 +248,24 @@ def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_run_once_flush_at_end_gives_the_rows_of_evaluate(tmp_path: Path) -> None:
+def test_run_once_flush_at_end_gives_the_rows_of_evaluate(main_job: MainJob) -> None:
     """The command of the README (`make run`): quiet Spark, numeric watermarks, every window."""
-    out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--query", "configs/q1_stock.greta",
-                          "--input", "samples/stock", "--output", str(out), "--checkpoint", str(tmp_path / "chk"),
-                          "--lateness", "10", "--once", "--flush-at-end"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert res.returncode == 0, res.stderr
-    streamed = sorted(json.dumps(loads(line), sort_keys=True) for f in sorted(out.glob("part-*.jsonl"))
+    streamed = sorted(json.dumps(loads(line), sort_keys=True) for f in sorted(main_job.output.glob("part-*.jsonl"))
                       for line in f.read_text().splitlines())
     events = [json.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
     batch = evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)
     assert len(batch) > 100
     assert streamed == sorted(json.dumps(loads(json.dumps(r, default=str)), sort_keys=True) for r in batch)
-    assert " WARN " not in res.stderr and "log4j" not in res.stderr and "Setting default log level" not in res.stderr
-    assert "TransformWithStateInPandas" not in res.stderr and "incubator" not in res.stderr  # pyspark's, the JVM's
-    assert "[stock: q1_stock] batch 0: 2,000 events" in res.stderr  # what the stream reads, and its query
-    assert "\n\n" not in res.stderr, res.stderr
-    watermarks = [line.split("watermark ")[1].split(";")[0] for line in res.stderr.splitlines() if "watermark " in line]
-    assert watermarks[0] == "-" and watermarks[-1] == "end of input", res.stderr
-    assert "input drained: flushing every open window" in res.stderr
-    assert not list((out / "dead_letters").glob("*.jsonl")) or all(
-        not f.read_text() for f in (out / "dead_letters").glob("*.jsonl"))
+    err = main_job.stderr
+    assert " WARN " not in err and "log4j" not in err and "Setting default log level" not in err
+    assert "TransformWithStateInPandas" not in err and "incubator" not in err  # pyspark's, the JVM's
+    assert "[stock: q1_stock] batch 0: 2,000 events" in err  # what the stream reads, and its query
+    assert "\n\n" not in err, err
+    watermarks = [line.split("watermark ")[1].split(";")[0] for line in err.splitlines() if "watermark " in line]
+    assert watermarks[0] == "-" and watermarks[-1] == "end of input", err
+    assert "input drained: flushing every open window" in err
+    dead = main_job.output / "dead_letters"
+    assert not list(dead.glob("*.jsonl")) or all(not f.read_text() for f in dead.glob("*.jsonl"))
 
 
 def test_the_jvms_stderr_passes_all_but_pyspark_worker_chatter(capfd: pytest.CaptureFixture[str]) -> None:
@@ -302,20 +301,27 @@ def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.mark.spark
 def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
-    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out."""
+    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out.
+    A second query of the config misspells an attribute: the run names it and exits 1, and the first query's
+    rows are all there, as its own."""
     from greta_stream.connectors.jsonl import dumps
 
     (tmp_path / "in").mkdir()
     events = [{"type": "A", "time": f"2024-05-01T12:{m:02d}:{s:02d}Z", "k": m % 2} for m in range(3) for s in (5, 35)]
     (tmp_path / "in" / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     query = "RETURN k, COUNT(*) PATTERN A+ WHERE [k] GROUP-BY k WITHIN 1 minute SLIDE 30 seconds"
+    typo = "RETURN k, COUNT(*), AVG(A.prize) PATTERN A+ WHERE [k] GROUP-BY k WITHIN 1 minute SLIDE 30 seconds"
     (tmp_path / "pipeline.yaml").write_text(json.dumps({
         "source": {"format": "jsonl", "path": "in"}, "checkpoint": "chk", "once": True,
         "queries": [{"name": "q", "text": query, "sinks": [{"format": "jsonl", "path": "out"}],
-                     "dead_letter": {"format": "jsonl", "path": "dead"}}]}))
+                     "dead_letter": {"format": "jsonl", "path": "dead"}},
+                    {"name": "typo", "text": typo, "sinks": [{"format": "jsonl", "path": "out_typo"}]}]}))
     res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "-c", str(tmp_path / "pipeline.yaml"),
                           "--flush-at-end"], capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert "typo: 0 rows, 6 dead letters" in res.stderr
+    assert "error: query typo: every A event (6) was dead-lettered: they have no attribute 'prize' " \
+           "(they have k, time, type)" in res.stderr
     streamed = sorted(json.dumps(json.loads(line), sort_keys=True) for f in (tmp_path / "out").glob("part-*.jsonl")
                       for line in f.read_text().splitlines())
     batch = evaluate(query, events)
@@ -337,17 +343,6 @@ def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monke
     assert endpoint("jsonl:link/stock") == {"format": "jsonl", "path": str(tmp_path / "link" / "stock")}
     assert endpoint('{"format": "parquet", "path": "in"}') == {"format": "parquet", "path": str(tmp_path / "in")}
     assert endpoint('{"format": "kafka", "topic": "t"}') == {"format": "kafka", "topic": "t"}
-
-
-@pytest.mark.spark
-def test_run_names_a_misspelled_attribute_too(tmp_path: Path) -> None:
-    q = "RETURN sector, COUNT(*), AVG(S.prize) PATTERN Stock S+ WHERE [sector] GROUP-BY sector WITHIN 1 minute"
-    res = cli("run", "-q", q, "-i", "samples/stock", "-o", str(tmp_path / "o"), "--checkpoint", str(tmp_path / "c"),
-              "--once")
-    assert res.returncode == 1, res.stderr[-2000:]
-    assert "query1: 0 rows, 2,000 dead letters" in res.stderr
-    assert "error: query query1: every Stock event (2,000) was dead-lettered: they have no attribute 'prize' " \
-           "(they have company, id, price, sector, time, type, volume)" in res.stderr
 
 
 def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> None:
@@ -389,7 +384,8 @@ def test_explain_config_runs_on_the_core_install() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "stock_downtrends" in done.stdout and "shards: 4 per GROUP-BY" in done.stdout
     imported = json.loads(done.stdout.splitlines()[-1])
-    used = {d for m in imported for d in metadata.packages_distributions().get(m, [])} - {"greta-stream"}
+    dists = metadata.packages_distributions()  # a scan of every installed distribution: once
+    used = {d for m in imported for d in dists.get(m, [])} - {"greta-stream"}
     assert used and used <= core_closure(), sorted(used - core_closure())
 
 

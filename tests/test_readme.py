@@ -22,13 +22,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import httpx
 import orjson
 import pytest
 
 from greta_stream import evaluate
+
+if TYPE_CHECKING:
+    from conftest import MainJob
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -279,13 +282,12 @@ def test_the_main_job_and_evaluate_need_no_maven(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
-def test_make_run() -> None:
-    if subprocess.run(["make", "-q", ".venv/bin/greta-stream"], cwd=ROOT).returncode != 0:
+def test_make_run(main_job: MainJob) -> None:
+    if not main_job.by_make:
         pytest.skip("the virtualenv is older than pyproject.toml: `make run` would reinstall it under the tests")
-    done = sh("make run", timeout=600)
-    printed = re.search(r"results: out/q1_stock/part-\*\.jsonl \((\d+) rows\)", done.stdout)
-    assert printed and int(printed.group(1)) == len(part_rows(ROOT / "out/q1_stock")) > 0, done.stdout[-2000:]
-    assert "Traceback" not in done.stdout + done.stderr
+    printed = re.search(r"results: out/q1_stock/part-\*\.jsonl \((\d+) rows\)", main_job.stdout)
+    assert printed and int(printed.group(1)) == len(part_rows(ROOT / "out/q1_stock")) > 0, main_job.stdout[-2000:]
+    assert "Traceback" not in main_job.stdout + main_job.stderr
 
 
 @pytest.mark.spark

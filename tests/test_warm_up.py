@@ -1,6 +1,8 @@
 """`greta-stream warm-up` (run by `make install` and the image build) leaves no kernel for a run to compile.
 
-Into an empty numba cache (NUMBA_CACHE_DIR), `warm-up` compiles; a second
+Into an empty numba cache (NUMBA_CACHE_DIR), `warm-up` compiles (started with
+the suite, at the lowest priority, by `conftest.WarmUp`: a minute of one core
+spent while the other tests wait on their JVMs); a second
 process then runs every path that has kernels, on inputs of other sizes
 and shapes than warm-up's: the columnar engine (batch and stream, one and
 several threads, numeric and timestamp times), the incremental stream, CET
@@ -15,8 +17,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from conftest import WarmUp
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,12 +63,11 @@ print(json.dumps(misses))
 
 
 @pytest.mark.slow
-def test_after_warm_up_no_run_compiles_a_kernel(tmp_path: Path) -> None:
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    warm = subprocess.run([sys.executable, "-m", "greta_stream", "warm-up"], cwd=ROOT, env=env, text=True,
-                          capture_output=True, timeout=900)
-    assert warm.returncode == 0, warm.stderr[-3000:]
-    assert "kernels compiled in" in warm.stderr
+def test_after_warm_up_no_run_compiles_a_kernel(warm_up: WarmUp) -> None:
+    out, err = warm_up.process.communicate(timeout=900)  # started with the suite (conftest.WarmUp)
+    assert warm_up.process.returncode == 0, err[-3000:]
+    assert "kernels compiled in" in err
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(warm_up.cache))
     done = subprocess.run([sys.executable, "-c", RUNS], cwd=ROOT, env=env, text=True, capture_output=True,
                           timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]

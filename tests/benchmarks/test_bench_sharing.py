@@ -28,3 +28,10 @@ def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("4 ")]
     assert [r[3] for r in rows] == ["on", "off"] and all(r[-1] == "same" for r in rows), out
     assert all(int(r[5].replace(",", "")) > 0 for r in rows), out  # rows written through the sinks
+
+
+def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:
+    out = bench("bench_sharing.py", "--lanes", "--events", "3000")
+    rows = [ln.split() for ln in out.splitlines() if ln[:1].isdigit()]
+    assert [r[0] for r in rows] == ["1", "2", "4", "8", "16", "20", "40", "80"], out
+    assert all(float(r[1]) > 0 and float(r[-1]) > 0 for r in rows), out  # every width went through the kernel

@@ -94,7 +94,7 @@ def test_pipeline_extracts_deferred_windows_like_batch_and_replays_once(spark, t
     assert again == got  # the replayed batch's files were overwritten: nothing twice
 
 
-def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path) -> None:
+def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path, standalone_cluster: StandaloneCluster) -> None:
     events = checks(seed=8)
     write_batches(tmp_path / "in", events, n_files=2, seed=1, extra_last=[json.dumps(FLUSH)])
     config = {
@@ -107,9 +107,8 @@ def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path) -> Non
         ],
     }
     (tmp_path / "pipeline.yaml").write_text(json.dumps(config))  # JSON is YAML
-    with StandaloneCluster(workers=2) as cluster:
-        proc = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--config", str(tmp_path / "pipeline.yaml"),
-                               "--master", cluster.url], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "greta_stream", "run", "--config", str(tmp_path / "pipeline.yaml"),
+                           "--master", standalone_cluster.url], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "deferred CET window(s)" in proc.stderr  # the workers ran the operator that defers them
     got = {n: by_window(list(read_jsonl_dir(tmp_path / "out" / n))) for n in ("dist", "dist_cap")}
