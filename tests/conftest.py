@@ -41,6 +41,15 @@ class WarmUp(NamedTuple):
                                    env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         return cls(process, cache)
 
+    def close(self) -> None:
+        """Stop it if it still runs, and remove its cache."""
+        import shutil
+
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.communicate()
+        shutil.rmtree(self.cache.parent, ignore_errors=True)
+
 
 _WARM_UP = pytest.StashKey[WarmUp]()
 
@@ -48,20 +57,23 @@ _WARM_UP = pytest.StashKey[WarmUp]()
 @pytest.fixture
 def warm_up(request: pytest.FixtureRequest) -> Iterator[WarmUp]:
     """The warm-up started with the suite (or now, for a test run alone); its cache is removed after."""
-    import shutil
-
     started = request.config.stash.get(_WARM_UP, None) or WarmUp.start()
+    request.config.stash[_WARM_UP] = started
     try:
         yield started
     finally:
-        if started.process.poll() is None:
-            started.process.kill()
-        shutil.rmtree(started.cache.parent, ignore_errors=True)
+        started.close()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if any(item.nodeid == WARM_UP_TEST for item in session.items):  # selected, after every deselection
         session.config.stash[_WARM_UP] = WarmUp.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    started = session.config.stash.get(_WARM_UP, None)
+    if started is not None:  # its test did not run (a stop at the first failure, an interrupt): nothing left behind
+        started.close()
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
