@@ -13,7 +13,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,36 @@ BLOCK_LANES = 32  # windows per block: a tree per (partition, block) of this man
 
 MAX_TREE_BYTES = 1 << 30  # per thread; a block's tree that would pass it is run again with fewer lanes
 
+
+
+class QueryLanes(Protocol):
+    """One traversal for several queries (`union.UnionPlan`): a lane per (window,
+    query), the stores wired for all of them, and where each query's trends
+    start and end."""
+
+    @property
+    def nq(self) -> int: ...
+
+    @property
+    def startq(self) -> np.ndarray:  # (states, nq) bool
+        ...
+
+    @property
+    def finalq(self) -> np.ndarray:  # (states, nq) bool
+        ...
+
+    @property
+    def qlo(self) -> np.ndarray:  # (states,): queries qlo..qhi-1 hold every query that has the state
+        ...
+
+    @property
+    def qhi(self) -> np.ndarray: ...
+
+    def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]: ...
+
+    def first_windows(self, st: np.ndarray, t: np.ndarray, cols: dict[str, Any], prep: Prepared) -> np.ndarray:
+        """(vertices, nq) the first window each query has each vertex in (past the last: none)."""
+        ...
 
 
 @dataclass
@@ -68,10 +98,12 @@ def compute(plan: KernelPlan, prep: Prepared, events: Input, k_from: int | None 
 
 def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int | None = None,
                   k_to: int | None = None, *, threads: int | None = None, fields: tuple[Any, ...] | None = None,
-                  group_by: tuple[str, ...] | None = None) -> KernelOutput:
+                  group_by: tuple[str, ...] | None = None, lanes: QueryLanes | None = None) -> KernelOutput:
     """The kernel's exact partial rows (see `compute`) of the aggregate
     `fields` (default: the query's) per group of `group_by` (default: the
-    query's GROUP-BY; a shared pass asks for the union of its queries')."""
+    query's GROUP-BY; a shared pass asks for the union of its queries').
+    With `lanes`, one traversal serves several queries: a row's group id is
+    group * lanes.nq + query."""
     cq = plan.cq
     fields = cq.fields if fields is None else fields
     group_by = cq.group_by if group_by is None else group_by
@@ -109,6 +141,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     gjoin, gread = gjoin[order], gread[order]
     cols = {a: subset(c, order) for a, c in cols.items()}
     m = len(t)
+    qfrom = kmin[:, None] if lanes is None else lanes.first_windows(st, t, cols, prep)
     newt = np.ones(m, bool)
     if m > 1:
         newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
@@ -129,9 +162,9 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
 
     from greta_stream.engine.columnar import kernel
 
-    vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs)
+    vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs, qfrom)
     parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, pred_scan, mmax, ncell,
-                                                    group_of_part, threads)
+                                                    group_of_part, threads, lanes)
     return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
 
@@ -150,11 +183,13 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
     return rep_all[order], states[order]
 
 
-def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None):  # noqa: ANN001, ANN202
+def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
+               lanes_q=None):
     """The kernel over every partition and block of windows, in threads over
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
-    between threads (`result_rows` adds them)."""
+    between threads (`result_rows` adds them). `lanes_q`: the query lanes of
+    one traversal for several queries (`QueryLanes`)."""
     from greta_stream.engine.columnar import blocks, kernel
 
     kmin, kmax, mult = ev.kmin, ev.kmax, ev.mult
@@ -163,7 +198,8 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, ncell, 1), np.uint64), ev.mmval[:0]
     kwidth = int((kmax - kmin).max()) + 1
     k_first = int(kmin.min())
-    start, final, store_src, reads, keyed, gen, scan_store = plan.stores()
+    start, final, store_src, reads, keyed, gen, scan_store = (lanes_q or plan).stores()
+    nq = lanes_q.nq if lanes_q is not None else 1
     scanned = np.zeros(len(store_src), np.bool_)
     scanned[scan_store] = True
     nonzero = (mult != 0).any(axis=0)  # (cells - 1, digits)
@@ -171,11 +207,15 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
     for c in range(ncell - 1):
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
     wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax, gen, scanned, pointp,
-                           scan_store[pred_scan], plan.propagate_mm)
+                           scan_store[pred_scan], plan.propagate_mm, nq, lanes_q is not None,
+                           start[:, None] if lanes_q is None else lanes_q.startq,
+                           final[:, None] if lanes_q is None else lanes_q.finalq,
+                           np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,
+                           np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
-    lanes = min(kwidth, BLOCK_LANES)
+    lanes = min(kwidth, max(1, BLOCK_LANES // nq))  # a block's lanes: windows times query lanes
     while True:
         task = blocks.tasks(offsets, kmin, kmax, k_first, lanes)
         # contiguous ranges of tasks, about equal in events, one per thread
@@ -230,7 +270,7 @@ def compile_kernels() -> Path:
     none = np.zeros((1, 0), np.int64)
     vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
                         np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
-                        one.copy(), none, none.copy())
+                        one.copy(), none, none.copy(), one.copy()[:, None])
     run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.bool_), np.zeros(0, np.int64),
                np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))

@@ -125,12 +125,18 @@ def _scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN
 
 
 @njit(cache=True, inline="always")
-def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, own, starts, first_lane):  # noqa: ANN001, ANN202
+def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, own, starts, first_lane,  # noqa: ANN001, ANN202
+            masked, per_q, lm, startq):
     """An event's aggregates in lanes j0..j1-1 of `acc` (GRETA's propagation):
     the sum of its predecessors' nodes, plus one trend it starts in every
     lane from `first_lane` on (if `starts`), plus count * its own multiplier
     `own` (in 32-bit digits) in cells 1..; carried, with sig[c] the
-    significant limbs of cell c. True if some cell needs more than `limbs`."""
+    significant limbs of cell c. True if some cell needs more than `limbs`.
+
+    With query lanes (`masked`; lane = query * per_q + window), a lane the
+    event is not a vertex of for its query (`lm` false) is zero, and the
+    event starts a trend only in its queries' lanes that start at its state
+    (`startq[query]`; a union has no leading NOT: `first_lane` is not read)."""
     ncell = acc.shape[0]
     # 1. how many limbs each cell's sum can need: fewer than 2**32 values of
     # `used` limbs carry into one more; cell c adds count * value (ndig digits)
@@ -146,7 +152,15 @@ def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, 
     # 2. sum the predecessors, start a trend, carry the count
     for r in range(npath):
         _take_node(acc, nodes, used, path[r], j0, j1)
-    if starts:
+    if masked:
+        for j in range(j0, j1):
+            if not lm[j]:  # not this query's vertex here: it neither counts nor passes counts on
+                for c in range(ncell):
+                    for lb in range(hi[c]):
+                        acc[c, lb, j] = 0
+            elif startq[j // per_q]:
+                acc[0, 0, j] += 1
+    elif starts:
         for j in range(max(j0, first_lane), j1):
             acc[0, 0, j] += 1  # the event starts a trend in each of its windows
     if _normalize(acc, 0, hi[0], j0, j1, carry):
@@ -203,6 +217,7 @@ Events = namedtuple("Events", [
     "gread",  # its generation as a reader of one: negated events before its time
     "grs",  # (n, P) int64: key ranks of every scanned edge predicate
     "gqs",  # (n, P) int64: probes of every scanned edge predicate
+    "qfrom",  # (n, nq) int64: with query lanes, the first window each query has the event as a vertex in (2**62: none)
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -218,6 +233,11 @@ Wiring = namedtuple("Wiring", [
     "pointp",  # (P,) bool: scanned edge predicate p is an equality (else an order)
     "pred_store",  # (P,) int: the store scanned edge predicate p belongs to
     "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)
+    "nq",  # queries of the traversal (1: one query); lane = query * windows per block + window (`union.py`)
+    "masked",  # query lanes in use: per (vertex, query) masks, starts and finals (`qfrom`, `startq`, `finalq`)
+    "startq",  # (states, nq) bool: a trend of the query starts at this state
+    "finalq",  # (states, nq) bool: a trend of the query ends at this state
+    "qlo", "qhi",  # (states,) the queries qlo..qhi-1 hold every query that has the state (a vertex's lane range)
 ])
 
 
@@ -262,20 +282,23 @@ def run(
         joins[wiring.store_src[js]] = True
     rows = 0
     out_k, out_g, out_c, out_m = _rows_of(256, ncell, lo_limbs, nm)  # result rows
+    nq, masked = wiring.nq, wiring.masked
+    width = lanes * nq  # lanes of a block: its windows for each query, query after query
+    lm = np.ones(width, np.bool_)  # with query lanes: the event is a vertex of the lane's query there
     # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
-    acc = np.zeros((ncell, limbs, lanes), np.uint64)
-    pend = np.zeros((4, ncell, limbs, lanes), np.uint64)
+    acc = np.zeros((ncell, limbs, width), np.uint64)
+    pend = np.zeros((4, ncell, limbs, width), np.uint64)
     pend_sig = np.zeros((4, ncell), np.int64)
     mmw = nm if mmprop else 0  # MIN/MAX lanes carried per vertex
-    acc_mm = np.zeros((mmw, lanes), np.float64)
-    pend_mm = np.zeros((4, mmw, lanes), np.float64)
-    carry = np.zeros(lanes + 1, np.uint64)
+    acc_mm = np.zeros((mmw, width), np.float64)
+    pend_mm = np.zeros((4, mmw, width), np.float64)
+    carry = np.zeros(width + 1, np.uint64)
     hi = np.zeros(ncell, np.int64)  # per cell: limbs of the event's sum before normalizing
     sig = np.zeros(ncell, np.int64)  # per cell: significant limbs of the event's aggregates
     ncap = 64
     path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
-    nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
-    nodes_mm = np.zeros((ncap, mmw, lanes), np.float64)
+    nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
+    nodes_mm = np.zeros((ncap, mmw, width), np.float64)
     used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
     storegen = np.zeros(nstore, np.int64)  # per generation store: the generation of its vertices
     vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
@@ -284,14 +307,14 @@ def run(
     nv = np.zeros((nstore, 2), np.int64)
     # the block's sums per group: slot of each group (-1: none yet)
     slot_of = np.full(max(n_groups, 1), -1, np.int64)
-    slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, lanes)
+    slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, width)
     nslots = 0
     cur_blk = -1
     for x in range(t_lo, t_hi + 1):
         blk = task[x, 0] if x < t_hi else -1
         if blk != cur_blk and nslots:  # the block is done: its rows
             rows, out_k, out_g, out_c, out_m = _flush(
-                k_first + cur_blk * lanes, lanes, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
+                k_first + cur_blk * lanes, lanes, nq, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
             for sl in range(nslots):
                 slot_of[slot_g[sl]] = -1
             nslots = 0
@@ -317,10 +340,10 @@ def run(
             nn = _scan_layout(ev.st, a, b, wiring.store_src, scanned, nn, vbase)
         if nn > ncap:
             ncap = max(2 * ncap, nn)
-            if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
+            if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
                 return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
-            nodes = np.zeros((ncap, ncell, limbs, lanes), np.uint64)
-            nodes_mm = np.zeros((ncap, mmw, lanes), np.float64)
+            nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
+            nodes_mm = np.zeros((ncap, mmw, width), np.float64)
             used = np.zeros((ncap, ncell), np.int64)
             path = np.zeros(ncap + 1 + nstore, np.int64)
             vert_ev = np.zeros(ncap, np.int64)
@@ -336,31 +359,40 @@ def run(
                 g1 += 1
             v = e
             while v < g1:
-                j0 = max(ev.kmin[v], k0) - k0  # the event's lanes in this block
-                j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
                 s = ev.st[v]
+                w0, w1, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, s, wiring)  # its windows, its lanes
+                if masked:  # a lane is the vertex's where its query has it in that window
+                    for j in range(j0, j1):
+                        q = j // lanes
+                        w = j - q * lanes
+                        lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
                 npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m,
                                       wiring.gen, storegen, ev.gread[v], scanned)
                 if any_scan:
                     for js in range(nstore):
                         if scanned[js] and wiring.reads[s, js]:
-                            while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < j0 + k0:
+                            while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
                                 nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
                             npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
                                           vbase[js] + nv[js, 0])
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
-                               ev.mult[v], wiring.start[s], ev.kneg[v] - k0)
+                               ev.mult[v], wiring.start[s], max(ev.kneg[v] - k0, -1), masked, lanes, lm, wiring.startq[s])
                 if over:  # a count needs more limbs: widen every array by half and redo this event
                     limbs = limbs + limbs // 2 + 1
                     lo_limbs = limbs + EXTRA_LIMBS
-                    if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * lanes:
+                    if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
                         return -1, out_k, out_g, out_c, out_m
                     acc, pend, nodes = _wider_mid(acc, limbs), _wider4(pend, limbs), _wider4(nodes, limbs)
                     gacc, out_c = _wider4(gacc, lo_limbs), _wider_last(out_c, lo_limbs)
                     continue
                 if mmprop:
                     _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
-                if wiring.final[s]:
+                    if masked:
+                        _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
+                if wiring.final[s] and masked:
+                    _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
+                                lanes, lm, wiring.finalq[s])
+                elif wiring.final[s]:
                     je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
                     if je > j0:
                         _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
@@ -398,8 +430,7 @@ def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins
     """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
     for v in range(e, g1):
         if joins[ev.st[v]]:
-            j0 = max(ev.kmin[v], k0) - k0
-            j1 = min(ev.kmax[v], k0 + lanes - 1) - k0 + 1
+            _, _, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, ev.st[v], wiring)
             _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
                   pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
 
@@ -471,6 +502,44 @@ def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm
         ghas[sl, j] = True
 
 
+@njit(cache=True)
+def _to_group_q(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm, per_q, lm, finalq):  # noqa: ANN001, ANN202
+    """`_to_group` with query lanes: only the lanes of queries whose trends end
+    at the vertex's state (`finalq`), where it is their vertex (`lm`)."""
+    for j in range(j0, j1):
+        if not lm[j] or not finalq[j // per_q]:
+            continue
+        for c in range(acc.shape[0]):
+            for lb in range(sig[c]):
+                gacc[sl, c, lb, j] += acc[c, lb, j]
+        for q in range(mmax.shape[0]):
+            val = acc_mm[q, j] if mmprop else mmval[q]
+            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
+                gmm[sl, q, j] = val
+        ghas[sl, j] = True
+
+
+@njit(cache=True, inline="always")
+def _span(kmin, kmax, k0, lanes, s, wiring):  # noqa: ANN001, ANN202
+    """(w0, w1, j0, j1): a vertex's windows w0..w1-1 in the block of `lanes`
+    windows from k0, and its lanes j0..j1-1 (with query lanes, from its
+    state's first query's window w0 to its last query's window w1 - 1)."""
+    w0 = max(kmin, k0) - k0
+    w1 = min(kmax, k0 + lanes - 1) - k0 + 1
+    if not wiring.masked:
+        return w0, w1, w0, w1
+    return w0, w1, wiring.qlo[s] * lanes + w0, (wiring.qhi[s] - 1) * lanes + w1
+
+
+@njit(cache=True, inline="always")
+def _neutral_mm(acc_mm, lm, j0, j1, mmax):  # noqa: ANN001, ANN202
+    """MIN/MAX lanes of queries the event is no vertex of: neutral (nothing to pass on)."""
+    for q in range(mmax.shape[0]):
+        for j in range(j0, j1):
+            if not lm[j]:
+                acc_mm[q, j] = -np.inf if mmax[q] else np.inf
+
+
 @njit(cache=True, inline="always")
 def _defer(pend, pend_sig, pend_mm, i, acc, sig, acc_mm, j0, j1):  # noqa: ANN001, ANN202
     """Keep the i-th vertex of a time stamp until every event of it has read the tree."""
@@ -525,20 +594,21 @@ def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm,
 
 
 @njit(cache=True)
-def _flush(k0, lanes, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m):  # noqa: ANN001, ANN202
-    """Append the rows of a block's group sums (normalized) to the outputs."""
+def _flush(k0, lanes, nq, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m):  # noqa: ANN001, ANN202
+    """Append the rows of a block's group sums (normalized) to the outputs
+    (`lanes` windows of each of `nq` queries; the group of a row is group * nq + query)."""
     nm = gmm.shape[1]
     cap = out_k.shape[0]
     for sl in range(nslots):
-        for j in range(lanes):
+        for j in range(lanes * nq):
             if not ghas[sl, j]:
                 continue
             if rows == cap:
                 cap *= 2
                 out_k, out_g = _grown1(out_k, cap), _grown1(out_g, cap)
                 out_c, out_m = _grown3(out_c, cap), _grown2(out_m, cap)
-            out_k[rows] = k0 + j
-            out_g[rows] = slot_g[sl]
+            out_k[rows] = k0 + j % lanes
+            out_g[rows] = slot_g[sl] * nq + j // lanes
             for c in range(gacc.shape[1]):
                 cy = np.uint64(0)
                 for lb in range(gacc.shape[2]):

@@ -64,17 +64,26 @@ def shared_pass(plans: list[tuple[str, KernelPlan]]) -> PassSpec:
     members = []
     for name, plan in plans:
         state_of = {s.alias: i for i, s in enumerate(plan.states)}
-        field_of = []
-        for f in plan.cq.fields:  # in the base plan's alias names
-            g = AggField(f.kind, alias_of[state_of[f.alias]], f.attr)
-            if g not in fields:
-                fields.append(g)
-            field_of.append(fields.index(g))
-        for a in plan.cq.group_by:
-            if a not in group_by:
-                group_by.append(a)
-        members.append(Member(name, plan.cq, tuple(field_of), tuple(group_by.index(a) for a in plan.cq.group_by)))
+        field_of, group_index = merged(fields, group_by, plan.cq, {a: alias_of[i] for a, i in state_of.items()})
+        members.append(Member(name, plan.cq, field_of, group_index))
     return PassSpec(base, tuple(fields), tuple(group_by), tuple(members))
+
+
+def merged(fields: list[AggField], group_by: list[str], cq: CompiledQuery,
+           alias_of: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Add a query's aggregate fields (its aliases renamed by `alias_of`) and
+    GROUP-BY attributes to a pass's, where not there yet: (the pass's field
+    of each of its fields, the position of each of its GROUP-BY attributes)."""
+    field_of = []
+    for f in cq.fields:
+        g = AggField(f.kind, alias_of[f.alias], f.attr)
+        if g not in fields:
+            fields.append(g)
+        field_of.append(fields.index(g))
+    for a in cq.group_by:
+        if a not in group_by:
+            group_by.append(a)
+    return tuple(field_of), tuple(group_by.index(a) for a in cq.group_by)
 
 
 def rolled_up(out: Any, member: Member, n_pass_groups: int) -> Any:
