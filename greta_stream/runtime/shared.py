@@ -37,14 +37,19 @@ from typing import Any
 from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import KernelPlan, columnar_plan
+from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass, single_pass
 from greta_stream.engine.columnar.stream import ColumnarStream, Diverged, handed
+from greta_stream.engine.columnar.union import UnionPlan, union_key, union_pass, union_plan
 from greta_stream.query import ast
 from greta_stream.query.aggregates import FIELD_KINDS
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
 
 PREPARE = 2.0  # units per event of validating, typing and windowing it (a 1-window COUNT(*) pass is 1)
+# A kernel vertex costs about VERTEX + LANE per lane it carries (`bench_sharing.py --lanes`: 6.4 ms + 0.45 ms
+# per lane per 9,000 vertices): what one traversal for many queries saves is the vertex part
+VERTEX = 14.0  # in lanes
 MAX_WITHIN_RATIO = 4  # a family spans window lengths within this factor (streaming re-reads kept events)
 FAMILY_TAG = b"F"  # a family's state in a stream's state, under each of its queries' names
 
@@ -120,12 +125,14 @@ def _windows(plan: KernelPlan) -> int:
 @dataclass(frozen=True)
 class FamilyUnitPlan:
     """A unit of queries evaluated together (`build` makes its `FamilyUnit`): their
-    passes and the cost estimate that chose them."""
+    passes and the cost estimate that chose them. `kind`: "family" (one pattern)
+    or "union" (patterns around one Kleene part, a lane per query: `union_unit`)."""
 
     members: tuple[tuple[str, RunSpec], ...]
     passes: tuple[PassSpec, ...]
     shared_cost: float
     separate_cost: float
+    kind: str = "family"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -135,21 +142,45 @@ class FamilyUnitPlan:
         return FamilyUnit(self, sink_of)
 
     def explain(self) -> str:
-        lines = [f"shared family of {len(self.members)} queries ({', '.join(self.names)}): one preparation, "
+        what = ("shared family" if self.kind == "family" else
+                f"shared union around {_core_text(self.passes[0].lanes)} (patterns differ around it)")
+        lines = [f"{what} of {len(self.members)} queries ({', '.join(self.names)}): one preparation, "
                  f"{len(self.passes)} kernel pass(es); estimated cost per event {self.shared_cost:.1f} vs "
                  f"{self.separate_cost:.1f} alone"]
         for p in self.passes:
+            lanes = "" if p.lanes is None else f", {_states_text(p.lanes)}"
             lines.append(f"  pass WITHIN {p.plan.within} s SLIDE {p.plan.slide} s: "
                          f"{', '.join(m.name for m in p.members)}; {len(p.fields)} aggregate field(s), "
-                         f"GROUP-BY {list(p.group_by) or 'none'}")
+                         f"GROUP-BY {list(p.group_by) or 'none'}{lanes}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "shared", "queries": list(self.names), "shared_cost": self.shared_cost,
-                "separate_cost": self.separate_cost,
+        return {"kind": "shared" if self.kind == "family" else "union", "queries": list(self.names),
+                "shared_cost": self.shared_cost, "separate_cost": self.separate_cost,
                 "passes": [{"within_s": p.plan.within, "slide_s": p.plan.slide,
                             "queries": [m.name for m in p.members], "fields": len(p.fields),
-                            "group_by": list(p.group_by)} for p in self.passes]}
+                            "group_by": list(p.group_by),
+                            **({} if p.lanes is None else {"states": _states(p.lanes)})} for p in self.passes]}
+
+
+def _core_text(union: UnionPlan) -> str:
+    return f"{union.plan.states[0].type}+"
+
+
+def _states(union: UnionPlan) -> list[dict[str, Any]]:
+    """Each state of a union's traversal: its type and the queries that have it."""
+    def side(i: int) -> str:
+        m = next(m for m in union.members if i in m.states)
+        return "core" if i == 0 else "before" if m.states.index(i) < m.states.index(0) else "after"
+
+    return [{"type": s.type, "kleene": s.kleene, "side": side(i),
+             "queries": [m.name for m in union.members if i in m.states]} for i, s in enumerate(union.plan.states)]
+
+
+def _states_text(union: UnionPlan) -> str:
+    return "states " + ", ".join(
+        f"{s['type']}{'+' if s['kleene'] else ''}{'' if s['side'] == 'core' else ' ' + s['side']} "
+        f"({len(s['queries'])} quer{'y' if len(s['queries']) == 1 else 'ies'})" for s in _states(union))
 
 
 def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[str, RunSpec, str]]]:
@@ -163,19 +194,78 @@ def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[
         else:
             groups.setdefault(key, []).append((name, spec))
     families = []
+    alone: list[tuple[str, RunSpec]] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
             if len(chunk) == 1:
-                solos.append((chunk[0][0], chunk[0][1], "no other query shares its pattern, predicates and "
-                                                        "partitioning within a window length ratio of "
-                                                        f"{MAX_WITHIN_RATIO}"))
+                alone.append(chunk[0])
                 continue
             family = plan_family(chunk)
             if family.shared_cost < family.separate_cost:
                 families.append(family)
             else:
                 solos += [(n, s, "sharing would cost more than it saves") for n, s in chunk]
-    return families, solos
+    unions, rest = share_unions(alone)
+    return families + unions, solos + rest
+
+
+def union_group_key(spec: RunSpec) -> tuple[Any, ...] | None:
+    """What queries must share to be evaluated in one union (None: never)."""
+    plan = spec.columnar
+    if spec.mode != "aggregate" or plan is None:
+        return None
+    try:
+        key = union_key(plan)
+    except Unsupported:
+        return None
+    return key, spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind
+
+
+def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnitPlan], list[tuple[str, RunSpec, str]]]:
+    """Queries of no family grouped into unions around a shared Kleene part where the cost model says it pays."""
+    groups: dict[Any, list[tuple[str, RunSpec]]] = {}
+    solos: list[tuple[str, RunSpec, str]] = []
+    lonely = ("no other query shares its pattern, or a Kleene part with its edge predicates, partitioning and "
+              f"slide, within a window length ratio of {MAX_WITHIN_RATIO}")
+    for name, spec in candidates:
+        key = union_group_key(spec)
+        if key is None:
+            solos.append((name, spec, lonely))
+        else:
+            groups.setdefault(key, []).append((name, spec))
+    unions = []
+    for members in groups.values():
+        for chunk in _by_window_length(members):
+            if len(chunk) == 1:
+                solos.append((chunk[0][0], chunk[0][1], lonely))
+                continue
+            union = plan_union(chunk)
+            if union.shared_cost < union.separate_cost:
+                unions.append(union)
+            else:
+                solos += [(n, s, "a union around its Kleene part would cost more than it saves") for n, s in chunk]
+    return unions, solos
+
+
+def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
+    """The union passes of queries of one `union_group_key` (one per window spec) and their cost estimate
+    per event, counting each state as one event type: a vertex costs VERTEX plus its lanes."""
+    by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
+    separate = 0.0
+    for name, spec in members:
+        plan = spec.columnar
+        assert plan is not None
+        by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
+        separate += PREPARE + len(plan.states) * (VERTEX + _windows(plan) * cell_units(plan.cq.fields))
+    unions = [union_plan(plans) for plans in by_window.values()]
+    shared = PREPARE + sum(_union_cost(u) for u in unions)
+    return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
+
+
+def _union_cost(union: UnionPlan) -> float:
+    """A union pass per event: each state's vertices, with the lanes of its queries' range (`UnionPlan.qlo`)."""
+    lanes = _windows(union.plan) * cell_units(union.fields)
+    return sum(VERTEX + lanes * int(hi - lo) for lo, hi in zip(union.qlo, union.qhi))
 
 
 def _by_window_length(members: list[tuple[str, RunSpec]]) -> list[list[tuple[str, RunSpec]]]:
@@ -227,7 +317,8 @@ class FamilyUnit:
     def _passes(self, names: tuple[str, ...]) -> list[PassSpec]:
         if len(names) == 1:
             return [single_pass(self.specs[names[0]].columnar, names[0])]  # type: ignore[arg-type]
-        return list(plan_family([(n, self.specs[n]) for n in names]).passes)
+        plan = plan_union if self.plan.kind == "union" else plan_family
+        return list(plan([(n, self.specs[n]) for n in names]).passes)
 
     def _stream(self, names: tuple[str, ...], blob: bytes | None = None) -> ColumnarStream:
         passes = self._passes(names)
@@ -238,7 +329,11 @@ class FamilyUnit:
             for sink in sinks:
                 sink(dl)
 
-        validation = validation_plan([self.specs[n].columnar for n in names])  # type: ignore[misc]
+        plans = [self.specs[n].columnar for n in names]
+        if self.plan.kind == "union" and len(names) > 1:  # every member's types and what each asks of them
+            validation = union_plan(list(zip(names, plans))).plan  # type: ignore[arg-type]
+        else:
+            validation = validation_plan(plans)  # type: ignore[arg-type]
         kw: dict[str, Any] = {"fields": spec.fields, "dead_letter": fan_out, "threads": spec.kernel_threads,
                               "validation": validation}
         stream = ColumnarStream(passes, **kw) if blob is None else ColumnarStream.restore(passes, blob, **kw)

@@ -42,6 +42,13 @@ TEXTS = [
     # the general engine: a middle NOT and a second type
     "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, NOT Halt H, Stock T) WHERE [sector] GROUP-BY sector "
     "WITHIN 20 s SLIDE 10 s",
+    # patterns around one Kleene part `Stock S+` (a union: one traversal, a lane per query)
+    "RETURN sector, COUNT(*), SUM(S.price) PATTERN SEQ(Halt H, Stock S+) WHERE [sector] AND "
+    "S.price > NEXT(S).price GROUP-BY sector WITHIN 20 s SLIDE 10 s",
+    "RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [sector] AND S.price > NEXT(S).price AND S.price > 99 "
+    "GROUP-BY sector WITHIN 30 s SLIDE 10 s",
+    "RETURN sector, MAX(S.price) PATTERN SEQ(Stock S+, Halt H) WHERE [sector] AND S.price > NEXT(S).price "
+    "GROUP-BY sector WITHIN 20 s SLIDE 10 s",
 ]
 LATENESS = [0, 5, 30]
 

@@ -10,7 +10,10 @@ fields from the pass's (`field_of`) and rolls the pass's groups up into its
 own (`group_index`), on exact cells, before its rows are finished: every
 query's rows are the rows it gives alone, bit for bit.
 
-A query alone is a pass of one member (`single_pass`).
+A query alone is a pass of one member (`single_pass`). Queries whose
+patterns differ around one Kleene part share a pass through query lanes
+(`lanes`: a `union.UnionPlan`, one traversal with a lane per query; its
+`union_pass`).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ class PassSpec:
     fields: tuple[AggField, ...]
     group_by: tuple[str, ...]
     members: tuple[Member, ...]
+    lanes: Any = None  # a `union.UnionPlan`: one traversal, a lane per member query (its members in order)
 
     @property
     def window(self) -> tuple[int, int]:

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.columnar import (
     Input,
     KernelPlan,
@@ -65,8 +66,9 @@ from greta_stream.engine.columnar.driver import compute_cells
 from greta_stream.engine.columnar.kept import KeptChunk, KeptView, compact, dumps, joined, loads, same_kinds
 from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
-from greta_stream.engine.columnar.prepare import int_times_possible, window_in
+from greta_stream.engine.columnar.prepare import int_times_possible, local_mask, window_in
 from greta_stream.engine.columnar.rows import result_rows
+from greta_stream.engine.columnar.union import union_outputs
 from greta_stream.engine.engine import Engine, fingerprint
 from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Fronted, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
@@ -123,7 +125,7 @@ class ColumnarStream(Fronted):
         # Incremental aggregates per pass (`live.py`), fed up to the front's watermark; None: each
         # closing window is computed from the kept events. `_stale`: rebuild them before the next feed.
         self.live: list[LiveAggregates] | None = None
-        if incremental and all(covered(p.plan) for p in self.passes):
+        if incremental and all(covered(p.plan) and p.lanes is None for p in self.passes):
             self.live = [LiveAggregates(p.plan, p.fields, p.group_by) for p in self.passes]
         self.live_budget_bytes = live_budget_bytes
         self._stale = False
@@ -356,15 +358,18 @@ class ColumnarStream(Fronted):
         stay = np.zeros(len(prep.good), bool)
         outs = self._live_outputs(prep, inp, targets, watermark) if self.live is not None else None
         for i, (p, k_from, target) in enumerate(zip(self.passes, self.next_ks, targets)):
-            prep_p = prep if p.plan is self.plan else _rewindowed(prep, p.plan)
+            prep_p = prep if p.plan is self.plan else _rewindowed(_reslotted(prep, self.plan.types, p.plan.types), p.plan)
             if target is None or target != k_from:
                 if outs is not None:
                     out = outs[i]
                 else:
                     out = compute_cells(p.plan, prep_p, inp, k_from, target, threads=self.threads,
-                                        fields=p.fields, group_by=p.group_by)
-                for m in p.members if out is not None else ():
-                    rows += zip(repeat(m.name), result_rows(m.cq, rolled_up(out, m, len(p.group_by)), m.field_of))
+                                        fields=p.fields, group_by=p.group_by, lanes=p.lanes)
+                if out is not None:
+                    mine = (union_outputs(p.lanes, out) if p.lanes is not None
+                            else [rolled_up(out, m, len(p.group_by)) for m in p.members])
+                    for m, o in zip(p.members, mine):
+                        rows += zip(repeat(m.name), result_rows(m.cq, o, m.field_of))
             if target is not None:
                 stay |= prep_p.kmax >= target
         return rows, stay
@@ -468,7 +473,8 @@ class ColumnarStream(Fronted):
                 state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                              next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
             return dumps(state)
-        state = {"format": 2, "members": [m.name for m in self.members], "window": self.passes[0].window}
+        state = {"format": 2, "members": [m.name for m in self.members], "window": (self.plan.within, self.plan.slide),
+                 "types": list(self.plan.types), "local": _local_key(self.plan)}
         if self.generals:
             state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
         else:
@@ -509,9 +515,24 @@ class ColumnarStream(Fronted):
         stream.front.validator.time_kind = state["time_kind"]
         if "chunks" in state:
             stream._chunks = state["chunks"]
-            if state.get("window", stream.passes[0].window) != stream.passes[0].window:
-                # kept by a family whose first window spec is not this stream's: the kept
-                # events' first and last windows are counted in this stream's from now on
+            types = state.get("types", stream.plan.types)
+            if tuple(types) != stream.plan.types:  # kept by a union of other types: each event's slot in this one's
+                chunks = [KeptChunk(_reslotted(c.prep, tuple(types), stream.plan.types), c.spelled)
+                          for c in stream._chunks]
+                stream._chunks = [c if (c.prep.state >= 0).all() else c.subset(c.prep.state >= 0) for c in chunks
+                                  if (c.prep.state >= 0).any()]
+            if stream.plan.local and state.get("local", _local_key(stream.plan)) != _local_key(stream.plan):
+                # kept by a union (which keeps what any query's predicates take): this one's keeps what its take
+                stream._chunks = [c.subset(keep) for c in stream._chunks
+                                  if (keep := local_mask(stream.plan, c.prep.cols, c.prep.state)).any()]
+            needed = set().union(*(stream.cq.needed_by_type[t] for t in stream.plan.types))
+            stream._chunks = [c if set(c.prep.cols) <= needed else  # kept for queries that read more attributes
+                              KeptChunk(dataclasses.replace(c.prep, cols={a: v for a, v in c.prep.cols.items()
+                                                                          if a in needed}), c.spelled)
+                              for c in stream._chunks]
+            if state.get("window") != (stream.plan.within, stream.plan.slide):
+                # kept by a family (or union) whose events' windows are not this stream's: their
+                # first and last windows are counted in this stream's from now on
                 stream._chunks = [KeptChunk(_rewindowed(c.prep, stream.plan), c.spelled) for c in stream._chunks]
         elif state["kept"] and len(next(iter(state["kept"].values()))):  # a snapshot from before chunks: raw values
             kept = {f: list(col) for f, col in state["kept"].items()}
@@ -574,6 +595,19 @@ def _rows(prep: Prepared, sel: np.ndarray) -> Prepared:
     return Prepared(prep.good[sel], prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
                     {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
                     prep.int_time, [], prep.metrics, prep.time_kind)
+
+
+def _local_key(plan: KernelPlan) -> list[tuple[str, str]]:
+    """The local predicates a stream's preparation drops events by, per event type."""
+    return sorted((([*plan.states, *plan.negs])[i].type, format_expr(e)) for i, e in plan.local)
+
+
+def _reslotted(prep: Prepared, types: tuple[str, ...], to: tuple[str, ...]) -> Prepared:
+    """The prepared events (slots of `types`) with the slots of the types `to` (-1: none of them)."""
+    if types == to:
+        return prep
+    slot = np.array([to.index(t) if t in to else -1 for t in types], np.int64)
+    return dataclasses.replace(prep, state=slot[prep.state])
 
 
 def _rewindowed(prep: Prepared, plan: KernelPlan) -> Prepared:

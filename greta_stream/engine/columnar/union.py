@@ -50,7 +50,7 @@ from greta_stream.compiler.compiled import AggField, AliasSpec, CompiledQuery, W
 from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.columnar.columns import Input, Unsupported
 from greta_stream.engine.columnar.driver import KernelOutput, compute_cells
-from greta_stream.engine.columnar.passes import Member, merged, rolled_up
+from greta_stream.engine.columnar.passes import Member, PassSpec, merged, rolled_up
 from greta_stream.engine.columnar.plan import KernelPlan, Scan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, prepare, window_in
 from greta_stream.engine.columnar.rows import result_rows
@@ -309,6 +309,11 @@ def _union_query(base: CompiledQuery, states: list[State], plans: list[KernelPla
         by_type.setdefault(s.type, []).append(s.alias)
     return dataclasses.replace(base, aliases=aliases, by_type=by_type, fields=fields, group_by=group_by,
                                window=WindowSpec(Fraction(within), base.window.slide))
+
+
+def union_pass(union: UnionPlan) -> PassSpec:
+    """The kernel pass of a union (for `stream.ColumnarStream`): its members in lane order."""
+    return PassSpec(union.plan, union.fields, union.group_by, tuple(m.member() for m in union.members), lanes=union)
 
 
 def union_outputs(union: UnionPlan, out: KernelOutput) -> list[KernelOutput]:
