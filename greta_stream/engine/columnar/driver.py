@@ -123,6 +123,14 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
         keep = local_mask(plan, cols, st, slots=False)
         rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
         cols = {a: subset(c, keep) for a, c in cols.items()}
+    qfrom = None
+    if lanes is not None:  # a vertex no query takes (its types, predicates, windows) is left out
+        qfrom = lanes.first_windows(st, t, cols, prep)
+        keep = qfrom.min(axis=1, initial=np.iinfo(np.int64).max) <= kmax
+        if not keep.all():
+            rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
+            cols = {a: subset(c, keep) for a, c in cols.items()}
+            qfrom = qfrom[keep]
     gjoin, gread = np.zeros(len(rep), np.int64), np.zeros(len(rep), np.int64)
     for (i, _), (at_or_before, before) in zip(plan.mids, gens):
         gjoin = np.where(st == i, at_or_before[rep], gjoin)  # joins the store across the NOT after state i
@@ -141,7 +149,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     gjoin, gread = gjoin[order], gread[order]
     cols = {a: subset(c, order) for a, c in cols.items()}
     m = len(t)
-    qfrom = kmin[:, None] if lanes is None else lanes.first_windows(st, t, cols, prep)
+    qfrom = kmin[:, None] if qfrom is None else qfrom[order]
     newt = np.ones(m, bool)
     if m > 1:
         newt[1:] = (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])
