@@ -225,8 +225,8 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
     """Queries of no family grouped into unions around a shared Kleene part where the cost model says it pays."""
     groups: dict[Any, list[tuple[str, RunSpec]]] = {}
     solos: list[tuple[str, RunSpec, str]] = []
-    lonely = ("no other query shares its pattern, or a Kleene part with its edge predicates, partitioning and "
-              f"slide, within a window length ratio of {MAX_WITHIN_RATIO}")
+    lonely = (f"no other query shares its pattern (with windows within a length ratio of {MAX_WITHIN_RATIO}), "
+              "nor its Kleene part, edge predicates, partitioning and window spec")
     for name, spec in candidates:
         key = union_group_key(spec)
         if key is None:
@@ -236,8 +236,14 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
     unions = []
     for members in groups.values():
         for chunk in _by_window_length(members):
-            if len(chunk) == 1:
-                solos.append((chunk[0][0], chunk[0][1], lonely))
+            # a union pass of one query shares no traversal (and its preparation keeps what
+            # every query's local predicates would drop): such a query runs alone
+            specs: dict[tuple[int, int], int] = {}
+            for _, spec in chunk:
+                specs[_spec_of(spec)] = specs.get(_spec_of(spec), 0) + 1
+            solos += [(n, s, lonely) for n, s in chunk if specs[_spec_of(s)] == 1]
+            chunk = [(n, s) for n, s in chunk if specs[_spec_of(s)] > 1]
+            if not chunk:
                 continue
             union = plan_union(chunk)
             if union.shared_cost < union.separate_cost:
@@ -245,6 +251,12 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
             else:
                 solos += [(n, s, "a union around its Kleene part would cost more than it saves") for n, s in chunk]
     return unions, solos
+
+
+def _spec_of(spec: RunSpec) -> tuple[int, int]:
+    plan = spec.columnar
+    assert plan is not None
+    return plan.within, plan.slide
 
 
 def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:

@@ -32,7 +32,7 @@ def union_query(rnd: random.Random, edge: str, slide: int, grouped: bool) -> str
     after = [rnd.choice(PARTS).format(i=i + 2) for i in range(rnd.choice([0, 1, 1, 2]))]
     parts = [*before, "Stock S+", *after]
     aliases = ["S", *(p.split()[1] for p in before + after)]
-    where = [f"[sector]"] + ([edge] if edge else [])
+    where = ["[sector]"] + ([edge] if edge else [])
     locals_ = "".join(rnd.choice(LOCALS).format(a=a) for a in aliases if rnd.random() < 0.4)
     aggs = dict.fromkeys(["COUNT(*)", *(rnd.choice(["SUM(S.price)", "AVG(S.price)", f"MAX({a}.level)",
                                                     f"COUNT({a})", "MIN(S.price)"])
@@ -88,15 +88,22 @@ def test_the_planner_makes_a_union_of_patterns_around_one_kleene_part_and_says_s
         "AND S.level > 1 GROUP-BY sector WITHIN 20 s SLIDE 10 s",
         "RETURN sector, AVG(S.price) PATTERN SEQ(Halt H, Stock S+, News N) WHERE [sector] AND "
         "S.price < NEXT(S).price GROUP-BY sector WITHIN 30 s SLIDE 10 s",
+        "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, Halt H) WHERE [sector] AND S.price < NEXT(S).price "
+        "GROUP-BY sector WITHIN 30 s SLIDE 10 s",
+        # alone in its window spec: a union pass of one query shares nothing, so it runs alone
+        "RETURN sector, COUNT(*) PATTERN SEQ(News N, Stock S+) WHERE [sector] AND S.price < NEXT(S).price "
+        "GROUP-BY sector WITHIN 40 s SLIDE 10 s",
     ]
     queries = QuerySet.of([(f"q{i}", RunSpec.create(t)) for i, t in enumerate(texts)])
     plan = plan_units(queries)
-    assert len(plan.units) == 1
+    assert len(plan.units) == 2
     text = plan.explain()
-    assert "shared union around Stock+" in text and "states Stock+ (3 queries), Halt before (1 query), News after (1 query)" in text, text
+    assert "shared union around Stock+" in text, text
+    assert "states Stock+ (3 queries), Halt before (1 query), News after (1 query)" in text, text
+    assert "solo q5: columnar runner (no other query shares its pattern" in text, text
     unit = plan.to_dict()["units"][0]
-    assert unit["kind"] == "union" and sorted(unit["queries"]) == ["q0", "q1", "q2", "q3"]
-    assert unit["shared_cost"] < unit["separate_cost"]
+    assert unit["kind"] == "union" and sorted(unit["queries"]) == ["q0", "q1", "q2", "q3", "q4"]
+    assert len(unit["passes"]) == 2 and unit["shared_cost"] < unit["separate_cost"]
     events = union_stream(5, 400)
     multi = MultiRunner(queries)
     multi.add_many(events)

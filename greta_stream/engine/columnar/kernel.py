@@ -28,6 +28,13 @@ event, its intermediate aggregates for every window of the block it falls in
   block its windows meet, about K / lanes + 1 times for K windows per
   event, with its lanes in that block each time.
 
+With *query lanes* (`union.py`: queries whose patterns differ around one
+Kleene part), one traversal carries a lane per (query, window): a block
+holds `lanes` windows of each query, query after query, and a vertex
+computes the lanes of its state's queries; per (vertex, query) masks zero
+the lanes whose query does not have the event there, and per (state,
+query) starts and finals say where each query's trends begin and end.
+
 Result rows are summed per (group, window) of a block as the block's
 partitions are processed: the kernel returns one row per (group, window) of
 each block it processed (a block split between two threads gives two rows,

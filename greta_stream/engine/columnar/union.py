@@ -18,7 +18,8 @@ with query lanes): one lane per (query, window).
   one of the query's, it passes the query's local predicates of that state,
   and the window is one of the query's that hold it (a query with a shorter
   window of the same slide: a prefix in time). Elsewhere its lanes are
-  zero: it neither counts nor passes counts on, for that query.
+  zero: it neither counts nor passes counts on, for that query. A vertex
+  no query has is left out before the kernel runs.
 - **Starts and finals** are per (state, query): a query's trends start at
   its first state and end at its last.
 - **Lanes** are laid out query after query, each query's windows of a
@@ -34,7 +35,7 @@ Every query's rows are the rows it gives alone: a lane carries exactly the
 aggregates the query's own traversal would, since masked vertices add zero
 and every vertex reads the same predecessors. A query with a negation, an
 edge predicate between two positions, or no single Kleene part to share is
-refused (`Unsupported`) and runs as it does today.
+refused (`Unsupported`) and runs alone or in a family of its own pattern.
 """
 
 from __future__ import annotations
