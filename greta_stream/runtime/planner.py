@@ -5,7 +5,8 @@ piece of work per micro-batch: a `SoloUnit` runs one query on its own runner
 (`RunSpec.build`); a shared unit (`greta_stream.runtime.shared`) runs a
 family of columnar queries whose patterns, predicates, partitioning and
 validation are the same, with one preparation of the events and one kernel
-pass per window spec. `QuerySetPlan.explain()` prints the plan.
+pass per window spec, or a union of queries whose patterns differ around
+one Kleene part, one traversal per window spec with a lane per query. `QuerySetPlan.explain()` prints the plan.
 """
 
 from __future__ import annotations

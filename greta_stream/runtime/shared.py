@@ -13,6 +13,14 @@ events are validated, typed and kept once; a pass computes the union of its
 queries' aggregates per group of the union of their GROUP-BY attributes,
 and each query rolls that up into its own rows, on exact values.
 
+**Unions.** Queries of no family whose patterns differ around one Kleene
+part (the same type, edge predicates, partitioning, slide, GROUP-BY and
+lateness: `union_group_key`) form a union (`share_unions`): a family unit
+whose passes carry a lane per query (`engine/columnar/union.py`), one pass
+per window spec that has two queries or more. Its cost estimate
+(`plan_union`) counts a vertex as `VERTEX` lanes plus the lanes its
+state's queries span, against each query's own vertices alone.
+
 **Cost model.** Per event, a query alone costs a preparation (validation,
 typing, windows: `PREPARE` units) and a kernel pass of `W` windows times its
 cells (`1 + cells` limbs per lane, `cell_units`); a family costs one
@@ -126,7 +134,7 @@ def _windows(plan: KernelPlan) -> int:
 class FamilyUnitPlan:
     """A unit of queries evaluated together (`build` makes its `FamilyUnit`): their
     passes and the cost estimate that chose them. `kind`: "family" (one pattern)
-    or "union" (patterns around one Kleene part, a lane per query: `union_unit`)."""
+    or "union" (patterns around one Kleene part, a lane per query: `plan_union`)."""
 
     members: tuple[tuple[str, RunSpec], ...]
     passes: tuple[PassSpec, ...]
