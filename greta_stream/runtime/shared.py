@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -201,18 +202,14 @@ def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[
             solos.append((name, spec, "" if spec.mode == "cet" else f"not columnar: {spec.columnar_refusal}"))
         else:
             groups.setdefault(key, []).append((name, spec))
-    families = []
+    families: list[FamilyUnitPlan] = []
     alone: list[tuple[str, RunSpec]] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
             if len(chunk) == 1:
                 alone.append(chunk[0])
                 continue
-            family = plan_family(chunk)
-            if family.shared_cost < family.separate_cost:
-                families.append(family)
-            else:
-                solos += [(n, s, "sharing would cost more than it saves") for n, s in chunk]
+            _if_it_pays(plan_family(chunk), "sharing would cost more than it saves", families, solos)
     unions, rest = share_unions(alone)
     return families + unions, solos + rest
 
@@ -241,24 +238,27 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
             solos.append((name, spec, lonely))
         else:
             groups.setdefault(key, []).append((name, spec))
-    unions = []
+    unions: list[FamilyUnitPlan] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
             # a union pass of one query shares no traversal (and its preparation keeps what
             # every query's local predicates would drop): such a query runs alone
-            specs: dict[tuple[int, int], int] = {}
-            for _, spec in chunk:
-                specs[_spec_of(spec)] = specs.get(_spec_of(spec), 0) + 1
+            specs = Counter(_spec_of(s) for _, s in chunk)
             solos += [(n, s, lonely) for n, s in chunk if specs[_spec_of(s)] == 1]
             chunk = [(n, s) for n, s in chunk if specs[_spec_of(s)] > 1]
-            if not chunk:
-                continue
-            union = plan_union(chunk)
-            if union.shared_cost < union.separate_cost:
-                unions.append(union)
-            else:
-                solos += [(n, s, "a union around its Kleene part would cost more than it saves") for n, s in chunk]
+            if chunk:
+                _if_it_pays(plan_union(chunk), "a union around its Kleene part would cost more than it saves", unions,
+                            solos)
     return unions, solos
+
+
+def _if_it_pays(unit: FamilyUnitPlan, why_not: str, shared: list[FamilyUnitPlan],
+                solos: list[tuple[str, RunSpec, str]]) -> None:
+    """The unit among the shared ones where its estimate is below its queries' alone, else its queries alone."""
+    if unit.shared_cost < unit.separate_cost:
+        shared.append(unit)
+    else:
+        solos += [(n, s, why_not) for n, s in unit.members]
 
 
 def _spec_of(spec: RunSpec) -> tuple[int, int]:

@@ -28,17 +28,19 @@ import contextlib
 import ctypes
 import pickle
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.chunks import ChunkStore, chunk_store, content_key, dumps, loads, register, tracked
 from greta_stream.engine.columnar.columns import MIXED, OTHER, Column
-from greta_stream.engine.columnar.prepare import Prepared
+from greta_stream.engine.columnar.plan import KernelPlan
+from greta_stream.engine.columnar.prepare import Prepared, local_mask, window_in
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import TIMESTAMP
+from greta_stream.engine.timebase import TIMESTAMP, window_bounds
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -232,3 +234,53 @@ def _has_ints(values: Any) -> bool:
 
 __all__ = ["ChunkStore", "KeptChunk", "KeptView", "chunk_store", "compact", "content_key", "decode", "dumps",
            "encode", "joined", "loads", "same_kinds", "tracked"]
+
+
+# ------------------------------------------------------------ kept under another plan
+def kept_as(plan: KernelPlan) -> dict[str, Any]:
+    """What a stream's kept events were prepared with (saved beside them): the
+    plan's types (the slots), its window spec and the local predicates its
+    preparation dropped events by."""
+    return {"window": (plan.within, plan.slide), "types": list(plan.types), "local": _local_key(plan)}
+
+
+def kept_for(plan: KernelPlan, chunks: list[KeptChunk], saved: dict[str, Any]) -> list[KeptChunk]:
+    """Chunks kept under another plan (`kept_as` says which: a family or union of
+    more queries, or other ones) as `plan`'s preparation would have kept them:
+    each event's slot among its types (events of no type of it left out),
+    filtered by its local predicates, the columns it reads, its windows."""
+    types = tuple(saved.get("types", plan.types))
+    if types != plan.types:  # kept by a union of other types
+        chunks = [KeptChunk(reslotted(c.prep, types, plan.types), c.spelled) for c in chunks]
+        chunks = [c if (c.prep.state >= 0).all() else c.subset(c.prep.state >= 0) for c in chunks
+                  if (c.prep.state >= 0).any()]
+    if plan.local and saved.get("local", _local_key(plan)) != _local_key(plan):
+        # kept by a union (which keeps what any query's predicates take): keep what this plan's take
+        chunks = [c.subset(keep) for c in chunks if (keep := local_mask(plan, c.prep.cols, c.prep.state)).any()]
+    needed = set().union(*(plan.cq.needed_by_type[t] for t in plan.types))
+    chunks = [c if set(c.prep.cols) <= needed else  # kept for queries that read more attributes
+              KeptChunk(replace(c.prep, cols={a: v for a, v in c.prep.cols.items() if a in needed}), c.spelled)
+              for c in chunks]
+    if saved.get("window") != (plan.within, plan.slide):  # the events' first and last windows in this plan's
+        chunks = [KeptChunk(rewindowed(c.prep, plan), c.spelled) for c in chunks]
+    return chunks
+
+
+def _local_key(plan: KernelPlan) -> list[tuple[str, str]]:
+    """The local predicates a preparation drops events by, per event type."""
+    states = [*plan.states, *plan.negs]
+    return sorted((states[i].type, format_expr(e)) for i, e in plan.local)
+
+
+def reslotted(prep: Prepared, types: tuple[str, ...], to: tuple[str, ...]) -> Prepared:
+    """The prepared events (slots of `types`) with the slots of the types `to` (-1: none of them)."""
+    if types == to:
+        return prep
+    slot = np.array([to.index(t) if t in to else -1 for t in types], np.int64)
+    return replace(prep, state=slot[prep.state])
+
+
+def rewindowed(prep: Prepared, plan: KernelPlan) -> Prepared:
+    """The prepared events with the first and last windows of `plan`'s window spec."""
+    kmin, kmax = window_bounds(prep.t, *window_in(plan, prep.time_kind), prep.int_time)
+    return replace(prep, kmin=kmin, kmax=kmax)

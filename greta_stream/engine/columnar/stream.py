@@ -40,7 +40,6 @@ general engine of its own.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable
 from functools import lru_cache
@@ -51,7 +50,6 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.columnar import (
     Input,
     KernelPlan,
@@ -63,16 +61,28 @@ from greta_stream.engine.columnar import (
 )
 from greta_stream.engine.columnar.columns import frame_values
 from greta_stream.engine.columnar.driver import compute_cells
-from greta_stream.engine.columnar.kept import KeptChunk, KeptView, compact, dumps, joined, loads, same_kinds
+from greta_stream.engine.columnar.kept import (
+    KeptChunk,
+    KeptView,
+    compact,
+    dumps,
+    joined,
+    kept_as,
+    kept_for,
+    loads,
+    reslotted,
+    rewindowed,
+    same_kinds,
+)
 from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, NotLive, Relayout, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, rolled_up, single_pass
-from greta_stream.engine.columnar.prepare import int_times_possible, local_mask, window_in
+from greta_stream.engine.columnar.prepare import int_times_possible
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.columnar.union import union_outputs
 from greta_stream.engine.engine import Engine, fingerprint
 from greta_stream.engine.ingest import DeadLetter, DeadLetterSink, FieldNames, Front, Fronted, Validator, WatermarkOf
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, Timebase, window_bounds
+from greta_stream.engine.timebase import NUMERIC, Timebase
 from greta_stream.errors import SnapshotError
 
 SNAPSHOT_FORMAT = 1  # one query; 2: a family of queries (passes)
@@ -358,7 +368,7 @@ class ColumnarStream(Fronted):
         stay = np.zeros(len(prep.good), bool)
         outs = self._live_outputs(prep, inp, targets, watermark) if self.live is not None else None
         for i, (p, k_from, target) in enumerate(zip(self.passes, self.next_ks, targets)):
-            prep_p = prep if p.plan is self.plan else _rewindowed(_reslotted(prep, self.plan.types, p.plan.types), p.plan)
+            prep_p = prep if p.plan is self.plan else rewindowed(reslotted(prep, self.plan.types, p.plan.types), p.plan)
             if target is None or target != k_from:
                 if outs is not None:
                     out = outs[i]
@@ -385,7 +395,7 @@ class ColumnarStream(Fronted):
         outs = []
         try:
             for i, (p, k_from, target) in enumerate(zip(self.passes, self.next_ks, targets)):
-                prep_p = prep if p.plan is self.plan else _rewindowed(prep, p.plan)
+                prep_p = prep if p.plan is self.plan else rewindowed(prep, p.plan)
                 live = self.live[i]
                 try:
                     if self._stale:
@@ -473,8 +483,7 @@ class ColumnarStream(Fronted):
                 state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                              next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
             return dumps(state)
-        state = {"format": 2, "members": [m.name for m in self.members], "window": (self.plan.within, self.plan.slide),
-                 "types": list(self.plan.types), "local": _local_key(self.plan)}
+        state = {"format": 2, "members": [m.name for m in self.members], **kept_as(self.plan)}
         if self.generals:
             state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
         else:
@@ -514,26 +523,7 @@ class ColumnarStream(Fronted):
         stream.next_ks = [state["next_ks"][p.window] for p in stream.passes]
         stream.front.validator.time_kind = state["time_kind"]
         if "chunks" in state:
-            stream._chunks = state["chunks"]
-            types = state.get("types", stream.plan.types)
-            if tuple(types) != stream.plan.types:  # kept by a union of other types: each event's slot in this one's
-                chunks = [KeptChunk(_reslotted(c.prep, tuple(types), stream.plan.types), c.spelled)
-                          for c in stream._chunks]
-                stream._chunks = [c if (c.prep.state >= 0).all() else c.subset(c.prep.state >= 0) for c in chunks
-                                  if (c.prep.state >= 0).any()]
-            if stream.plan.local and state.get("local", _local_key(stream.plan)) != _local_key(stream.plan):
-                # kept by a union (which keeps what any query's predicates take): this one's keeps what its take
-                stream._chunks = [c.subset(keep) for c in stream._chunks
-                                  if (keep := local_mask(stream.plan, c.prep.cols, c.prep.state)).any()]
-            needed = set().union(*(stream.cq.needed_by_type[t] for t in stream.plan.types))
-            stream._chunks = [c if set(c.prep.cols) <= needed else  # kept for queries that read more attributes
-                              KeptChunk(dataclasses.replace(c.prep, cols={a: v for a, v in c.prep.cols.items()
-                                                                          if a in needed}), c.spelled)
-                              for c in stream._chunks]
-            if state.get("window") != (stream.plan.within, stream.plan.slide):
-                # kept by a family (or union) whose events' windows are not this stream's: their
-                # first and last windows are counted in this stream's from now on
-                stream._chunks = [KeptChunk(_rewindowed(c.prep, stream.plan), c.spelled) for c in stream._chunks]
+            stream._chunks = kept_for(stream.plan, state["chunks"], state)
         elif state["kept"] and len(next(iter(state["kept"].values()))):  # a snapshot from before chunks: raw values
             kept = {f: list(col) for f, col in state["kept"].items()}
             n = len(kept[stream.fields.type])
@@ -595,25 +585,6 @@ def _rows(prep: Prepared, sel: np.ndarray) -> Prepared:
     return Prepared(prep.good[sel], prep.state[sel], prep.t[sel], prep.kmin[sel], prep.kmax[sel],
                     {a: type(c)(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in prep.cols.items()},
                     prep.int_time, [], prep.metrics, prep.time_kind)
-
-
-def _local_key(plan: KernelPlan) -> list[tuple[str, str]]:
-    """The local predicates a stream's preparation drops events by, per event type."""
-    return sorted((([*plan.states, *plan.negs])[i].type, format_expr(e)) for i, e in plan.local)
-
-
-def _reslotted(prep: Prepared, types: tuple[str, ...], to: tuple[str, ...]) -> Prepared:
-    """The prepared events (slots of `types`) with the slots of the types `to` (-1: none of them)."""
-    if types == to:
-        return prep
-    slot = np.array([to.index(t) if t in to else -1 for t in types], np.int64)
-    return dataclasses.replace(prep, state=slot[prep.state])
-
-
-def _rewindowed(prep: Prepared, plan: KernelPlan) -> Prepared:
-    """The prepared events with the first and last windows of `plan`'s window spec."""
-    kmin, kmax = window_bounds(prep.t, *window_in(plan, prep.time_kind), prep.int_time)
-    return dataclasses.replace(prep, kmin=kmin, kmax=kmax)
 
 
 @lru_cache(maxsize=64)
