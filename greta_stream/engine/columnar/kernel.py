@@ -36,7 +36,7 @@ the lanes whose query does not have the event there, and per (state,
 query) starts and finals say where each query's trends begin and end.
 
 Result rows are summed per (group, window) of a block as the block's
-partitions are processed: the kernel returns one row per (group, window) of
+partitions are processed (`groups.py`): the kernel returns one row per (group, window) of
 each block it processed (a block split between two threads gives two rows,
 which the caller adds).
 """
@@ -48,11 +48,16 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
+from greta_stream.engine.columnar.groups import flush as _flush
+from greta_stream.engine.columnar.groups import group_sums as _group_sums
+from greta_stream.engine.columnar.groups import new_slot as _new_slot
+from greta_stream.engine.columnar.groups import rows_of as _rows_of
+from greta_stream.engine.columnar.groups import to_group as _to_group
+from greta_stream.engine.columnar.groups import to_group_q as _to_group_q
 from greta_stream.engine.columnar.limbs import EXTRA_LIMBS, LIMB_BITS, normalize_rows
 from greta_stream.engine.columnar.limbs import MASK as _MASK
 from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
 from greta_stream.engine.columnar.limbs import add_node as _add_node
-from greta_stream.engine.columnar.limbs import grown1 as _grown1
 from greta_stream.engine.columnar.limbs import grown2 as _grown2
 from greta_stream.engine.columnar.limbs import grown3 as _grown3
 from greta_stream.engine.columnar.limbs import grown4 as _grown4
@@ -418,20 +423,6 @@ def run(
 
 
 @njit(cache=True)
-def _rows_of(cap, ncell, limbs, nm):  # noqa: ANN001, ANN202
-    """Empty result rows: window, group, exact cells, MIN/MAX."""
-    return (np.empty(cap, np.int64), np.empty(cap, np.int64), np.zeros((cap, ncell, limbs), np.uint64),
-            np.empty((cap, nm), np.float64))
-
-
-@njit(cache=True)
-def _group_sums(cap, ncell, limbs, nm, lanes):  # noqa: ANN001, ANN202
-    """A block's sums per group slot: its group, exact cells, MIN/MAX and whether a lane has a trend."""
-    return (np.empty(cap, np.int64), np.zeros((cap, ncell, limbs, lanes), np.uint64),
-            np.empty((cap, nm, lanes), np.float64), np.zeros((cap, lanes), np.bool_))
-
-
-@njit(cache=True)
 def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,  # noqa: ANN001, ANN202
                    nodes_mm, storegen, vert_ev, vbase, nv, mmprop):
     """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
@@ -440,20 +431,6 @@ def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins
             _, _, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, ev.st[v], wiring)
             _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
                   pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
-
-
-@njit(cache=True)
-def _new_slot(sl, g, slot_g, gacc, gmm, ghas, mmax):  # noqa: ANN001, ANN202
-    """Slot `sl` of the block's group sums, empty, for group g (the arrays grown when full)."""
-    if sl == slot_g.shape[0]:
-        cap = 2 * sl
-        slot_g, gacc, gmm, ghas = _grown1(slot_g, cap), _grown4(gacc, cap), _grown3(gmm, cap), _grown2(ghas, cap)
-    slot_g[sl] = g
-    gacc[sl] = 0
-    ghas[sl] = False
-    for q in range(mmax.shape[0]):
-        gmm[sl, q, :] = -np.inf if mmax[q] else np.inf
-    return slot_g, gacc, gmm, ghas
 
 
 @njit(cache=True)
@@ -482,48 +459,6 @@ def _scan_layout(st, a, b, store_src, scanned, nn, vbase):  # noqa: ANN001, ANN2
             if st[u] == store_src[js]:
                 nn += 1
     return nn
-
-
-@njit(cache=True, inline="always")
-def _to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm):  # noqa: ANN001, ANN202
-    """A final vertex's aggregates (lanes j0..j1-1) added to its group's
-    windows of the block; MIN/MAX its own value (`X+`: every event ends a
-    trend in each of its windows) or, propagated, those of its trends."""
-    if j1 - j0 == 1:
-        for c in range(acc.shape[0]):
-            for lb in range(sig[c]):
-                gacc[sl, c, lb, j0] += acc[c, lb, j0]
-    else:
-        for c in range(acc.shape[0]):
-            for lb in range(sig[c]):
-                dst = gacc[sl, c, lb, j0:j1]
-                src = acc[c, lb, j0:j1]
-                for j in range(j1 - j0):
-                    dst[j] += src[j]
-    for q in range(mmax.shape[0]):
-        for j in range(j0, j1):
-            val = acc_mm[q, j] if mmprop else mmval[q]
-            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
-                gmm[sl, q, j] = val
-    for j in range(j0, j1):
-        ghas[sl, j] = True
-
-
-@njit(cache=True)
-def _to_group_q(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm, per_q, lm, finalq):  # noqa: ANN001, ANN202
-    """`_to_group` with query lanes: only the lanes of queries whose trends end
-    at the vertex's state (`finalq`), where it is their vertex (`lm`)."""
-    for j in range(j0, j1):
-        if not lm[j] or not finalq[j // per_q]:
-            continue
-        for c in range(acc.shape[0]):
-            for lb in range(sig[c]):
-                gacc[sl, c, lb, j] += acc[c, lb, j]
-        for q in range(mmax.shape[0]):
-            val = acc_mm[q, j] if mmprop else mmval[q]
-            if (val > gmm[sl, q, j]) if mmax[q] else (val < gmm[sl, q, j]):
-                gmm[sl, q, j] = val
-        ghas[sl, j] = True
 
 
 @njit(cache=True, inline="always")
@@ -598,33 +533,3 @@ def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm,
             if mmprop:
                 _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
             i += i & (-i)
-
-
-@njit(cache=True)
-def _flush(k0, lanes, nq, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m):  # noqa: ANN001, ANN202
-    """Append the rows of a block's group sums (normalized) to the outputs
-    (`lanes` windows of each of `nq` queries; the group of a row is group * nq + query)."""
-    nm = gmm.shape[1]
-    cap = out_k.shape[0]
-    for sl in range(nslots):
-        for j in range(lanes * nq):
-            if not ghas[sl, j]:
-                continue
-            if rows == cap:
-                cap *= 2
-                out_k, out_g = _grown1(out_k, cap), _grown1(out_g, cap)
-                out_c, out_m = _grown3(out_c, cap), _grown2(out_m, cap)
-            out_k[rows] = k0 + j % lanes
-            out_g[rows] = slot_g[sl] * nq + j // lanes
-            for c in range(gacc.shape[1]):
-                cy = np.uint64(0)
-                for lb in range(gacc.shape[2]):
-                    v = gacc[sl, c, lb, j] + cy
-                    out_c[rows, c, lb] = v & _MASK
-                    cy = v >> _SHIFT
-            for q in range(nm):
-                out_m[rows, q] = gmm[sl, q, j]
-            rows += 1
-    return rows, out_k, out_g, out_c, out_m
-
-
