@@ -18,6 +18,13 @@ from typing import Any, NamedTuple
 import pytest
 from hypothesis import settings
 
+# The Spark JVMs that tests start in subprocesses (each `greta-stream run`, service, README command) compile
+# with C1 alone: such a JVM lives seconds to a minute, where C2's compiles cost more than they gain (a tiny
+# `run --once`: 25-27 s -> 19-21 s, idle machine). The suite's own session (`spark`, below) lives the whole
+# run and keeps the JVM's defaults, as a user's runs do. Set SPARK_SUBMIT_OPTS to run the suite otherwise.
+_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+
 SCALE = os.environ.get("GRETA_HYPOTHESIS_SCALE", "")
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kernel"
@@ -92,7 +99,14 @@ def spark() -> Iterator[object]:
     """One local[2] SparkSession for every test that asks (Spark, CET, Kafka), few shuffle partitions."""
     from greta_stream.spark.session import get_session
 
-    session = get_session("local[2]", app_name="greta-stream-tests", shuffle_partitions=2)
+    started_with = os.environ.pop("SPARK_SUBMIT_OPTS", None)  # this JVM lives the whole run: C2 pays here
+    if _SUBMIT_OPTS is not None:
+        os.environ["SPARK_SUBMIT_OPTS"] = _SUBMIT_OPTS
+    try:
+        session = get_session("local[2]", app_name="greta-stream-tests", shuffle_partitions=2)
+    finally:
+        if started_with is not None:
+            os.environ["SPARK_SUBMIT_OPTS"] = started_with
     yield session
     session.stop()
 

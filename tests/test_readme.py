@@ -227,18 +227,19 @@ def part_rows(folder: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.spark
 def test_streaming_commands_run_until_ctrl_c(tmp_path: Path) -> None:
+    """`run --query` over a folder and `run --config`, side by side (other outputs and checkpoints), until Ctrl-C."""
     home = scratch(tmp_path)
     shutil.copytree(ROOT / "samples/stock", home / "events")
-    cmd = command_with("greta-stream run --query configs/q1_stock.greta --input events/")
-    with background(cmd, home, tmp_path / "run.log") as proc:
-        until(lambda: part_rows(home / "out/q1"), "rows of `greta-stream run --query`", tmp_path / "run.log", proc)
-    assert proc.returncode == 0, (tmp_path / "run.log").read_text()[-3000:]
-    assert "Traceback" not in (tmp_path / "run.log").read_text()
-    cmd = command_with("greta-stream run --config configs/pipeline.yaml")
-    with background(cmd, home, tmp_path / "config.log") as proc:
+    by_query = command_with("greta-stream run --query configs/q1_stock.greta --input events/")
+    by_config = command_with("greta-stream run --config configs/pipeline.yaml")
+    logs = tmp_path / "run.log", tmp_path / "config.log"
+    with background(by_query, home, logs[0]) as query, background(by_config, home, logs[1]) as config:
+        until(lambda: part_rows(home / "out/q1"), "rows of `greta-stream run --query`", logs[0], query)
         until(lambda: part_rows(home / "out/pipeline-yaml/stock_downtrends"), "rows of `greta-stream run --config`",
-              tmp_path / "config.log", proc)
-    assert proc.returncode == 0, (tmp_path / "config.log").read_text()[-3000:]
+              logs[1], config)
+    for proc, log in zip((query, config), logs):
+        assert proc.returncode == 0, log.read_text()[-3000:]
+        assert "Traceback" not in log.read_text()
 
 
 @pytest.mark.spark
@@ -249,7 +250,15 @@ def test_delta_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     home = scratch(tmp_path)
     events = [orjson.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
     want = evaluate((ROOT / "configs/q1_stock.greta").read_text(), events)
-    sh(command_with("configs/pipeline_delta.yaml --flush-at-end"), cwd=home, timeout=600)
+    flags = command_with("--output-format delta")  # run beside the config's: other tables, another checkpoint
+    with open(tmp_path / "flags.log", "wb") as log:
+        beside = subprocess.Popen(["bash", "-c", flags], cwd=home, env=ENV, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        sh(command_with("configs/pipeline_delta.yaml --flush-at-end"), cwd=home, timeout=600)
+        assert beside.wait(600) == 0, f"{flags}\n{(tmp_path / 'flags.log').read_text(errors='replace')[-3000:]}"
+    finally:
+        if beside.poll() is None:
+            beside.kill()
     monkeypatch.chdir(home)
     namespace: dict[str, Any] = {}
     exec(block_with("from deltalake import DeltaTable", "python").text, namespace)  # noqa: S102
@@ -258,7 +267,6 @@ def test_delta_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     got = sorted((r["window_start"], r["sector"], int(r["count"])) for r in rows.to_dict("records"))
     assert got == sorted((float(r["window_start"]), str(r["sector"]), r["count"]) for r in want)
     assert DeltaTable("out/delta/stock_downtrends").metadata().partition_columns == ["sector"]
-    sh(command_with("--output-format delta"), cwd=home, timeout=600)
     closed = DeltaTable("out/q1_delta").to_pandas()
     watermark = max(e["time"] for e in events) - 10
     assert len(closed) == sum(1 for r in want if r["window_end"] <= watermark) == 72

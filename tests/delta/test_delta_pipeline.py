@@ -1,18 +1,14 @@
-"""Delta Lake through `greta-stream run`: a query's rows and dead letters as
-Delta tables equal to `evaluate`, exactly once across a `kill -9` and a
-restart (read back with Spark and with delta-rs, no JVM), a Delta table of
-events as a source picking up new commits, and the sink's options."""
+"""Delta Lake through the pipeline: the sink's idempotent append, a Delta
+table of events as a source picking up new commits, Spark's own Delta sink,
+catalog tables, dead-letter tables, and the sink's options. (Exactly once
+across a `kill -9` of `greta-stream run` with a Delta sink: tests/spark/test_chaos.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
 import time
-from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -71,40 +67,6 @@ def config(tmp: Path, **sink: Any) -> Path:
     path = tmp / "pipeline.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
-
-
-def test_rows_survive_kill_9_exactly_once_and_read_back_with_spark_and_delta_rs(spark, tmp_path: Path) -> None:  # noqa: ANN001
-    chunks = events()
-    write_files(tmp_path / "in", chunks)
-    cli = [sys.executable, "-m", "greta_stream", "run", "--config", str(config(tmp_path, partition_by=["company"]))]
-    log = tmp_path / "out" / "_delta_log"
-    proc = subprocess.Popen(cli, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 400
-        while len(list(log.glob("*.json"))) < 2 and time.monotonic() < deadline:
-            assert proc.poll() is None, "the job ended before it was killed"
-            time.sleep(0.05)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver and its JVM, right after a commit of the table
-        proc.wait()
-    assert DeltaTable(str(tmp_path / "out")).to_pandas().shape[0] > 0, "nothing was written before the kill"
-    done = subprocess.run([*cli, "--once"], capture_output=True, text=True, timeout=500)
-    assert done.returncode == 0, done.stderr[-3000:]
-
-    want = expected([e for c in chunks for e in c])
-    table = DeltaTable(str(tmp_path / "out"))
-    by_rs = as_rows(table.to_pandas().to_dict("records"))
-    by_spark = as_rows([r.asDict() for r in spark.read.format("delta").load(str(tmp_path / "out")).collect()])
-    assert len(by_rs) == len(set(by_rs)), "a row was written twice"
-    assert by_rs == want and by_spark == want and want
-    assert table.metadata().partition_columns == ["company"]
-    schema = {f.name: str(f.dataType) for f in spark.read.format("delta").load(str(tmp_path / "out")).schema}
-    # JSON text input: group columns as text, SUM and MAX as doubles (typed input keeps its types)
-    assert schema == {"window_start": "DoubleType()", "window_end": "DoubleType()", "company": "StringType()",
-                      "count": "DecimalType(38,0)", "sum_S_volume": "DoubleType()", "max_S_price": "DoubleType()"}
-    dead = DeltaTable(str(tmp_path / "dead")).to_pandas()
-    assert Counter(dead["reason"]) == Counter({"missing_time": 1, "malformed": 1})
-    assert json.loads(dead[dead.reason == "missing_time"].event.iloc[0])["company"] == 1
 
 
 def test_a_replayed_batch_adds_nothing_and_a_new_checkpoint_writes_afresh(spark, tmp_path: Path) -> None:  # noqa: ANN001

@@ -43,15 +43,12 @@ def test_queries_join_and_leave_a_running_stream_without_a_restart(service: Serv
         before = stream()
         batches = api.get(f"/queries/{a}").json()["progress"]["stream_batches"]
 
-        t0 = time.monotonic()
         r = api.post("/queries", json=body("live-b", UP))
-        took_s = time.monotonic() - t0
         assert r.status_code == 201, r.text
         b = r.json()["id"]
         after = stream()
         assert after["changes_without_restart"] == before["changes_without_restart"] + 1
-        assert after["query_set_version"] == before["query_set_version"] + 1
-        assert took_s < 1.0, took_s  # no Spark stream stopped or started: the registry and one file
+        assert after["query_set_version"] == before["query_set_version"] + 1  # no Spark stream stopped or started
         # the same run of the stream: its batch count goes on (a restart starts it again)
         wait_for(lambda: api.get(f"/queries/{b}").json()["progress"]["stream_batches"] > batches,
                  "a batch of the same run with the new query", service)
