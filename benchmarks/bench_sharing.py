@@ -47,6 +47,7 @@ three modes, else `MISMATCH` and the exit status is 1). Numbers, not tests.
     .venv/bin/python benchmarks/bench_sharing.py --workload bursty --repeat 3
     .venv/bin/python benchmarks/bench_sharing.py --run-config --sizes 100     # through Spark: sharing on/off
     .venv/bin/python benchmarks/bench_sharing.py --lanes                      # what one traversal could save
+    .venv/bin/python benchmarks/bench_sharing.py --choices --workload bursty  # the cost model against the clock
 
 `--lanes` measures the ceiling of sharing one traversal among queries that
 differ around a Kleene part: a kernel pass costs a part per vertex (the edge
@@ -59,6 +60,16 @@ growing `W` (the kernel alone, best of `--repeat`, at least 3). `n` queries
 of `w` windows each cost `n * t(w)` evaluated apart and at least `t(n * w)`
 in one traversal that carries their lanes: the table prints that ratio, the
 most such sharing could gain in the kernel.
+
+`--choices` checks the cost model against the clock, one union at a time:
+every union the planner weighs over the largest query set (per Kleene type,
+edge predicates, partitioning and window spec: the queries of one union
+pass, two or more) is evaluated in one traversal (`evaluate_union`) and
+each of its queries alone (the same batch path, one query per union), best
+of `--repeat`. Columns: the model's estimates per event (`est alone`,
+`est union`) and its choice, the measured seconds both ways and their ratio,
+and whether the choice was the faster one (`right`; `wrong` where the
+measured difference is over 10% the other way, `close` within 10%).
 """
 
 from __future__ import annotations
@@ -76,7 +87,11 @@ from bench_multiquery import engine_modes  # noqa: E402
 from benchlib import Table, peak_rss_bytes  # noqa: E402
 
 from greta_stream import MultiRunner, QueryError, QuerySet, RunSpec  # noqa: E402
+from greta_stream.engine.columnar import Input  # noqa: E402
+from greta_stream.engine.columnar.union import evaluate_union, union_plan  # noqa: E402
+from greta_stream.engine.ingest import FieldNames  # noqa: E402
 from greta_stream.runtime.planner import plan_units  # noqa: E402
+from greta_stream.runtime.shared import union_estimates, union_group_key  # noqa: E402
 
 KLEENE = 5  # T0..T4 carry the Kleene plus
 TICKERS = 10  # T5..T9 are the other parts of the patterns
@@ -289,6 +304,62 @@ def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], fil
         shutil.rmtree(root, ignore_errors=True)
 
 
+def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, str]], repeat: int) -> bool:
+    """Each union pass the planner weighs, timed in one traversal and as its queries alone, beside the
+    model's estimates; False if some query's rows differ between the two."""
+    import time
+
+    groups: dict[Any, list[tuple[str, Any]]] = {}
+    for name, text in queries:
+        spec = RunSpec.create(text)
+        key = union_group_key(spec)
+        plan = spec.columnar
+        if key is not None and plan is not None:
+            groups.setdefault((key, plan.within, plan.slide), []).append((name, plan))
+    candidates = [members for members in groups.values() if len(members) > 1]
+    print(f"\n## {kind}: {len(events):,} events, {len(queries)} queries: {len(candidates)} union passes weighed")
+    table = Table([("kleene", 6), ("window", 9), ("queries", 7), ("est alone", 9), ("est union", 9), ("model", 5),
+                   ("alone s", 7), ("union s", 7), ("alone/union", 11), ("choice", 6), ("check", 8)])
+    table.header()
+    fields = FieldNames()
+
+    def best(run: Any) -> tuple[float, Any]:
+        times, out = [], None
+        for _ in range(repeat):
+            t = time.perf_counter()
+            out = run()
+            times.append(time.perf_counter() - t)
+        return min(times), out
+
+    ok = True
+    tally = {"right": 0, "close": 0, "wrong": 0}
+    for members in candidates[:1]:  # the kernels loaded before the clock starts
+        evaluate_union(union_plan(members), Input(events), fields)
+        evaluate_union(union_plan(members[:1]), Input(events), fields)
+    for members in sorted(candidates, key=lambda m: (m[0][1].states[0].type, m[0][1].within)):
+        union = union_plan(members)
+        alone_est, union_est = union_estimates(union)
+        t_union, shared = best(lambda u=union: evaluate_union(u, Input(events), fields))
+        t_alone, apart = 0.0, {}
+        for name, plan in members:
+            t, rows = best(lambda m=(name, plan): evaluate_union(union_plan([m]), Input(events), fields))
+            t_alone += t
+            apart.update(rows)
+        same = shared == apart
+        ok &= same
+        share = union_est < alone_est
+        faster = t_union < t_alone
+        verdict = "right" if share == faster else "close" if abs(t_alone / t_union - 1) <= 0.1 else "wrong"
+        tally[verdict] += 1
+        plan = members[0][1]
+        core = next(s.type for s in plan.states if s.kleene)
+        table.row([core, f"{plan.within / 60:g}m/{plan.slide / 60:g}m", str(len(members)),
+                   f"{alone_est:,.0f}", f"{union_est:,.0f}", "union" if share else "alone", f"{t_alone:.3f}",
+                   f"{t_union:.3f}", f"{t_alone / t_union:.2f}", verdict, "same" if same else "MISMATCH"])
+    print(f"   choices: {tally['right']} right, {tally['close']} within 10%, {tally['wrong']} wrong")
+    return ok
+
+
 LANE_WINDOWS = [1, 2, 4, 8, 16, 20, 40, 80]  # each divides 20 minutes into whole seconds
 
 
@@ -355,6 +426,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=10, help="input files (micro-batches) of --run-config")
     ap.add_argument("--lanes", action="store_true",
                     help="instead: the kernel's cost per vertex and per lane, and what a shared traversal could gain")
+    ap.add_argument("--choices", action="store_true",
+                    help="instead: each union the planner weighs, timed both ways beside the cost model's choice")
     args = ap.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
     kinds = ["bursty"] if args.bursty else WORKLOADS if args.workload == "all" else [args.workload]
@@ -363,6 +436,11 @@ def main() -> int:
     if args.lanes:
         lane_ceiling(ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=False), max(3, args.repeat))
         return 0
+    if args.choices:
+        for kind in kinds:
+            events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")
+            ok &= choices(kind, events, workload(kind, max(sizes), args.seed), args.repeat)
+        return 0 if ok else 1
     if args.run_config:
         kind = "uniform" if args.workload == "all" else args.workload
         events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")

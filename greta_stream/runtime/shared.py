@@ -271,15 +271,24 @@ def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
     """The union passes of queries of one `union_group_key` (one per window spec) and their cost estimate
     per event, counting each state as one event type: a vertex costs VERTEX plus its lanes."""
     by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
-    separate = 0.0
     for name, spec in members:
         plan = spec.columnar
         assert plan is not None
         by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
-        separate += PREPARE + len(plan.states) * (VERTEX + _windows(plan) * cell_units(plan.cq.fields))
     unions = [union_plan(plans) for plans in by_window.values()]
+    separate = sum(_alone_cost(m.plan) for u in unions for m in u.members)
     shared = PREPARE + sum(_union_cost(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
+
+
+def union_estimates(union: UnionPlan) -> tuple[float, float]:
+    """One union pass's estimates per event: its queries alone, and the union (`plan_union`'s model)."""
+    return sum(_alone_cost(m.plan) for m in union.members), PREPARE + _union_cost(union)
+
+
+def _alone_cost(plan: KernelPlan) -> float:
+    """A query alone per event: its preparation, and each state's vertices with the lanes of its windows."""
+    return PREPARE + len(plan.states) * (VERTEX + _windows(plan) * cell_units(plan.cq.fields))
 
 
 def _union_cost(union: UnionPlan) -> float:

@@ -35,3 +35,12 @@ def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:
     rows = [ln.split() for ln in out.splitlines() if ln[:1].isdigit()]
     assert [r[0] for r in rows] == ["1", "2", "4", "8", "16", "20", "40", "80"], out
     assert all(float(r[1]) > 0 and float(r[-1]) > 0 for r in rows), out  # every width went through the kernel
+
+
+def test_bench_sharing_choices(bench: Callable[..., str]) -> None:
+    out = bench("bench_sharing.py", "--choices", "--workload", "bursty", "--sizes", "12", "--events", "3000")
+    rows = [ln.split() for ln in out.splitlines() if ln[:1] == "T"]
+    assert rows and all(r[-1] == "same" and r[5] in ("union", "alone") for r in rows), out
+    assert all(r[-2] in ("right", "close", "wrong") for r in rows), out
+    tally = next(ln for ln in out.splitlines() if "choices:" in ln)
+    assert sum(int(w) for w in tally.replace(",", " ").split() if w.isdigit()) == len(rows), out
