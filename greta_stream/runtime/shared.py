@@ -59,6 +59,10 @@ PREPARE = 2.0  # units per event of validating, typing and windowing it (a 1-win
 # A kernel vertex costs about VERTEX + LANE per lane it carries (`bench_sharing.py --lanes`: 6.4 ms + 0.45 ms
 # per lane per 9,000 vertices): what one traversal for many queries saves is the vertex part
 VERTEX = 14.0  # in lanes
+# A query's preparation (reading its events' columns, its local predicates, ranking and sorting its vertices)
+# and its rows, in the same lanes: PREP_BASE + PREP_STATE per state (`bench_sharing.py --choices`, 90,000
+# events: 4.3 / 7.1 / 9.1 ms for 1 / 2 / 3 states, against 0.4 ms per unit of its kernel's estimate)
+PREP_BASE, PREP_STATE = 5.0, 6.0
 MAX_WITHIN_RATIO = 4  # a family spans window lengths within this factor (streaming re-reads kept events)
 FAMILY_TAG = b"F"  # a family's state in a stream's state, under each of its queries' names
 
@@ -246,10 +250,27 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
             specs = Counter(_spec_of(s) for _, s in chunk)
             solos += [(n, s, lonely) for n, s in chunk if specs[_spec_of(s)] == 1]
             chunk = [(n, s) for n, s in chunk if specs[_spec_of(s)] > 1]
+            chunk = _passes_that_pay(chunk, solos)
             if chunk:
                 _if_it_pays(plan_union(chunk), "a union around its Kleene part would cost more than it saves", unions,
                             solos)
     return unions, solos
+
+
+def _passes_that_pay(chunk: list[tuple[str, RunSpec]], solos: list[tuple[str, RunSpec, str]]) -> list[tuple[str, RunSpec]]:
+    """The queries of the window specs whose union pass the model says pays on its own (`union_estimates`);
+    the others' queries run alone. (`bench_sharing.py --choices` times each pass both ways.)"""
+    by_window: dict[tuple[int, int], list[tuple[str, RunSpec]]] = {}
+    for name, spec in chunk:
+        by_window.setdefault(_spec_of(spec), []).append((name, spec))
+    kept: set[str] = set()
+    for members in by_window.values():
+        alone, union = union_estimates(union_plan([(n, s.columnar) for n, s in members]))  # type: ignore[misc]
+        if union < alone:
+            kept.update(n for n, _ in members)
+        else:
+            solos += [(n, s, "a union of its window spec's queries would cost more than it saves") for n, s in members]
+    return [(n, s) for n, s in chunk if n in kept]
 
 
 def _if_it_pays(unit: FamilyUnitPlan, why_not: str, shared: list[FamilyUnitPlan],
@@ -269,7 +290,8 @@ def _spec_of(spec: RunSpec) -> tuple[int, int]:
 
 def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
     """The union passes of queries of one `union_group_key` (one per window spec) and their cost estimate
-    per event, counting each state as one event type: a vertex costs VERTEX plus its lanes."""
+    per event, counting each state as one event type: a preparation costs PREP_BASE plus PREP_STATE per
+    state, a vertex VERTEX plus its lanes."""
     by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
     for name, spec in members:
         plan = spec.columnar
@@ -277,24 +299,25 @@ def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
         by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
     unions = [union_plan(plans) for plans in by_window.values()]
     separate = sum(_alone_cost(m.plan) for u in unions for m in u.members)
-    shared = PREPARE + sum(_union_cost(u) for u in unions)
+    shared = PREP_BASE + sum(_union_cost(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
 
 
 def union_estimates(union: UnionPlan) -> tuple[float, float]:
     """One union pass's estimates per event: its queries alone, and the union (`plan_union`'s model)."""
-    return sum(_alone_cost(m.plan) for m in union.members), PREPARE + _union_cost(union)
+    return sum(_alone_cost(m.plan) for m in union.members), PREP_BASE + _union_cost(union)
 
 
 def _alone_cost(plan: KernelPlan) -> float:
     """A query alone per event: its preparation, and each state's vertices with the lanes of its windows."""
-    return PREPARE + len(plan.states) * (VERTEX + _windows(plan) * cell_units(plan.cq.fields))
+    return PREP_BASE + len(plan.states) * (PREP_STATE + VERTEX + _windows(plan) * cell_units(plan.cq.fields))
 
 
 def _union_cost(union: UnionPlan) -> float:
-    """A union pass per event: each state's vertices, with the lanes of its queries' range (`UnionPlan.qlo`)."""
+    """A union pass per event but the preparation's fixed part: each state's preparation and vertices, with
+    the lanes of its queries' range (`UnionPlan.qlo`)."""
     lanes = _windows(union.plan) * cell_units(union.fields)
-    return sum(VERTEX + lanes * int(hi - lo) for lo, hi in zip(union.qlo, union.qhi))
+    return sum(PREP_STATE + VERTEX + lanes * int(hi - lo) for lo, hi in zip(union.qlo, union.qhi))
 
 
 def _by_window_length(members: list[tuple[str, RunSpec]]) -> list[list[tuple[str, RunSpec]]]:
