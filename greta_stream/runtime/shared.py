@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -245,32 +244,35 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
     unions: list[FamilyUnitPlan] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
-            # a union pass of one query shares no traversal (and its preparation keeps what
-            # every query's local predicates would drop): such a query runs alone
-            specs = Counter(_spec_of(s) for _, s in chunk)
-            solos += [(n, s, lonely) for n, s in chunk if specs[_spec_of(s)] == 1]
-            chunk = [(n, s) for n, s in chunk if specs[_spec_of(s)] > 1]
-            chunk = _passes_that_pay(chunk, solos)
-            if chunk:
-                _if_it_pays(plan_union(chunk), "a union around its Kleene part would cost more than it saves", unions,
-                            solos)
+            kept: set[str] = set()
+            passes: list[UnionPlan] = []
+            for spec_members in _by_window_spec(chunk).values():
+                if len(spec_members) == 1:
+                    # a union pass of one query shares no traversal (and its preparation keeps what
+                    # every query's local predicates would drop): such a query runs alone
+                    solos += [(n, s, lonely) for n, s in spec_members]
+                    continue
+                union = union_plan([(n, s.columnar) for n, s in spec_members])  # type: ignore[misc]
+                alone, shared = union_estimates(union)  # each pass weighed on its own (`bench_sharing.py --choices`)
+                if shared < alone:
+                    kept.update(n for n, _ in spec_members)
+                    passes.append(union)
+                else:
+                    solos += [(n, s, "a union of its window spec's queries would cost more than it saves")
+                              for n, s in spec_members]
+            if passes:  # every pass pays on its own, so their unit (one preparation) pays too
+                unions.append(_union_unit([(n, s) for n, s in chunk if n in kept], passes))
     return unions, solos
 
 
-def _passes_that_pay(chunk: list[tuple[str, RunSpec]], solos: list[tuple[str, RunSpec, str]]) -> list[tuple[str, RunSpec]]:
-    """The queries of the window specs whose union pass the model says pays on its own (`union_estimates`);
-    the others' queries run alone. (`bench_sharing.py --choices` times each pass both ways.)"""
-    by_window: dict[tuple[int, int], list[tuple[str, RunSpec]]] = {}
-    for name, spec in chunk:
-        by_window.setdefault(_spec_of(spec), []).append((name, spec))
-    kept: set[str] = set()
-    for members in by_window.values():
-        alone, union = union_estimates(union_plan([(n, s.columnar) for n, s in members]))  # type: ignore[misc]
-        if union < alone:
-            kept.update(n for n, _ in members)
-        else:
-            solos += [(n, s, "a union of its window spec's queries would cost more than it saves") for n, s in members]
-    return [(n, s) for n, s in chunk if n in kept]
+def _by_window_spec(members: list[tuple[str, RunSpec]]) -> dict[tuple[int, int], list[tuple[str, RunSpec]]]:
+    """Members by window spec (WITHIN, SLIDE), in their order."""
+    out: dict[tuple[int, int], list[tuple[str, RunSpec]]] = {}
+    for name, spec in members:
+        plan = spec.columnar
+        assert plan is not None
+        out.setdefault((plan.within, plan.slide), []).append((name, spec))
+    return out
 
 
 def _if_it_pays(unit: FamilyUnitPlan, why_not: str, shared: list[FamilyUnitPlan],
@@ -282,22 +284,16 @@ def _if_it_pays(unit: FamilyUnitPlan, why_not: str, shared: list[FamilyUnitPlan]
         solos += [(n, s, why_not) for n, s in unit.members]
 
 
-def _spec_of(spec: RunSpec) -> tuple[int, int]:
-    plan = spec.columnar
-    assert plan is not None
-    return plan.within, plan.slide
-
-
 def plan_union(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
-    """The union passes of queries of one `union_group_key` (one per window spec) and their cost estimate
-    per event, counting each state as one event type: a preparation costs PREP_BASE plus PREP_STATE per
-    state, a vertex VERTEX plus its lanes."""
-    by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
-    for name, spec in members:
-        plan = spec.columnar
-        assert plan is not None
-        by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
-    unions = [union_plan(plans) for plans in by_window.values()]
+    """The union passes of queries of one `union_group_key` (one per window spec) and their cost estimate."""
+    return _union_unit(members, [union_plan([(n, s.columnar) for n, s in spec_members])  # type: ignore[misc]
+                                 for spec_members in _by_window_spec(members).values()])
+
+
+def _union_unit(members: list[tuple[str, RunSpec]], unions: list[UnionPlan]) -> FamilyUnitPlan:
+    """The unit of union passes `unions` (of `members`) and their cost estimate per event, counting each
+    state as one event type: a preparation costs PREP_BASE plus PREP_STATE per state, a vertex VERTEX plus
+    its lanes."""
     separate = sum(_alone_cost(m.plan) for u in unions for m in u.members)
     shared = PREP_BASE + sum(_union_cost(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
@@ -369,6 +365,8 @@ class FamilyUnit:
     def _passes(self, names: tuple[str, ...]) -> list[PassSpec]:
         if len(names) == 1:
             return [single_pass(self.specs[names[0]].columnar, names[0])]  # type: ignore[arg-type]
+        if names == self.plan.names:  # the planner's own passes (a part of them after a restart is planned anew)
+            return list(self.plan.passes)
         plan = plan_union if self.plan.kind == "union" else plan_family
         return list(plan([(n, self.specs[n]) for n in names]).passes)
 
