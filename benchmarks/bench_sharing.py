@@ -48,6 +48,7 @@ three modes, else `MISMATCH` and the exit status is 1). Numbers, not tests.
     .venv/bin/python benchmarks/bench_sharing.py --run-config --sizes 100     # through Spark: sharing on/off
     .venv/bin/python benchmarks/bench_sharing.py --lanes                      # what one traversal could save
     .venv/bin/python benchmarks/bench_sharing.py --choices --workload bursty  # the cost model against the clock
+    .venv/bin/python benchmarks/bench_sharing.py --ceiling --sizes 100        # the most one traversal could gain
 
 `--lanes` measures the ceiling of sharing one traversal among queries that
 differ around a Kleene part: a kernel pass costs a part per vertex (the edge
@@ -71,6 +72,18 @@ of `--repeat`. Columns: the model's estimates per event (`est alone`,
 run as a union pass only where `est union` is the lower), the measured seconds both ways and their ratio,
 and whether the choice was the faster one (`right`; `wrong` where the
 measured difference is over 10% the other way, `close` within 10%).
+
+`--ceiling` bounds what sharing with a lane per query can gain at the largest
+size, both bounds in its favour (batch: every window at once): the largest
+query set's rows from one traversal per Kleene part (every query of one
+`union_group_key`, every window spec in one `evaluate_union`), and the same
+with one query per lane configuration (parts before the Kleene part, local
+predicates up to it, windows), the lanes a traversal merging equal lanes
+would still compute (or one per configuration but its windows, with the
+longest window: a shorter window of one slide is a prefix in time of a
+longer one); beside one `MultiRunner` with and without sharing.
+`--run-config` also runs a `floor`: the same queries and files with one
+event of each type per file, the run's cost that no sharing can take away.
 """
 
 from __future__ import annotations
@@ -254,55 +267,72 @@ def measure(kind: str, events: list[dict[str, Any]], sizes: list[int], args: arg
 
 def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], files: int) -> bool:
     """The queries through `greta-stream run --config --flush-at-end` on one source folder, `sharing` on and off:
-    wall time of each run (Spark's start included) and whether every query's rows agree."""
+    wall time of each run (Spark's start included) and whether every query's rows agree. A third run, `floor`,
+    reads the same number of files with one event of each type each (sharing off): what the run costs with next to no
+    evaluation (Spark's start, planning, a micro-batch per file, the sinks), which no sharing can take away."""
     import json
     import shutil
-    import subprocess
     import tempfile
-    import time
 
     root = Path(tempfile.mkdtemp(prefix="bench-sharing-"))
     try:
-        src = root / "in"
-        src.mkdir()
         size = -(-len(events) // files)
-        for i in range(files):
-            part = events[i * size:(i + 1) * size]
-            (src / f"part-{i:03d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in part))
-        exe = Path(sys.executable).with_name("greta-stream")
         table = Table([("queries", 7), ("events", 8), ("files", 5), ("sharing", 7), ("wall s", 7), ("rows", 8),
                        ("check", 8)])
         print(f"\n## greta-stream run --config: {len(queries)} queries on one source folder of {files} files")
         table.header()
-        outputs: dict[bool, dict[str, list[str]]] = {}
-        for sharing in (True, False):
-            run = root / ("shared" if sharing else "unshared")
-            lines = [f"source: {{format: jsonl, path: {src}, max_files_per_trigger: 1}}",
-                     f"checkpoint: {run / 'checkpoint'}", "once: true", "lateness_s: 60",
-                     f"sharing: {'true' if sharing else 'false'}", "queries:"]
-            for name, text in queries:
-                lines += [f"  - name: {name}", f"    text: {json.dumps(text)}",
-                          f"    sinks: [{{format: jsonl, path: {run / 'out' / name}}}]"]
-            cfg = run / "pipeline.yaml"
-            run.mkdir()
-            cfg.write_text("\n".join(lines) + "\n")
-            t = time.perf_counter()
-            done = subprocess.run([str(exe), "run", "--config", str(cfg), "--flush-at-end"], capture_output=True,
-                                  text=True)
-            wall = time.perf_counter() - t
-            if done.returncode:
-                print(done.stdout[-2000:], done.stderr[-4000:])
-                raise SystemExit(f"greta-stream run failed (exit {done.returncode})")
-            outputs[sharing] = {name: sorted(line for f in sorted((run / "out" / name).glob("*.jsonl"))
-                                             for line in f.read_text().splitlines())
-                                for name, _ in queries}
-            rows = sum(len(v) for v in outputs[sharing].values())
-            same = sharing or outputs[True] == outputs[False]
-            table.row([str(len(queries)), f"{len(events):,}", str(files), "on" if sharing else "off",
-                       f"{wall:.1f}", f"{rows:,}", "same" if same else "MISMATCH"])
-        return outputs[True] == outputs[False]
+        outputs: dict[str, dict[str, list[str]]] = {}
+        walls: dict[str, float] = {}
+        for label, sharing in (("on", True), ("off", False), ("floor", False)):
+            run = root / label
+            src = run / "in"
+            src.mkdir(parents=True)
+            n = 0
+            for i in range(files):
+                part = events[i * size:(i + 1) * size]
+                if label == "floor":  # the first event of each type (a query with none of its types is an error)
+                    firsts: dict[str, dict[str, Any]] = {}
+                    for e in part:
+                        firsts.setdefault(e["type"], e)
+                    part = sorted(firsts.values(), key=lambda e: e["time"])
+                n += len(part)
+                (src / f"part-{i:03d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in part))
+            walls[label], outputs[label] = _run_config_once(run, src, queries, sharing)
+            rows = sum(len(v) for v in outputs[label].values())
+            check = "-" if label == "floor" else "same" if label == "on" or outputs["on"] == outputs["off"] else "MISMATCH"
+            table.row([str(len(queries)), f"{n:,}", str(files), label, f"{walls[label]:.1f}",
+                       f"{rows:,}", check])
+        print(f"   floor / off = {walls['floor'] / walls['off']:.2f}: with sharing the run takes at least the floor, "
+              f"so at best {walls['off'] / walls['floor']:.2f}x faster than without")
+        return outputs["on"] == outputs["off"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _run_config_once(run: Path, src: Path, queries: list[tuple[str, str]],
+                     sharing: bool) -> tuple[float, dict[str, list[str]]]:
+    """One `greta-stream run --config --once --flush-at-end` in folder `run`: its wall time and each query's rows."""
+    import json
+    import subprocess
+    import time
+
+    lines = [f"source: {{format: jsonl, path: {src}, max_files_per_trigger: 1}}",
+             f"checkpoint: {run / 'checkpoint'}", "once: true", "lateness_s: 60",
+             f"sharing: {'true' if sharing else 'false'}", "queries:"]
+    for name, text in queries:
+        lines += [f"  - name: {name}", f"    text: {json.dumps(text)}",
+                  f"    sinks: [{{format: jsonl, path: {run / 'out' / name}}}]"]
+    cfg = run / "pipeline.yaml"
+    cfg.write_text("\n".join(lines) + "\n")
+    exe = Path(sys.executable).with_name("greta-stream")
+    t = time.perf_counter()
+    done = subprocess.run([str(exe), "run", "--config", str(cfg), "--flush-at-end"], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if done.returncode:
+        print(done.stdout[-2000:], done.stderr[-4000:])
+        raise SystemExit(f"greta-stream run failed (exit {done.returncode})")
+    return wall, {name: sorted(line for f in sorted((run / "out" / name).glob("*.jsonl"))
+                               for line in f.read_text().splitlines()) for name, _ in queries}
 
 
 def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, str]], repeat: int) -> bool:
@@ -360,6 +390,110 @@ def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, st
                    f"{t_union:.3f}", f"{t_alone / t_union:.2f}", verdict, "same" if same else "MISMATCH"])
     print(f"   choices: {tally['right']} right, {tally['close']} within 10%, {tally['wrong']} wrong")
     return ok
+
+
+def lane_configuration(plan: Any) -> tuple[Any, ...]:
+    """What makes a query's lanes of the core its own: the parts before the core and every local predicate
+    up to it, and its windows. Queries of one configuration carry equal values at the core."""
+    from greta_stream.compiler.expressions import format_expr
+    from greta_stream.engine.columnar.union import core_of
+
+    c = core_of(plan)
+    before = tuple((s.type, s.kleene) for s in plan.states[:c])
+    local = tuple(sorted((i - c, format_expr(e).replace(f"{plan.states[i].alias}.", "")) for i, e in plan.local
+                         if i <= c))
+    return before, local, plan.within, plan.slide
+
+
+def sharing_ceiling(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, str]], repeat: int) -> bool:
+    """The most a traversal that carries a lane per query and window can gain over one `MultiRunner` without
+    sharing, measured in two bounds that favour sharing (both batch: every window computed at once, so one
+    traversal serves every window spec, which a stream closing a window per slide cannot do):
+
+    - *one traversal per Kleene part*: each `union_group_key` group's queries, every window spec, in one
+      `evaluate_union` over one batch read once (each query's rows, checked against the unshared run);
+    - *distinct lanes only*: the same with one query per lane configuration (`lane_configuration`): the lanes
+      a traversal that merged equal lanes would still compute. It gives only those queries' rows;
+    - *distinct lanes but windows*: one query per configuration but its windows, the longest window's.
+
+    False if some query's rows differ."""
+    import time
+
+    specs = [(name, RunSpec.create(text)) for name, text in queries]
+    groups: dict[Any, list[tuple[str, Any]]] = {}
+    alone = []
+    for name, spec in specs:
+        key = union_group_key(spec)
+        if key is None:
+            alone.append((name, spec))
+        else:
+            groups.setdefault(key, []).append((name, spec.columnar))
+    per_part = [union_plan(members) for members in groups.values()]
+    # one query per lane configuration; or per configuration but its windows, the longest window's query (a
+    # shorter window of one slide is a prefix in time of a longer one: its lanes are the longer one's, read
+    # at an earlier end)
+    distinct, by_prefix = [], []
+    for members in groups.values():
+        one: dict[Any, tuple[str, Any]] = {}
+        longest: dict[Any, tuple[str, Any]] = {}
+        for name, plan in members:
+            key = lane_configuration(plan)
+            one.setdefault(key, (name, plan))
+            if key[:2] not in longest or plan.within > longest[key[:2]][1].within:
+                longest[key[:2]] = (name, plan)
+        distinct.append(union_plan(list(one.values())))
+        by_prefix.append(union_plan(list(longest.values())))
+    fields = FieldNames()
+
+    def traversals(unions: list[Any]) -> dict[str, list[dict[str, Any]]]:
+        batch = Input.of(events)
+        rows: dict[str, list[dict[str, Any]]] = {}
+        for union in unions:
+            rows.update(evaluate_union(union, batch, fields))
+        for name, spec in alone:
+            multi = MultiRunner(QuerySet.of([(name, spec)]))
+            multi.add_many(events)
+            rows[name] = [row for _, row in multi.finish()]
+        return rows
+
+    def runner(sharing: bool) -> dict[str, list[dict[str, Any]]]:
+        multi = MultiRunner(QuerySet.of(specs, sharing=sharing))
+        multi.add_many(events)
+        rows: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in specs}
+        for name, row in multi.finish():
+            rows[name].append(row)
+        return rows
+
+    def best(run: Any) -> tuple[float, Any]:
+        out, times = None, []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            out = run()
+            times.append(time.perf_counter() - t)
+        return min(times), out
+
+    traversals(distinct[:1])  # the kernels loaded before the clock starts
+    t_off, rows_off = best(lambda: runner(False))
+    t_on, rows_on = best(lambda: runner(True))
+    t_part, rows_part = best(lambda: traversals(per_part))
+    t_distinct, _ = best(lambda: traversals(distinct))
+    t_prefix, _ = best(lambda: traversals(by_prefix))
+
+    def canon(rows: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+        return {name: sorted(map(repr, r)) for name, r in rows.items()}
+
+    same = canon(rows_off) == canon(rows_on) == canon(rows_part)
+    print(f"\n## {kind}: {len(events):,} events, {len(queries)} queries in {len(groups)} Kleene part(s), "
+          f"{len(alone)} of none; {sum(len(u.members) for u in distinct)} distinct lane configurations, "
+          f"{sum(len(u.members) for u in by_prefix)} but their windows")
+    table = Table([("run", 34), ("s", 6), ("x unshared", 10), ("check", 8)])
+    table.header()
+    table.row(["MultiRunner, sharing off", f"{t_off:.2f}", "1.00", "same" if same else "MISMATCH"])
+    table.row(["MultiRunner, sharing on", f"{t_on:.2f}", f"{t_off / t_on:.2f}", "same" if same else "MISMATCH"])
+    table.row(["one traversal per Kleene part", f"{t_part:.2f}", f"{t_off / t_part:.2f}", "same" if same else "MISMATCH"])
+    table.row(["distinct lanes only (bound)", f"{t_distinct:.2f}", f"{t_off / t_distinct:.2f}", "-"])
+    table.row(["distinct lanes but windows (bound)", f"{t_prefix:.2f}", f"{t_off / t_prefix:.2f}", "-"])
+    return same
 
 
 LANE_WINDOWS = [1, 2, 4, 8, 16, 20, 40, 80]  # each divides 20 minutes into whole seconds
@@ -430,6 +564,8 @@ def main() -> int:
                     help="instead: the kernel's cost per vertex and per lane, and what a shared traversal could gain")
     ap.add_argument("--choices", action="store_true",
                     help="instead: each union the planner weighs, timed both ways beside the cost model's choice")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="instead: the largest size against the most a traversal per Kleene part could gain")
     args = ap.parse_args()
     sizes = sorted({int(s) for s in args.sizes.split(",")})
     kinds = ["bursty"] if args.bursty else WORKLOADS if args.workload == "all" else [args.workload]
@@ -442,6 +578,11 @@ def main() -> int:
         for kind in kinds:
             events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")
             ok &= choices(kind, events, workload(kind, max(sizes), args.seed), args.repeat)
+        return 0 if ok else 1
+    if args.ceiling:
+        for kind in kinds:
+            events = ticker_events(args.events, seed=args.seed, rate=args.rate, bursty=kind == "bursty")
+            ok &= sharing_ceiling(kind, events, workload(kind, max(sizes), args.seed), max(args.repeat, 2))
         return 0 if ok else 1
     if args.run_config:
         kind = "uniform" if args.workload == "all" else args.workload

@@ -26,8 +26,11 @@ def test_bench_multiquery_smoke(bench: Callable[..., str]) -> None:
 def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
     out = bench("bench_sharing.py", "--run-config", "--sizes", "4", "--events", "3000", "--files", "2")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("4 ")]
-    assert [r[3] for r in rows] == ["on", "off"] and all(r[-1] == "same" for r in rows), out
-    assert all(int(r[5].replace(",", "")) > 0 for r in rows), out  # rows written through the sinks
+    assert [r[3] for r in rows] == ["on", "off", "floor"], out
+    assert [r[-1] for r in rows] == ["same", "same", "-"], out
+    assert all(int(r[5].replace(",", "")) > 0 for r in rows[:2]), out  # rows written through the sinks
+    assert int(rows[2][1]) <= 2 * 10, out  # the floor: one event of each of the 10 types per file
+    assert "floor / off" in out, out
 
 
 def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:
@@ -44,3 +47,13 @@ def test_bench_sharing_choices(bench: Callable[..., str]) -> None:
     assert all(r[-2] in ("right", "close", "wrong") for r in rows), out
     tally = next(ln for ln in out.splitlines() if "choices:" in ln)
     assert sum(int(w) for w in tally.replace(",", " ").split() if w.isdigit()) == len(rows), out
+
+
+def test_bench_sharing_ceiling(bench: Callable[..., str]) -> None:
+    out = bench("bench_sharing.py", "--ceiling", "--workload", "middle", "--sizes", "8", "--events", "3000")
+    rows = {ln[:34].strip(): ln[34:].split() for ln in out.splitlines()
+            if ln.startswith(("MultiRunner", "one traversal", "distinct lanes"))}
+    assert len(rows) == 5, out
+    assert [rows[k][-1] for k in ("MultiRunner, sharing off", "MultiRunner, sharing on",
+                                  "one traversal per Kleene part")] == ["same"] * 3, out
+    assert all(float(r[0]) > 0 for r in rows.values()), out
