@@ -65,11 +65,13 @@ most such sharing could gain in the kernel.
 `--choices` checks the cost model against the clock, one union at a time:
 every union the planner weighs over the largest query set (per Kleene type,
 edge predicates, partitioning and window spec: the queries of one union
-pass, two or more) is evaluated in one traversal (`evaluate_union`) and
-each of its queries alone (the same batch path, one query per union), best
-of `--repeat`. Columns: the model's estimates per event (`est alone`,
-`est union`) and its choice (the planner's own rule: a window spec's queries
-run as a union pass only where `est union` is the lower), the measured seconds both ways and their ratio,
+pass, two lanes or more; queries whose lanes are equal share one) is
+evaluated in one traversal (`evaluate_union`) and each of its lanes apart
+(the same batch path, a lane's queries in a union of their own: a family,
+or a query alone), best of `--repeat`. Columns: the model's estimates per
+event (`est apart`, `est union`) and its choice (the planner's own rule: a
+window spec's queries run as a union pass only where `est union` is the
+lower), the measured seconds both ways and their ratio,
 and whether the choice was the faster one (`right`; `wrong` where the
 measured difference is over 10% the other way, `close` within 10%).
 
@@ -336,8 +338,9 @@ def _run_config_once(run: Path, src: Path, queries: list[tuple[str, str]],
 
 
 def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, str]], repeat: int) -> bool:
-    """Each union pass the planner weighs, timed in one traversal and as its queries alone, beside the
-    model's estimates; False if some query's rows differ between the two."""
+    """Each union pass the planner weighs, timed in one traversal and as its lanes apart (each lane's
+    queries in a traversal of their own: a family, or a query alone), beside the model's estimates; False if
+    some query's rows differ between the two."""
     import time
 
     groups: dict[Any, list[tuple[str, Any]]] = {}
@@ -347,10 +350,10 @@ def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, st
         plan = spec.columnar
         if key is not None and plan is not None:
             groups.setdefault((key, plan.within, plan.slide), []).append((name, plan))
-    candidates = [members for members in groups.values() if len(members) > 1]
+    candidates = [members for members in groups.values() if union_plan(members).nq > 1]
     print(f"\n## {kind}: {len(events):,} events, {len(queries)} queries: {len(candidates)} union passes weighed")
-    table = Table([("kleene", 6), ("window", 9), ("queries", 7), ("est alone", 9), ("est union", 9), ("model", 5),
-                   ("alone s", 7), ("union s", 7), ("alone/union", 11), ("choice", 6), ("check", 8)])
+    table = Table([("kleene", 6), ("window", 9), ("queries", 7), ("lanes", 5), ("est apart", 9), ("est union", 9),
+                   ("model", 5), ("apart s", 7), ("union s", 7), ("apart/union", 11), ("choice", 6), ("check", 8)])
     table.header()
     fields = FieldNames()
 
@@ -373,8 +376,10 @@ def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, st
         alone_est, union_est = union_estimates(union)
         t_union, shared = best(lambda u=union: evaluate_union(u, batch, fields))
         t_alone, apart = 0.0, {}
-        for name, plan in members:
-            t, rows = best(lambda m=(name, plan): evaluate_union(union_plan([m]), batch, fields))
+        plans = dict(members)
+        for lane in range(union.nq):
+            mine = [(m.name, plans[m.name]) for m in union.members if m.lane == lane]
+            t, rows = best(lambda mine=mine: evaluate_union(union_plan(mine), batch, fields))
             t_alone += t
             apart.update(rows)
         same = shared == apart
@@ -385,8 +390,8 @@ def choices(kind: str, events: list[dict[str, Any]], queries: list[tuple[str, st
         tally[verdict] += 1
         plan = members[0][1]
         core = next(s.type for s in plan.states if s.kleene)
-        table.row([core, f"{plan.within / 60:g}m/{plan.slide / 60:g}m", str(len(members)),
-                   f"{alone_est:,.0f}", f"{union_est:,.0f}", "union" if share else "alone", f"{t_alone:.3f}",
+        table.row([core, f"{plan.within / 60:g}m/{plan.slide / 60:g}m", str(len(members)), str(union.nq),
+                   f"{alone_est:,.0f}", f"{union_est:,.0f}", "union" if share else "apart", f"{t_alone:.3f}",
                    f"{t_union:.3f}", f"{t_alone / t_union:.2f}", verdict, "same" if same else "MISMATCH"])
     print(f"   choices: {tally['right']} right, {tally['close']} within 10%, {tally['wrong']} wrong")
     return ok

@@ -13,13 +13,16 @@ events are validated, typed and kept once; a pass computes the union of its
 queries' aggregates per group of the union of their GROUP-BY attributes,
 and each query rolls that up into its own rows, on exact values.
 
-**Unions.** Queries of no family whose patterns differ around one Kleene
-part (the same type, edge predicates, partitioning, slide, GROUP-BY and
-lateness: `union_group_key`) form a union (`share_unions`): a family unit
-whose passes carry a lane per query (`engine/columnar/union.py`), one pass
-per window spec that has two queries or more. Its cost estimate
-(`plan_union`) counts a vertex as `VERTEX` lanes plus the lanes its
-state's queries span, against each query's own vertices alone.
+**Unions.** Queries whose patterns differ around one Kleene part (the
+same type, edge predicates, partitioning, slide, GROUP-BY and lateness:
+`union_group_key`) form a union (`share_unions`) before families are
+formed: a family unit whose passes carry a lane per query
+(`engine/columnar/union.py`; a family's queries, equal in all but their
+aggregates, share one lane), one pass per window spec that has two lanes
+or more. Its cost estimate (`plan_union`) counts a vertex as `VERTEX`
+lanes plus the lanes its state spans, against each lane's queries apart
+(a family of their own, or a query alone). The queries no union takes form
+families of one pattern, or run alone.
 
 **Cost model.** Per event, a query alone costs a preparation (validation,
 typing, windows: `PREPARE` units) and a kernel pass of `W` windows times its
@@ -160,7 +163,7 @@ class FamilyUnitPlan:
                  f"{len(self.passes)} kernel pass(es); estimated cost per event {self.shared_cost:.1f} vs "
                  f"{self.separate_cost:.1f} alone"]
         for p in self.passes:
-            lanes = "" if p.lanes is None else f", {_states_text(p.lanes)}"
+            lanes = "" if p.lanes is None else f", {p.lanes.nq} lane(s), {_states_text(p.lanes)}"
             lines.append(f"  pass WITHIN {p.plan.within} s SLIDE {p.plan.slide} s: "
                          f"{', '.join(m.name for m in p.members)}; {len(p.fields)} aggregate field(s), "
                          f"GROUP-BY {list(p.group_by) or 'none'}{lanes}")
@@ -172,7 +175,8 @@ class FamilyUnitPlan:
                 "passes": [{"within_s": p.plan.within, "slide_s": p.plan.slide,
                             "queries": [m.name for m in p.members], "fields": len(p.fields),
                             "group_by": list(p.group_by),
-                            **({} if p.lanes is None else {"states": _states(p.lanes)})} for p in self.passes]}
+                            **({} if p.lanes is None else {"lanes": p.lanes.nq, "states": _states(p.lanes)})}
+                           for p in self.passes]}
 
 
 def _core_text(union: UnionPlan) -> str:
@@ -196,25 +200,35 @@ def _states_text(union: UnionPlan) -> str:
 
 
 def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[str, RunSpec, str]]]:
-    """(shared families, solo queries with the reason they run alone)."""
-    groups: dict[Any, list[tuple[str, RunSpec]]] = {}
+    """(shared units, solo queries with the reason they run alone). Queries around one Kleene part form
+    unions first, a family of them one lane (`share_unions`); the rest form families of one pattern."""
     solos: list[tuple[str, RunSpec, str]] = []
+    columnar: list[tuple[str, RunSpec]] = []
     for name, spec in queries:
-        key = family_key(spec)
-        if key is None:
+        if family_key(spec) is None:
             solos.append((name, spec, "" if spec.mode == "cet" else f"not columnar: {spec.columnar_refusal}"))
         else:
-            groups.setdefault(key, []).append((name, spec))
+            columnar.append((name, spec))
+    unions, rest = share_unions([(n, s) for n, s in columnar if union_group_key(s) is not None])
+    in_union = {n for u in unions for n in u.names}
+    why = {n: reason for n, _, reason in rest}
+    groups: dict[Any, list[tuple[str, RunSpec]]] = {}
+    for name, spec in columnar:
+        if name not in in_union:
+            groups.setdefault(family_key(spec), []).append((name, spec))
     families: list[FamilyUnitPlan] = []
-    alone: list[tuple[str, RunSpec]] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
             if len(chunk) == 1:
-                alone.append(chunk[0])
+                name, spec = chunk[0]
+                solos.append((name, spec, why.get(name, LONELY)))
                 continue
             _if_it_pays(plan_family(chunk), "sharing would cost more than it saves", families, solos)
-    unions, rest = share_unions(alone)
-    return families + unions, solos + rest
+    return families + unions, solos
+
+
+LONELY = (f"no other query shares its pattern (with windows within a length ratio of {MAX_WITHIN_RATIO}), "
+          "nor its Kleene part, edge predicates, partitioning and window spec")
 
 
 def union_group_key(spec: RunSpec) -> tuple[Any, ...] | None:
@@ -230,15 +244,14 @@ def union_group_key(spec: RunSpec) -> tuple[Any, ...] | None:
 
 
 def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnitPlan], list[tuple[str, RunSpec, str]]]:
-    """Queries of no family grouped into unions around a shared Kleene part where the cost model says it pays."""
+    """Queries grouped into unions around a shared Kleene part where the cost model says it pays: (unions,
+    the other queries with the reason they are in none; they may still form families of one pattern)."""
     groups: dict[Any, list[tuple[str, RunSpec]]] = {}
-    solos: list[tuple[str, RunSpec, str]] = []
-    lonely = (f"no other query shares its pattern (with windows within a length ratio of {MAX_WITHIN_RATIO}), "
-              "nor its Kleene part, edge predicates, partitioning and window spec")
+    rest: list[tuple[str, RunSpec, str]] = []
     for name, spec in candidates:
         key = union_group_key(spec)
         if key is None:
-            solos.append((name, spec, lonely))
+            rest.append((name, spec, LONELY))
         else:
             groups.setdefault(key, []).append((name, spec))
     unions: list[FamilyUnitPlan] = []
@@ -247,22 +260,22 @@ def share_unions(candidates: list[tuple[str, RunSpec]]) -> tuple[list[FamilyUnit
             kept: set[str] = set()
             passes: list[UnionPlan] = []
             for spec_members in _by_window_spec(chunk).values():
-                if len(spec_members) == 1:
-                    # a union pass of one query shares no traversal (and its preparation keeps what
-                    # every query's local predicates would drop): such a query runs alone
-                    solos += [(n, s, lonely) for n, s in spec_members]
-                    continue
                 union = union_plan([(n, s.columnar) for n, s in spec_members])  # type: ignore[misc]
-                alone, shared = union_estimates(union)  # each pass weighed on its own (`bench_sharing.py --choices`)
-                if shared < alone:
+                if union.nq == 1:
+                    # one lane (a query, or a family's queries) shares no traversal, and its preparation
+                    # would keep what every query's local predicates drop: alone, or a family
+                    rest += [(n, s, LONELY) for n, s in spec_members]
+                    continue
+                apart, shared = union_estimates(union)  # each pass weighed on its own (`bench_sharing.py --choices`)
+                if shared < apart:
                     kept.update(n for n, _ in spec_members)
                     passes.append(union)
                 else:
-                    solos += [(n, s, "a union of its window spec's queries would cost more than it saves")
-                              for n, s in spec_members]
+                    rest += [(n, s, "a union of its window spec's queries would cost more than it saves")
+                             for n, s in spec_members]
             if passes:  # every pass pays on its own, so their unit (one preparation) pays too
                 unions.append(_union_unit([(n, s) for n, s in chunk if n in kept], passes))
-    return unions, solos
+    return unions, rest
 
 
 def _by_window_spec(members: list[tuple[str, RunSpec]]) -> dict[tuple[int, int], list[tuple[str, RunSpec]]]:
@@ -294,19 +307,23 @@ def _union_unit(members: list[tuple[str, RunSpec]], unions: list[UnionPlan]) -> 
     """The unit of union passes `unions` (of `members`) and their cost estimate per event, counting each
     state as one event type: a preparation costs PREP_BASE plus PREP_STATE per state, a vertex VERTEX plus
     its lanes."""
-    separate = sum(_alone_cost(m.plan) for u in unions for m in u.members)
+    separate = sum(_lane_cost(u, lane) for u in unions for lane in range(u.nq))
     shared = PREP_BASE + sum(_union_cost(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
 
 
 def union_estimates(union: UnionPlan) -> tuple[float, float]:
-    """One union pass's estimates per event: its queries alone, and the union (`plan_union`'s model)."""
-    return sum(_alone_cost(m.plan) for m in union.members), PREP_BASE + _union_cost(union)
+    """One union pass's estimates per event: its lanes apart (each lane's queries as a family of their own,
+    or a query alone), and the union (`plan_union`'s model)."""
+    return sum(_lane_cost(union, lane) for lane in range(union.nq)), PREP_BASE + _union_cost(union)
 
 
-def _alone_cost(plan: KernelPlan) -> float:
-    """A query alone per event: its preparation, and each state's vertices with the lanes of its windows."""
-    return PREP_BASE + len(plan.states) * (PREP_STATE + VERTEX + _windows(plan) * cell_units(plan.cq.fields))
+def _lane_cost(union: UnionPlan, lane: int) -> float:
+    """A union lane's queries apart from the union: one preparation and pass with their fields' cells."""
+    members = [m for m in union.members if m.lane == lane]
+    plan = members[0].plan
+    cells = cell_units({union.fields[j] for m in members for j in m.field_of})
+    return PREP_BASE + len(plan.states) * (PREP_STATE + VERTEX + _windows(plan) * cells)
 
 
 def _union_cost(union: UnionPlan) -> float:

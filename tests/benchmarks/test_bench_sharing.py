@@ -43,7 +43,8 @@ def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:
 def test_bench_sharing_choices(bench: Callable[..., str]) -> None:
     out = bench("bench_sharing.py", "--choices", "--workload", "bursty", "--sizes", "12", "--events", "3000")
     rows = [ln.split() for ln in out.splitlines() if ln[:1] == "T"]
-    assert rows and all(r[-1] == "same" and r[5] in ("union", "alone") for r in rows), out
+    assert rows and all(r[-1] == "same" and r[6] in ("union", "apart") for r in rows), out
+    assert all(1 < int(r[3]) <= int(r[2]) for r in rows), out  # lanes: two or more, at most one per query
     assert all(r[-2] in ("right", "close", "wrong") for r in rows), out
     tally = next(ln for ln in out.splitlines() if "choices:" in ln)
     assert sum(int(w) for w in tally.replace(",", " ").split() if w.isdigit()) == len(rows), out

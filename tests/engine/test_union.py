@@ -6,8 +6,10 @@ or two (scanned) on its loop; one to five queries, each with a chain of zero
 to two parts before the core and zero to two after it (types A, B and E
 itself, each once or Kleene), so queries share prefixes, suffixes or only
 the core; local predicates on any part; windows of one slide and different
-lengths; COUNT/SUM/AVG/MIN/MAX over any alias, GROUP-BY or not; streams with
-ties, ints and floats, and bad records. Every query's rows from the union
+lengths; COUNT/SUM/AVG/MIN/MAX over any alias, GROUP-BY or not; twins (an
+earlier query's pattern, predicates and window under other aliases, with
+other aggregates: one lane for both); streams with ties, ints and floats,
+and bad records. Every query's rows from the union
 must be exactly its rows alone.
 """
 
@@ -44,20 +46,31 @@ def workload(draw) -> tuple[list[str], int]:
     slide = draw(st.sampled_from([2, 3, 5]))
     grouped = draw(st.booleans())
     texts = []
+    drawn: list[tuple[str, list[str], list[str], int]] = []
     for _ in range(draw(st.integers(1, 5))):
-        # other Kleene parts only beside a core with edge predicates (else no part is *the* Kleene part)
-        before = [draw(part(f"p{i}", bool(edge))) for i in range(draw(st.integers(0, 2)))]
-        after = [draw(part(f"s{i}", bool(edge))) for i in range(draw(st.integers(0, 2)))]
-        parts = [*before, ("E e+", draw(st.sampled_from([None, None, "e.w > 0", "e.v <= 2"]))), *after]
-        pattern = parts[0][0] if len(parts) == 1 else f"SEQ({', '.join(p for p, _ in parts)})"
-        where = [w for _, w in parts if w] + ([edge] if edge else [])
-        aliases = ["e", *(p.split()[1].rstrip("+") for p, _ in parts if not p.startswith("E e+"))]
+        if drawn and draw(st.integers(0, 2)) == 0:
+            # a twin of an earlier query (other aliases, other aggregates): their lanes are one
+            pattern, where, aliases, within = drawn[draw(st.integers(0, len(drawn) - 1))]
+            renamed = {a: f"t{a}" for a in aliases if a != "e"}
+            for a, b in renamed.items():
+                pattern = pattern.replace(a, b)
+                where = [w.replace(a, b) for w in where]
+            aliases = [renamed.get(a, a) for a in aliases]
+        else:
+            # other Kleene parts only beside a core with edge predicates (else no part is *the* Kleene part)
+            before = [draw(part(f"p{i}", bool(edge))) for i in range(draw(st.integers(0, 2)))]
+            after = [draw(part(f"s{i}", bool(edge))) for i in range(draw(st.integers(0, 2)))]
+            parts = [*before, ("E e+", draw(st.sampled_from([None, None, "e.w > 0", "e.v <= 2"]))), *after]
+            pattern = parts[0][0] if len(parts) == 1 else f"SEQ({', '.join(p for p, _ in parts)})"
+            where = [w for _, w in parts if w] + ([edge] if edge else [])
+            aliases = ["e", *(p.split()[1].rstrip("+") for p, _ in parts if not p.startswith("E e+"))]
+            within = draw(st.sampled_from([slide, 2 * slide, slide + 1, 3 * slide]))
+        drawn.append((pattern, where, aliases, within))
         aggs = ["COUNT(*)"]
         for _ in range(draw(st.integers(0, 3))):
             a = draw(st.sampled_from(aliases))
             aggs.append(draw(st.sampled_from([f"COUNT({a})", f"SUM({a}.v)", f"AVG({a}.w)", f"MIN({a}.v)",
                                               f"MAX({a}.w)"])))
-        within = draw(st.sampled_from([slide, 2 * slide, slide + 1, 3 * slide]))
         texts.append(
             f"RETURN {'g, ' if grouped else ''}{', '.join(dict.fromkeys(aggs))} PATTERN {pattern}"
             + (f" WHERE {' AND '.join(where)}" if where else "")
@@ -121,6 +134,37 @@ def test_a_union_of_shapes_around_one_kleene_part() -> None:
     for i, text in enumerate(texts):
         assert got[f"q{i}"] == list(evaluate(text, records))
         assert got[f"q{i}"], text  # every query has rows here: the comparison is not of empty lists
+
+
+def test_queries_with_equal_lanes_share_one() -> None:
+    """A family (one pattern, predicates and window; other aggregates and aliases) inside a union: one lane,
+    each query its own rows; queries that differ in a local predicate or a window keep lanes of their own."""
+    texts = [
+        "RETURN g, COUNT(*) PATTERN SEQ(A x, E e+) WHERE e.v < NEXT(e).v AND x.w > 2 GROUP-BY g "
+        "WITHIN 10 seconds SLIDE 5 seconds",
+        "RETURN g, SUM(f.v), MAX(a.w) PATTERN SEQ(A a, E f+) WHERE f.v < NEXT(f).v AND a.w > 2 GROUP-BY g "
+        "WITHIN 10 seconds SLIDE 5 seconds",
+        "RETURN g, AVG(e.w), MIN(e.v), COUNT(x) PATTERN SEQ(A x, E e+) WHERE x.w > 2 AND e.v < NEXT(e).v GROUP-BY g "
+        "WITHIN 10 seconds SLIDE 5 seconds",
+        "RETURN g, COUNT(*) PATTERN SEQ(A x, E e+) WHERE e.v < NEXT(e).v AND x.w > 3 GROUP-BY g "
+        "WITHIN 10 seconds SLIDE 5 seconds",
+        "RETURN g, COUNT(*) PATTERN SEQ(A x, E e+) WHERE e.v < NEXT(e).v AND x.w > 2 GROUP-BY g "
+        "WITHIN 5 seconds SLIDE 5 seconds",
+        "RETURN g, SUM(e.w) PATTERN E e+ WHERE e.v < NEXT(e).v GROUP-BY g WITHIN 10 seconds SLIDE 5 seconds",
+        "RETURN g, COUNT(*) PATTERN E d+ WHERE d.v < NEXT(d).v GROUP-BY g WITHIN 10 seconds SLIDE 5 seconds",
+    ]
+    rng = random.Random(11)
+    records = [{"type": rng.choice("EEAB"), "time": i * 0.7, "v": rng.randint(0, 9), "w": rng.randint(0, 9),
+                "g": rng.randint(0, 1)} for i in range(150)]
+    union = union_plan([(f"q{i}", columnar_plan(compile_query(t))) for i, t in enumerate(texts)])
+    lane = {m.name: m.lane for m in union.members}
+    assert union.nq == 4
+    assert lane["q0"] == lane["q1"] == lane["q2"] and lane["q5"] == lane["q6"]
+    assert len({lane["q0"], lane["q3"], lane["q4"], lane["q5"]}) == 4
+    got = _union_rows(texts, records)
+    for i, text in enumerate(texts):
+        assert got[f"q{i}"] == list(evaluate(text, records))
+        assert got[f"q{i}"], text
 
 
 @pytest.mark.parametrize("text, why", [

@@ -5,7 +5,9 @@ Kleene part `E+` has one event type and the same edge predicates (and the
 same partitioning, slide and GROUP-BY) build the same graph of `E` events
 and evaluate its edges alike: the part that grows with the trends. A
 *union plan* evaluates them in one traversal of the kernel (`kernel.run`
-with query lanes): one lane per (query, window).
+with query lanes): one lane per (query, window), where queries whose lanes
+would be equal (the same states, local predicates and windows: a family's
+queries, or queries that differ only in their aggregates) share one.
 
 - **States.** The Kleene part is one state (the *core*). The parts before
   it form a trie read from the core outwards (`SEQ(B, A, E+)` and
@@ -22,11 +24,12 @@ with query lanes): one lane per (query, window).
   no query has is left out before the kernel runs.
 - **Starts and finals** are per (state, query): a query's trends start at
   its first state and end at its last.
-- **Lanes** are laid out query after query, each query's windows of a
-  block together (lane = query * windows + window); a vertex computes the
-  lanes from its state's first query to its last, so the queries are
-  ordered to keep each state's queries together (`_lane_order`): the core
-  spans them all, a part around it only the queries near it.
+- **Lanes** are laid out query after query (a lane of queries after
+  another), each one's windows of a block together (lane = query lane *
+  windows + window); a vertex computes the lanes from its state's first
+  query lane to its last, so they are ordered to keep each state's
+  together (`_lane_order`): the core spans them all, a part around it only
+  the lanes near it.
 - **Cells** are the union of the queries' aggregate fields, each query
   reading its own (`field_of`), its groups rolled up from the union's
   GROUP-BY as a family's are (`passes.rolled_up`).
@@ -116,6 +119,7 @@ class UnionMember:
     states: tuple[int, ...]
     field_of: tuple[int, ...]
     group_index: tuple[int, ...]
+    lane: int  # its lane (queries whose lanes would be equal share one: `_lane_key`)
 
     def member(self) -> Member:
         return Member(self.name, self.plan.cq, self.field_of, self.group_index)
@@ -130,24 +134,29 @@ class UnionPlan:
     fields: tuple[AggField, ...]
     group_by: tuple[str, ...]
     wiring: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]
-    startq: np.ndarray  # (states, queries) bool
+    startq: np.ndarray  # (states, lanes) bool
     finalq: np.ndarray
-    qlo: np.ndarray  # (states,): queries qlo..qhi-1 hold every query that has the state
+    qlo: np.ndarray  # (states,): lanes qlo..qhi-1 hold every lane that has the state
     qhi: np.ndarray
 
     @property
     def nq(self) -> int:
-        return len(self.members)
+        """The traversal's query lanes: one per set of members whose lanes would be equal."""
+        return int(self.startq.shape[1])
 
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
         return self.wiring
 
     def first_windows(self, st: np.ndarray, t: np.ndarray, cols: dict[str, Any], prep: Prepared) -> np.ndarray:
-        """Per vertex (state `st`, time `t`) and query, the first window the query
-        has it as a vertex in: its own windows' bound where the state is the
-        query's and passes its local predicates there, else NEVER."""
+        """Per vertex (state `st`, time `t`) and lane, the first window the lane's
+        queries have it as a vertex in: their windows' bound where the state is
+        theirs and passes their local predicates there, else NEVER."""
         out = np.full((len(st), self.nq), NEVER, np.int64)
-        for q, m in enumerate(self.members):
+        done: set[int] = set()
+        for m in self.members:
+            if m.lane in done:
+                continue
+            done.add(m.lane)
             own = np.full(len(self.plan.states), -1, np.int64)  # union state -> the member's state
             own[list(m.states)] = np.arange(len(m.states))
             mst = own[st]
@@ -155,7 +164,7 @@ class UnionPlan:
             if m.plan.local:
                 mine &= local_mask(m.plan, cols, np.where(mine, mst, -1), slots=False)
             kmin, _ = window_bounds(t, *window_in(m.plan, prep.time_kind), prep.int_time)
-            out[mine, q] = kmin[mine]
+            out[mine, m.lane] = kmin[mine]
         return out
 
 
@@ -193,23 +202,31 @@ def union_plan(queries: list[tuple[str, KernelPlan]]) -> UnionPlan:
             key = ("after", *((x.type, x.kleene) for x in plan.states[c + 1:i + 1]))
             mapping[i] = up = state(key, s, up)
         member_states.append(tuple(mapping))
-    order = _lane_order([(plan, m) for (_, plan), m in zip(queries, member_states)], len(states))
+    keys = [_lane_key(plan, m) for (_, plan), m in zip(queries, member_states)]
+    rep_of: dict[Any, int] = {}
+    for q, key in enumerate(keys):
+        rep_of.setdefault(key, q)
+    reps = list(rep_of.values())  # one query per lane
+    lanes = _lane_order([(queries[q][1], member_states[q]) for q in reps], len(states))
+    lane_of_key = {keys[reps[i]]: lane for lane, i in enumerate(lanes)}
+    order = sorted(range(len(queries)), key=lambda q: (lane_of_key[keys[q]], q))
     queries = [queries[i] for i in order]
     member_states = [member_states[i] for i in order]
+    lane_of = [lane_of_key[keys[i]] for i in order]
     fields: list[AggField] = []
     group_by: list[str] = []
     members = []
-    for (name, plan), states_of in zip(queries, member_states):
+    for (name, plan), states_of, lane in zip(queries, member_states, lane_of):
         alias_of = {s.alias: states[states_of[i]].alias for i, s in enumerate(plan.states)}
-        members.append(UnionMember(name, plan, states_of, *merged(fields, group_by, plan.cq, alias_of)))
-    n, nq = len(states), len(queries)
+        members.append(UnionMember(name, plan, states_of, *merged(fields, group_by, plan.cq, alias_of), lane))
+    n, nq = len(states), len(lanes)
     startq = np.zeros((n, nq), np.bool_)
     finalq = np.zeros((n, nq), np.bool_)
     has = np.zeros((n, nq), np.bool_)
-    for q, m in enumerate(members):
-        startq[m.states[0], q] = True
-        finalq[m.states[-1], q] = True
-        has[list(m.states), q] = True
+    for m in members:
+        startq[m.states[0], m.lane] = True
+        finalq[m.states[-1], m.lane] = True
+        has[list(m.states), m.lane] = True
     qlo = has.argmax(axis=1).astype(np.int64)
     qhi = (nq - has[:, ::-1].argmax(axis=1)).astype(np.int64)
     # the core's edge predicates, as the first query's plan has them, its alias renamed
@@ -227,6 +244,16 @@ def union_plan(queries: list[tuple[str, KernelPlan]]) -> UnionPlan:
                       None, (), scans)
     wiring = _wiring(plan, edges, np.asarray(startq.any(axis=1)), np.asarray(finalq.any(axis=1)))
     return UnionPlan(plan, tuple(members), tuple(fields), tuple(group_by), wiring, startq, finalq, qlo, qhi)
+
+
+def _lane_key(plan: KernelPlan, states_of: tuple[int, ...]) -> tuple[Any, ...]:
+    """What makes a query's lanes its own: its union states, its local predicates on them and its
+    windows. Queries of one key (a family's, or queries that differ only in their aggregates) carry
+    equal values at every vertex: they share one lane and each reads its own aggregates from it."""
+    single = plan.states[0].alias if len(plan.states) == 1 else None
+    local = tuple(sorted((states_of[i], format_expr(_renamed(e, {plan.states[i].alias: "x"}, single)))
+                         for i, e in plan.local))
+    return states_of, local, plan.within, plan.slide
 
 
 def _lane_order(queries: list[tuple[KernelPlan, tuple[int, ...]]], n_states: int) -> list[int]:
@@ -321,11 +348,14 @@ def union_outputs(union: UnionPlan, out: KernelOutput) -> list[KernelOutput]:
     """The kernel's output of a union traversal split into each member's (in its own groups)."""
     nq = union.nq
     q_of = out.gids % nq
+    lanes: dict[int, KernelOutput] = {}
     outs = []
-    for q, m in enumerate(union.members):
-        sel = q_of == q
-        mine = dataclasses.replace(out, ks=out.ks[sel], gids=out.gids[sel] // nq, cells=out.cells[sel], mm=out.mm[sel])
-        outs.append(rolled_up(mine, m.member(), len(union.group_by)))
+    for m in union.members:
+        if m.lane not in lanes:
+            sel = q_of == m.lane
+            lanes[m.lane] = dataclasses.replace(out, ks=out.ks[sel], gids=out.gids[sel] // nq, cells=out.cells[sel],
+                                                mm=out.mm[sel])
+        outs.append(rolled_up(lanes[m.lane], m.member(), len(union.group_by)))
     return outs
 
 
