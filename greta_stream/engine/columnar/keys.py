@@ -129,6 +129,18 @@ def ranks(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, edge: tuple[st
     if edge is None or m == 0:
         return np.zeros(m, np.int64), np.zeros(m, np.int64), True
     key, probe, op = edge_values(plan, cols, st, edge, states)
+    src, dst = states if states is not None else (plan.edge_state, plan.edge_state)
+    mine = (st == src) | (st == dst)
+    if mine.all():
+        return _ranks(key, probe, op)
+    # only the edge's states join or probe its index: the others' ranks are never read (0: admits none)
+    gr, gq = np.zeros(m, np.int64), np.full(m, -1 if op == "=" else 0, np.int64)
+    gr[mine], gq[mine], point = _ranks(key[mine], probe[mine], op)
+    return gr, gq, point
+
+
+def _ranks(key: np.ndarray, probe: np.ndarray, op: str) -> tuple[np.ndarray, np.ndarray, bool]:
+    """(key ranks, probes, is equality) of `ranks`, over the rows given."""
     keys, gr = _ranked(key)
     if np.array_equal(key, probe):  # one attribute on both sides (`S.price > NEXT(S).price`): a probe is a key
         return gr, (gr + 1 if op == "<=" else gr), op == "="

@@ -335,14 +335,20 @@ def subset(col: Any, sel: np.ndarray) -> Any:
     return type(col)(col.kind, col.values[sel], col.null[sel], col.number[sel])
 
 
-def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, *, slots: bool = True) -> np.ndarray:
+def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, *, slots: bool = True,
+               read: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """Rows that pass every local predicate of their alias: `st` holds each
     row's slot (as prepared; a row of a type at several positions passes when
-    one of them takes it), or its state (`slots=False`, once expanded)."""
+    one of them takes it), or its state (`slots=False`, once expanded).
+    `read`: each attribute's numbers as read so far, shared by calls over
+    the same `cols` (filled here)."""
+    known: dict[str, np.ndarray] = {} if read is None else read
 
     class Numbers(dict):  # type: ignore[type-arg]
         def __missing__(self, attr: str) -> np.ndarray:
-            self[attr] = numbers(attr, cols[attr], exact_float=True).values.astype(np.float64)
+            if attr not in known:
+                known[attr] = numbers(attr, cols[attr], exact_float=True).values.astype(np.float64)
+            self[attr] = known[attr]
             return self[attr]
 
     def raw(attr: str) -> list[Any]:

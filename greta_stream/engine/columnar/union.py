@@ -151,8 +151,10 @@ class UnionPlan:
         """Per vertex (state `st`, time `t`) and lane, the first window the lane's
         queries have it as a vertex in: their windows' bound where the state is
         theirs and passes their local predicates there, else NEVER."""
-        out = np.full((len(st), self.nq), NEVER, np.int64)
+        out = np.full((self.nq, len(st)), NEVER, np.int64)  # a row per lane while filled
         done: set[int] = set()
+        kmin_of: dict[tuple[int, int], np.ndarray] = {}  # per window spec (a pass has one)
+        numbers: dict[str, np.ndarray] = {}  # the numbers of each attribute, read once for every lane
         for m in self.members:
             if m.lane in done:
                 continue
@@ -162,10 +164,12 @@ class UnionPlan:
             mst = own[st]
             mine = mst >= 0
             if m.plan.local:
-                mine &= local_mask(m.plan, cols, np.where(mine, mst, -1), slots=False)
-            kmin, _ = window_bounds(t, *window_in(m.plan, prep.time_kind), prep.int_time)
-            out[mine, m.lane] = kmin[mine]
-        return out
+                mine &= local_mask(m.plan, cols, np.where(mine, mst, -1), slots=False, read=numbers)
+            window = window_in(m.plan, prep.time_kind)
+            if window not in kmin_of:
+                kmin_of[window] = window_bounds(t, *window, prep.int_time)[0]
+            np.copyto(out[m.lane], kmin_of[window], where=mine)
+        return out.T
 
 
 def union_plan(queries: list[tuple[str, KernelPlan]]) -> UnionPlan:
