@@ -53,8 +53,8 @@ def test_bench_sharing_choices(bench: Callable[..., str]) -> None:
 def test_bench_sharing_ceiling(bench: Callable[..., str]) -> None:
     out = bench("bench_sharing.py", "--ceiling", "--workload", "middle", "--sizes", "8", "--events", "3000")
     rows = {ln[:34].strip(): ln[34:].split() for ln in out.splitlines()
-            if ln.startswith(("MultiRunner", "one traversal", "distinct lanes"))}
-    assert len(rows) == 5, out
+            if ln.startswith(("MultiRunner", "one traversal", "a query per", "... but", "sharing on, kernels"))}
+    assert len(rows) == 6, out
     assert [rows[k][-1] for k in ("MultiRunner, sharing off", "MultiRunner, sharing on",
                                   "one traversal per Kleene part")] == ["same"] * 3, out
     assert all(float(r[0]) > 0 for r in rows.values()), out
