@@ -161,7 +161,7 @@ class FamilyUnitPlan:
                 f"shared union around {_core_text(self.passes[0].lanes)} (patterns differ around it)")
         lines = [f"{what} of {len(self.members)} queries ({', '.join(self.names)}): one preparation, "
                  f"{len(self.passes)} kernel pass(es); estimated cost per event {self.shared_cost:.1f} vs "
-                 f"{self.separate_cost:.1f} alone"]
+                 f"{self.separate_cost:.1f} {'alone' if self.kind == 'family' else 'apart (a family per lane)'}"]
         for p in self.passes:
             lanes = "" if p.lanes is None else f", {p.lanes.nq} lane(s), {_states_text(p.lanes)}"
             lines.append(f"  pass WITHIN {p.plan.within} s SLIDE {p.plan.slide} s: "
@@ -209,7 +209,7 @@ def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[
             solos.append((name, spec, "" if spec.mode == "cet" else f"not columnar: {spec.columnar_refusal}"))
         else:
             columnar.append((name, spec))
-    unions, rest = share_unions([(n, s) for n, s in columnar if union_group_key(s) is not None])
+    unions, rest = share_unions(columnar)
     in_union = {n for u in unions for n in u.names}
     why = {n: reason for n, _, reason in rest}
     groups: dict[Any, list[tuple[str, RunSpec]]] = {}
