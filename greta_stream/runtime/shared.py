@@ -204,8 +204,10 @@ def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[
     unions first, a family of them one lane (`share_unions`); the rest form families of one pattern."""
     solos: list[tuple[str, RunSpec, str]] = []
     columnar: list[tuple[str, RunSpec]] = []
+    keys: dict[str, Any] = {}
     for name, spec in queries:
-        if family_key(spec) is None:
+        keys[name] = family_key(spec)
+        if keys[name] is None:
             solos.append((name, spec, "" if spec.mode == "cet" else f"not columnar: {spec.columnar_refusal}"))
         else:
             columnar.append((name, spec))
@@ -215,7 +217,7 @@ def share_families(queries: QuerySet) -> tuple[list[FamilyUnitPlan], list[tuple[
     groups: dict[Any, list[tuple[str, RunSpec]]] = {}
     for name, spec in columnar:
         if name not in in_union:
-            groups.setdefault(family_key(spec), []).append((name, spec))
+            groups.setdefault(keys[name], []).append((name, spec))
     families: list[FamilyUnitPlan] = []
     for members in groups.values():
         for chunk in _by_window_length(members):
@@ -307,7 +309,7 @@ def _union_unit(members: list[tuple[str, RunSpec]], unions: list[UnionPlan]) -> 
     """The unit of union passes `unions` (of `members`) and their cost estimate per event, counting each
     state as one event type: a preparation costs PREP_BASE plus PREP_STATE per state, a vertex VERTEX plus
     its lanes."""
-    separate = sum(_lane_cost(u, lane) for u in unions for lane in range(u.nq))
+    separate = sum(union_estimates(u)[0] for u in unions)
     shared = PREP_BASE + sum(_union_cost(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
 
@@ -348,14 +350,12 @@ def _by_window_length(members: list[tuple[str, RunSpec]]) -> list[list[tuple[str
 
 def plan_family(members: list[tuple[str, RunSpec]]) -> FamilyUnitPlan:
     """The passes of a family (one per window spec) and its cost estimate."""
-    by_window: dict[tuple[int, int], list[tuple[str, KernelPlan]]] = {}
     separate = 0.0
-    for name, spec in members:
-        plan = spec.columnar
-        assert plan is not None
-        by_window.setdefault((plan.within, plan.slide), []).append((name, plan))
-        separate += PREPARE + _windows(plan) * cell_units(spec.query.fields)
-    passes = tuple(shared_pass(plans) for plans in by_window.values())
+    for _, spec in members:
+        assert spec.columnar is not None
+        separate += PREPARE + _windows(spec.columnar) * cell_units(spec.query.fields)
+    passes = tuple(shared_pass([(n, s.columnar) for n, s in spec_members])  # type: ignore[misc]
+                   for spec_members in _by_window_spec(members).values())
     shared = PREPARE + sum(_windows(p.plan) * cell_units(p.fields) for p in passes)
     return FamilyUnitPlan(tuple(members), passes, shared, separate)
 
