@@ -142,3 +142,29 @@ def test_make_run_installs_no_system_package() -> None:
     assert "setup_system" not in plan("run")
     assert "setup_system" not in plan("install")
     assert "setup_system" in plan("test")
+
+
+_BUILD_EDITABLE = """
+import json, sys, warnings
+import setuptools.build_meta as backend
+wheel_dir, report = sys.argv[1:3]  # read first: the backend rewrites sys.argv
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    backend.build_editable(wheel_dir)
+with open(report, "w") as out:
+    json.dump([f"{w.category.__name__}: {str(w.message).strip().splitlines()[0]}" for w in caught], out)
+"""
+
+
+@pytest.mark.parametrize("project", [".", "service"])
+def test_editable_install_prints_no_banner(project: str, tmp_path: Path) -> None:
+    """`make install` (`pip install -e`) shows a newcomer no setuptools banner ("!!" and a box of
+    stars): the PEP 517 editable build of each distribution, as pip calls it, issues no warning."""
+    if _setuptools_version() < BUILD_BACKEND:
+        pytest.skip("the project venv's setuptools cannot build the wheel (needs >=77): `make install` brings it")
+    (tmp_path / "dist").mkdir()
+    res = subprocess.run([sys.executable, "-c", _BUILD_EDITABLE, str(tmp_path / "dist"), str(tmp_path / "warnings.json")],
+                         cwd=ROOT / project, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads((tmp_path / "warnings.json").read_text()) == []
+    assert "!!" not in res.stderr and "****" not in res.stderr, res.stderr
