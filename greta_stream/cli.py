@@ -38,7 +38,7 @@ from greta_stream.connectors.jsonl import dumps_payload, read_events
 from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError, QueryError, SpoolFull
 from greta_stream.runtime import RunSpec, evaluate_spec
-from greta_stream.runtime.dead_letters import DeadLetters, type_problem
+from greta_stream.runtime.dead_letters import DeadLetters, name_problems
 from greta_stream.runtime.spec import compile_once
 
 if TYPE_CHECKING:
@@ -149,14 +149,15 @@ def evaluate(
 
     try:
         if spec.runner_kind == "columnar":
-            processed, others = _evaluate_at_once(spec, events, out, on_dead, progress)
+            typed, others = _evaluate_at_once(spec, events, out, on_dead, progress)
         else:
-            processed, others = _evaluate_streamed(spec, events, out, on_dead, progress)
+            typed, others = _evaluate_streamed(spec, events, out, on_dead, progress)
         if dead.total:
             typer.echo(dead.summary(), err=True)
-        suspect = type_problem(spec.query.by_type, processed, others) or dead.suspect(processed)
-        if suspect:
-            typer.echo(f"error: {suspect}", err=True)
+        problems = name_problems(spec.query, typed, others, dead)
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
+        if problems:
             raise typer.Exit(1)
     finally:
         if output:
@@ -191,9 +192,9 @@ def _read(spec: RunSpec, events: Path, on_dead: Any, progress: bool) -> Any:
 
 
 def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any,
-                       progress: bool) -> tuple[int, dict[str, int]]:
+                       progress: bool) -> tuple[dict[str, int], dict[str, int]]:
     """Add records to the run's runner as they are read, then finish (general engine, CET); the events
-    processed and those of other types by type."""
+    of the query's types and those of other types, by type."""
     started = time.monotonic()
     read_dead = [0]
 
@@ -213,13 +214,13 @@ def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any,
             f"{m.get('events_dead_lettered', 0) + read_dead[0]:,} dead-lettered, {time.monotonic() - started:.2f} s",
             err=True,
         )
-    return int(runner.metrics.get("events_processed", 0)), runner.other_types
+    return runner.typed, runner.other_types
 
 
 def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any,
-                      progress: bool) -> tuple[int, dict[str, int]]:
+                      progress: bool) -> tuple[dict[str, int], dict[str, int]]:
     """Read every record, then evaluate them at once (columnar engine; the general one if the input needs it);
-    the events processed and those of other types by type."""
+    the events of the query's types and those of other types, by type."""
     started = time.monotonic()
     read_dead: list[DeadLetter] = []
 
@@ -245,7 +246,7 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any,
             f"{time.monotonic() - started:.2f} s",
             err=True,
         )
-    return int(rows.metrics.get("events_processed", 0)), rows.other_types
+    return rows.typed, rows.other_types
 
 
 @app.command("warm-up")

@@ -194,6 +194,7 @@ class Front:
         self.buffer: list[Event] = []  # valid events waiting for the watermark
         self.max_future_s: float | None = None  # a setting of the run (RunSpec), not state
         self.other_types: Counter[str] = Counter()  # events of types the query has not, by type (some names)
+        self.typed: Counter[str] = Counter()  # events of the query's types (valid or refused), by type
 
     @property
     def time_kind(self) -> str | None:
@@ -219,12 +220,15 @@ class Front:
         self.metrics.inc("events_in")
         result = self.validator.validate(record, position)
         if isinstance(result, DeadLetter):
+            if result.event_type is not None:
+                self.typed[result.event_type] += 1
             self.reject(result)
             return None
         if result.type not in self.types:
             self.metrics.inc("events_other_type")  # ignored whatever its time: nothing is lost
             self.saw_others({result.type: 1})
             return None
+        self.typed[result.type] += 1
         late_before = self.late_bound
         if result.time < late_before:
             self.reject(late_letter(record, result.time, late_before))
@@ -314,6 +318,11 @@ class Fronted:
     def other_types(self) -> dict[str, int]:
         """Events of types the query has not, by type (some names)."""
         return dict(self.front.other_types)
+
+    @property
+    def typed(self) -> dict[str, int]:
+        """Events of the query's types (valid or refused), by type."""
+        return dict(self.front.typed)
 
     @property
     def buffer(self) -> list[Event]:

@@ -16,7 +16,7 @@ from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import Input, Unsupported, evaluate_columnar
 from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.errors import ConfigError
-from greta_stream.runtime.dead_letters import tally, type_problem
+from greta_stream.runtime.dead_letters import name_problems, tally
 from greta_stream.runtime.spec import RunSpec
 
 COLUMNAR_MIN_EVENTS = 2000  # engine="auto" runs the columnar engine from this many events
@@ -29,18 +29,18 @@ class ResultRows(list):  # type: ignore[type-arg]
     dead_letters: list[DeadLetter]
     metrics: dict[str, int]
     engine: str  # "columnar", "general" or "cet": what produced the rows
-    problems: list[str]  # the mistakes a run without rows points at: a type or an attribute no event has
+    problems: list[str]  # the query's names the input shows to be mistakes: a type or an attribute no event has
     other_types: dict[str, int]  # events of types the query has not, by type (some names)
+    typed: dict[str, int]  # events of the query's types (valid or refused), by type
 
     @classmethod
     def of(cls, rows: Iterable[dict[str, Any]], spec: RunSpec, dead: list[DeadLetter], metrics: dict[str, int],
-           engine: str, other_types: Mapping[str, int] | None = None) -> ResultRows:
+           engine: str, other_types: Mapping[str, int] | None = None,
+           typed: Mapping[str, int] | None = None) -> ResultRows:
         out = cls(rows)
         out.columns, out.dead_letters, out.metrics, out.engine = spec.columns, dead, dict(metrics), engine
-        processed = int(metrics.get("events_processed", 0))
-        out.other_types = dict(other_types or {})
-        found = [type_problem(spec.query.by_type, processed, out.other_types), tally(dead).suspect(processed)]
-        out.problems = [p for p in found if p]
+        out.other_types, out.typed = dict(other_types or {}), dict(typed or {})
+        out.problems = name_problems(spec.query, out.typed, out.other_types, tally(dead))
         return out
 
     def to_pandas(self) -> Any:
@@ -60,7 +60,7 @@ def evaluate_spec(spec: RunSpec, events: Iterable[dict[str, Any]] | Any) -> Resu
     dead: list[DeadLetter] = []
     runner = spec.build(dead_letter=dead.append, kind=kind)
     runner.add_many(_records(events))
-    return ResultRows.of(runner.finish(), spec, dead, runner.metrics, kind, runner.other_types)
+    return ResultRows.of(runner.finish(), spec, dead, runner.metrics, kind, runner.other_types, runner.typed)
 
 
 def _columnar(spec: RunSpec, events: Any) -> tuple[Any, ResultRows | None]:
@@ -76,7 +76,8 @@ def _columnar(spec: RunSpec, events: Any) -> tuple[Any, ResultRows | None]:
         if forced:
             raise ConfigError(f"the columnar engine cannot take this input: {exc}") from None
         return inp.materialized(), None
-    return inp.materialized(), ResultRows.of(res.rows, spec, res.dead, res.metrics, "columnar", res.other_types)
+    return inp.materialized(), ResultRows.of(res.rows, spec, res.dead, res.metrics, "columnar", res.other_types,
+                                                    res.typed)
 
 
 def _records(events: Any) -> Iterator[dict[str, Any]]:

@@ -2,12 +2,15 @@
 they point to.
 
 A query whose attribute is misspelled (`S.prize` for `S.price`) runs, and
-every event of its type is dead-lettered as `missing_attribute`: the run
-gives no row and no error unless someone reads the dead letters. A tally
-(`DeadLetters`) counts the reasons, keeps the first detail of each, and
-when every event of a pattern type was dead-lettered for one missing
-attribute, says so (`suspect`): which attribute, and which ones the events
-do have. `evaluate`, `run` and the service print or report the same text.
+every event of its type is dead-lettered as `missing_attribute`; a type
+misspelled under a NOT (`NOT end X`) matches nothing, and the negation never
+applies: the numbers change without a word unless someone reads the dead
+letters. A tally (`DeadLetters`) counts the reasons and keeps the first
+detail of each and the attribute names the refused events do have;
+`name_problems` reads it with the events seen per type and names each name
+of the query that the input shows to be a mistake, part by part, with the
+closest name the input has. `evaluate`, `run` and the service print or
+report the same text.
 """
 
 from __future__ import annotations
@@ -17,14 +20,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.ingest import DeadLetter
 
-_ATTRS_KEPT = 50  # attribute names remembered per type (what the events have)
+_ATTRS_KEPT = 500  # attribute names remembered per type (what the events have); past it, no guess
 
 
 @dataclass
 class DeadLetters:
-    """A running tally of dead letters (`add`), worded by `summary` and `suspect`."""
+    """A running tally of dead letters (`add`), worded by `summary`; read by `name_problems`."""
 
     by_reason: Counter[str] = field(default_factory=Counter)
     first_detail: dict[str, str] = field(default_factory=dict)
@@ -63,17 +67,65 @@ class DeadLetters:
                  for reason, n in self.by_reason.most_common()]
         return f"{self.total:,} dead letter{'s' if self.total != 1 else ''}: " + ", ".join(parts)
 
-    def suspect(self, processed: int) -> str | None:
-        """When no event was processed and the events of a type were all dead-lettered for one missing
-        attribute: that, as an error to show (a misspelled attribute, most likely)."""
-        if processed or not self.missing:
+    def carried(self, etype: str, typed: int) -> set[str] | None:
+        """The attributes the `typed` events of `etype` carry, as far as the dead letters tell:
+        None when some event of the type was not refused for a missing attribute (it carried every
+        attribute the query needs) or when the names kept are too many to be sure of."""
+        refused = sum(c for (t, _), c in self.missing.items() if t == etype)
+        have = self.have.get(etype, set())
+        if typed > refused or len(have) >= _ATTRS_KEPT:
             return None
-        (etype, attr), n = self.missing.most_common(1)[0]
-        if n < sum(c for (t, _), c in self.missing.items() if t == etype):
-            return None  # the events of that type lack different attributes: no one name to point at
-        have = sorted(self.have.get(etype, set()))
-        return (f"every {etype} event ({n:,}) was dead-lettered: they have no attribute {attr!r} "
-                f"(they have {', '.join(have) if have else 'no attributes'}); is {attr!r} misspelled in the query?")
+        return have
+
+
+def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: Mapping[str, int],
+                  dead: DeadLetters) -> list[str]:
+    """Every name of `query` the input shows to be a mistake, one line each (with the closest name
+    the input has): the query's types when no event is of any of them; else, part by part, a type
+    (positive or negated) no event has while a close one came, and an attribute (of a predicate,
+    partition, GROUP-BY or aggregate) that no event of its alias's type carries. `typed`: events of
+    the query's types by type; `other_types`: events of other types by type (some names); `dead`:
+    the run's dead letters. An attribute a record holds as null is carried (a null is no misspelling)."""
+    if not any(typed.get(t) for t in query.by_type):
+        whole = type_problem(query.by_type, 0, other_types)
+        return [whole] if whole else []
+    problems = []
+    for etype, aliases in query.by_type.items():
+        if typed.get(etype, 0):
+            continue
+        close = _close(etype, other_types)
+        if close:
+            problems.append(f"type {etype!r} of {_parts(query, aliases)} matches no event; "
+                            f"did you mean {close!r}? (events of other types: {_most(other_types)})")
+    for etype, aliases in query.by_type.items():
+        have = dead.carried(etype, typed.get(etype, 0)) if typed.get(etype, 0) else None
+        if have is None:
+            continue
+        for attr in sorted(query.needed_by_type[etype] - have):
+            readers = [a for a in aliases if attr in query.aliases[a].needed]
+            close = _close(attr, have)
+            problems.append(
+                f"attribute {attr!r} of {_parts(query, readers)} is on no {etype} event (they have "
+                f"{', '.join(sorted(have)) if have else 'no attributes'})"
+                + (f"; did you mean {close!r}?" if close else f"; is {attr!r} misspelled in the query?"))
+    return problems
+
+
+def _parts(query: CompiledQuery, aliases: Iterable[str]) -> str:
+    """`S` or `X (under NOT)`, for the aliases named."""
+    return ", ".join(a if query.aliases[a].positive else f"{a} (under NOT)" for a in aliases)
+
+
+def _close(name: str, known: Iterable[str]) -> str | None:
+    """The name of `known` that `name` most likely meant: the same but for case, else a close spelling."""
+    known = list(known)
+    by_case = {k.lower(): k for k in known}
+    return by_case.get(name.lower()) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+
+
+def _most(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{t} ({n:,})" for t, n in Counter(counts).most_common(8)) + (
+        f" and {len(counts) - 8} more" if len(counts) > 8 else "")
 
 
 def type_problem(types: Iterable[str], processed: int, other_types: Mapping[str, int]) -> str | None:
@@ -82,16 +134,14 @@ def type_problem(types: Iterable[str], processed: int, other_types: Mapping[str,
     if processed or not other_types:
         return None
     wanted = sorted(set(types))
-    seen = ", ".join(f"{t} ({n:,})" for t, n in Counter(other_types).most_common(8))
-    more = len(other_types) - 8
     guesses = []
     for t in wanted:
         by_case = {o.lower(): o for o in other_types}
         close = by_case.get(t.lower()) or next(iter(difflib.get_close_matches(t, list(other_types), n=1)), None)
         if close:
             guesses.append(f"{close!r} for {t!r}")
-    return (f"no event is of a type of the query ({', '.join(wanted)}); the events' types are {seen}"
-            + (f" and {more} more" if more > 0 else "") + (f"; did you mean {', '.join(guesses)}?" if guesses else ""))
+    return (f"no event is of a type of the query ({', '.join(wanted)}); the events' types are {_most(other_types)}"
+            + (f"; did you mean {', '.join(guesses)}?" if guesses else ""))
 
 
 def tally(dead: list[DeadLetter]) -> DeadLetters:
@@ -101,4 +151,4 @@ def tally(dead: list[DeadLetter]) -> DeadLetters:
     return out
 
 
-__all__ = ["DeadLetters", "tally", "type_problem"]
+__all__ = ["DeadLetters", "name_problems", "tally", "type_problem"]

@@ -52,6 +52,11 @@ class Runner(Protocol):
         """Events seen of types the query has not, by type (some names): what a query whose
         types match no event should have said."""
 
+    @property
+    def typed(self) -> dict[str, int]:
+        """Events seen of the query's types (valid or refused), by type: with `other_types`, what
+        tells a misspelled type or attribute (`runtime.dead_letters.name_problems`) from a quiet one."""
+
     def expect(self, watermark: Any) -> None:
         """Events before `watermark` are late from now on; nothing is processed."""
 

@@ -40,7 +40,7 @@ from greta_stream.pipeline.model import (
     packages,
     streams,
 )
-from greta_stream.runtime.dead_letters import DeadLetters, type_problem
+from greta_stream.runtime.dead_letters import DeadLetters, name_problems
 from greta_stream.runtime.multi import one_line
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.cet_distributed import expand_outputs
@@ -115,8 +115,8 @@ class BatchWriter:
         self.name = query.name
         assert query.spec is not None, "a QueryConfig gets its RunSpec from QueryConfig.compile"
         self.lateness_s = query.spec.lateness_s
-        self.types = tuple(query.spec.query.by_type)  # the event types it reads
-        self.typed = 0  # records of one of them seen, over the run (shards' reports)
+        self.query = query.spec.query
+        self.typed: Counter[str] = Counter()  # records of each of its types seen, over the run (shards' reports)
         self.other_types: Counter[str] = Counter()  # records of other types, by type (some)
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
         sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
@@ -192,17 +192,22 @@ class BatchWriter:
         if self.on_batch is not None:
             self.on_batch(batch_id, rows, reasons, state_bytes)
 
-    def saw(self, typed: int, other_types: dict[str, int]) -> None:
-        """A shard's report of a batch's records: how many of its types, and the others by type."""
-        self.typed += typed
+    def saw(self, typed: dict[str, int], other_types: dict[str, int]) -> None:
+        """A shard's report of a batch's records: of its types and of the others, by type."""
+        self.typed.update(typed)
         self.other_types.update(other_types)
 
     @property
+    def problems(self) -> list[str]:
+        """The names of the query its input shows to be mistakes (`name_problems`): a type no event
+        has (of the whole query, or of one part while a close one came), an attribute no event of
+        its type carries."""
+        return name_problems(self.query, self.typed, self.other_types, self.dead_letters)
+
+    @property
     def problem(self) -> str | None:
-        """What its output says of a mistake: no event of its types while other types
-        came (`type_problem`), or every event of a type dead for one missing attribute."""
-        return (type_problem(self.types, self.typed, self.other_types)
-                or self.dead_letters.suspect(self.counts["rows"]))
+        """`problems` in one line, or None."""
+        return "; ".join(self.problems) or None
 
     def bind(self, types: dict[str, Any]) -> None:
         """The stream's input column types, to the sinks that write typed columns (Delta's)."""

@@ -506,7 +506,7 @@ def _state_outputs(queries: QuerySet, multi: MultiRunner, shard: Shard, records:
 
 
 def _state_output(name: str, shard: Shard, size: int, time_kind: str | None,
-                  seen: tuple[int, dict[str, int]] | None = None) -> dict[str, Any]:
+                  seen: tuple[dict[str, int], dict[str, int]] | None = None) -> dict[str, Any]:
     """How many bytes (uncompressed) a query's state takes in this shard now, the
     query's time kind as its runner knows it ("": not known yet), and what this
     batch's records were to it (`types_seen`)."""
@@ -514,9 +514,10 @@ def _state_output(name: str, shard: Shard, size: int, time_kind: str | None,
             "payload": state_payload(size, shard.index, time_kind, seen), "reason": None}
 
 
-def state_payload(size: int, shard: int, time_kind: str | None, seen: tuple[int, dict[str, int]] | None = None) -> str:
+def state_payload(size: int, shard: int, time_kind: str | None,
+                  seen: tuple[dict[str, int], dict[str, int]] | None = None) -> str:
     doc: dict[str, Any] = {"bytes": size, "shard": shard, "time_kind": time_kind or None}
-    if seen is not None and (seen[0] or seen[1]):
+    if seen is not None and (any(seen[0].values()) or seen[1]):
         doc["typed"], doc["other_types"] = seen
     return dumps_row(doc)
 
@@ -524,8 +525,8 @@ def state_payload(size: int, shard: int, time_kind: str | None, seen: tuple[int,
 OTHER_TYPES_SAID = 8  # the other types a shard reports per batch (the most frequent)
 
 
-def types_seen(queries: QuerySet, records: Any) -> dict[str, tuple[int, dict[str, int]]]:
-    """Per running query: how many of the batch's records are of one of its
+def types_seen(queries: QuerySet, records: Any) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    """Per running query: how many of the batch's records are of each of its
     types, and the other types by count (some): what tells a query whose
     types match no event (a misspelled or miscased type) from a quiet one."""
     field = queries.fields.type
@@ -539,11 +540,11 @@ def types_seen(queries: QuerySet, records: Any) -> dict[str, tuple[int, dict[str
     by_type.pop(FLUSH_TYPE, None)  # the end of input's event is no one's
     if not by_type:
         return {}
-    out: dict[str, tuple[int, dict[str, int]]] = {}
+    out: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
     for name, spec in queries:
-        mine = set(spec.query.by_type)
+        mine = spec.query.by_type
         others = Counter({t: n for t, n in by_type.items() if t not in mine})
-        out[name] = (sum(by_type.get(t, 0) for t in mine), dict(others.most_common(OTHER_TYPES_SAID)))
+        out[name] = ({t: by_type[t] for t in mine if t in by_type}, dict(others.most_common(OTHER_TYPES_SAID)))
     return out
 
 

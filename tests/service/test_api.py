@@ -357,7 +357,8 @@ def test_a_misspelled_attribute_shows_in_the_querys_progress(api: httpx.Client, 
                         "the dead letters", service)
     assert progress["result_rows"] == 0
     assert progress["dead_letter_summary"].startswith("300 dead letters: 300 missing_attribute")
-    assert "no attribute 'prize' (they have company, id, price, sector, time, type, volume)" in progress["problem"]
+    assert ("attribute 'prize' of S is on no Stock event (they have company, id, price, sector, time, type, volume); "
+            "did you mean 'price'?") in progress["problem"]
     assert api.delete(f"/queries/{query_id}").status_code == 204
 
 

@@ -45,9 +45,10 @@ class ColumnarResult:
     """Rows, dead letters and metrics of one batch evaluation."""
 
     def __init__(self, rows: list[dict[str, Any]], dead: list[DeadLetter], metrics: dict[str, int],
-                 other_types: dict[str, int] | None = None) -> None:
+                 other_types: dict[str, int] | None = None, typed: dict[str, int] | None = None) -> None:
         self.rows, self.dead, self.metrics = rows, dead, metrics
         self.other_types = other_types or {}  # events of types the query has not, by type (some names)
+        self.typed = typed or {}  # events of the query's types (valid or refused), by type
 
 
 def evaluate_columnar(plan: KernelPlan, events: Input, fields: FieldNames) -> ColumnarResult:
@@ -57,7 +58,7 @@ def evaluate_columnar(plan: KernelPlan, events: Input, fields: FieldNames) -> Co
     rows = compute(plan, prep, events)
     prep.metrics["partitions"] = 0
     prep.metrics["rows_emitted"] = len(rows)
-    return ColumnarResult(rows, prep.dead, dict(prep.metrics), prep.other_types)
+    return ColumnarResult(rows, prep.dead, dict(prep.metrics), prep.other_types, prep.typed)
 
 
 __all__ = [

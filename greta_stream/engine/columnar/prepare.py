@@ -52,6 +52,7 @@ class Prepared:
     metrics: Metrics
     time_kind: str = NUMERIC  # TIMESTAMP: `t` is int microseconds since the epoch
     other_types: dict[str, int] = field(default_factory=dict)  # events of other types, by type (some names)
+    typed: dict[str, int] = field(default_factory=dict)  # events of the pattern's types (valid or refused), by type
 
     def window(self, plan: KernelPlan) -> tuple[int, int]:
         """(within, slide) in the unit of `t`."""
@@ -145,7 +146,9 @@ def prepare(
     metrics["events_processed"] = processed
     t = time.values[good]
     kmin, kmax = window_bounds(t, *window_in(plan, time_kind), time.kind == INT)
-    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind, other_types)
+    typed = dict(zip(plan.types, np.bincount(st_t, minlength=len(plan.types)).tolist()))
+    return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind, other_types,
+                    typed)
 
 
 def _types(events: Input, name: str) -> tuple[np.ndarray, np.ndarray]:

@@ -260,6 +260,7 @@ class ColumnarStream(Fronted):
                 for name, value in prep.metrics.items():
                     self._metrics.inc(name, value)
                 front.saw_others(prep.other_types)
+                front.typed.update(prep.typed)
                 for dl, own in judged:
                     if not own:
                         front.reject(dl, counted=True)  # `prepare` counted them
