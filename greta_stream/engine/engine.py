@@ -59,6 +59,12 @@ class Logged(Fronted):
     _base: BaseChunk | None = None  # the latest base (None: take one at the next logged snapshot)
     _base_age: int = 0  # logged snapshots since it
 
+    def _settled(self, events: list[Any]) -> None:
+        """Log the events the front buffered at the end of a batch (`Front.settle`)."""
+        self.log.fresh += events
+        if events and self.plan is None:
+            self.plan = self._plan()
+
     def _logged(self, accepted: bool) -> bool:
         """Log the event the front just buffered (when `accepted`)."""
         if accepted:
@@ -150,7 +156,7 @@ class Engine(Logged):
 
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None) -> None:
         """`add` each record (a DataFrame: each row); see `Front.add_many` for `watermark_of`."""
-        self.front.add_many(_records(records), watermark_of, self.add)
+        self._settled(self.front.add_many(_records(records), watermark_of, self.add))
 
     def expect(self, watermark: Any) -> None:
         """Declare events before `watermark` late from now on, without processing.

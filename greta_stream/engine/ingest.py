@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import numpy as np
+
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
@@ -145,21 +147,52 @@ class Validator:
         return None
 
 
-def future_bound(watermark: Any, max_future_s: float | None, time_kind: str | None) -> Any:
-    """The latest time an event may have, `max_future_s` ahead of `watermark`
-    (in the unit of `time_kind`); inf when either is unbounded."""
+def future_bound(watermark: Any, max_future_s: float | None, time_kind: str | None, lateness_s: float = 0.0,
+                 times: Any = ()) -> Any:
+    """The latest time an event may have: a step (`future_step_s`: `max_future_s`, or the
+    lateness when longer) ahead of the newest time the watermark stands for (`watermark`
+    plus `lateness_s`), or of the newest of `times` (a micro-batch's) that such steps reach
+    from there (`reach`); in the unit of `time_kind`; inf when either is unbounded. Counted
+    from the newest time and through the batch: with a lateness that covers the stream's
+    disorder, or a batch of history spanning more than `max_future_s`, no event is "future"."""
     if max_future_s is None or watermark == -math.inf:
         return math.inf
-    return watermark + max_future_s * (US_PER_S if time_kind == TIMESTAMP else 1)
+    scale = US_PER_S if time_kind == TIMESTAMP else 1
+    step = future_step_s(max_future_s, lateness_s) * scale
+    return reach(watermark + lateness_s * scale, times, step) + step
+
+
+def reach(top: Any, times: Any, step: Any) -> Any:
+    """The newest of `times` (any order; NaN: none) that steps of at most `step` reach from
+    `top` (itself when none): a time further than `step` past every time reached is no
+    continuation of the stream but a jump ahead (a clock set wrong, a poison record)."""
+    ahead = np.sort(times[times > top] if isinstance(times, np.ndarray) else np.array([t for t in times if t > top]))
+    if not len(ahead):
+        return top
+    jumps = np.flatnonzero(np.diff(ahead, prepend=top) > step)
+    last = int(jumps[0]) if len(jumps) else len(ahead)
+    return ahead[last - 1].item() if last else top
 
 
 def late_letter(record: Any, time: Any, watermark: Any) -> DeadLetter:
     return DeadLetter("late", record, f"time {time} is behind the watermark {watermark}")
 
 
-def future_letter(record: Any, time: Any, watermark: Any, max_future_s: float | None) -> DeadLetter:
-    return DeadLetter("future", record, f"time {time} is more than max_future_s = {max_future_s:g} s ahead of "
-                                        f"the watermark {watermark}")
+def future_letter(record: Any, time: Any, bound: Any, max_future_s: float, lateness_s: float,
+                  time_kind: str | None) -> DeadLetter:
+    """The "future" dead letter of an event after `bound` (`future_bound`'s), worded with the newest time the
+    stream reached and the step it allows."""
+    step_s = future_step_s(max_future_s, lateness_s)
+    newest = bound - step_s * (US_PER_S if time_kind == TIMESTAMP else 1)
+    return DeadLetter("future", record, f"time {time} is more than {step_s:g} s ahead of the newest time the "
+                                        f"stream reached, {newest} (max_future_s = {max_future_s:g} s, or the "
+                                        f"lateness when longer: {lateness_s:g} s)")
+
+
+def future_step_s(max_future_s: float, lateness_s: float) -> float:
+    """How far ahead of the newest time an event may be: `max_future_s`, or the lateness when longer
+    (a stream whose events may come that far behind the newest may bring that much newer ones)."""
+    return max(max_future_s, lateness_s)
 
 
 DeadLetterSink = Callable[[DeadLetter], None]
@@ -193,8 +226,12 @@ class Front:
         self.position = 0  # records seen: the id of a record without one
         self.buffer: list[Event] = []  # valid events waiting for the watermark
         self.max_future_s: float | None = None  # a setting of the run (RunSpec), not state
+        self.lateness_s = 0.0  # the run's lateness (RunSpec): the watermark stands for the newest time less it
         self.other_types: Counter[str] = Counter()  # events of types the query has not, by type (some names)
         self.typed: Counter[str] = Counter()  # events of the query's types (valid or refused), by type
+        self.held: list[tuple[Any, Event]] = []  # a batch's events ahead of the stream, until the batch is read
+        self.batch_top: Any = -math.inf  # the newest time buffered from the batch being read
+        self.in_batch = False
 
     @property
     def time_kind(self) -> str | None:
@@ -208,7 +245,7 @@ class Front:
     @property
     def future_bound(self) -> Any:
         """Events of a pattern type after this are "future" (inf: no bound yet)."""
-        return future_bound(self.late_bound, self.max_future_s, self.time_kind)
+        return future_bound(self.late_bound, self.max_future_s, self.time_kind, self.lateness_s)
 
     def expect(self, watermark: Any) -> None:
         self.late_before = max(self.late_before, watermark)
@@ -234,7 +271,10 @@ class Front:
             self.reject(late_letter(record, result.time, late_before))
             return None
         if result.time > self.future_bound:
-            self.reject(future_letter(record, result.time, late_before, self.max_future_s))
+            if self.in_batch:  # the rest of the batch may reach it (`settle`)
+                self.held.append((record, result))
+            else:
+                self.reject(self._future(record, result, self.future_bound))
             return None
         return result
 
@@ -251,20 +291,56 @@ class Front:
         if event is None:
             return False
         self.buffer.append(event)
+        if self.in_batch and event.time > self.batch_top:
+            self.batch_top = event.time
         return True
 
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None,
-                 add: Callable[[Any], Any] | None = None) -> None:
+                 add: Callable[[Any], Any] | None = None) -> list[Event]:
         """`add` (default: this front's) every record. A driver that declares
         its watermark before the first valid event fixes the time unit gives
-        `watermark_of(unit)`: declared again in that unit once it is known."""
+        `watermark_of(unit)`: declared again in that unit once it is known.
+        Events too far ahead of the stream are held until the batch is read
+        (`settle`); those its other times reach are buffered last and returned
+        (for the runner's log), the others dead-lettered as "future"."""
         add = add or self.add
         kind = self.validator.time_kind
-        for rec in records:
-            add(rec)
-            if watermark_of is not None and self.validator.time_kind != kind:
-                kind = self.validator.time_kind
-                self.expect(watermark_of(kind))
+        self.in_batch, self.batch_top = True, -math.inf
+        try:
+            for rec in records:
+                add(rec)
+                if watermark_of is not None and self.validator.time_kind != kind:
+                    kind = self.validator.time_kind
+                    self.expect(watermark_of(kind))
+        finally:
+            self.in_batch = False
+        return self.settle()
+
+    def settle(self) -> list[Event]:
+        """The batch's held events: buffered where steps of at most `max_future_s` through the
+        batch's times reach them from the newest time (`future_bound`), else dead-lettered as
+        "future", in arrival order; the buffered ones."""
+        held, self.held = self.held, []
+        if not held:
+            return []
+        bound = future_bound(max(self.late_bound, self.batch_top - self.lateness_s * self._scale), self.max_future_s,
+                             self.time_kind, self.lateness_s, [e.time for _, e in held])
+        admitted = []
+        for record, event in held:
+            if event.time <= bound:
+                self.buffer.append(event)
+                admitted.append(event)
+            else:
+                self.reject(self._future(record, event, bound))
+        return admitted
+
+    def _future(self, record: Any, event: Event, bound: Any) -> DeadLetter:
+        assert self.max_future_s is not None
+        return future_letter(record, event.time, bound, self.max_future_s, self.lateness_s, self.time_kind)
+
+    @property
+    def _scale(self) -> int:
+        return US_PER_S if self.time_kind == TIMESTAMP else 1
 
     def reject(self, dl: DeadLetter, *, counted: bool = False) -> None:
         """Count a record that is not processed (unless `counted`) and hand it to the dead-letter sink."""

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from greta_stream.engine import FieldNames
+from greta_stream.engine.ingest import future_step_s
 from greta_stream.errors import ConfigError
 from greta_stream.runtime.spec import RunSpec
 
@@ -86,6 +87,13 @@ class QuerySet:
         """The tightest bound on event times ahead of the watermark any query sets (None: no query sets one)."""
         bounds = [s.max_future_s for _, s in self.specs if s.max_future_s is not None]
         return min(bounds) if bounds else None
+
+    @property
+    def future_step_s(self) -> float | None:
+        """The tightest step ahead of the newest time any query allows (`ingest.future_step_s`: its
+        `max_future_s`, or its lateness when longer); None: no query bounds event times."""
+        steps = [future_step_s(s.max_future_s, s.lateness_s) for _, s in self.specs if s.max_future_s is not None]
+        return min(steps) if steps else None
 
     @cached_property
     def shard_attrs(self) -> tuple[str, ...]:

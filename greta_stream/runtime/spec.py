@@ -64,7 +64,8 @@ class RunSpec:
     - `kernel_threads`: a cap on the columnar kernel's threads (None: one
       per core); a setting of this process, not of the results.
     - `max_future_s`: once there is a watermark, events more than this many
-      seconds ahead of it are dead-lettered as "future" (None: no bound).
+      seconds ahead of the newest time it stands for (the watermark plus
+      `lateness_s`) are dead-lettered as "future" (None: no bound).
     - `life`: how many times a stream saw this query's name come back with
       another text or after a delete (`spark.layout`); part of its run
       fingerprint, so that no earlier life's state is taken for this one.
@@ -208,8 +209,8 @@ class RunSpec:
         return self.armed(runner)
 
     def armed(self, runner: Any) -> Any:
-        """`runner` with this run's settings that are not state (`max_future_s`)."""
-        runner.front.max_future_s = self.max_future_s
+        """`runner` with this run's settings that are not state (`max_future_s`, `lateness_s`)."""
+        runner.front.max_future_s, runner.front.lateness_s = self.max_future_s, self.lateness_s
         return runner
 
     def snapshot(self, runner: Any) -> bytes:

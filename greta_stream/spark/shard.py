@@ -55,6 +55,7 @@ from greta_stream.cet.distributed import DEFERRED, to_text
 from greta_stream.connectors.jsonl import dumps_payload, dumps_row, loads_many
 from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.engine.columnar.kept import chunk_store, release_memory
+from greta_stream.engine.ingest import reach
 from greta_stream.engine.timebase import TIMESTAMP, US_PER_S, TimeError, parse_time
 from greta_stream.errors import SnapshotError
 from greta_stream.runtime import RunSpec
@@ -237,22 +238,26 @@ def timeout_ms(multi: MultiRunner, watermark_ms: int) -> int | None:
 # Spark's watermark is the latest event time of the stream (the operator's watermark
 # column has no delay of its own; each query subtracts its own lateness). Events
 # further ahead than `max_future_s` are kept out of that column where Spark can tell
+# (below, `max_future_s` is the step of `QuerySet.future_step_s`: a query's lateness when longer)
 # (ahead of the wall clock), but an event ahead of the stream's time yet not of the
 # wall clock (a replay of old input) still moves it. So each shard keeps its own
-# clock: the latest time of the plausible events it has seen (not more than
-# `max_future_s` ahead of what it trusted then). A Spark watermark more than
-# `max_future_s` ahead of the shard's clock is not trusted: the shard goes by its
-# clock until its events catch up. No event's time moves a query's watermark past
-# `max_future_s` ahead of the events before it.
+# clock: the latest time of the plausible events it has seen (those that steps of at
+# most `max_future_s` through its batches' times reach from what it trusted then:
+# a batch of history spanning a year is plausible, a jump of years is not). A Spark
+# watermark more than `max_future_s` ahead of what the shard's clock reaches through
+# the batch is not trusted: the shard goes by its clock until its events catch up.
+# No event's time moves a query's watermark past `max_future_s` ahead of the events
+# before it.
 
 def trusted_watermark_s(spark_s: float, clock_s: float, times_s: Any, max_future_s: float | None) -> float:
     """The stream time a shard goes by (seconds): Spark's watermark, unless it is
-    more than `max_future_s` ahead of the shard's clock (or, in a shard with no
-    clock yet, of the median time of its batch): then the clock."""
+    more than `max_future_s` ahead of what the shard's clock (or, in a shard with
+    no clock yet, the median time of its batch) reaches through the batch's
+    times (`reach`): then the clock."""
     if max_future_s is None or spark_s == -math.inf:
         return spark_s
     ref = clock_s if clock_s > -math.inf else _median(times_s)
-    if ref == -math.inf or spark_s <= ref + max_future_s:
+    if ref == -math.inf or spark_s <= reach(ref, _finite(times_s), max_future_s) + max_future_s:
         return spark_s
     return clock_s
 
@@ -261,11 +266,15 @@ def next_clock_s(clock_s: float, times_s: Any, trusted_s: float, max_future_s: f
     """The shard's clock after a batch with event times `times_s` (NaN: no time)."""
     if times_s is None or len(times_s) == 0:
         return clock_s
-    finite = times_s[np.isfinite(times_s)]
+    finite = _finite(times_s)
     if max_future_s is not None and finite.size:
         base = trusted_s if trusted_s > -math.inf else clock_s if clock_s > -math.inf else _median(finite)
-        finite = finite[finite <= base + max_future_s]
+        finite = finite[finite <= reach(base, finite, max_future_s)]
     return max(clock_s, float(finite.max())) if finite.size else clock_s
+
+
+def _finite(times_s: Any) -> np.ndarray:
+    return np.zeros(0) if times_s is None else times_s[np.isfinite(times_s)]
 
 
 def _median(times_s: Any) -> float:
@@ -440,7 +449,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
     """Steps 2-5 of the module docstring: the outputs (rows, dead letters, failures) and the shard's new clock."""
     if times_s is None:
         times_s = record_seconds(records, queries.fields.time)
-    max_future_s = queries.max_future_s
+    max_future_s = queries.future_step_s
     spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
     trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
     clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)

@@ -111,7 +111,9 @@ def test_long_streams_in_many_batches_equal_batch(data: st.DataObject) -> None:
         assert_same_rows(spec.text, events, batch, rows, ("batch", "stream"))
 
 
-def test_sum_of_ints_then_floats_hands_over_without_loss() -> None:
+def test_sum_of_ints_then_floats_stays_columnar_without_loss() -> None:
+    """Ints, then floats in the same field (39 beside 39.5, as JSON encoders write numbers): the columnar
+    stream takes the mix, with the general engine's rows."""
     events = stock(200, 1, price=int) + stock(200, 2, t0=150, price=lambda p: p + 0.5)
     plan = [(events[i:i + 50], events[min(i + 49, len(events) - 1)]["time"] - 5) for i in range(0, len(events), 50)]
     check(STOCK, events, plan, restore=True)
@@ -120,8 +122,7 @@ def test_sum_of_ints_then_floats_hands_over_without_loss() -> None:
         s.expect(watermark)
         s.add_many(records)
         s.advance(watermark)
-    assert s.general is not None and s.metrics["columnar_hand_overs"] == 1
-    assert "mix of ints and floats" in s.handed_over_because
+    assert s.general is None and s.metrics.get("columnar_hand_overs", 0) == 0
 
 
 COUNT_STOCK = ("RETURN sector, COUNT(*) PATTERN Stock S+ "

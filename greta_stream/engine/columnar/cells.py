@@ -2,7 +2,10 @@
 
 A float value v enters as the integer v * 2**S for the smallest S that makes
 every value of its attribute whole, so sums are exact integers the kernel
-adds limb by limb; MIN and MAX are carried as float64 values.
+adds limb by limb; MIN and MAX are carried as float64 values. Over ints
+beside floats (39 beside 39.02, as JSON encoders write numbers) a whole
+value was an int: MIN and MAX give it back as one, and a count of the floats
+each sum took (a COUNT cell) says which sums are of ints alone (ints).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from greta_stream.engine.columnar.columns import FLOAT, INT, MIXED, Unsupported
+from greta_stream.engine.columnar.columns import INT, MIXED, MIXED_WHOLE, Unsupported
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import subset
 
@@ -41,11 +44,12 @@ def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, A
             cells.append(((i, "n"), mine.astype(np.uint64)[:, None]))
             continue
         col = subset(cols[f.attr], mine) if len(plan.states) > 1 else cols[f.attr]
+        if col.kind == MIXED_WHOLE:
+            raise Unsupported(f"{f.kind.upper()} over ints beside whole floats such as 2.0 ({f.attr!r}): which "
+                              "value was an int no longer shows")
         if f.kind == "sum":
-            if col.kind == MIXED:
-                raise Unsupported(f"SUM over a mix of ints and floats ({f.attr!r})")
             scale, mag, shift, negative = _magnitudes(col, (min_scales or {}).get(i, 0))
-            top = int((shift + 53).max()) if col.kind == FLOAT and len(col.values) else 64
+            top = int((shift + 53).max()) if col.kind != INT and len(col.values) else 64
             digits = max(1, -(-top // DIGIT_BITS))
             if digits > MAX_DIGITS:
                 raise Unsupported(f"SUM values of {f.attr!r} span too many bits")
@@ -57,10 +61,12 @@ def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, A
                 full = np.zeros((m, digits), np.uint64)
                 full[mine] = own
                 cells.append(((i, sg), full))
+            if col.kind == MIXED:  # how many floats each sum took: a sum of ints alone is an int
+                floats = np.zeros(m, np.uint64)
+                floats[mine] = col.values != np.floor(col.values)
+                cells.append(((i, "f"), floats[:, None]))
             sums[i] = (scale, digits, signs, col.kind)
         else:
-            if col.kind != FLOAT and col.kind != INT:
-                raise Unsupported(f"MIN/MAX over a mix of ints and floats ({f.attr!r})")
             if col.kind == INT and len(col.values) and np.abs(col.values).max() > 1 << 53:
                 raise Unsupported(f"MIN/MAX over integers beyond 2**53 ({f.attr!r})")
             values = np.full(m, np.nan)  # NaN: an event of another alias (its value is not the field's)

@@ -17,6 +17,10 @@ import numpy as np
 import pandas as pd
 
 INT, FLOAT, MIXED, OTHER = "int", "float", "mixed", "other"
+# ints beside floats some of which are whole (2 beside 2.0): which value was an int no longer shows
+MIXED_WHOLE = "mixed-whole"
+MIXES = (MIXED, MIXED_WHOLE)
+FLOATING = (FLOAT, *MIXES)  # the kinds held as float64
 EXACT_FLOAT = 2.0**53  # ints up to this magnitude are exact as float64
 
 
@@ -26,9 +30,11 @@ class Unsupported(Exception):
 
 @dataclass
 class Column:
-    """One field over some rows: `kind` INT/FLOAT/MIXED (numbers in `values`,
-    int64 or float64) or OTHER (`values` is an object array); `null` marks
-    missing values, `number` the rows holding a number (not a bool)."""
+    """One field over some rows: `kind` INT/FLOAT/MIXED/MIXED_WHOLE (numbers in
+    `values`, int64 or float64; MIXED: ints beside floats none of which is
+    whole, as JSON encoders write numbers, so a whole value was an int) or
+    OTHER (`values` is an object array); `null` marks missing values,
+    `number` the rows holding a number (not a bool)."""
 
     kind: str
     values: np.ndarray
@@ -175,7 +181,8 @@ def typed(values: np.ndarray | list[Any], *, nan_is_null: bool) -> Column:
             if int in kinds:
                 if any(type(v) is int and abs(v) > EXACT_FLOAT for v in filled):
                     return _other(seq, nan_is_null)
-                return Column(MIXED, np.asarray(filled, dtype=np.float64), null, ~null)
+                whole = any(type(v) is float and v.is_integer() for v in filled)
+                return Column(MIXED_WHOLE if whole else MIXED, np.asarray(filled, dtype=np.float64), null, ~null)
             return Column(FLOAT, np.asarray(filled, dtype=np.float64), null, ~null)
         try:
             return Column(INT, np.asarray(filled, dtype=np.int64), null, ~null)

@@ -36,7 +36,7 @@ import numpy as np
 
 from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.chunks import ChunkStore, chunk_store, content_key, dumps, loads, register, tracked
-from greta_stream.engine.columnar.columns import MIXED, OTHER, Column
+from greta_stream.engine.columnar.columns import MIXES, OTHER, Column
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, window_in
 from greta_stream.engine.plan import Metrics
@@ -113,7 +113,7 @@ def compact(prep: Prepared, raw_of: Any, names: list[str], *, int_times: bool = 
     spelled: dict[str, np.ndarray] = {}
     for name in names:
         col = prep.cols.get(name)
-        if (col is not None and col.kind == MIXED) or (name == names[1] and not prep.int_time
+        if (col is not None and col.kind in MIXES) or (name == names[1] and not prep.int_time
                                                        and prep.time_kind != TIMESTAMP and int_times
                                                        and _has_ints(raw_of(name))):
             spelled[name] = _shared_objects(raw_of(name))

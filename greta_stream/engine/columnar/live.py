@@ -50,7 +50,7 @@ import numpy as np
 
 from greta_stream.engine.columnar import live_kernel as lk
 from greta_stream.engine.columnar.cells import aggregate_cells
-from greta_stream.engine.columnar.columns import MIXED, Input
+from greta_stream.engine.columnar.columns import MIXES, Input
 from greta_stream.engine.columnar.driver import BLOCK_LANES, START_LIMBS, KernelOutput
 from greta_stream.engine.columnar.keys import edge_values, partitions, plain
 from greta_stream.engine.columnar.plan import KernelPlan
@@ -138,7 +138,7 @@ class LiveAggregates:
         m = len(t)
         for a in self.group_by:
             kind = cols[a].kind
-            if kind == MIXED or self.group_kinds.setdefault(a, kind) != kind:
+            if kind in MIXES or self.group_kinds.setdefault(a, kind) != kind:
                 raise NotLive(f"GROUP-BY attribute {a!r} of more than one kind")
         if plan.edge is not None:
             key, probe, op = edge_values(plan, cols, st)

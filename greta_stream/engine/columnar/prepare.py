@@ -17,7 +17,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from greta_stream.engine.columnar.columns import EXACT_FLOAT, FLOAT, INT, MIXED, OTHER, Column, Input, Unsupported, numeric
+from greta_stream.engine.columnar.columns import (
+    EXACT_FLOAT,
+    FLOAT,
+    FLOATING,
+    INT,
+    OTHER,
+    Column,
+    Input,
+    Unsupported,
+    numeric,
+)
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.times import MAX_TIME, by_value, frame_timestamps, renumber, timestamps
 from greta_stream.engine.columnar.vector import attrs_of
@@ -74,6 +84,7 @@ def prepare(
     late_before_of: Callable[[str], Any] | None = None,
     validator: Validator | None = None,
     max_future_s: float | None = None,
+    lateness_s: float = 0.0,
 ) -> Prepared:
     """Validate and type `events`; `Unsupported` when they are not for us.
 
@@ -83,8 +94,9 @@ def prepare(
     the stream's unit of time (none came before), `late_before_of(unit)` is
     the watermark in that unit from the event after the one that fixed it
     on, as `Front.add_many` declares it again for the general engine.
-    Events more than `max_future_s` ahead of that watermark are "future"
-    (`Front.future_bound`).
+    Events more than `max_future_s` ahead of the newest time that watermark
+    stands for (plus `lateness_s`), or of the batch's times that steps of at
+    most `max_future_s` reach from there, are "future" (`ingest.future_bound`).
 
     1. types and times: rows without either are bad; the first good row
        fixes the stream's kind of time;
@@ -114,15 +126,18 @@ def prepare(
     if late_before_of is not None and kind_before is None and validator.time_kind is not None:
         limit = max(late_before, late_before_of(validator.time_kind))
     late = _late(time.values, rows_t, row_bad, bad, limit, late_before)
-    ahead = future_bound(limit, max_future_s, validator.time_kind)
-    future = ~row_bad & ~late & (time.values[rows_t] > ahead)
+    timely = ~row_bad & ~late
+    ahead = future_bound(limit, max_future_s, validator.time_kind, lateness_s, time.values[rows_t][timely])
+    future = timely & (time.values[rows_t] > ahead)
     keep = ~row_bad & ~late & ~future
     good = rows_t[keep]
     bad_rows = np.sort(np.concatenate([np.flatnonzero(bad), rows_t[row_bad | late | future]]))
     is_late = np.zeros(n, np.int8)  # 1: late, 2: future
     is_late[rows_t[late]] = 1
     is_late[rows_t[future]] = 2
-    dead = _dead_letters(validator, events, bad_rows, is_late, limit, max_future_s)
+    dead = _dead_letters(validator, events, bad_rows, is_late, limit,
+                         lambda record, time: future_letter(record, time, ahead, max_future_s or 0.0, lateness_s,
+                                                            validator.time_kind))
 
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
     edge_attrs = set().union(*(attrs_of(x) | attrs_of(y) for _, x, y in plan.all_edges))
@@ -279,7 +294,7 @@ def _attribute_columns(plan: KernelPlan, events: Input, rows: np.ndarray,
         need = of_types(attr, cq.needed_by_type)
         row_bad |= col.null & need
         if attr in key_attrs:
-            if col.kind in (FLOAT, MIXED):
+            if col.kind in FLOATING:
                 row_bad |= np.isnan(col.values) & need
             elif col.kind == OTHER:
                 row_bad |= np.fromiter(
@@ -289,12 +304,12 @@ def _attribute_columns(plan: KernelPlan, events: Input, rows: np.ndarray,
         if attr in numeric_attrs:
             num = of_types(attr, cq.numeric_by_type)
             row_bad |= ~col.number & ~col.null & num
-            if col.kind in (FLOAT, MIXED):
+            if col.kind in FLOATING:
                 row_bad |= ~np.isfinite(col.values) & ~col.null & num
             elif col.kind == OTHER:
                 row_bad |= np.fromiter(
                     (isinstance(v, float) and not math.isfinite(v) for v in col.values), bool, len(col.values)) & num
-        if col.kind in (FLOAT, MIXED) and col.null.any():  # absent where not needed: 0, never NaN
+        if col.kind in FLOATING and col.null.any():  # absent where not needed: 0, never NaN
             col = Column(col.kind, np.where(col.null, 0.0, col.values), col.null, col.number)
         cols[attr] = col
     return cols, row_bad
@@ -318,7 +333,7 @@ def _late(t: np.ndarray, rows: np.ndarray, row_bad: np.ndarray, bad: np.ndarray,
 
 
 def _dead_letters(validator: Validator, events: Input, bad_rows: np.ndarray, is_late: np.ndarray,
-                  limit: Any, max_future_s: float | None) -> list[DeadLetter]:
+                  limit: Any, future: Callable[[Any, Any], DeadLetter]) -> list[DeadLetter]:
     """The dead letters of `bad_rows`, in input order, worded by the validator
     itself (`is_late`: 1 late, 2 future, as `Front.admit` words them)."""
     dead = []
@@ -326,7 +341,7 @@ def _dead_letters(validator: Validator, events: Input, bad_rows: np.ndarray, is_
         dl = validator.validate(events.record(i), i)
         if is_late[i] and not isinstance(dl, DeadLetter):
             dl = (late_letter(dl.attrs, dl.time, limit) if is_late[i] == 1
-                  else future_letter(dl.attrs, dl.time, limit, max_future_s))
+                  else future(dl.attrs, dl.time))
         if not isinstance(dl, DeadLetter):
             raise Unsupported("a record the columnar checks reject is valid")  # keep the general engine's word
         dead.append(dl)
@@ -380,7 +395,7 @@ def local_mask(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, *, slots:
 
 
 def numbers(attr: str, col: Any, *, exact_float: bool) -> Any:
-    """`col` as an INT/FLOAT/MIXED column, or `Unsupported`: it holds something
+    """`col` as a column of numbers (INT, FLOAT or a mix), or `Unsupported`: it holds something
     other than numbers, or NaN, or (exact_float) a number float64 rounds."""
     if col.kind == OTHER:
         col = numeric(col)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.columnar.columns import INT
+from greta_stream.engine.columnar.columns import INT, MIXED
 from greta_stream.engine.engine import group_order
 from greta_stream.engine.rows import RowFinisher, SumColumn
 from greta_stream.engine.timebase import Timebase
@@ -63,11 +63,17 @@ def result_rows(cq: CompiledQuery, out: Any, field_of: Sequence[int] | None = No
         for sg in signs:
             part = exact_ints(cells[:, slot_cell[(u, sg)], :])
             nums = [a - b for a, b in zip(nums, part)] if sg == "-" else [a + b for a, b in zip(nums, part)]
+        if vkind == MIXED:  # a sum of ints alone is an int (`num` a multiple of 2**scale)
+            floats = [n > 0 for n in exact_ints(cells[:, slot_cell[(u, "f")], :])]
+            return SumColumn([x if f else x >> scale for x, f in zip(nums, floats)],
+                             [scale if f else 0 for f in floats], floats)
         return SumColumn(nums, 0 if vkind == INT else scale, vkind != INT)
 
     def extreme_of(field: int) -> list[Any]:
         j, kind, vkind = slot_mm[field_of[field]]
         values = (mins if kind == "min" else maxs)[:, j]
+        if vkind == MIXED:  # a whole value of ints beside floats that are never whole was an int
+            return [int(v) if math.isfinite(v) and v.is_integer() else v for v in values.tolist()]
         return values.astype(np.int64).tolist() if vkind == INT else values.tolist()
 
     groups = [group_values[g] for g in gids.tolist()]

@@ -247,7 +247,8 @@ class ColumnarStream(Fronted):
             try:
                 prep = prepare(self.plan, inp, self.fields, late_before=front.late_bound,
                                late_before_of=watermark_of if kind_before is None else None,
-                               validator=front.validator, max_future_s=front.max_future_s)
+                               validator=front.validator, max_future_s=front.max_future_s,
+                               lateness_s=front.lateness_s)
             except Unsupported as exc:
                 self._hand_over(str(exc))
             else:
@@ -464,7 +465,7 @@ class ColumnarStream(Fronted):
             if self.watermark != -math.inf:
                 engine.advance(self.watermark)  # these windows were reported already: drop their rows
             engine.expect(self.front.late_before)
-            engine.front.max_future_s = self.front.max_future_s
+            engine.front.max_future_s, engine.front.lateness_s = self.front.max_future_s, self.front.lateness_s
             engine.metrics.clear()
             engine.metrics.update(self.member_metrics(m.name))
             engine.metrics.inc("columnar_hand_overs")
