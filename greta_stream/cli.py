@@ -37,7 +37,7 @@ from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.connectors.jsonl import dumps_payload, read_events
 from greta_stream.engine import DeadLetter, FieldNames
 from greta_stream.errors import ConfigError, QueryError, SpoolFull
-from greta_stream.runtime import RunSpec, evaluate_spec
+from greta_stream.runtime import RunSpec, evaluate_spec, runs_on
 from greta_stream.runtime.dead_letters import DeadLetters, name_problems
 from greta_stream.runtime.spec import compile_once
 
@@ -88,12 +88,7 @@ def explain(
         cq = _load_query(query)
         typer.echo(cq.explain())
         spec = RunSpec.create(cq)
-        if spec.runner_kind == "cet":
-            typer.echo("runs on: CET extraction (the trends themselves)")
-        elif spec.runner_kind == "columnar":
-            typer.echo("runs on: the columnar engine")
-        else:
-            typer.echo(f"runs on: the general engine (the columnar engine does not take {spec.columnar_refusal})")
+        typer.echo(runs_on(spec))
         return
     from greta_stream.pipeline import default_shards, streams
 
@@ -209,9 +204,11 @@ def _evaluate_streamed(spec: RunSpec, events: Path, out: Any, on_dead: Any,
         out.write(dumps_payload(row) + "\n")
     if progress:
         m = runner.metrics
+        engine, why = spec.engine_ran(runner)
         typer.echo(
             f"done: {m.get('events_in', 0) + read_dead[0]:,} events, {len(rows):,} rows, "
-            f"{m.get('events_dead_lettered', 0) + read_dead[0]:,} dead-lettered, {time.monotonic() - started:.2f} s",
+            f"{m.get('events_dead_lettered', 0) + read_dead[0]:,} dead-lettered, {engine} engine"
+            f"{f' ({why})' if why else ''}, {time.monotonic() - started:.2f} s",
             err=True,
         )
     return runner.typed, runner.other_types
@@ -242,7 +239,8 @@ def _evaluate_at_once(spec: RunSpec, events: Path, out: Any, on_dead: Any,
     if progress:
         typer.echo(
             f"done: {len(records) + len(read_dead):,} events, {len(rows):,} rows, "
-            f"{len(read_dead) + len(rows.dead_letters):,} dead-lettered, {rows.engine} engine, "
+            f"{len(read_dead) + len(rows.dead_letters):,} dead-lettered, {rows.engine} engine"
+            f"{f' ({rows.engine_reason})' if rows.engine_reason else ''}, "
             f"{time.monotonic() - started:.2f} s",
             err=True,
         )

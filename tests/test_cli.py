@@ -177,7 +177,13 @@ def test_a_misspelled_folder_on_the_way_is_corrected_too(tmp_path: Path) -> None
 
 
 def test_explain_says_which_engine_runs_the_query() -> None:
-    assert cli("explain", "-q", "configs/q1_stock.greta").stdout.rstrip().endswith("runs on: the columnar engine")
+    """The engine, when evaluate takes the general one for a columnar query (few events), and every kind
+    of input on which the general engine takes over (`INPUT_LIMITS`, the one list of them)."""
+    from greta_stream.engine.columnar.columns import INPUT_LIMITS
+
+    said = cli("explain", "-q", "configs/q1_stock.greta").stdout
+    assert "runs on: the columnar engine\n  evaluate takes the general engine below 2,000 events" in said
+    assert said.rstrip().endswith("\n".join(f"  - {limit}" for limit in INPUT_LIMITS))
     res = cli("explain", "-q", "RETURN COUNT(*) PATTERN SEQ(Stock A, Stock S+) WHERE A.price != NEXT(S).price "
                                 "WITHIN 10 s")
     assert res.stdout.rstrip().endswith("runs on: the general engine (the columnar engine does not take an edge "

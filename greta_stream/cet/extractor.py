@@ -100,7 +100,7 @@ class TrendExtractor(Logged):
         """`add` each record; see `greta_stream.engine.ingest.Front.add_many` for `watermark_of`."""
         if hasattr(records, "to_dict") and hasattr(records, "columns"):
             records = frame_records(records)
-        self.front.add_many(records, watermark_of, self.add)
+        self._settled(self.front.add_many(records, watermark_of, self.add))
 
     def expect(self, watermark: Any) -> None:
         """Declare events before `watermark` late from now on, without processing."""

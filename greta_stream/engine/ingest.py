@@ -148,10 +148,11 @@ class Validator:
 
 
 def future_bound(watermark: Any, max_future_s: float | None, time_kind: str | None, lateness_s: float = 0.0,
-                 times: Any = ()) -> Any:
+                 times: Any = (), newest: Any = -math.inf) -> Any:
     """The latest time an event may have: a step (`future_step_s`: `max_future_s`, or the
     lateness when longer) ahead of the newest time the watermark stands for (`watermark`
-    plus `lateness_s`), or of the newest of `times` (a micro-batch's) that such steps reach
+    plus `lateness_s`) or the stream took (`newest`), or of the newest of `times` (a
+    micro-batch's) that such steps reach
     from there (`reach`); in the unit of `time_kind`; inf when either is unbounded. Counted
     from the newest time and through the batch: with a lateness that covers the stream's
     disorder, or a batch of history spanning more than `max_future_s`, no event is "future"."""
@@ -159,7 +160,7 @@ def future_bound(watermark: Any, max_future_s: float | None, time_kind: str | No
         return math.inf
     scale = US_PER_S if time_kind == TIMESTAMP else 1
     step = future_step_s(max_future_s, lateness_s) * scale
-    return reach(watermark + lateness_s * scale, times, step) + step
+    return reach(max(watermark + lateness_s * scale, newest), times, step) + step
 
 
 def reach(top: Any, times: Any, step: Any) -> Any:
@@ -230,7 +231,7 @@ class Front:
         self.other_types: Counter[str] = Counter()  # events of types the query has not, by type (some names)
         self.typed: Counter[str] = Counter()  # events of the query's types (valid or refused), by type
         self.held: list[tuple[Any, Event]] = []  # a batch's events ahead of the stream, until the batch is read
-        self.batch_top: Any = -math.inf  # the newest time buffered from the batch being read
+        self.newest: Any = -math.inf  # the newest time buffered in this process (not state: the watermark is)
         self.in_batch = False
 
     @property
@@ -245,7 +246,7 @@ class Front:
     @property
     def future_bound(self) -> Any:
         """Events of a pattern type after this are "future" (inf: no bound yet)."""
-        return future_bound(self.late_bound, self.max_future_s, self.time_kind, self.lateness_s)
+        return future_bound(self.late_bound, self.max_future_s, self.time_kind, self.lateness_s, newest=self.newest)
 
     def expect(self, watermark: Any) -> None:
         self.late_before = max(self.late_before, watermark)
@@ -291,8 +292,8 @@ class Front:
         if event is None:
             return False
         self.buffer.append(event)
-        if self.in_batch and event.time > self.batch_top:
-            self.batch_top = event.time
+        if event.time > self.newest:
+            self.newest = event.time
         return True
 
     def add_many(self, records: Iterable[Any], watermark_of: WatermarkOf | None = None,
@@ -305,7 +306,7 @@ class Front:
         (for the runner's log), the others dead-lettered as "future"."""
         add = add or self.add
         kind = self.validator.time_kind
-        self.in_batch, self.batch_top = True, -math.inf
+        self.in_batch = True
         try:
             for rec in records:
                 add(rec)
@@ -323,13 +324,14 @@ class Front:
         held, self.held = self.held, []
         if not held:
             return []
-        bound = future_bound(max(self.late_bound, self.batch_top - self.lateness_s * self._scale), self.max_future_s,
-                             self.time_kind, self.lateness_s, [e.time for _, e in held])
+        bound = future_bound(self.late_bound, self.max_future_s, self.time_kind, self.lateness_s,
+                             [e.time for _, e in held], self.newest)
         admitted = []
         for record, event in held:
             if event.time <= bound:
                 self.buffer.append(event)
                 admitted.append(event)
+                self.newest = max(self.newest, event.time)
             else:
                 self.reject(self._future(record, event, bound))
         return admitted
@@ -338,9 +340,6 @@ class Front:
         assert self.max_future_s is not None
         return future_letter(record, event.time, bound, self.max_future_s, self.lateness_s, self.time_kind)
 
-    @property
-    def _scale(self) -> int:
-        return US_PER_S if self.time_kind == TIMESTAMP else 1
 
     def reject(self, dl: DeadLetter, *, counted: bool = False) -> None:
         """Count a record that is not processed (unless `counted`) and hand it to the dead-letter sink."""

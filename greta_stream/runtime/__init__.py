@@ -11,8 +11,8 @@ the Python API and the service. Never imports pyspark.
 - `batch.evaluate_spec`: the whole run over a finite input.
 """
 
-from greta_stream.runtime.batch import COLUMNAR_MIN_EVENTS, ResultRows, evaluate_spec
+from greta_stream.runtime.batch import COLUMNAR_MIN_EVENTS, ResultRows, evaluate_spec, runs_on
 from greta_stream.runtime.runner import Runner
 from greta_stream.runtime.spec import ENGINES, MODES, RunSpec
 
-__all__ = ["COLUMNAR_MIN_EVENTS", "ENGINES", "MODES", "ResultRows", "Runner", "RunSpec", "evaluate_spec"]
+__all__ = ["COLUMNAR_MIN_EVENTS", "ENGINES", "MODES", "ResultRows", "Runner", "RunSpec", "evaluate_spec", "runs_on"]

@@ -140,6 +140,13 @@ class MultiRunner:
             out.update(unit.time_kinds())
         return out
 
+    def engines(self) -> dict[str, tuple[str, str | None]]:
+        """Per query: the engine it runs on now and, for the general engine, why (`RunSpec.engine_ran`)."""
+        out: dict[str, tuple[str, str | None]] = {}
+        for unit in self.units:
+            out.update(unit.engines())
+        return out
+
     def metrics(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}
         for unit in self.units:

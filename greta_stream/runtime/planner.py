@@ -115,6 +115,9 @@ class SoloUnit:
     def time_kinds(self) -> dict[str, str | None]:
         return {self.name: self.runner.time_kind}
 
+    def engines(self) -> dict[str, tuple[str, str | None]]:
+        return {self.name: self.spec.engine_ran(self.runner)}
+
     def metrics(self) -> dict[str, dict[str, int]]:
         return {self.name: dict(self.runner.metrics)}
 

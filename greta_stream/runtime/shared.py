@@ -457,6 +457,9 @@ class FamilyUnit:
     def time_kinds(self) -> dict[str, str | None]:
         return {n: stream.time_kind for names, stream in self.parts for n in names}
 
+    def engines(self) -> dict[str, tuple[str, str | None]]:
+        return {n: stream.engine_ran for names, stream in self.parts for n in names}
+
     def metrics(self) -> dict[str, dict[str, int]]:
         return {n: stream.member_metrics(n) for names, stream in self.parts for n in names}
 

@@ -155,8 +155,10 @@ class RunSpec:
 
     @cached_property
     def _columnar(self) -> tuple[KernelPlan | None, str]:
-        if self.mode != "aggregate" or self.engine == "general":
-            return None, f"mode {self.mode}, engine {self.engine}"
+        if self.mode != "aggregate":
+            return None, "CET mode lists the trends themselves"
+        if self.engine == "general":
+            return None, "the run asks for the general engine"
         try:
             return columnar_plan(self.query), ""
         except Unsupported as exc:
@@ -171,6 +173,13 @@ class RunSpec:
     def columnar_refusal(self) -> str:
         """Why the columnar engine does not run this query ("" when it may)."""
         return self._columnar[1]
+
+    def engine_ran(self, runner: Any) -> tuple[str, str | None]:
+        """The engine `runner` (one this spec built) runs on now: ("columnar", None), ("cet", None), or
+        ("general", why the columnar engine does not: the query, or input it does not take)."""
+        if isinstance(runner, ColumnarStream):
+            return runner.engine_ran
+        return ("cet", None) if self.mode == "cet" else ("general", self.columnar_refusal)
 
     @property
     def runner_kind(self) -> str:

@@ -118,6 +118,7 @@ class BatchWriter:
         self.query = query.spec.query
         self.typed: Counter[str] = Counter()  # records of each of its types seen, over the run (shards' reports)
         self.other_types: Counter[str] = Counter()  # records of other types, by type (some)
+        self.engine: tuple[str, str | None] | None = None  # what it ran on and why, as shards report it
         local = checkpoint is not None and "://" not in str(checkpoint)  # sink logs use plain file I/O
         sink_log = Path(checkpoint) / "greta-sinks" if local else None  # type: ignore[arg-type]
         self.sinks: list[Sink] = [make_sink(SinkPlace(query, "row", s, sink_log and sink_log / f"sink-{i}"))
@@ -196,6 +197,22 @@ class BatchWriter:
         """A shard's report of a batch's records: of its types and of the others, by type."""
         self.typed.update(typed)
         self.other_types.update(other_types)
+
+    def ran_on(self, engine: str, why: str | None) -> None:
+        """A shard's report of the engine the query ran on in a batch: the general engine in any
+        shard is what the query runs on (the columnar engine took no input of that shard)."""
+        if engine == "general" or self.engine is None:
+            if (engine, why) != self.engine and engine == "general" and self.engine is not None:
+                log.warning("[%s] runs on the general engine from here on: %s", self.name, why)
+            self.engine = (engine, why)
+
+    @property
+    def engine_text(self) -> str | None:
+        """"columnar", "general (why)" or "cet"; None before a batch ran."""
+        if self.engine is None:
+            return None
+        engine, why = self.engine
+        return f"{engine} ({why})" if why else engine
 
     @property
     def problems(self) -> list[str]:
@@ -337,6 +354,8 @@ class StreamWriter:
                     self.time_kinds[o.query] = state["time_kind"]
                 if "typed" in state and o.query in writers:
                     writers[o.query].saw(state["typed"], state["other_types"])
+                if "engine" in state and o.query in writers:
+                    writers[o.query].ran_on(*state["engine"])
             elif o.kind == "error":
                 if o.query not in self.errors:
                     log.error("[%s] batch %d: the query failed, the stream's other queries go on: %s",
@@ -460,13 +479,13 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,
 
 def counts(started: Started) -> dict[str, dict[str, Any]]:
     """The rows and dead letters written, per query, the dead letters' tally ("dead": `DeadLetters`),
-    the mistake its output points at ("problem": `BatchWriter.problem`, or None) and why a query
-    failed ("failed", when it did)."""
+    the mistake its output points at ("problem": `BatchWriter.problem`, or None), the engine it ran
+    on ("engine": `BatchWriter.engine_text`) and why a query failed ("failed", when it did)."""
     out: dict[str, dict[str, Any]] = {}
     for _, sw in started:
         failed = sw.failed
         for name, w in sw.writers.items():
-            out[name] = {**w.counts, "dead": w.dead_letters, "problem": w.problem,
+            out[name] = {**w.counts, "dead": w.dead_letters, "problem": w.problem, "engine": w.engine_text,
                          **({"failed": failed[name]} if name in failed else {})}
     return out
 
@@ -499,4 +518,5 @@ def _report(queries: Started, seen: dict[str, int], echo: Any, labels: dict[str,
             if p["batchId"] > seen.get(name, -1):
                 seen[name] = p["batchId"]
                 echo(progress_line(labels.get(name, name), json.loads(json.dumps(p, default=str)), writer.time_kinds.values(),
-                                   [w.lateness_s for w in writer.writers.values()]))
+                                   [w.lateness_s for w in writer.writers.values()],
+                                   {n: w.engine_text for n, w in writer.writers.items()}))

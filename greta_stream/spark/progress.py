@@ -53,11 +53,12 @@ def on_progress(spark: Any, callback: Callable[[dict[str, Any]], None]) -> Any:
 
 
 def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = (),
-                  lateness_s: Iterable[float] = (0.0,)) -> str:
+                  lateness_s: Iterable[float] = (0.0,), engines: dict[str, str | None] | None = None) -> str:
     """One human line from a StreamingQueryProgress dict; the watermark in
     seconds when the stream's times are numbers (`time_kinds` of its queries).
     A query's watermark is the stream's latest event time less its lateness:
-    shown when the stream's queries share one lateness, else the event time."""
+    shown when the stream's queries share one lateness, else the event time.
+    `engines`: what each query ran on (`BatchWriter.engine_text`)."""
     state = p.get("stateOperators") or [{}]
     spark_wm = (p.get("eventTime") or {}).get("watermark")
     late = set(lateness_s)
@@ -69,8 +70,21 @@ def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = (),
     return (
         f"[{name}] batch {p.get('batchId')}: {events:,} event{'' if events == 1 else 's'} "
         f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
-        f"{clock}; state {state[0].get('memoryUsedBytes', 0):,} bytes"
+        f"{clock}; state {state[0].get('memoryUsedBytes', 0):,} bytes{engines_text(engines or {})}"
     )
+
+
+def engines_text(engines: dict[str, str | None]) -> str:
+    """"; columnar engine" when every query ran on one engine, else each query's, by engine."""
+    said = {n: e for n, e in engines.items() if e}
+    if not said:
+        return ""
+    if len(set(said.values())) == 1:
+        return f"; {next(iter(said.values()))} engine"
+    by: dict[str, list[str]] = {}
+    for n, e in said.items():
+        by.setdefault(e, []).append(n)
+    return "; " + ", ".join(f"{e} engine: {', '.join(ns)}" for e, ns in by.items())
 
 
 _END_MS = (FLUSH_TIME_S - 365 * 86_400) * 1000  # a year before it: no real stream is there

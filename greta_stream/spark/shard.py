@@ -509,25 +509,31 @@ def _state_outputs(queries: QuerySet, multi: MultiRunner, shard: Shard, records:
                    sizes: dict[str, int] | None) -> list[dict[str, Any]]:
     """Each query's state output of the batch (both operators): its state bytes (`sizes`; None: the
     shard keeps nothing, every query 0), its time kind and the types its events had."""
-    kinds, seen = multi.time_kinds(), types_seen(queries, records)
+    kinds, seen, engines = multi.time_kinds(), types_seen(queries, records), multi.engines()
     sizes = dict.fromkeys(queries.names, 0) if sizes is None else sizes
-    return [_state_output(name, shard, size, kinds.get(name), seen.get(name)) for name, size in sizes.items()]
+    return [_state_output(name, shard, size, kinds.get(name), seen.get(name), engines.get(name))
+            for name, size in sizes.items()]
 
 
 def _state_output(name: str, shard: Shard, size: int, time_kind: str | None,
-                  seen: tuple[dict[str, int], dict[str, int]] | None = None) -> dict[str, Any]:
+                  seen: tuple[dict[str, int], dict[str, int]] | None = None,
+                  engine: tuple[str, str | None] | None = None) -> dict[str, Any]:
     """How many bytes (uncompressed) a query's state takes in this shard now, the
-    query's time kind as its runner knows it ("": not known yet), and what this
-    batch's records were to it (`types_seen`)."""
+    query's time kind as its runner knows it ("": not known yet), what this
+    batch's records were to it (`types_seen`) and the engine it ran on (with why,
+    for the general engine: `MultiRunner.engines`)."""
     return {"query": name, "kind": "state", "window_start": None, "window_end": None, "grp": None,
-            "payload": state_payload(size, shard.index, time_kind, seen), "reason": None}
+            "payload": state_payload(size, shard.index, time_kind, seen, engine), "reason": None}
 
 
 def state_payload(size: int, shard: int, time_kind: str | None,
-                  seen: tuple[dict[str, int], dict[str, int]] | None = None) -> str:
+                  seen: tuple[dict[str, int], dict[str, int]] | None = None,
+                  engine: tuple[str, str | None] | None = None) -> str:
     doc: dict[str, Any] = {"bytes": size, "shard": shard, "time_kind": time_kind or None}
     if seen is not None and (any(seen[0].values()) or seen[1]):
         doc["typed"], doc["other_types"] = seen
+    if engine is not None:
+        doc["engine"] = list(engine)
     return dumps_row(doc)
 
 

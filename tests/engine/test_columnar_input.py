@@ -412,3 +412,13 @@ def test_an_integer_time_past_floats_gives_the_general_engines_rows(poison: int)
     want = evaluate(text, events, engine="general")
     assert list(got) == list(want)
     assert [d.reason for d in got.dead_letters] == [d.reason for d in want.dead_letters]
+
+
+@pytest.mark.parametrize("predicate", ["X.flag = true", "X.flag != false", "true = X.flag", "X.weather = 'rain'"])
+def test_booleans_and_strings_read_by_equality_run_columnar(predicate: str) -> None:
+    """A boolean or string field read only by equality (as a real record's `cancelled: true` or
+    `weather: "rain"`): columnar, with the general engine's rows (1 = true holds, as in Python)."""
+    events = [{"type": "A", "time": i, "flag": [True, False, 1, 0, "x", None][i % 6],
+               "weather": ["rain", "sun", 3][i % 3], "f": i % 5 + 0.5} for i in range(60)]
+    check_against_general(f"RETURN COUNT(*), MAX(X.f) PATTERN A X+ WHERE {predicate} AND X.f > NEXT(X).f "
+                          "WITHIN 10 s", events)

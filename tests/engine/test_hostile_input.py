@@ -61,15 +61,17 @@ def test_all_poison_at_once_equals_the_valid_events() -> None:
 
 @pytest.mark.parametrize("engine", ["general", "auto"])
 def test_far_future_events_are_dead_lettered_and_do_not_move_the_watermark(engine: str) -> None:
-    """Once there is a watermark, an event more than max_future_s ahead of it
-    is a `future` dead letter; it holds no window back and later events in
-    range are processed as if it never came: the rows equal evaluate's over them."""
+    """Once there is a watermark, an event more than max_future_s ahead of the
+    newest time the stream took is a `future` dead letter; it holds no window
+    back and later events in range are processed as if it never came: the rows
+    equal evaluate's over them."""
     dead: list[Any] = []
     events = base(3000)
     stream = open_stream(Q, engine=engine, dead_letter=dead.append)
     stream.add_many(events[:1000])
     rows = stream.advance(400)
-    stream.add_many([{"type": "Stock", "time": 400 + 30 * 86_400 + 1, "price": 1},   # beyond the default bound
+    newest = max(e["time"] for e in events[:1000])
+    stream.add_many([{"type": "Stock", "time": newest + 30 * 86_400 + 1, "price": 1},   # beyond the default bound
                      {"type": "Stock", "time": 10**12, "price": 1}])
     stream.add_many(events[1000:2000])
     rows += stream.advance(1000)
@@ -87,8 +89,11 @@ def test_max_future_s_is_a_setting() -> None:
     stream = spec.build(dead_letter=dead.append)
     stream.add_many([{"type": "Stock", "time": 1, "price": 2}])
     stream.advance(2)
-    stream.add_many([{"type": "Stock", "time": 7, "price": 1}, {"type": "Stock", "time": 7.5, "price": 1}])
-    assert [d.reason for d in dead] == ["future"]  # 7 - 2 = 5 is within the bound
+    stream.add_many([{"type": "Stock", "time": 7, "price": 1}, {"type": "Stock", "time": 13, "price": 1}])
+    assert [d.reason for d in dead] == ["future"]  # 7 - 2 = 5 is within the bound, 13 - 7 = 6 is not
+    assert "time 13 is more than 5 s ahead of the newest time the stream reached, 7" in dead[0].detail
+    stream.add_many([{"type": "Stock", "time": 16, "price": 1}, {"type": "Stock", "time": 12, "price": 1}])
+    assert len(dead) == 1  # the batch's own times reach 16 in steps of 5: 7 -> 12 -> 16
     assert RunSpec.create(Q, max_future_s=None).build().front.future_bound == float("inf")
     with pytest.raises(ValueError, match="max_future_s"):
         RunSpec.create(Q, max_future_s=0)

@@ -28,6 +28,23 @@ class Unsupported(Exception):
     """The columnar engine cannot take this input or query; use the general one."""
 
 
+# Every kind of input the columnar engine hands to the general engine (the query aside), in one
+# place: `explain` prints it, docs/QUERY_LANGUAGE.md lists it, and the run that meets one says
+# which (`ResultRows.engine`, the stream's progress, the service's `progress.engine`). What real
+# producers write runs columnar: ints beside floats (39 beside 39.02), nulls (dead letters),
+# strings and booleans read by equality, partitions of any scalar, ISO and numeric times.
+INPUT_LIMITS = (
+    "ints beside whole floats in one field read by SUM, AVG, MIN or MAX (2 beside 2.0: which value was an int "
+    "no longer shows)",
+    "MIN or MAX over integers beyond 2**53, and values beyond 2**53 in an edge predicate (float64 rounds them)",
+    "SUM values spanning more than 1,280 bits (1e-300 beside 1e+300)",
+    "an edge predicate whose values are not finite numbers (NaN, or a division by zero)",
+    "a field read by an edge or local predicate holding other than numbers on events it judges",
+    "a string compared by order with a value that is not a string",
+    "times of both kinds (seconds and ISO timestamps) in one input",
+)
+
+
 @dataclass
 class Column:
     """One field over some rows: `kind` INT/FLOAT/MIXED/MIXED_WHOLE (numbers in

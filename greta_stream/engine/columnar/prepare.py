@@ -85,6 +85,7 @@ def prepare(
     validator: Validator | None = None,
     max_future_s: float | None = None,
     lateness_s: float = 0.0,
+    newest: Any = -math.inf,
 ) -> Prepared:
     """Validate and type `events`; `Unsupported` when they are not for us.
 
@@ -95,8 +96,9 @@ def prepare(
     the watermark in that unit from the event after the one that fixed it
     on, as `Front.add_many` declares it again for the general engine.
     Events more than `max_future_s` ahead of the newest time that watermark
-    stands for (plus `lateness_s`), or of the batch's times that steps of at
-    most `max_future_s` reach from there, are "future" (`ingest.future_bound`).
+    stands for (plus `lateness_s`) or the stream took (`newest`), or of the
+    batch's times that steps of at most `max_future_s` reach from there, are
+    "future" (`ingest.future_bound`).
 
     1. types and times: rows without either are bad; the first good row
        fixes the stream's kind of time;
@@ -127,7 +129,7 @@ def prepare(
         limit = max(late_before, late_before_of(validator.time_kind))
     late = _late(time.values, rows_t, row_bad, bad, limit, late_before)
     timely = ~row_bad & ~late
-    ahead = future_bound(limit, max_future_s, validator.time_kind, lateness_s, time.values[rows_t][timely])
+    ahead = future_bound(limit, max_future_s, validator.time_kind, lateness_s, time.values[rows_t][timely], newest)
     future = timely & (time.values[rows_t] > ahead)
     keep = ~row_bad & ~late & ~future
     good = rows_t[keep]

@@ -132,6 +132,7 @@ class ColumnarStream(Fronted):
         self._chunks: list[KeptChunk] = []
         self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
         self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
+        self.handed_over_because: str | None = None  # why they took over ("" when restored: not known)
         # Incremental aggregates per pass (`live.py`), fed up to the front's watermark; None: each
         # closing window is computed from the kept events. `_stale`: rebuild them before the next feed.
         self.live: list[LiveAggregates] | None = None
@@ -248,7 +249,7 @@ class ColumnarStream(Fronted):
                 prep = prepare(self.plan, inp, self.fields, late_before=front.late_bound,
                                late_before_of=watermark_of if kind_before is None else None,
                                validator=front.validator, max_future_s=front.max_future_s,
-                               lateness_s=front.lateness_s)
+                               lateness_s=front.lateness_s, newest=front.newest)
             except Unsupported as exc:
                 self._hand_over(str(exc))
             else:
@@ -262,6 +263,8 @@ class ColumnarStream(Fronted):
                     self._metrics.inc(name, value)
                 front.saw_others(prep.other_types)
                 front.typed.update(prep.typed)
+                if len(prep.t):
+                    front.newest = max(front.newest, prep.t.max().item())
                 for dl, own in judged:
                     if not own:
                         front.reject(dl, counted=True)  # `prepare` counted them
@@ -474,13 +477,19 @@ class ColumnarStream(Fronted):
         self._chunks = []
         self.handed_over_because = why
 
+    @property
+    def engine_ran(self) -> tuple[str, str | None]:
+        """("columnar", None), or ("general", why) once the general engine took over."""
+        return ("general", self.handed_over_because or "input the columnar engine does not take") if self.generals \
+            else ("columnar", None)
+
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:
         """State as bytes (format-versioned; one query's tied to its text)."""
         if self.single:
             state: dict[str, Any] = {"format": SNAPSHOT_FORMAT, "query": fingerprint(self.cq)}
             if self.general is not None:
-                state["general"] = self.general.snapshot()
+                state["general"], state["why"] = self.general.snapshot(), self.handed_over_because
             else:
                 state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                              next_k=self.next_k, time_kind=self.front.time_kind, metrics=dict(self.metrics))
@@ -488,6 +497,7 @@ class ColumnarStream(Fronted):
         state = {"format": 2, "members": [m.name for m in self.members], **kept_as(self.plan)}
         if self.generals:
             state["generals"] = {name: engine.snapshot() for name, engine in self.generals.items()}
+            state["why"] = self.handed_over_because
         else:
             state.update(chunks=self._chunks, watermark=self.front.watermark, late_before=self.front.late_before,
                          next_ks={p.window: k for p, k in zip(self.passes, self.next_ks)},
@@ -508,6 +518,7 @@ class ColumnarStream(Fronted):
             if "general" in state:
                 stream.generals = {stream.passes[0].members[0].name: Engine.restore(
                     stream.cq, state["general"], fields=stream.fields, dead_letter=stream.dead_letter)}
+                stream.handed_over_because = state.get("why", "")
                 return stream
             # one query's state, whatever the member is called now
             name = stream.members[0].name
@@ -519,6 +530,7 @@ class ColumnarStream(Fronted):
         if "generals" in state:
             stream.generals = {m.name: Engine.restore(m.cq, state["generals"][m.name], fields=stream.fields,
                                                       dead_letter=stream.dead_letter) for m in stream.members}
+            stream.handed_over_because = state.get("why", "")
             return stream
         stream._stale = True  # the live aggregates are rebuilt from the kept events
         stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]

@@ -78,7 +78,7 @@ def predicate(e: ast.Expr, numbers: Mapping[str, np.ndarray], raw: Callable[[str
         if text is not None:
             ref, lit, flipped = text
             values = raw(ref.attr)
-            if e.op not in ("=", "!=") and not all(type(v) is str for v in values):
+            if e.op not in ("=", "!=") and (type(lit) is bool or not all(type(v) is str for v in values)):
                 raise Unsupported("an order comparison of a string with a value that is not a string")
             op = _SCALAR[e.op]
             out = np.fromiter((bool(op(lit, v) if flipped else op(v, lit)) for v in values), bool, len(values))
@@ -88,14 +88,15 @@ def predicate(e: ast.Expr, numbers: Mapping[str, np.ndarray], raw: Callable[[str
     raise Unsupported("local predicate shape")
 
 
-def _string_side(e: ast.Binary) -> tuple[ast.AttrRef, str, bool] | None:
-    """(attribute, string literal, literal on the left) for `X.a op 'text'`."""
-    if isinstance(e.right, ast.Literal) and isinstance(e.right.value, str):
+def _string_side(e: ast.Binary) -> tuple[ast.AttrRef, str | bool, bool] | None:
+    """(attribute, literal, literal on the left) for `X.a op 'text'` or `X.a op true`: compared with the
+    values as records hold them, as the general engine compares them (`1 = true` holds, as in Python)."""
+    if isinstance(e.right, ast.Literal) and isinstance(e.right.value, (str, bool)):
         if isinstance(e.left, ast.AttrRef):
             return e.left, e.right.value, False
-        raise Unsupported("a string compared with an expression")
-    if isinstance(e.left, ast.Literal) and isinstance(e.left.value, str):
+        raise Unsupported("a string or boolean compared with an expression")
+    if isinstance(e.left, ast.Literal) and isinstance(e.left.value, (str, bool)):
         if isinstance(e.right, ast.AttrRef):
             return e.right, e.left.value, True
-        raise Unsupported("a string compared with an expression")
+        raise Unsupported("a string or boolean compared with an expression")
     return None
