@@ -50,9 +50,11 @@ query errors carry the 1-based line and column in the query text."""
 
 def create_app(settings: Settings | None = None, *, restore_registry: bool = False) -> FastAPI:
     """The service's app; its registry checked first (`ConfigError`: the start is refused, saying what to do),
-    and with `restore_registry` an empty or unreadable one restored from its backup."""
+    and with `restore_registry` an empty or unreadable one restored from its backup. uvicorn's routine lines
+    are labelled `uvicorn` from here on (`ServerLines`)."""
     settings = (settings or Settings.load()).check()
     prepare_registry(settings, restore=restore_registry)
+    label_server_lines()
     app = FastAPI(title="greta-stream", version="0.1.0", description=DESCRIPTION, lifespan=_lifespan,
                   docs_url=None, redoc_url=None, openapi_url=None)  # routes/docs.py: the pages and the schema
     app.state.settings = settings
@@ -65,6 +67,25 @@ def create_app(settings: Settings | None = None, *, restore_registry: bool = Fal
         app.include_router(module.router, dependencies=Reading, responses=errors(401))
     docs.mount_assets(app)
     return app
+
+
+class ServerLines(logging.Filter):
+    """uvicorn logs its life cycle (`Started server process`, `Application startup complete`) at INFO under
+    `uvicorn.error`, its logger for all but the access lines: those go out as `uvicorn`, so that a line
+    labelled `uvicorn.error` is a warning or worse. (The service's own lines are `greta_service`'s.)"""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            record.name = "uvicorn"
+        return True
+
+
+def label_server_lines() -> None:
+    """Install `ServerLines` on uvicorn's `uvicorn.error` logger (once per process): before the server
+    starts, whose first lines come before the app's lifespan."""
+    server = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, ServerLines) for f in server.filters):
+        server.addFilter(ServerLines())
 
 
 def prepare_registry(settings: Settings, *, restore: bool = False) -> int:

@@ -369,8 +369,12 @@ class Registry:
         if handle is not None and (members or paused) and change_stream(
                 self.spark, handle, members, specs, self.store, paused, self.checkpoint(key)):
             self._running(members)
-            log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
-                     ", ".join(r.name for r in members))
+            if members:
+                log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
+                         ", ".join(r.name for r in members))
+            else:  # its last running query left: it reads on, holding the stopped ones
+                log.info("stream %s holds %d stopped queries from its next batch, without a restart: %s", key,
+                         len(paused_recs), ", ".join(r.name for r in paused_recs))
             return
         self._stop_stream(key)
         if not members:

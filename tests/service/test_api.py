@@ -328,6 +328,9 @@ def test_logs_are_json_lines(service: Service, q1: dict) -> None:
     lines = [json.loads(line) for line in service.log.read_text(errors="replace").splitlines() if line.startswith("{")]
     assert any(r["logger"] == "greta_service" and r["message"].startswith("service ready") for r in lines)
     assert any(r["logger"] == "uvicorn.access" for r in lines)  # requests, through the same handler
+    # uvicorn's life cycle is routine, not an error: under `uvicorn`, `uvicorn.error` for warnings and worse
+    assert any(r["logger"] == "uvicorn" and r["message"].startswith("Started server process") for r in lines)
+    assert [r for r in lines if r["logger"] == "uvicorn.error" and r["level"] in ("DEBUG", "INFO")] == []
     assert all(set(r) >= {"time", "level", "logger", "message"} for r in lines)
 
 

@@ -6,6 +6,7 @@ rows are what it gives alone over the events it saw."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -68,5 +69,9 @@ def test_queries_join_and_leave_a_running_stream_without_a_restart(service: Serv
         wait_for(lambda: len([f for f in rows.iterdir() if not f.name.startswith(".")]) <= 1,
                  "the read control rows' files deleted", service)
 
-        assert api.delete(f"/queries/{b}").status_code == 204
+        assert api.delete(f"/queries/{b}").status_code == 204  # no query runs: the stream holds a, stopped
         assert api.delete(f"/queries/{a}").status_code == 204
+    lines = [json.loads(line) for line in service.log.read_text(errors="replace").splitlines() if line.startswith("{")]
+    said = [r["message"] for r in lines if r["logger"] == "greta_service" and f"stream {key} " in r["message"]]
+    assert any(" holds " in m and "without a restart: live-a" in m for m in said), said
+    assert not [m for m in said if "takes 0 queries" in m]
