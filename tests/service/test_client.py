@@ -8,6 +8,7 @@ position, not a traceback.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -43,6 +44,12 @@ def test_cli_and_client_drive_a_query_from_registration_to_deletion(service: Ser
     info = client.wait("client-q1", rows=len(want), timeout_s=240)
     assert info["id"] == query_id
     assert normalized(list(client.results("client-q1", page_rows=37))) == normalized(want)  # pages of 37
+
+    plan = cli(service, "plan")  # the query by its name beside its id
+    assert plan.returncode == 0, plan.stderr
+    (stream,) = [s for s in json.loads(plan.stdout)["streams"] if query_id in s["queries"]]
+    assert [q["name"] for q in stream["by_query"] if q["id"] == query_id] == ["client-q1"]
+    assert f"client-q1 [{query_id}]" in stream["text"]
 
     listed = cli(service, "list")
     assert listed.returncode == 0 and any(line.split()[:3] == ["client-q1", query_id, "running"]

@@ -2,7 +2,8 @@
 patching and deleting a query on a running stream change its query set at the
 next micro-batch (control rows: `greta_stream.spark.control`), the Spark stream
 running on (the same run: its batch count never starts again), and every query's
-rows are what it gives alone over the events it saw."""
+rows are what it gives alone over the events it saw. `/plan` names each query
+beside its id; a stream left with no running query says it holds the stopped ones."""
 
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ def test_queries_join_and_leave_a_running_stream_without_a_restart(service: Serv
         b = r.json()["id"]
         after = stream()
         assert after["changes_without_restart"] == before["changes_without_restart"] + 1
+        # each query by its name beside its id: in the lists, each query's entry, each unit and the text
+        assert (after["queries"], after["names"]) == ([a, b], ["live-a", "live-b"])
+        assert [(q["id"], q["name"], q["lateness_s"]) for q in after["by_query"]] == [(a, "live-a", 0), (b, "live-b", 0)]
+        assert all(u["names"] == [after["query_names"][q] for q in u["queries"]] for u in after["units"])
+        assert f"live-a [{a}]" in after["text"] and f"live-b [{b}]" in after["text"]
         assert after["query_set_version"] == before["query_set_version"] + 1  # no Spark stream stopped or started
         # the same run of the stream: its batch count goes on (a restart starts it again)
         wait_for(lambda: api.get(f"/queries/{b}").json()["progress"]["stream_batches"] > batches,
