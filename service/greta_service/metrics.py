@@ -78,8 +78,9 @@ class _QueryCollector(Collector):
     def collect(self) -> Iterator[Any]:
         records = self.registry.store.list_queries()
         by_status = GaugeMetricFamily("greta_queries", "registered queries by status", labels=["status"])
+        statuses = [self.registry.status(r)[0] for r in records]
         for status in STATUSES:
-            by_status.add_metric([status], sum(r.status == status for r in records))
+            by_status.add_metric([status], statuses.count(status))
         yield by_status
         persisted = self.registry.store.state_bytes()
         progress = {r.id: self.registry.progress(r, persisted) for r in records}

@@ -215,6 +215,16 @@ class Registry:
             raise ServiceError(503, f"the service failed to start: {self.startup_error}")
         return not self.ready.is_set()
 
+    def status(self, rec: QueryRecord) -> tuple[str, str | None]:
+        """A query's status and error as they are now. The record keeps a query's last status, and a restarted
+        service resumes a running query only once Spark is up: until then (`/readyz` 503) that query is
+        `starting`, and `failed` when Spark failed to start."""
+        if rec.status != "running" or rec.desired != "running" or self.ready.is_set():
+            return rec.status, rec.error
+        if self.startup_error:
+            return "failed", f"the service failed to start: {self.startup_error}"
+        return "starting", None
+
     def started(self) -> None:
         """Spark is up and the registry's streams resumed: apply what changed meanwhile, then take changes live."""
         with self.lock:

@@ -200,13 +200,18 @@ class Progress(BaseModel):
     spooled_bytes: int = Field(0, description="their bytes; at the query's max_spool_mb its stream stops")
 
 
+STATUS = ("starting: accepted or resumed while the service starts (Spark not up yet, /readyz 503), it runs once "
+          "Spark is up; running; stopped: by a stop, its state kept; failed: see error (a start or a restart "
+          "of the service tries it again)")
+
+
 class QueryInfo(BaseModel):
     id: str
     name: str
     text: str
     mode: Mode
-    status: Status
-    error: str | None = None
+    status: Status = Field(description=STATUS)
+    error: str | None = Field(None, description="why it failed (status failed)")
     source: dict[str, Any]
     sinks: list[dict[str, Any]]
     dead_letter: dict[str, Any] | None = None

@@ -32,7 +32,7 @@ from typing import Any
 
 from greta_stream import ConfigError
 
-STATUSES = ("running", "stopped", "failed")
+STATUSES = ("starting", "running", "stopped", "failed")  # `Registry.status`: starting until Spark is up
 
 
 @dataclass(frozen=True)

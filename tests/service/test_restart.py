@@ -1,13 +1,17 @@
 """Restart the service (graceful, then kill -9 of the whole process with its JVM): queries resume from
 their checkpoints and the results store ends with exactly the rows of `evaluate`, none lost, none twice.
+Until Spark is up again (`/readyz` 503) a query to resume is listed as `starting`, not `running`.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pytest
 from service_helpers import (
+    API_KEY,
     FLUSH,
     Q1,
     Service,
@@ -50,8 +54,18 @@ def test_restart_resumes_queries_with_no_result_lost_or_duplicated(service: Serv
         wait_for(batches_over(api, query_id, 0), "a first batch", service)
         before = api.get(f"/queries/{query_id}").json()["progress"]["batches"]
 
-    service.restart()  # graceful: the lifespan stops the streams, their desired state stays "running"
+    service.stop()  # graceful: the lifespan stops the streams, their desired state stays "running"
+    service.start(ready=False)
     with service.client() as api:
+        # until Spark is up and its stream resumed, the query is listed as starting, not running
+        listed = {q["id"]: q["status"] for q in api.get("/queries").json()["queries"]}
+        cli = subprocess.run([sys.executable, "-m", "greta_stream", "queries", "list", "--url", service.url,
+                              "--api-key", API_KEY], capture_output=True, text=True, timeout=120)
+        assert api.get("/readyz").status_code == 503, "Spark came up during the test: it proves nothing"
+        assert listed[query_id] == "starting" and listed[stopped_id] == "stopped"
+        assert [line.split()[:3] for line in cli.stdout.splitlines() if query_id in line] == [
+            ["q1-restart", query_id, "starting"]], cli.stdout + cli.stderr
+        service.wait_ready()
         assert api.get(f"/queries/{query_id}").json()["status"] == "running"
         assert api.get(f"/queries/{stopped_id}").json()["status"] == "stopped"
         for k in (2, 3):

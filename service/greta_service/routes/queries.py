@@ -37,8 +37,9 @@ def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
 
 
 def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] | None = None) -> QueryInfo:
+    status, error = registry.status(rec)
     return QueryInfo(
-        id=rec.id, name=rec.name, text=rec.text, mode=rec.mode, status=rec.status, error=rec.error,  # type: ignore[arg-type]
+        id=rec.id, name=rec.name, text=rec.text, mode=rec.mode, status=status, error=error,  # type: ignore[arg-type]
         source=rec.source, sinks=rec.sinks, dead_letter=rec.dead_letter, options=rec.options,
         columns=query_columns(rec.text, rec.mode)[0], group_columns=query_columns(rec.text, rec.mode)[1],
         created_at=rec.created_at,
@@ -90,7 +91,7 @@ def list_queries(registry: RegistryDep) -> QueryList:
 
 @router.get("/{query_id}", responses=errors(404))
 def get_query(query_id: QueryId, registry: RegistryDep) -> QueryInfo:
-    """Status (running, stopped, failed with the error) and progress of one query."""
+    """Status (starting, running, stopped, or failed with the error: `QueryInfo.status`) and progress of one query."""
     return query_info(registry, registry.get(query_id))
 
 
