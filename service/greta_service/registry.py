@@ -7,7 +7,9 @@ State machine of a query (persisted in the `RegistryStore`):
                         +--------------> failed --start------+
 
 `desired` records what the user asked for; a restarted service resumes
-every query whose desired state is running, from its checkpoint. Every
+every query whose desired state is running, from its checkpoint, and shows
+it `starting` until then (`status`). A PATCH is a merge patch of the
+registration (`_patched`), checked as a registration is. Every
 check runs before anything is registered: a rejected query leaves no
 record, no checkpoint and no results.
 """
@@ -21,6 +23,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from greta_service.guards import (
     SINK_OPTIONS,
     SOURCE_OPTIONS,
@@ -32,6 +36,7 @@ from greta_service.guards import (
     glob_base,
     recursive,
 )
+from greta_service.patch import merge_patch
 from greta_service.runner import (
     STREAM_PREFIX,
     StreamHandle,
@@ -46,14 +51,15 @@ from greta_service.runner import (
     stream_key,
     stream_setting,
 )
-from greta_service.schemas import QueryCreate, QueryOptions, QueryUpdate, SinkSpec, SourceSpec
+from greta_service.schemas import QueryCreate, QueryUpdate
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
-from greta_stream import ConfigError, QueryError, RunSpec, run_fingerprint
+from greta_stream import ConfigError, Limits, QueryError, RunSpec, run_fingerprint
 from greta_stream.choices import PATH_FORMATS
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
 from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
+from greta_stream.pipeline.validation import RENAMED
 from greta_stream.spark import Spool
 
 log = logging.getLogger("greta_service")
@@ -66,6 +72,19 @@ def query_error(exc: QueryError) -> ServiceError:
 
 def config_error(msg: str) -> ServiceError:
     return ServiceError(422, msg, [{"msg": msg, "line": None, "column": None}])
+
+
+def implied_mode(text: str) -> str:
+    """The mode of a registered (so valid) text given without one: cet for RETURN TRENDS, else aggregate."""
+    return RunSpec.create(text, limits=Limits(None, None)).mode
+
+
+def request_error(exc: ValidationError) -> ServiceError:
+    """A request body that is invalid once read (a patch merged into a registration) as the 422 of one
+    refused on arrival: each problem with its place in the body."""
+    msgs = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()]
+    errors = [{"msg": m, "line": None, "column": None, "loc": ["body", *e["loc"]]} for m, e in zip(msgs, exc.errors())]
+    return ServiceError(422, msgs[0] if len(msgs) == 1 else "invalid request", errors)
 
 
 class Registry:
@@ -262,22 +281,11 @@ class Registry:
         return rec, spec
 
     def update(self, query_id: str, req: QueryUpdate) -> tuple[QueryRecord, RunSpec]:
-        """Change a query's text, mode, sinks or options (see `QueryUpdate` for what keeps its state)."""
+        """Merge `req` into a query's registration (RFC 7396; `QueryUpdate` says what keeps its state)."""
         old = self.get(query_id)
         with self._stream_lock(stream_key(old)):
             old = self.get(query_id)
-            given = req.model_fields_set
-            text = req.text if "text" in given and req.text is not None else old.text
-            body = QueryCreate(
-                name=old.name, text=text,
-                mode=req.mode if "mode" in given else None if "text" in given else old.mode,  # type: ignore[arg-type]
-                source=SourceSpec(**old.source),
-                sinks=req.sinks if "sinks" in given and req.sinks is not None else [SinkSpec(**x) for x in old.sinks],
-                dead_letter=req.dead_letter if "dead_letter" in given else (
-                    SinkSpec(**old.dead_letter) if old.dead_letter else None),
-                options=req.options if "options" in given and req.options is not None else QueryOptions(
-                    **old.options),
-            )
+            body = self._patched(old, req.patch)
             if body.options.backfill != bool(old.options.get("backfill")):
                 raise config_error("backfill cannot change: register a new query to read the source again")
             rec, query, spec = self._checked(body)
@@ -298,6 +306,22 @@ class Registry:
                 self._change(moved)
         log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
         return self.get(rec.id), spec
+
+    def _patched(self, old: QueryRecord, patch: dict[str, Any]) -> QueryCreate:
+        """The registration `old` has, with `patch` merged in (RFC 7396): what the patch leaves out stays."""
+        if "text" in patch and patch["text"] is None:
+            raise config_error("text cannot be removed: give a new text, or leave text out to keep it")
+        options = {RENAMED.get(k, k): v for k, v in old.options.items()}  # a record of an older version
+        if old.mode == "cet" and options.get("max_trends") == self.settings.max_cet_trends:
+            del options["max_trends"]  # the service's cap, filled in for CET (`_checked`): again if still CET
+        document = {"name": old.name, "text": old.text, "mode": old.mode, "source": old.source,
+                    "sinks": old.sinks, "dead_letter": old.dead_letter, "options": options}
+        if "text" in patch and "mode" not in patch and old.mode == implied_mode(old.text):
+            del document["mode"]  # the mode its text implied: the new text's own (a chosen mode stays)
+        try:
+            return QueryCreate.model_validate(merge_patch(document, patch))
+        except ValidationError as exc:
+            raise request_error(exc) from None
 
     def get(self, query_id: str) -> QueryRecord:
         """The query of this id, or else of this name (names are unique)."""

@@ -12,13 +12,22 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, PrivateAttr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    field_validator,
+    model_validator,
+)
 
+from greta_service.patch import patch_model
 from greta_stream.choices import Counts, Mode, StartingOffsets
 from greta_stream.pipeline import FieldsConfig, SinkConfig, SourceConfig, StreamOptions
 from greta_stream.pipeline import QueryOptions as PipelineQueryOptions
 from greta_stream.pipeline.model import OptionValue
-from greta_stream.pipeline.validation import RENAMED
+from greta_stream.pipeline.validation import RENAMED, renamed
 
 Status = Literal["starting", "running", "stopped", "failed"]
 
@@ -122,19 +131,26 @@ class QueryCreate(BaseModel):
     options: QueryOptions = QueryOptions()
 
 
-class QueryUpdate(BaseModel):
-    """What to change of a registered query; fields left out stay as they are. A new text, mode or
-    result-changing option (fields, trends, max_trends) makes it a new query under the same id and
-    name: its state and stored results start afresh at the stream's position. New sinks, lateness
-    or shards keep both."""
+class QueryUpdate(patch_model(QueryCreate, exclude=("name", "source"))):  # type: ignore[misc]
+    """What to change of a registered query, as a JSON Merge Patch (RFC 7396) of its registration:
+    what the body names changes and the rest stays; `options`, `options.fields` and `dead_letter` are
+    merged key by key; a null resets a key to its default (`"options": {"lateness_s": null}`: lateness
+    0; `"dead_letter": null`: no dead letters); `sinks`, a list, is replaced whole. A new text without
+    a mode takes the mode it implies (cet for RETURN TRENDS), unless the query's mode was chosen
+    against its old text's. A new text, mode or result-changing option (fields, trends, max_trends)
+    makes it a new query under the same id and name: its state and stored results start afresh at the
+    stream's position. New sinks or lateness keep both. What the query's stream fixed when it first
+    ran cannot change: backfill, and the shards and operator of a stream it shares."""
 
-    model_config = ConfigDict(extra="forbid")
+    @field_validator("options", mode="before")
+    @classmethod
+    def _renamed(cls, data: Any) -> Any:
+        return renamed(data)  # a deprecated option name, under its current one
 
-    text: str | None = Field(None, min_length=1)
-    mode: Mode | None = None
-    sinks: list[SinkSpec] | None = Field(None, max_length=8)
-    dead_letter: SinkSpec | None = None
-    options: QueryOptions | None = None
+    @property
+    def patch(self) -> dict[str, Any]:
+        """The body as given: the members it names, its nulls included."""
+        return self.model_dump(exclude_unset=True)
 
 
 class QueryValidate(BaseModel):

@@ -97,8 +97,10 @@ def get_query(query_id: QueryId, registry: RegistryDep) -> QueryInfo:
 
 @router.patch("/{query_id}", dependencies=Mutating, responses=errors(400, 401, 404, 413, 422, 429, 503))
 def update_query(query_id: QueryId, body: QueryUpdate, registry: RegistryDep) -> QueryInfo:
-    """Change a query's text, mode, sinks or options. New sinks, lateness or shards keep its state and results;
-    a new text, mode, field names or CET options start both afresh (from the stream's position)."""
+    """Change a query's text, mode, sinks, dead letters or options by a JSON Merge Patch (RFC 7396) of its
+    registration: what the body names changes, the rest stays, a null resets a key to its default. New sinks
+    or lateness keep its state and results; a new text, mode, field names or CET options start both afresh
+    (from the stream's position)."""
     rec, _ = registry.update(query_id, body)
     return query_info(registry, rec)
 
