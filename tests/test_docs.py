@@ -122,3 +122,20 @@ def test_error_example_is_what_explain_prints() -> None:
                             capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert result.returncode == 2
     assert result.stderr == block.group(3)
+
+
+def test_the_reference_lists_every_input_the_columnar_engine_hands_over() -> None:
+    """One list (`INPUT_LIMITS`): what `explain` prints is what the reference says, item for item."""
+    from greta_stream.engine.columnar.columns import INPUT_LIMITS
+
+    assert re.findall(r"^- (.*)$", _section("9. Which engine runs"), flags=re.MULTILINE) == list(INPUT_LIMITS)
+
+
+def test_the_reference_names_a_mistake_in_one_part_as_evaluate_does() -> None:
+    """Section 10's example is what `greta-stream evaluate` prints, and it exits 1."""
+    section = _section("10. Names the input does not carry")
+    query, events, said = re.search(r"\$ greta-stream evaluate -q '(.*?)' -e (\S+)\n(error: [^\n]*)\n", section,
+                                    flags=re.DOTALL).groups()
+    res = subprocess.run([sys.executable, "-m", "greta_stream", "evaluate", "-q", " ".join(query.split()),
+                          "-e", events, "--no-progress"], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 1 and said in res.stderr
