@@ -311,6 +311,12 @@ print("ROWS", json.dumps([r.asDict() for r in got.collect()], default=str))
     done = subprocess.run([sys.executable, "-c", code + check], cwd=home, env=ENV, text=True, capture_output=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
+    # a session of the user's own, and still no debugging dump at the stream's start: of pyspark's stateful
+    # worker's five lines the first alone (printed before greta-stream's processor reaches it), and no
+    # warning of Spark's state server (the end of each connection) or timers (a fired timer deleted twice)
+    worker = [line for line in done.stderr.splitlines() if "TransformWithStateInPandas Python worker" in line]
+    assert worker == ["Starting Streaming TransformWithStateInPandas Python worker."], done.stderr[-4000:]
+    assert "TransformWithStateInPySparkStateServer" not in done.stderr and "TimerStateImpl" not in done.stderr
     schema = next(line for line in done.stdout.splitlines() if line.startswith("SCHEMA"))
     assert schema == ("SCHEMA struct<window_start:double,window_end:double,sector:string,count:decimal(38,0),"
                       "avg_S_price:double>")

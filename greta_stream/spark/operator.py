@@ -55,6 +55,7 @@ from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.control import CONTROL_COLUMN, ControlSets, control_rows, stamped, streaming_slots, unstamped
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
+from greta_stream.spark.session import quiet_stateful_worker
 from greta_stream.spark.shard import (
     FLUSH_TYPE,
     OUTPUT_COLUMNS,
@@ -292,9 +293,10 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             yield self._step(key, _named(_joined_frames(rows), columns), timerValues.getCurrentWatermarkInMs())
 
         def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-            yield self._step(key, None, timerValues.getCurrentWatermarkInMs())
+            yield self._step(key, None, timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs())
 
-        def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int) -> pd.DataFrame:
+        def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int, fired: int | None = None
+                  ) -> pd.DataFrame:
             version, raw = self.saved.get() if self.saved.exists() else (0, None)
             turn = _turn(live, layout, slots, key[0], frame, raw)
             saved = Saved(int(version), turn.blob) if turn.blob is not None else None
@@ -316,8 +318,11 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
                 self.saved.clear()
             else:
                 self.saved.update((new.version if new is not None else 0, kept))
+            # the timer that fired (`fired`) is pyspark's to delete once handleExpiredTimer returns: deleting
+            # it here as well made Spark warn "Failed to delete timer ... since it does not exist"
             for t in list(self.handle.listTimers()):
-                self.handle.deleteTimer(t)
+                if t != fired:
+                    self.handle.deleteTimer(t)
             if timer is not None and new is not None:
                 self.handle.registerTimer(timer)
             return pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
@@ -331,7 +336,17 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
         def close(self) -> None:
             pass
 
+        def __reduce__(self) -> tuple[Any, ...]:  # nothing to carry: the processor's state comes with init()
+            return _unpickled_processor, (type(self),)
+
     return ShardProcessor()
+
+
+def _unpickled_processor(cls: type) -> Any:
+    """The stream's processor where pyspark unpickles it: first in its driver-side worker at the
+    stream's start, whose debugging lines it quiets from there on (`session.quiet_stateful_worker`)."""
+    quiet_stateful_worker()
+    return cls()
 
 
 def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,

@@ -33,7 +33,7 @@ import logging
 import subprocess
 import sys
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -208,7 +208,8 @@ def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None
     greta_stream; bring the shuffle partitions (Spark's default 200: hundreds
     of tasks per micro-batch) down to the shard count; for the
     transformWithStateInPandas operator, use the RocksDB state store (which it
-    needs) where the session has Spark's default."""
+    needs) where the session has Spark's default, and keep its state server's
+    warning at the end of each connection out of Spark's log."""
     spark = events.sparkSession
     context = spark.sparkContext
     python = context.pythonExec or "python3"
@@ -227,3 +228,21 @@ def check_session(events: DataFrame, shards: int, operator: str = WHOLE) -> None
         log.info("%s -> RocksDB (transformWithStateInPandas needs it), with changelog checkpointing", provider)
         for k, v in ROCKSDB_CONF.items():
             spark.conf.set(k, v)
+    if operator == INCREMENTAL:
+        _quiet_state_server(spark)
+
+
+# Spark's state server for transformWithStateInPandas warns "No more data to read from the socket"
+# whenever a Python worker closes its connection, as pyspark's driver-side worker does at each stream
+# start; the server's errors are logged at ERROR
+STATE_SERVER_LOG = "org.apache.spark.sql.execution.python.streaming.TransformWithStateInPySparkStateServer"
+
+
+def _quiet_state_server(spark: Any) -> None:
+    """That one logger to ERROR where nobody chose its level: no log4j configuration names it or a
+    package above it, and the root logs INFO (Spark's default, its console showing WARN and up) or WARN."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    config = log4j.LogManager.getContext(False).getConfiguration().getLoggerConfig(STATE_SERVER_LOG)
+    if config.getName() == "" and str(config.getLevel()) in ("INFO", "WARN"):
+        log.info("%s -> ERROR (its one warning is the end of each connection)", STATE_SERVER_LOG)
+        log4j.core.config.Configurator.setLevel(STATE_SERVER_LOG, log4j.Level.ERROR)
