@@ -70,7 +70,7 @@ def endpoint(spec: str) -> dict[str, Any]:
 
 @app.command("list")
 def list_(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
-    """Every query: name, id, status, mode, result rows, dead letters."""
+    """Every query: name, id, status, mode, result rows, dead letters; under it the problem its input shows."""
     try:
         queries = _client(url, api_key).queries()
     except ServiceError as exc:
@@ -80,6 +80,8 @@ def list_(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
         p = q["progress"]
         typer.echo(f"{q['name']:20} {q['id']:14} {q['status']:8} {q['mode']:9} {p['result_rows']:>8} "
                    f"{p['dead_letters']:>6}")
+        if p.get("problem"):  # a name of the query its input shows to be a mistake: under its row
+            typer.echo(f"  problem: {p['problem']}")
 
 
 @app.command()

@@ -19,9 +19,10 @@ import difflib
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.ingest import DeadLetter
+from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
 
 _ATTRS_KEPT = 500  # attribute names remembered per type (what the events have); past it, no guess
 
@@ -111,6 +112,24 @@ def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: M
     return problems
 
 
+def records_problems(query: CompiledQuery, fields: FieldNames, records: Iterable[Any]) -> list[str]:
+    """`name_problems` of `records` (a sample of an input, read before any run): each validated as a
+    run would, without evaluating anything."""
+    validator = Validator(query, fields)
+    typed: Counter[str] = Counter()
+    others: Counter[str] = Counter()
+    dead = DeadLetters()
+    for i, record in enumerate(records):
+        result = validator.validate(record, i)
+        if isinstance(result, DeadLetter):
+            if result.event_type is not None:
+                typed[result.event_type] += 1
+                dead.add(result)
+        else:
+            (typed if result.type in query.by_type else others)[result.type] += 1
+    return name_problems(query, typed, others, dead)
+
+
 def _parts(query: CompiledQuery, aliases: Iterable[str]) -> str:
     """`S` or `X (under NOT)`, for the aliases named."""
     return ", ".join(a if query.aliases[a].positive else f"{a} (under NOT)" for a in aliases)
@@ -151,4 +170,4 @@ def tally(dead: list[DeadLetter]) -> DeadLetters:
     return out
 
 
-__all__ = ["DeadLetters", "name_problems", "tally", "type_problem"]
+__all__ = ["DeadLetters", "name_problems", "records_problems", "tally", "type_problem"]

@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql.streaming import StreamingQueryListener
 
 from greta_stream.engine.timebase import NUMERIC
+from greta_stream.spark.control import CONTROL_FOLDER
 from greta_stream.spark.shard import FLUSH_TIME_S, engine_watermark
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,22 @@ def progress_line(name: str, p: dict[str, Any], time_kinds: Iterable[str] = (),
         clock = f"watermark {watermark_text(spark_wm, set(time_kinds), late.pop())}"
     else:
         clock = f"event time {watermark_text(spark_wm, set(time_kinds))} (each query's watermark: less its lateness)"
-    events = p.get("numInputRows", 0)
+    events = event_rows(p)
     return (
         f"[{name}] batch {p.get('batchId')}: {events:,} event{'' if events == 1 else 's'} "
         f"({p.get('processedRowsPerSecond') or 0:,.0f}/s) in {p.get('durationMs', {}).get('triggerExecution', 0):,} ms; "
         f"{clock}; state {state[0].get('memoryUsedBytes', 0):,} bytes{engines_text(engines or {})}"
     )
+
+
+def event_rows(p: dict[str, Any]) -> int:
+    """The events a micro-batch read: the rows of its sources but the control rows a stream whose
+    query set changes while it runs reads beside them (`control.read_rows`)."""
+    sources = p.get("sources")
+    if not sources:
+        return int(p.get("numInputRows") or 0)
+    control = f"/{CONTROL_FOLDER}/rows"
+    return sum(int(s.get("numInputRows") or 0) for s in sources if control not in str(s.get("description", "")))
 
 
 def engines_text(engines: dict[str, str | None]) -> str:

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from greta_service.runner import STREAM_PREFIX
 from greta_service.store import STATUSES
+from greta_stream.spark import event_rows
 
 BATCH_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
@@ -47,7 +48,7 @@ class ServiceMetrics:
             return
         stream = name[len(STREAM_PREFIX):]
         self.batches.labels(stream).inc()
-        self.input_rows.labels(stream).inc(int(report.get("numInputRows") or 0))
+        self.input_rows.labels(stream).inc(event_rows(report))
         ms = (report.get("durationMs") or {}).get("triggerExecution")
         if ms is not None:
             self.batch_seconds.labels(stream).observe(ms / 1000)

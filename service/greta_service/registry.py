@@ -16,9 +16,11 @@ record, no checkpoint and no results.
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -57,13 +59,13 @@ from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, Limits, QueryError, RunSpec, run_fingerprint
 from greta_stream.choices import PATH_FORMATS
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
-from greta_stream.pipeline import SinkConfig
+from greta_stream.pipeline import SinkConfig, SourceConfig, sample_problems, sample_records
 from greta_stream.pipeline.model import delta_tables_shared
 from greta_stream.pipeline.validation import RENAMED
 from greta_stream.spark import Spool
 
 log = logging.getLogger("greta_service")
-
+SAMPLE_TTL_S = 30.0  # the records already in a source, read once for the queries registered on it meanwhile
 
 
 def query_error(exc: QueryError) -> ServiceError:
@@ -104,6 +106,10 @@ class Registry:
         self.ready = threading.Event()
         self.startup_error: str | None = None
         self.pending: set[str] = set()  # streams whose queries changed while Spark was starting (`started`)
+        # what the records already in a query's source say of its names, until its stream reads input
+        # (`_problem`): by query id, with the registration it was read for; the records by source, a while
+        self.sampled: dict[str, tuple[str, str | None]] = {}
+        self._samples: dict[str, tuple[float, list[Any]]] = {}
 
     # -- checks (nothing registered) --------------------------------------
 
@@ -460,6 +466,7 @@ class Registry:
         checkpoint goes, and the whole checkpoint when no query uses the stream."""
         rec = self.store.get_query(query_id)
         self.store.delete_query(query_id)
+        self.sampled.pop(query_id, None)
         if rec is None:
             return
         key = stream_key(rec)
@@ -526,10 +533,41 @@ class Registry:
         if handle is not None:
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
-            if writer is not None:  # the dead letters' reasons in this run, and the mistake they point at
+            if writer is not None:  # the dead letters' reasons in this run, and the engine it ran on
                 out["dead_letter_summary"] = writer.dead_letters.summary() or None
-                out["problem"] = writer.problem
+                out["engine"] = writer.engine_text
+        out["problem"] = self._problem(rec, writer)
         return out
+
+    def _problem(self, rec: QueryRecord, writer: Any) -> str | None:
+        """The names of the query its input shows to be mistakes: as its stream says once it read input,
+        else as the records already in its source say (a folder that is complete gets no new input)."""
+        if writer is not None and (writer.typed or writer.other_types):
+            return writer.problem  # type: ignore[no-any-return]
+        registration = json.dumps([rec.text, rec.source, rec.options.get("fields")], sort_keys=True, default=str)
+        known = self.sampled.get(rec.id)
+        if known is not None and known[0] == registration:
+            return known[1]
+        try:
+            query = query_config(rec)
+            source = query.source or SourceConfig.model_validate(rec.source)
+            problems = sample_problems(run_spec(rec, self.settings, checked=False, query=query), source,
+                                       self._sample_of(source))
+        except (ConfigError, OSError) as exc:
+            log.warning("query %s: its source could not be sampled: %s", rec.name, short_error(exc))
+            problems = []
+        self.sampled[rec.id] = (registration, "; ".join(problems) or None)
+        return self.sampled[rec.id][1]
+
+    def _sample_of(self, source: Any) -> list[Any]:
+        """The records already in `source` (`sample_records`), read once for the queries registered on it
+        within SAMPLE_TTL_S."""
+        key = source.model_dump_json()
+        now = time.monotonic()
+        hit = self._samples.get(key)
+        if hit is None or now - hit[0] > SAMPLE_TTL_S:
+            hit = self._samples[key] = (now, sample_records(source))
+        return hit[1]
 
     def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:
         """The bytes a query's state takes: as its running stream's shards last reported

@@ -36,7 +36,7 @@ from greta_service.store import QueryRecord, ResultCounts, ResultRow, ResultStor
 from greta_stream import FieldNames, Limits, QuerySet, RunSpec
 from greta_stream.pipeline import FieldsConfig, QueryConfig, QueryOptions
 from greta_stream.pipeline.validation import renamed, validated
-from greta_stream.spark import BatchWriter, StreamWriter, confined, read_layout, read_source
+from greta_stream.spark import BatchWriter, StreamWriter, confined, event_rows, read_layout, read_source
 from greta_stream.spark import start_stream as start_spark_stream
 
 log = logging.getLogger("greta_service")
@@ -218,7 +218,7 @@ class StreamProgress:
             self.durations_ms.clear()
         self.last = report
         self.batches += 1
-        self.input_rows += int(report.get("numInputRows") or 0)
+        self.input_rows += event_rows(report)  # the events: a query-set change's control row is none
         self.durations_ms.append(int((report.get("durationMs") or {}).get("triggerExecution", 0)))
 
 

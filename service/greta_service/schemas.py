@@ -209,8 +209,13 @@ class Progress(BaseModel):
     dead_letters_by_reason: dict[str, int] = {}
     dead_letter_summary: str | None = Field(None, description="this run's dead letters by reason, with the first "
                                             "detail of each")
-    problem: str | None = Field(None, description="the mistake the dead letters point at: no rows, and every "
-                                "event of a type dead-lettered for one missing attribute (a misspelled attribute)")
+    engine: str | None = Field(None, description="the engine the query ran on in its stream's micro-batches: "
+                               "columnar, cet, or general with why not the columnar one (the query, or input the "
+                               "columnar engine does not take); null before a batch ran")
+    problem: str | None = Field(None, description="the query's names its input shows to be mistakes, with the "
+                                "closest name the input has: a type no event has (of the whole query, or of one "
+                                "part while a close one came), an attribute no event of its type carries; read "
+                                "from the records already in the source until the stream reads input")
     spooled_batches: int = Field(0, description="micro-batches of output kept for sinks that failed, delivered "
                                  "first when the query runs again")
     spooled_bytes: int = Field(0, description="their bytes; at the query's max_spool_mb its stream stops")

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from service_helpers import API_KEY, FLUSH, Q1, REPO, Service, normalized, sample_events, write_file
+from service_helpers import API_KEY, FLUSH, Q1, REPO, Service, normalized, sample_events, wait_for, write_file
 
 from greta_stream import evaluate
 from greta_stream.client import ServiceClient, ServiceError
@@ -82,3 +82,32 @@ def test_an_unreachable_service_is_one_line() -> None:
     gone = subprocess.run([sys.executable, "-m", "greta_stream", "queries", "list", "--url", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)
     assert gone.returncode == 1 and gone.stderr.strip().startswith("error: cannot reach the service"), gone.stderr
+
+
+def test_a_mistake_in_one_part_shows_in_the_list_for_a_complete_folder(service: Service) -> None:
+    """A query joins the stream of a folder that is already read to its end (no new input will come):
+    the service reads the records already there, and `queries list` (API and command line) names the
+    negated type that matches nothing, with the close one; the good query beside it names nothing."""
+    src = service.root / "in-complete"
+    cluster = [json.loads(line) for line in (REPO / "samples" / "cluster" / "events.jsonl").read_text().splitlines()]
+    write_file(src, "events.jsonl", cluster[:600])
+    good = ("RETURN mapper, COUNT(*) PATTERN SEQ(Start S, NOT End X, Measurement M+) WHERE [mapper, job] "
+            "GROUP-BY mapper WITHIN 1 minute")
+    client = ServiceClient(service.url, api_key=API_KEY)
+    assert cli(service, "add", "--name", "complete-good", "--query", good, "--source", f"jsonl:{src}").returncode == 0
+    wait_for(lambda: client.query("complete-good")["progress"]["input_rows"] >= 600, "the folder read", service)
+    typo = good.replace("NOT End X", "NOT end X")
+    added = cli(service, "add", "--name", "complete-typo", "--query", typo, "--source", f"jsonl:{src}")
+    assert added.returncode == 0, added.stderr
+    said = "type 'end' of X (under NOT) matches no event; did you mean 'End'?"
+    assert said in client.query("complete-typo")["progress"]["problem"]
+    assert client.query("complete-good")["progress"]["problem"] is None
+    listed = cli(service, "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("complete-typo"))
+    assert lines[at + 1].startswith(f"  problem: {said}")
+    assert not lines[next(i for i, line in enumerate(lines) if line.startswith("complete-good")) + 1].startswith(
+        "  problem")
+    for name in ("complete-good", "complete-typo"):
+        assert cli(service, "delete", name).returncode == 0
