@@ -76,6 +76,7 @@ def test_results_equal_evaluate_in_store_and_sinks(api: httpx.Client, q1: dict, 
     query_id, expected = q1["created"]["id"], q1["expected"]
     got = all_results(api, query_id)
     assert normalized(got) == normalized(expected)
+    assert q1["info"]["progress"]["engine"] == "columnar"  # what its micro-batches ran on, as the shards said
     assert len(got) == len(expected)  # no duplicates
     assert got == sorted(got, key=lambda r: (r["window_start"], dumps([r["sector"]])))
     assert normalized(list(read_jsonl_dir(service.root / "out-q1-api"))) == normalized(expected)

@@ -88,6 +88,7 @@ def test_real_records_with_nulls_and_history_out_of_order(tmp_path: Path) -> Non
                           "--flush-at-end"], capture_output=True, text=True, cwd=ROOT, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "error" not in res.stderr and "misspelled" not in res.stderr and "did you mean" not in res.stderr
+    assert "; columnar engine" in res.stderr  # the progress lines name what each micro-batch ran on
     for name, (text, events, _) in sets.items():
         batch = evaluate(text, events)
         assert batch.problems == []
