@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 from columnar_support import assert_same_rows
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
-from greta_stream import compile_query, evaluate
+from greta_stream import compile_query
 from greta_stream.engine.columnar import Unsupported, columnar_plan
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows

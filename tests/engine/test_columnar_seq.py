@@ -32,10 +32,10 @@ from columnar_support import (
     query_text,
     streams,
 )
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from greta_stream import evaluate
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 

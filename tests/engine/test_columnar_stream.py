@@ -32,10 +32,11 @@ from columnar_support import (
     stock,
     streams,
 )
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from greta_stream import compile_query, evaluate
+from greta_stream import compile_query
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar.columns import frame_records
 from greta_stream.engine.columnar.stream import ColumnarStream

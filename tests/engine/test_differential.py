@@ -28,10 +28,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
-from greta_stream import QueryError, compile_query, evaluate
+from greta_stream import QueryError, compile_query
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 

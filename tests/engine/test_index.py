@@ -19,10 +19,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from greta_stream import evaluate
 from greta_stream.engine import Engine
 from greta_stream.engine import graph as graph_module
 from greta_stream.engine.plan import GraphPlan

@@ -19,10 +19,10 @@ import random
 
 import pytest
 from columnar_support import SETTINGS
+from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from greta_stream import evaluate
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine.columnar import Input, Unsupported, columnar_plan
 from greta_stream.engine.columnar.union import core_of, evaluate_union, union_key, union_plan
