@@ -59,6 +59,7 @@ class MultiRunner:
         self._dead_letter = dead_letter
         self.plan = plan if plan is not None else plan_units(queries)
         self.units = [unit.build(self._sink_of) for unit in self.plan.units]
+        self.unit_plans = {id(u): p for u, p in zip(self.units, self.plan.units)}  # what each unit was built from
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
         self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
         self.failed: dict[str, str] = {}  # queries that failed in this epoch -> one-line reason
@@ -98,6 +99,7 @@ class MultiRunner:
         reason = one_line(exc)
         log.error("queries %s failed: %s", ", ".join(unit.names), reason, exc_info=exc)
         self.units.remove(unit)
+        self.unit_plans.pop(id(unit), None)
         for name in unit.names:
             self.failed[name] = reason
             if name in self.saved:
@@ -172,6 +174,39 @@ class MultiRunner:
         self.saved, self.refs = states, refs  # what a query that fails in the next batch goes back to
         state = {"format": SNAPSHOT_FORMAT, "queries": states, "failed": failed, "refs": refs}
         return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def reconfigure(self, queries: QuerySet) -> None:
+        """Take another query set of the same run (`QuerySet.epoch`) between two micro-batches, as
+        `restore(queries, self.snapshot())` would, without reading again what did not change: a unit
+        whose plan is the same goes on as it is; the others start from the states of the last snapshot."""
+        from greta_stream.runtime.planner import plan_units
+
+        assert queries.epoch == self.queries.epoch, "a query set of another run: restore it from the state"
+        plan = plan_units(queries)
+        live = {tuple(u.names): u for u in self.units}
+        by_plan = [(p, u if u is not None and self.unit_plans[id(u)] == p else None)
+                   for p in plan.units for u in (live.get(tuple(p.names)),)]
+        self.queries, self.plan, self.units, self.unit_plans = queries, plan, [], {}
+        self.failed = {name: why for name, why in self.failed.items() if name in queries.names}
+        for p, unit in by_plan:
+            if any(name in self.failed for name in p.names):  # failed earlier in this run: it stays out
+                self.carried.update({name: self.saved[name] for name in p.names if name in self.saved})
+                continue
+            if unit is None:
+                unit = p.build(self._sink_of)
+                try:
+                    unit.restore(self.saved)
+                except Exception as exc:  # noqa: BLE001 - a state only this query cannot read fails only it
+                    self.units.append(unit)
+                    self.unit_plans[id(unit)] = p
+                    self._fail(unit, exc)
+                    continue
+            self.units.append(unit)
+            self.unit_plans[id(unit)] = p
+        running = {name for unit in self.units for name in unit.names}
+        self.carried = {name: state for name, state in self.carried.items()
+                        if name not in running and (name in queries.paused or name in self.failed)}
+        self.carried.update({name: self.saved[name] for name in queries.paused if name in self.saved})
 
     @classmethod
     def restore(cls, queries: QuerySet, blob: bytes, *, dead_letter: QueryDeadLetter | None = None,

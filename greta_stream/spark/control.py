@@ -20,9 +20,12 @@ queries already there. Instead, as in Flink's dynamic-rules pattern
    shard has nothing else to keep, so that it never falls back to an older
    set.
 
-Nothing piles up under churn: a stream's start removes the sets before its
-own version (`ControlSets.prune`), and Spark deletes a row file once the
-batch that read it is committed (`cleanSource`).
+Nothing piles up under churn: a shard that takes a newer version says so
+(a "control" output), and the driver then removes the sets before it (every
+shard runs with it from that batch on, a replay of the batch too), as a
+stream's start removes the sets before its own version
+(`ControlSets.prune`); Spark deletes a row file once the batch that read it
+is committed (`cleanSource`); a worker keeps the last few sets it read.
 
 Control rows are part of a micro-batch's input, so a batch that Spark
 replays sees the same changes in the same place: exactly-once holds as for
@@ -50,6 +53,7 @@ from greta_stream.spark.layout import StreamLayout
 
 CONTROL_COLUMN = "__greta_control"  # a control row's version (null on events)
 CONTROL_FOLDER = "control"
+_CACHED_VERSIONS = 4  # query sets a worker keeps read, per stream
 _MAGIC = b"GRETA-CTL\x00"  # a state stamped with its query-set version
 _STAMP = struct.Struct(">q")
 
@@ -100,6 +104,8 @@ class ControlSets:
             data = (self.sets / f"qs-{version:010d}.pkl").read_bytes()
             queries, layout = pickle.loads(data)  # noqa: S301 - the stream's own checkpoint
             found = self._cache[version] = (layout, streaming_slots(layout, queries))
+            for old in sorted(self._cache)[:-_CACHED_VERSIONS]:  # versions only grow: the newest are the ones read
+                del self._cache[old]
         return found
 
 

@@ -303,7 +303,7 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
             if turn.where is None:
                 if turn.moved:
                     self.saved.update((int(version), stamped(turn.blob, turn.now)))
-                return pd.DataFrame([], columns=list(OUTPUT_COLUMNS))
+                return pd.DataFrame(_moved(turn), columns=list(OUTPUT_COLUMNS))
             queries, shard = turn.where
             records, times_s, flush = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs),
                                              confine)
@@ -325,7 +325,7 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
                     self.handle.deleteTimer(t)
             if timer is not None and new is not None:
                 self.handle.registerTimer(timer)
-            return pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
+            return pd.DataFrame(out + _moved(turn), columns=list(OUTPUT_COLUMNS))
 
         def keys(self) -> Iterable[str]:  # the shard's chunks (shard.ChunkMap)
             return [k[0] for k in self.chunks.keys()]  # noqa: SIM118 - a MapState, not a dict
@@ -361,7 +361,7 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
         if turn.where is None:
             if turn.moved:
                 state.update((version, stamped(turn.blob, turn.now)))
-            yield empty
+            yield pd.DataFrame(_moved(turn), columns=list(OUTPUT_COLUMNS)) if turn.moved else empty
             return
         queries, shard = turn.where
         blob = upgrade_state(version, turn.blob, queries, shard) if turn.blob is not None else None
@@ -376,7 +376,7 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
             state.update((STATE_VERSION, kept))
             if new_blob is not None and timeout is not None:
                 state.setTimeoutTimestamp(timeout)
-        yield pd.DataFrame(out, columns=list(OUTPUT_COLUMNS))
+        yield pd.DataFrame(out + _moved(turn), columns=list(OUTPUT_COLUMNS))
 
     return fn
 
@@ -404,6 +404,16 @@ def _turn(live: Live | None, layout: StreamLayout, slots: dict[int, QuerySet], k
     sets, first = live
     now = max(first, had, seen)
     return _Turn(frame, now, now != had, blob, _at(layout, slots if now == first else sets.slots(now)[1], key))
+
+
+def _moved(turn: _Turn) -> list[dict[str, Any]]:
+    """A "control" output when the shard took a newer query-set version in this batch: the driver
+    then knows every shard runs with it (a control row reaches every shard key) and removes the
+    older sets (`ControlSets.prune`)."""
+    if not turn.moved:
+        return []
+    return [{"query": "", "kind": "control", "window_start": None, "window_end": None, "grp": None,
+             "payload": str(turn.now), "reason": None}]
 
 
 def _kept(live: Live | None, now: int, blob: bytes | None) -> bytes | None:

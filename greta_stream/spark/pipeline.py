@@ -310,7 +310,9 @@ class StreamWriter:
 
     def __init__(self, writers: dict[str, BatchWriter]) -> None:
         self.writers = writers
-        self._state: dict[tuple[str, int], int] = {}  # (query, shard) -> bytes, as last reported
+        # query -> shard -> bytes, as last reported: written by the batch (one thread), read by the
+        # service's requests (others), which copy a query's entry before they add it up
+        self._state: dict[str, dict[int, int]] = {}
         self.time_kinds: dict[str, str] = {}  # query -> "seconds" or "timestamp", once a shard knows it
         self.errors: dict[str, str] = {}  # queries whose evaluation failed -> the first reason
         self.halted: SpoolFull | None = None  # what stopped the stream: a failed query's spool is full
@@ -336,20 +338,23 @@ class StreamWriter:
 
     def state_bytes(self, name: str) -> int:
         """The bytes a query's state takes over all shards (as each shard last reported)."""
-        return sum(size for (query, _), size in self._state.items() if query == name)
+        return sum(dict(self._state.get(name, {})).values())
 
     def knows(self, name: str) -> bool:
         """Whether a shard reported the query's state in this run."""
-        return any(query == name for query, _ in self._state)
+        return name in self._state
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         outputs = collected(batch.select(*Output._fields))
         writers = dict(self.writers)  # as they are now: a query-set change may add one meanwhile
         by_query: dict[str, list[Any]] = {name: [] for name in writers}
+        taken = 0  # the newest query-set version this batch's shards took (`operator._moved`)
         for o in outputs:
-            if o.kind == "state":
+            if o.kind == "control":
+                taken = max(taken, int(o.payload))
+            elif o.kind == "state":
                 state = json.loads(o.payload)
-                self._state[(o.query, state["shard"])] = state["bytes"]
+                self._state.setdefault(o.query, {})[state["shard"]] = state["bytes"]
                 if state["time_kind"]:
                     self.time_kinds[o.query] = state["time_kind"]
                 if "typed" in state and o.query in writers:
@@ -377,6 +382,8 @@ class StreamWriter:
                 log.error("%s", exc)
                 self.halted = exc
                 raise
+        if taken and self.live is not None:  # every shard runs with `taken` now, a replay of this batch too
+            self.live.sets.prune(taken)
 
 
 Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with their writers

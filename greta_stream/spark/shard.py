@@ -36,6 +36,7 @@ zlib'd `MultiRunner` snapshot (every query's state under its name).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import pickle
@@ -62,6 +63,8 @@ from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter
 from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 from greta_stream.spark.layout import MAX_SHARDS, attrs_id
+
+log = logging.getLogger("greta_stream.spark")
 
 # `greta-stream run --flush-at-end` (flush.py) ends a bounded input with one event of
 # this type at this time (in 2153, inside the range of the operator's watermark
@@ -167,22 +170,28 @@ def upgrade_state(version: int, state: bytes, queries: QuerySet, shard: Shard = 
 
 
 class LiveRunners:
-    """A worker's live runners by (query set, shard), each with the state it last wrote (`tag`: its
-    bytes, or its version) and the bytes of state it stands for. Taken out while a step runs (a
-    failed step is retried from the state, never from a half-run runner), put back after it;
-    bounded by count and by those bytes: past either, the least recently written goes."""
+    """A worker's live runners, one per shard of a stream's run (`QuerySet.epoch`), each with the
+    state it last wrote (`tag`: its bytes, or its version) and the bytes of state it stands for.
+    Taken out while a step runs (a failed step is retried from the state, never from a half-run
+    runner), put back after it; bounded by count and by those bytes: past either, the least
+    recently written goes. A step with another query set of the same run (a query registered,
+    stopped or changed since) takes the runner over to that set (`MultiRunner.reconfigure`): one
+    runner per shard however often the set changes, and only what changed is read again."""
 
     def __init__(self, max_count: int, max_bytes: int) -> None:
         self.max_count, self.max_bytes = max_count, max_bytes
-        self.items: dict[tuple[QuerySet, Shard], tuple[Any, MultiRunner, int]] = {}
+        self.items: dict[tuple[int, Shard], tuple[Any, MultiRunner, int]] = {}
 
     def take(self, key: tuple[QuerySet, Shard], tag: Any) -> MultiRunner | None:
-        """The live runner of `key` when the state it wrote is `tag` (it is taken out either way)."""
-        live = self.items.pop(key, None)
+        """The live runner of `key` (a query set, a shard) when the state it wrote is `tag` (it is
+        taken out either way), maybe of another query set of the run (`taken_over`)."""
+        queries, shard = key
+        live = self.items.pop((queries.epoch, shard), None)
         return live[1] if live is not None and live[0] == tag else None
 
     def put(self, key: tuple[QuerySet, Shard], tag: Any, multi: MultiRunner, size: int) -> None:
-        self.items[key] = (tag, multi, size)
+        queries, shard = key
+        self.items[(queries.epoch, shard)] = (tag, multi, size)
         while len(self.items) > self.max_count or (
                 len(self.items) > 1 and sum(n for _, _, n in self.items.values()) > self.max_bytes):
             self.items.pop(next(iter(self.items)))  # the least recently written
@@ -190,8 +199,21 @@ class LiveRunners:
     def clear(self) -> None:
         self.items.clear()
 
-    def __iter__(self) -> Iterator[tuple[QuerySet, Shard]]:
+    def __iter__(self) -> Iterator[tuple[int, Shard]]:
         return iter(self.items)
+
+
+def taken_over(multi: MultiRunner, queries: QuerySet) -> MultiRunner | None:
+    """A live runner taken over to `queries` (`MultiRunner.reconfigure`: a query registered, stopped
+    or changed since it ran); None when it cannot be (restore from the state it wrote)."""
+    if multi.queries == queries:
+        return multi
+    try:
+        multi.reconfigure(queries)
+    except Exception:  # noqa: BLE001 - the state it wrote is there: restore from it
+        log.warning("a live runner could not take the new query set; restoring it from the state", exc_info=True)
+        return None
+    return multi
 
 
 # `step`'s, by the state bytes they last wrote. Spark reuses workers, so the next batch of a shard
@@ -428,6 +450,9 @@ def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(saved.blob[:_HEADER]))
     multi = _LIVE_INCREMENTAL.take((queries, shard), saved.version)
+    if multi is not None and multi.queries != queries:
+        with chunk_store(dict(stored.items())):  # what changed starts from its saved state and chunks
+            multi = taken_over(multi, queries)
     if multi is not None:
         multi.dead_letter = dead_letter
         return multi, clock_s
@@ -481,6 +506,7 @@ def _runner(queries: QuerySet, state: bytes | None, shard: Shard,
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(state[:_HEADER]))
     multi = _LIVE.take((queries, shard), state)  # this worker wrote these very bytes: its runners, caches, columns
+    multi = taken_over(multi, queries) if multi is not None else None
     if multi is not None:
         multi.dead_letter = dead_letter
         return multi, clock_s

@@ -106,3 +106,41 @@ def test_a_micro_batch_is_read_once_whatever_the_number_of_queries(monkeypatch) 
     for name, spec in queries:
         mine = sorted(key(row) for n, row in got if n == name)
         assert mine == sorted(map(key, evaluate(spec, events))), name
+
+
+def test_reconfigure_equals_a_restore_into_the_new_query_set() -> None:
+    """Queries join, leave, pause and come back between micro-batches: a runner taken over to each new
+    set (`reconfigure`, what a worker's live runner does) gives every row a restore from the state gives."""
+    import random
+
+    from greta_stream import QuerySet, RunSpec
+
+    texts = [f"RETURN COUNT(*), MAX(S.price) PATTERN Stock S+ WHERE S.price > {i % 3} AND S.price > NEXT(S).price "
+             f"WITHIN {10 + i % 2} s" for i in range(8)]
+    texts += ["RETURN COUNT(*) PATTERN SEQ(Stock A, Stock S+) WHERE A.price < NEXT(S).price WITHIN 7 s",
+              "RETURN sector, COUNT(*) PATTERN Stock S+ WHERE [sector] GROUP-BY sector WITHIN 5 s SLIDE 1 s"]
+    rng = random.Random(1)
+    events = [{"type": "Stock", "time": t, "price": rng.randint(1, 9), "sector": rng.randint(0, 2)} for t in range(200)]
+    sets = [(["q0", "q1", "q8"], ()), (["q0", "q1", "q2", "q8", "q9"], ()), (["q1", "q2", "q3", "q4", "q9"], ("q0",)),
+            (["q0", "q2", "q3", "q4", "q5", "q9"], ("q1",)), (["q0", "q5", "q6", "q7", "q8", "q9"], ())]
+
+    def run(take_over: bool) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {}
+        multi: MultiRunner | None = None
+        for b, (names, paused) in enumerate(sets):
+            queries = QuerySet.of({n: RunSpec.create(texts[int(n[1:])]).for_streaming() for n in names},
+                                  paused=paused, epoch=7)
+            if multi is None:
+                multi = MultiRunner(queries)
+            elif take_over:
+                multi.reconfigure(queries)
+            else:
+                multi = MultiRunner.restore(queries, multi.snapshot())
+            multi.expect(lambda spec, kind, t=b * 40 - 5: t)
+            multi.add_many(events[b * 40:(b + 1) * 40], lambda spec, kind, t=b * 40 - 5: t)
+            for name, row in multi.advance(lambda spec, kind, t=(b + 1) * 40 - 5: t):
+                out.setdefault(name, []).append(row)
+            multi.snapshot()
+        return out
+
+    assert run(take_over=True) == run(take_over=False) != {}

@@ -74,6 +74,9 @@ def test_queries_join_and_leave_a_running_stream_without_a_restart(service: Serv
         (rows,) = [p for p in service.root.rglob("control/rows") if p.is_dir() and key in str(p)]
         wait_for(lambda: len([f for f in rows.iterdir() if not f.name.startswith(".")]) <= 1,
                  "the read control rows' files deleted", service)
+        # and the query sets before the one every shard took go: two changes, one set left
+        assert [p.name for p in (rows.parent / "sets").glob("qs-*.pkl")] == [
+            f"qs-{stream()['query_set_version']:010d}.pkl"]
 
         assert api.delete(f"/queries/{b}").status_code == 204  # no query runs: the stream holds a, stopped
         assert api.delete(f"/queries/{a}").status_code == 204
