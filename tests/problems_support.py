@@ -1,5 +1,6 @@
-"""Helpers for the engine tests (tests are not a package: imported by name, as
-tests/engine/columnar_support.py is).
+"""`evaluate` for the suite's tests over generated input (tests are not a package: imported by
+name from any folder, tests/ being on sys.path through its conftest.py; tests/cet loads
+tests/engine/test_differential.py by path, so a helper beside it would not be found).
 
 `evaluate` is `greta_stream.evaluate` for tests whose input is generated
 (hypothesis strategies, seeded random streams). Such input now and then shows

@@ -21,9 +21,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, note
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import compile_query
 from greta_stream.engine import Engine

@@ -28,9 +28,9 @@ from columnar_support import (
     queries,
     streams,
 )
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import compile_query
 from greta_stream.query import parse

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from columnar_support import assert_same_rows
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import compile_query
 from greta_stream.engine.columnar import Unsupported, columnar_plan

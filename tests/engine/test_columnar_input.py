@@ -36,9 +36,9 @@ from columnar_support import (
     same_value,
     streams,
 )
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import compile_query
 

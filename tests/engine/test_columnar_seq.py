@@ -32,9 +32,9 @@ from columnar_support import (
     query_text,
     streams,
 )
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 from columnar_support import STOCK, assert_same_rows, stock
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import RunSpec, compile_query
 from greta_stream.engine import Engine

@@ -28,9 +28,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import QueryError, compile_query
 from greta_stream.query import parse

@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream.engine import Engine
 from greta_stream.engine import graph as graph_module

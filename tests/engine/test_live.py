@@ -25,9 +25,9 @@ from columnar_support import (
     streams,
 )
 from columnar_support import check as columnar_check
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream import compile_query
 from greta_stream.engine.columnar import columnar_plan

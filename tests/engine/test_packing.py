@@ -19,9 +19,9 @@ from __future__ import annotations
 import random
 from fractions import Fraction
 
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream.engine import Engine
 from greta_stream.engine.lanes import Layout

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream.engine import Engine
 

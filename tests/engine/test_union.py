@@ -19,9 +19,9 @@ import random
 
 import pytest
 from columnar_support import SETTINGS
-from engine_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from problems_support import evaluate  # greta_stream.evaluate, its problem warnings checked
 
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine.columnar import Input, Unsupported, columnar_plan
