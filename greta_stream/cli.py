@@ -149,7 +149,7 @@ def evaluate(
             typed, others = _evaluate_streamed(spec, events, out, on_dead, progress)
         if dead.total:
             typer.echo(dead.summary(), err=True)
-        problems = name_problems(spec.query, typed, others, dead)
+        problems = name_problems(spec.query, typed, others, dead.carried)
         for problem in problems:
             typer.echo(f"error: {problem}", err=True)
         if problems:

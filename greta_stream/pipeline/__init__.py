@@ -15,8 +15,8 @@ from greta_stream.pipeline.model import (
     source_key,
     streams,
 )
-from greta_stream.pipeline.sample import sample_problems, sample_records
+from greta_stream.pipeline.sample import sample_census
 
 __all__ = ["FieldsConfig", "PipelineConfig", "QueryConfig", "QueryOptions", "SinkConfig", "SourceConfig",
-           "StreamConfig", "StreamOptions", "default_shards", "glob_base", "sample_problems", "sample_records",
+           "StreamConfig", "StreamOptions", "default_shards", "glob_base", "sample_census",
            "source_key", "streams", "packages"]

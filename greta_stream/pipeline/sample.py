@@ -1,9 +1,10 @@
 """What a source already holds, read as a sample before a run: the names a query's input does not carry.
 
 A query registered on a folder that is complete gets no new input, so its stream never tells a
-misspelled type or attribute from a quiet source. `sample_problems` reads the records already
-there (the first `limit` records of a JSON-lines or Parquet folder, its files in name order; other
-sources: none) and names each mistake as a run would (`runtime.dead_letters.name_problems`).
+misspelled type or attribute from a quiet source. `sample_census` reads the records already there
+(the first `SAMPLE_RECORDS` records of a JSON-lines or Parquet folder, its files in name order;
+other sources: none) once for every query on that source, and `Census.problems` names each
+mistake of a query as a run would (`runtime.dead_letters.name_problems`).
 """
 
 from __future__ import annotations
@@ -16,24 +17,16 @@ from typing import Any
 from greta_stream.connectors.jsonl import read_events
 from greta_stream.engine.ingest import DeadLetter
 from greta_stream.pipeline.model import SourceConfig, glob_base
-from greta_stream.runtime.dead_letters import records_problems
-from greta_stream.runtime.spec import RunSpec
+from greta_stream.runtime.dead_letters import Census
 
 SAMPLE_RECORDS = 5_000  # records read from a source before a run
 _SAMPLE_FILES = 50  # files looked at
 
 
-def sample_problems(spec: RunSpec, source: SourceConfig, records: list[Any] | None = None) -> list[str]:
-    """The names of `spec`'s query that the records already in `source` (or `records`, its
-    `sample_records` read once for several queries) show to be mistakes; [] when it holds none."""
-    records = sample_records(source) if records is None else records
-    return records_problems(spec.query, spec.fields, records) if records else []
-
-
-def sample_records(source: SourceConfig, limit: int = SAMPLE_RECORDS) -> list[Any]:
-    """The first `limit` records of a JSON-lines or Parquet folder (or glob), its files in name
-    order; [] for other sources."""
-    return list(itertools.islice(_records(source), limit))
+def sample_census(source: SourceConfig, type_field: str, limit: int = SAMPLE_RECORDS) -> Census:
+    """The types and attribute names of the first `limit` records already in `source` (an empty
+    census for a source that is no folder of files)."""
+    return Census.of(itertools.islice(_records(source), limit), type_field)
 
 
 def _records(source: SourceConfig) -> Iterator[Any]:

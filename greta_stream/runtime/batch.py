@@ -42,7 +42,7 @@ class ResultRows(list):  # type: ignore[type-arg]
         out.columns, out.dead_letters, out.metrics, out.engine = spec.columns, dead, dict(metrics), engine
         out.engine_reason = None
         out.other_types, out.typed = dict(other_types or {}), dict(typed or {})
-        out.problems = name_problems(spec.query, out.typed, out.other_types, tally(dead))
+        out.problems = name_problems(spec.query, out.typed, out.other_types, tally(dead).carried)
         return out
 
     def to_pandas(self) -> Any:

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
+from greta_stream.engine.ingest import DeadLetter
 
 _ATTRS_KEPT = 500  # attribute names remembered per type (what the events have); past it, no guess
 
@@ -80,13 +80,15 @@ class DeadLetters:
 
 
 def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: Mapping[str, int],
-                  dead: DeadLetters) -> list[str]:
+                  carried: Callable[[str, int], set[str] | None]) -> list[str]:
     """Every name of `query` the input shows to be a mistake, one line each (with the closest name
     the input has): the query's types when no event is of any of them; else, part by part, a type
     (positive or negated) no event has while a close one came, and an attribute (of a predicate,
     partition, GROUP-BY or aggregate) that no event of its alias's type carries. `typed`: events of
-    the query's types by type; `other_types`: events of other types by type (some names); `dead`:
-    the run's dead letters. An attribute a record holds as null is carried (a null is no misspelling)."""
+    the query's types by type; `other_types`: events of other types by type (some names);
+    `carried(type, events)`: the attribute names those events of the type carry, None when not
+    known (`DeadLetters.carried`, `Census.carried`). An attribute a record holds as null is
+    carried (a null is no misspelling)."""
     if not any(typed.get(t) for t in query.by_type):
         whole = type_problem(query.by_type, 0, other_types)
         return [whole] if whole else []
@@ -99,7 +101,7 @@ def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: M
             problems.append(f"type {etype!r} of {_parts(query, aliases)} matches no event; "
                             f"did you mean {close!r}? (events of other types: {_most(other_types)})")
     for etype, aliases in query.by_type.items():
-        have = dead.carried(etype, typed.get(etype, 0)) if typed.get(etype, 0) else None
+        have = carried(etype, typed.get(etype, 0)) if typed.get(etype, 0) else None
         if have is None:
             continue
         for attr in sorted(query.needed_by_type[etype] - have):
@@ -112,22 +114,36 @@ def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: M
     return problems
 
 
-def records_problems(query: CompiledQuery, fields: FieldNames, records: Iterable[Any]) -> list[str]:
-    """`name_problems` of `records` (a sample of an input, read before any run): each validated as a
-    run would, without evaluating anything."""
-    validator = Validator(query, fields)
-    typed: Counter[str] = Counter()
-    others: Counter[str] = Counter()
-    dead = DeadLetters()
-    for i, record in enumerate(records):
-        result = validator.validate(record, i)
-        if isinstance(result, DeadLetter):
-            if result.event_type is not None:
-                typed[result.event_type] += 1
-                dead.add(result)
-        else:
-            (typed if result.type in query.by_type else others)[result.type] += 1
-    return name_problems(query, typed, others, dead)
+@dataclass
+class Census:
+    """What a sample of an input says of any query's names, read once for every query: events by
+    type and the attribute names each type's events carry (null values included; past
+    _ATTRS_KEPT names a type, none is said to be missing)."""
+
+    types: Counter[str] = field(default_factory=Counter)
+    keys: dict[str, set[str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Iterable[Any], type_field: str) -> Census:
+        out = cls()
+        for record in records:
+            etype = record.get(type_field) if isinstance(record, dict) else None
+            if isinstance(etype, str) and etype:
+                out.types[etype] += 1
+                seen = out.keys.setdefault(etype, set())
+                if len(seen) < _ATTRS_KEPT:
+                    seen.update(str(k) for k in record)
+        return out
+
+    def problems(self, query: CompiledQuery) -> list[str]:
+        """`name_problems` of `query` over these records."""
+        typed = {t: self.types[t] for t in query.by_type if t in self.types}
+        others = {t: n for t, n in self.types.items() if t not in query.by_type}
+        return name_problems(query, typed, others, self.carried)
+
+    def carried(self, etype: str, typed: int) -> set[str] | None:
+        have = self.keys.get(etype, set())
+        return None if len(have) >= _ATTRS_KEPT else have
 
 
 def _parts(query: CompiledQuery, aliases: Iterable[str]) -> str:
@@ -170,4 +186,4 @@ def tally(dead: list[DeadLetter]) -> DeadLetters:
     return out
 
 
-__all__ = ["DeadLetters", "name_problems", "records_problems", "tally", "type_problem"]
+__all__ = ["Census", "DeadLetters", "name_problems", "tally", "type_problem"]

@@ -267,7 +267,7 @@ def _from_key(text: str, mode: Mode, engine: EngineChoice, fields: FieldNames, c
                    max_future_s, life)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=8192)  # a service holds thousands of queries: each text compiled once, not once per read
 def compile_once(text: str) -> CompiledQuery:
     """A query text compiled once per process (compiled queries are immutable configuration):
     every entry point of a run compiles through here."""

@@ -219,7 +219,7 @@ class BatchWriter:
         """The names of the query its input shows to be mistakes (`name_problems`): a type no event
         has (of the whole query, or of one part while a close one came), an attribute no event of
         its type carries."""
-        return name_problems(self.query, self.typed, self.other_types, self.dead_letters)
+        return name_problems(self.query, self.typed, self.other_types, self.dead_letters.carried)
 
     @property
     def problem(self) -> str | None:

@@ -59,7 +59,7 @@ from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, Limits, QueryError, RunSpec, run_fingerprint
 from greta_stream.choices import PATH_FORMATS
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
-from greta_stream.pipeline import SinkConfig, SourceConfig, sample_problems, sample_records
+from greta_stream.pipeline import SinkConfig, SourceConfig, sample_census
 from greta_stream.pipeline.model import delta_tables_shared
 from greta_stream.pipeline.validation import RENAMED
 from greta_stream.spark import Spool
@@ -109,7 +109,7 @@ class Registry:
         # what the records already in a query's source say of its names, until its stream reads input
         # (`_problem`): by query id, with the registration it was read for; the records by source, a while
         self.sampled: dict[str, tuple[str, str | None]] = {}
-        self._samples: dict[str, tuple[float, list[Any]]] = {}
+        self._samples: dict[str, tuple[float, Any]] = {}
 
     # -- checks (nothing registered) --------------------------------------
 
@@ -550,23 +550,23 @@ class Registry:
             return known[1]
         try:
             query = query_config(rec)
-            source = query.source or SourceConfig.model_validate(rec.source)
-            problems = sample_problems(run_spec(rec, self.settings, checked=False, query=query), source,
-                                       self._sample_of(source))
+            spec = run_spec(rec, self.settings, checked=False, query=query)
+            problems = self._census_of(query.source or SourceConfig.model_validate(rec.source),
+                                       spec.fields.type).problems(spec.query)
         except (ConfigError, OSError) as exc:
             log.warning("query %s: its source could not be sampled: %s", rec.name, short_error(exc))
             problems = []
         self.sampled[rec.id] = (registration, "; ".join(problems) or None)
         return self.sampled[rec.id][1]
 
-    def _sample_of(self, source: Any) -> list[Any]:
-        """The records already in `source` (`sample_records`), read once for the queries registered on it
-        within SAMPLE_TTL_S."""
-        key = source.model_dump_json()
+    def _census_of(self, source: Any, type_field: str) -> Any:
+        """What the records already in `source` say (`sample_census`), read once for the queries
+        registered on it within SAMPLE_TTL_S."""
+        key = f"{type_field} {source.model_dump_json()}"
         now = time.monotonic()
         hit = self._samples.get(key)
         if hit is None or now - hit[0] > SAMPLE_TTL_S:
-            hit = self._samples[key] = (now, sample_records(source))
+            hit = self._samples[key] = (now, sample_census(source, type_field))
         return hit[1]
 
     def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:

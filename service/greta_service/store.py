@@ -19,6 +19,7 @@ Imports nothing from Spark or the engine.
 
 from __future__ import annotations
 
+import copy
 import json
 import sqlite3
 import threading
@@ -174,6 +175,10 @@ class SQLiteStore(Store):
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._conn().executescript(_SCHEMA)  # idempotent; executescript manages its own transaction
+        # the registry as this process last wrote or read it (id -> record, its JSON text): a service
+        # owns its store, so a list or a backup reads memory, not every record's row again
+        self._records: dict[str, tuple[QueryRecord, str]] | None = None
+        self._records_lock = threading.Lock()
 
     def _conn(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -201,13 +206,22 @@ class SQLiteStore(Store):
 
     def save_query(self, rec: QueryRecord) -> None:
         rec.updated_at = time.time()
-        with self._tx() as db:
+        text = json.dumps(asdict(rec))
+        with self._records_lock, self._tx() as db:
             db.execute(
                 "INSERT INTO queries (id, name, record) VALUES (?, ?, ?) "
                 "ON CONFLICT (id) DO UPDATE SET name = excluded.name, record = excluded.record",
-                (rec.id, rec.name, json.dumps(asdict(rec))),
+                (rec.id, rec.name, text),
             )
+            self._cached(db)[rec.id] = (copy.copy(rec), text)
             self._back_up(db)
+
+    def _cached(self, db: sqlite3.Connection) -> dict[str, tuple[QueryRecord, str]]:
+        """The records by id (read from the table once; under `_records_lock`)."""
+        if self._records is None:
+            self._records = {r[0]: (QueryRecord(**json.loads(r[1])), r[1])
+                             for r in db.execute("SELECT id, record FROM queries").fetchall()}
+        return self._records
 
     @property
     def backup_path(self) -> Path:
@@ -217,25 +231,29 @@ class SQLiteStore(Store):
     def _back_up(self, db: sqlite3.Connection) -> None:
         """Write the backup within the change's transaction (so backups follow changes in order):
         to a temporary file, then renamed over the old one (never half written)."""
-        records = [json.loads(r[0]) for r in db.execute("SELECT record FROM queries ORDER BY id").fetchall()]
+        records = self._cached(db)
         tmp = self.backup_path.with_name(self.backup_path.name + ".tmp")
-        tmp.write_text(json.dumps({"written_at": time.time(), "queries": records}), encoding="utf-8")
+        texts = ", ".join(records[k][1] for k in sorted(records))  # each record's JSON as stored: not decoded again
+        tmp.write_text(f'{{"written_at": {json.dumps(time.time())}, "queries": [{texts}]}}', encoding="utf-8")
         tmp.replace(self.backup_path)
 
     def get_query(self, query_id: str) -> QueryRecord | None:
-        row = self._conn().execute("SELECT record FROM queries WHERE id = ?", (query_id,)).fetchone()
-        return QueryRecord(**json.loads(row[0])) if row else None
+        with self._records_lock:
+            found = self._cached(self._conn()).get(query_id)
+        return copy.copy(found[0]) if found is not None else None
 
     def list_queries(self) -> list[QueryRecord]:
-        rows = self._conn().execute("SELECT record FROM queries").fetchall()
-        return sorted((QueryRecord(**json.loads(r[0])) for r in rows), key=lambda r: (r.created_at, r.id))
+        with self._records_lock:
+            records = [copy.copy(rec) for rec, _ in self._cached(self._conn()).values()]  # a caller may change its own
+        return sorted(records, key=lambda r: (r.created_at, r.id))
 
     def delete_query(self, query_id: str) -> None:
-        with self._tx() as db:
+        with self._records_lock, self._tx() as db:
             db.execute("DELETE FROM queries WHERE id = ?", (query_id,))
             db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
+            self._cached(db).pop(query_id, None)
             self._back_up(db)
 
     # -- results ---------------------------------------------------------

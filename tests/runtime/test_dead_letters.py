@@ -29,7 +29,7 @@ def test_an_output_record_reads_back_as_the_letter_it_was() -> None:
 def test_the_missing_attribute_comes_from_the_letter_not_its_wording() -> None:
     worded_otherwise = DeadLetter("missing_attribute", {"type": "Stock", "price": 3}, "no prize here", "Stock", "prize")
     query = compile_query("RETURN COUNT(*), SUM(S.prize) PATTERN Stock S+ WITHIN 10 s")
-    assert name_problems(query, {"Stock": 3}, {}, tally([worded_otherwise] * 3)) == [
+    assert name_problems(query, {"Stock": 3}, {}, tally([worded_otherwise] * 3).carried) == [
         "attribute 'prize' of S is on no Stock event (they have price, type); did you mean 'price'?"]
 
 
