@@ -281,7 +281,7 @@ class Front:
 
     def saw_others(self, counts: dict[str, int]) -> None:
         """Count events of types the query has not (the first OTHER_TYPES_KEPT names), to say
-        what a query whose types match no event should have said (`runtime.dead_letters.type_problem`)."""
+        what a query whose types match no event should have said (`runtime.dead_letters.name_problems`)."""
         for name, n in counts.items():
             if name in self.other_types or len(self.other_types) < OTHER_TYPES_KEPT:
                 self.other_types[name] += n

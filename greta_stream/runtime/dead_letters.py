@@ -90,8 +90,7 @@ def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: M
     known (`DeadLetters.carried`, `Census.carried`). An attribute a record holds as null is
     carried (a null is no misspelling)."""
     if not any(typed.get(t) for t in query.by_type):
-        whole = type_problem(query.by_type, 0, other_types)
-        return [whole] if whole else []
+        return [_no_type_problem(query.by_type, other_types)] if other_types else []
     problems = []
     for etype, aliases in query.by_type.items():
         if typed.get(etype, 0):
@@ -151,11 +150,12 @@ def _parts(query: CompiledQuery, aliases: Iterable[str]) -> str:
     return ", ".join(a if query.aliases[a].positive else f"{a} (under NOT)" for a in aliases)
 
 
-def _close(name: str, known: Iterable[str]) -> str | None:
-    """The name of `known` that `name` most likely meant: the same but for case, else a close spelling."""
+def _close(name: str, known: Iterable[str], cutoff: float = 0.75) -> str | None:
+    """The name of `known` that `name` most likely meant: the same but for case, else a close spelling
+    (a name of one part is named only when close: an absent type may be no mistake at all)."""
     known = list(known)
     by_case = {k.lower(): k for k in known}
-    return by_case.get(name.lower()) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None)
+    return by_case.get(name.lower()) or next(iter(difflib.get_close_matches(name, known, n=1, cutoff=cutoff)), None)
 
 
 def _most(counts: Mapping[str, int]) -> str:
@@ -163,18 +163,11 @@ def _most(counts: Mapping[str, int]) -> str:
         f" and {len(counts) - 8} more" if len(counts) > 8 else "")
 
 
-def type_problem(types: Iterable[str], processed: int, other_types: Mapping[str, int]) -> str | None:
-    """When no event was of a type of the query but events of other types came: that, with the types
-    the events have and the closest one to each of the query's (a misspelled or miscased type, most likely)."""
-    if processed or not other_types:
-        return None
+def _no_type_problem(types: Iterable[str], other_types: Mapping[str, int]) -> str:
+    """No event was of a type of the query but events of other types came: that, with the types the
+    events have and the closest one to each of the query's (a misspelled or miscased type, most likely)."""
     wanted = sorted(set(types))
-    guesses = []
-    for t in wanted:
-        by_case = {o.lower(): o for o in other_types}
-        close = by_case.get(t.lower()) or next(iter(difflib.get_close_matches(t, list(other_types), n=1)), None)
-        if close:
-            guesses.append(f"{close!r} for {t!r}")
+    guesses = [f"{close!r} for {t!r}" for t in wanted if (close := _close(t, other_types, cutoff=0.6))]
     return (f"no event is of a type of the query ({', '.join(wanted)}); the events' types are {_most(other_types)}"
             + (f"; did you mean {', '.join(guesses)}?" if guesses else ""))
 
@@ -186,4 +179,4 @@ def tally(dead: list[DeadLetter]) -> DeadLetters:
     return out
 
 
-__all__ = ["Census", "DeadLetters", "name_problems", "tally", "type_problem"]
+__all__ = ["Census", "DeadLetters", "name_problems", "tally"]
