@@ -340,7 +340,6 @@ class Front:
         assert self.max_future_s is not None
         return future_letter(record, event.time, bound, self.max_future_s, self.lateness_s, self.time_kind)
 
-
     def reject(self, dl: DeadLetter, *, counted: bool = False) -> None:
         """Count a record that is not processed (unless `counted`) and hand it to the dead-letter sink."""
         if not counted:
