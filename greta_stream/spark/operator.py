@@ -62,6 +62,7 @@ from greta_stream.spark.shard import (
     STATE_VERSION,
     Saved,
     Shard,
+    _dead_output,
     parse_json_records,
     step,
     step_bounded,
@@ -156,7 +157,7 @@ def batch_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = 
         if where is None:
             return empty
         queries, shard = where
-        records, _, _ = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
+        records, _, _, _ = _batch(frame, json_input, _DROP, (queries.fields.time, *shard.attrs))
         return pd.DataFrame(step_bounded(queries, records, shard), columns=list(OUTPUT_COLUMNS))
 
     return keyed.groupBy(SHARD_COLUMN).applyInPandas(fn, OUTPUT_SCHEMA)
@@ -305,10 +306,11 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
                     self.saved.update((int(version), stamped(turn.blob, turn.now)))
                 return pd.DataFrame(_moved(turn), columns=list(OUTPUT_COLUMNS))
             queries, shard = turn.where
-            records, times_s, flush = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs),
-                                             confine)
+            records, times_s, flush, outside = _batch(turn.frame, json_input, _DROP,
+                                                      (queries.fields.time, *shard.attrs), confine)
             out, new, written, removed, timer = step_incremental(
                 queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
+            out += _outside_outputs(queries, outside)
             for k, data in written.items():
                 self.chunks.updateValue((k,), (data,))
             for k in removed:
@@ -365,9 +367,11 @@ def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input
             return
         queries, shard = turn.where
         blob = upgrade_state(version, turn.blob, queries, shard) if turn.blob is not None else None
-        records, times_s, flush = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs), confine)
+        records, times_s, flush, outside = _batch(turn.frame, json_input, _DROP, (queries.fields.time, *shard.attrs),
+                                                  confine)
         out, new_blob, timeout = step(queries, blob, records, state.getCurrentWatermarkMs(), shard,
                                       times_s=times_s, flush=flush)
+        out += _outside_outputs(queries, outside)
         kept = _kept(live, turn.now, new_blob)
         if kept is None:
             if state.exists:
@@ -426,44 +430,63 @@ def _kept(live: Live | None, now: int, blob: bytes | None) -> bytes | None:
 
 
 def _batch(frame: pd.DataFrame | None, json_input: bool, drop: list[str],
-           keyed_by: tuple[str, ...], confine: str | None = None) -> tuple[Any, np.ndarray, bool]:
+           keyed_by: tuple[str, ...], confine: str | None = None) -> tuple[Any, np.ndarray, bool, list[DeadLetter]]:
     """A shard's records of one micro-batch (dicts from JSON text, or typed columns as one
-    DataFrame), their event times as the watermark column reads them, and whether
-    --flush-at-end's event is among them. JSON objects that give one of the fields
-    Spark read (`keyed_by`: time, shard attributes) twice are dead letters."""
+    DataFrame), their event times as the watermark column reads them, whether
+    --flush-at-end's event is among them, and the `outside_source` dead letters of typed
+    rows (`_confined`: a typed frame holds no dead letter; JSON records carry theirs in
+    place). JSON objects that give one of the fields Spark read (`keyed_by`: time, shard
+    attributes) twice are dead letters."""
     if frame is None or frame.empty:  # a timeout: no input
-        return [], np.empty(0), False
+        return [], np.empty(0), False, []
     times_s = frame[_SECONDS].to_numpy(dtype=float, na_value=np.nan)
     flush = bool(frame[_FLUSH].any())
+    keep, outside = (None, {}) if confine is None or FILE_COLUMN not in frame.columns else \
+        _confined(frame[FILE_COLUMN], confine)
     if not json_input:
-        return frame.drop(columns=[c for c in drop if c in frame.columns]).reset_index(drop=True), times_s, flush
+        if keep is not None and not keep.all():  # typed rows: those from files out of the folder go as dead letters
+            frame, times_s = frame[keep], times_s[keep]
+        frame = frame.drop(columns=[c for c in drop if c in frame.columns]).reset_index(drop=True)
+        return frame, times_s, flush, list(outside.values())
     records = parse_json_records(frame["value"], keyed_by)
     bad = frame[_BAD_UTF8].to_numpy(dtype=bool, na_value=False)
     if bad.any():
         for i in np.flatnonzero(bad):
             records[i] = DeadLetter("malformed", frame["value"].iat[i], "the line is not valid UTF-8 text")
-    if confine is not None and FILE_COLUMN in frame.columns:
-        codes, files = pd.factorize(frame[FILE_COLUMN])  # a few files per batch: each judged once
-        again: list[int] = []
-        for code, file in enumerate(files):
-            judged = _judged(str(file), confine)
-            if judged is None:
-                continue
-            at = np.flatnonzero(codes == code)
-            if judged[0] == "again":  # a file of the folder reached once more through a link to a folder in it
-                again.extend(at.tolist())
-                continue
-            outside = judged[1]
-            dead = DeadLetter("outside_source", outside, f"{Path(outside).name} is a link to a file outside the "
-                              f"source folder {confine}: not read")
-            for i in at:
-                records[i] = dead
-        if again:
-            keep = np.ones(len(records), dtype=bool)
-            keep[again] = False
+    for at, dead in outside.items():  # JSON records carry their dead letter in place
+        records[at] = dead
+    if keep is not None:
+        keep[np.fromiter(outside, dtype=np.intp, count=len(outside))] = True
+        if not keep.all():
             records = [r for r, k in zip(records, keep, strict=True) if k]
             times_s = times_s[keep]
-    return records, times_s, flush
+    return records, times_s, flush, []
+
+
+def _confined(files: pd.Series, confine: str) -> tuple[np.ndarray, dict[int, DeadLetter]]:
+    """For the rows of a file source confined to `confine` (`_judged`): which to keep (False: read from a
+    file out of the folder, or once more through a link to a folder inside it) and, by row position, the
+    `outside_source` dead letter of each row of a file out of the folder (its content unread)."""
+    codes, uris = pd.factorize(files)  # a few files per batch: each judged once
+    keep = np.ones(len(files), dtype=bool)
+    outside: dict[int, DeadLetter] = {}
+    for code, uri in enumerate(uris):
+        judged = _judged(str(uri), confine)
+        if judged is None:
+            continue
+        at = np.flatnonzero(codes == code)
+        keep[at] = False
+        if judged[0] == "outside":
+            dead = DeadLetter("outside_source", judged[1], f"{Path(judged[1]).name} is a link to a file outside "
+                              f"the source folder {confine}: not read")
+            outside.update((int(i), dead) for i in at)
+    return keep, outside
+
+
+def _outside_outputs(queries: QuerySet, dead: list[DeadLetter]) -> list[dict[str, Any]]:
+    """The `outside_source` dead letters of a shard's typed rows, for each of its queries (as the runner
+    gives each query a JSON record's dead letter)."""
+    return [_dead_output(name, d) for d in dead for name, _ in queries.specs]
 
 
 @lru_cache(maxsize=4096)

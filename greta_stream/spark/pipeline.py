@@ -75,9 +75,9 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
         reader = reader.option(k, v)
     if src.format == "jsonl":  # each line with the file it came from: a link out of the folder is not read
         return reader.format("text").load(src.path).select("value", F.col("_metadata.file_path").alias(FILE_COLUMN))
-    if src.format == "parquet":
+    if src.format == "parquet":  # each row with its file too
         schema = spark.read.parquet(src.path).schema
-        return reader.schema(schema).parquet(src.path)
+        return reader.schema(schema).parquet(src.path).withColumn(FILE_COLUMN, F.col("_metadata.file_path"))
     raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet, delta or kafka")
 
 
@@ -407,7 +407,7 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
 
 def confined(src: SourceConfig) -> str | None:
     """The folder a file source's rows must come from (links out of it are not read), or None."""
-    return src.path if src.format == "jsonl" and src.path else None
+    return src.path if src.format in ("jsonl", "parquet") and src.path else None
 
 
 def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: str | Path, *, shards: int | None,

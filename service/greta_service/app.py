@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import typing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -34,7 +33,7 @@ from greta_service.routes import docs, health, page, plan, queries, results
 from greta_service.routes.deps import Reading, errors
 from greta_service.runner import short_error
 from greta_service.settings import Settings
-from greta_service.store import Retention, check_registry, open_store, restore_registry
+from greta_service.store import Retention, check_registry, open_store, restore_registry, set_aside
 from greta_stream import ConfigError
 from greta_stream.pipeline.validation import model_in, unknown_key
 
@@ -94,14 +93,12 @@ def prepare_registry(settings: Settings, *, restore: bool = False) -> int:
     url = settings.resolved_store_url
     retention = Retention(settings.result_retention_rows, settings.result_retention_s)
     try:
-        store = open_store(url, retention)
+        store = open_store(url, retention, whole=restore)  # a restore reads every page
     except ConfigError:
         if not restore or not url.startswith("sqlite:///"):
             raise
         broken = Path(url[len("sqlite:///"):])
-        aside = broken.with_name(f"{broken.name}.unreadable-{int(time.time())}")
-        broken.replace(aside)
-        log.warning("registry %s could not be read: moved to %s", broken, aside)
+        log.warning("registry %s could not be read: moved to %s", broken, set_aside(broken))
         store = open_store(url, retention)
     try:
         restored = 0

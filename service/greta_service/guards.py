@@ -10,9 +10,14 @@ refused here, before anything is registered:
   (`kafka.bootstrap.servers`);
 - file formats need a `path` (it is then kept under `path_roots` by the
   registry, and away from the service's own files by `check_reach`: no
-  source or sink is, lies inside or holds the checkpoint folder or the
-  results store, since a folder above them read with `recursiveFileLookup`
-  or a glob would reach them);
+  source or sink is, lies inside or holds the checkpoint folder, the
+  results store or the registry's backup, since a folder above them read
+  by Spark or a glob would reach them);
+- a source's folder tree holds no link that leads Spark's listing (which
+  follows links, recursiveFileLookup or not) round in a loop or into the
+  service's data folder, and is small enough to list (`check_source_tree`);
+- no folder a query writes (sinks, dead letters) is, lies inside or holds
+  a folder another query, or the same one, reads or writes (`check_places`);
 - every server of `bootstrap_servers` is strictly `host:port` (a DNS name,
   an IPv4 address or a `[IPv6]` address, and a port 1-65535), and its host is
   loopback or one of the `kafka_hosts` setting. The syntax is strict because
@@ -28,6 +33,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,11 +83,11 @@ def check_reach(given: str, path: Path, what: str, protected: Iterable[Path]) ->
     for own in (p.resolve() for p in protected):
         if any(folder.is_relative_to(own) for folder in (resolved, *bases)):
             raise ConfigError(f"{what} path {given!r} is inside the service's own {own.name!r} "
-                              f"(checkpoints or results store): sources and sinks may not reach it")
+                              f"(checkpoints, registry or results store): sources and sinks may not reach it")
         if any(own.is_relative_to(folder) for folder in (resolved, *bases)):
             how = "reading it recursively" if bases == {resolved} else "its glob"
             raise ConfigError(f"{what} path {given!r} is a folder above the service's own {own.name!r} "
-                              f"(checkpoints or results store), which {how} would reach: name a folder "
+                              f"(checkpoints, registry or results store), which {how} would reach: name a folder "
                               f"beside them")
 
 
@@ -91,31 +97,179 @@ def recursive(spec: dict[str, Any]) -> bool:
                for k, v in (spec.get("options") or {}).items())
 
 
-def check_folder_links(given: str, folder: Path, what: str, limit: int = 100_000) -> None:
-    """`ConfigError` when `folder` (a source Spark lists recursively, resolved) holds a link to a
-    folder that is not strictly inside it: a loop (a link to it or above it) makes Spark list
-    everything below the target again, level after level, and a link out of it leads Spark's
-    listing wherever it points. Links to folders inside are fine (their files are read once,
-    where they are). Looks at `limit` entries at most, following no link."""
-    seen = 0
-    for top, dirs, files in os.walk(folder, followlinks=False):
-        seen += len(dirs) + len(files)
-        for name in dirs:
-            link = Path(top) / name
-            if not link.is_symlink():
-                continue
-            try:
-                target = link.resolve()
-            except (OSError, RuntimeError):  # a link loop of its own
-                target = link
-            if target == folder or not target.is_relative_to(folder):
-                where = "its own folder or one above it (a loop)" if folder.is_relative_to(target) or \
-                    target == link else "a folder out of it"
-                raise ConfigError(f"{what} path {given!r} holds {link.relative_to(folder)}, a link to "
-                                  f"{where}: with recursiveFileLookup Spark would list through it. Remove the "
-                                  f"link, or read without recursiveFileLookup")
-        if seen > limit:
+# What `check_source_tree` lists at most before it refuses a source: Spark lists all of it, links followed,
+# at every micro-batch, so a tree beyond these is no source to stream from (and the check stays ~1 s).
+MAX_TREE_ENTRIES = 1_000_000  # files and folders, each time a link leads Spark to them
+MAX_TREE_FOLDERS = 100_000
+MAX_TREE_DEPTH = 64
+
+
+def check_source_tree(given: str, folder: Path, what: str, protected: Iterable[Path], data_dir: Path, *,
+                      contained: bool) -> None:
+    """`ConfigError` when the folder tree of the file source `given` (at `folder`, resolved) would lead
+    Spark's listing astray. Spark lists every folder below a source, links followed, whether or not it
+    reads them (`recursiveFileLookup` only decides which files it reads), so each of these is refused:
+
+    1. a link to the service's data folder or a folder above it, or to (or into) one of `protected`
+       (checkpoints, registry, results store);
+    2. a link to one of the folders it sits in, or above them (a loop: Spark lists through it level after
+       level, each level the whole tree again, until its heap runs out);
+    3. with `contained` (`recursiveFileLookup`), a link to a folder out of the source folder;
+    4. a tree of more than MAX_TREE_ENTRIES entries or MAX_TREE_FOLDERS folders, counted as Spark would
+       list them (through every link: two links to one folder list it twice), or deeper than
+       MAX_TREE_DEPTH: too big to check, and to stream from.
+
+    Links to folders inside are fine: a JSON-lines or Parquet file reached twice is read once, where
+    it is; a file linked from out of the folder is an `outside_source` dead letter. Each real folder is
+    read once (`_Listing`); a folder reached again is counted again, as Spark lists it again."""
+    reach = _Reach(str(folder), str(data_dir.resolve()), [str(p.resolve()) for p in protected], contained)
+    listings: dict[str, _Listing] = {}
+    stack: list[tuple[str, tuple[str, ...]]] = [("", (str(folder),))]  # a folder as listed (relative), its real chain
+    entries = folders = 0
+    while stack:
+        listed, chain = stack.pop()
+        folders += 1
+        if folders > MAX_TREE_FOLDERS or len(chain) > MAX_TREE_DEPTH + 1:
+            raise _too_big(given, what)
+        here = listings.get(chain[-1])
+        if here is None:
+            here = listings[chain[-1]] = _Listing.of(chain[-1])
+        entries += here.size
+        if entries > MAX_TREE_ENTRIES:
+            raise _too_big(given, what)
+        for name, target, is_dir in here.branches:
+            link = listed + name
+            if target is not None:
+                reach.check(given, what, link, target, is_dir)
+                if is_dir and any(_within(f, target) for f in chain):
+                    raise ConfigError(f"{what} path {given!r} holds {link}, a link to its own folder or one above it "
+                                      f"(a loop): Spark lists a source's folders through their links, so it would "
+                                      f"list the tree again and again, until it runs out of memory. Remove the link")
+            if is_dir:
+                stack.append((link + "/", (*chain, target or f"{chain[-1]}/{name}")))
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """One real folder as `check_source_tree` lists it: how many entries, and its folders and links (name,
+    the link's real target or None, whether it is a folder, links followed); plain files are counted only."""
+
+    size: int
+    branches: tuple[tuple[str, str | None, bool], ...]
+
+    @classmethod
+    def of(cls, folder: str) -> _Listing:
+        size = 0
+        branches: list[tuple[str, str | None, bool]] = []
+        try:
+            with os.scandir(folder) as listing:
+                for entry in listing:
+                    size += 1
+                    if not entry.is_symlink():
+                        if entry.is_dir(follow_symlinks=False):
+                            branches.append((entry.name, None, True))
+                        continue
+                    try:
+                        target = os.path.realpath(entry.path, strict=True)
+                    except OSError:  # a broken link or a loop of links: Spark skips it
+                        continue
+                    branches.append((entry.name, target, os.path.isdir(target)))
+        except OSError:  # unreadable: Spark fails on it, there is nothing to follow
+            pass
+        return cls(size, tuple(branches))
+
+
+@dataclass
+class _Reach:
+    """`check_source_tree`'s rules 1 and 3 for a link's target (real paths as text: the walk compares many)."""
+
+    top: str
+    data: str
+    protected: list[str]
+    contained: bool
+    seen: set[str] = field(default_factory=set)
+
+    def check(self, given: str, what: str, link: str, target: str, is_dir: bool) -> None:
+        if target in self.seen:
             return
+        own = next((p for p in self.protected if _within(target, p) or _within(p, target)), None)
+        if own is not None or _within(self.data, target):
+            where = f"the service's data folder {self.data!r} or a folder above it" if _within(self.data, target) \
+                else f"the service's own {Path(own or '').name!r} (or into it, or a folder above it)"
+            raise ConfigError(f"{what} path {given!r} holds {link}, a link to {where}: Spark would list the "
+                              f"service's own files through it. Remove the link")
+        if self.contained and is_dir and not _within(target, self.top):
+            raise ConfigError(f"{what} path {given!r} holds {link}, a link to a folder out of it: with "
+                              f"recursiveFileLookup Spark would list through it. Remove the link, or read without "
+                              f"recursiveFileLookup")
+        self.seen.add(target)
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the real path `path` is `folder` or lies inside it (`Path.is_relative_to`, as text)."""
+    return path == folder or path.startswith(folder if folder.endswith("/") else folder + "/")
+
+
+def _too_big(given: str, what: str) -> ConfigError:
+    return ConfigError(f"{what} path {given!r} holds more than {MAX_TREE_ENTRIES:,} files and folders or "
+                       f"{MAX_TREE_FOLDERS:,} folders, or is deeper than {MAX_TREE_DEPTH} levels (links followed, "
+                       f"as Spark lists them at every micro-batch): name a folder that holds less")
+
+
+@dataclass(frozen=True)
+class Place:
+    """A folder a query reads (`role` source) or writes (sink, dead_letter): its path as registered, as
+    text (a glob source's: the folder it matches under), its format, the query's name."""
+
+    folder: str
+    role: str
+    format: str
+    query: str
+
+
+def places(name: str, source: dict[str, Any] | None, sinks: Iterable[dict[str, Any]],
+           dead_letter: dict[str, Any] | None, data_dir: Path) -> list[Place]:
+    """The file folders of one registration (its specs' paths as `Registry._paths` left them: resolved)."""
+    out = []
+    for role, spec in (("source", source), *(("sink", s) for s in sinks), ("dead_letter", dead_letter)):
+        if spec and spec.get("path") and spec.get("format") in PATH_FORMATS:
+            path = str(spec["path"])
+            if not path.startswith("/"):
+                path = os.path.join(data_dir, path)
+            if not _GLOB_CHARS.isdisjoint(path):
+                path = str(glob_base(Path(path)))
+            out.append(Place(path.rstrip("/") or "/", role, str(spec["format"]), name))
+    return out
+
+
+_GLOB_CHARS = frozenset("*?[]{}")
+
+
+def check_places(new: list[Place], others: Iterable[Place]) -> None:
+    """`ConfigError` when a folder of `new` (one registration) and another of it or of `others` (the other
+    registered queries) are one folder or one holds the other, and one of them is written: two writers
+    would overwrite or mix each other's files (`part-<batch>` names are per query), and a writer inside a
+    source, or a source inside a writer, reads what is written back as input (the query's own dead letters
+    too, forever). Sources may share folders. One Delta table written twice is `delta_tables_shared`'s."""
+    others = list(others)
+    new = sorted(new, key=lambda p: p.role == "source")  # a written folder is named first: it is the one to move
+    for i, a in enumerate(new):
+        for b in (*new[i + 1:], *others):
+            if not (_within(a.folder, b.folder) or _within(b.folder, a.folder)) or a.role == b.role == "source" \
+                    or (a.format == b.format == "delta" and a.folder == b.folder):
+                continue
+            how = "is" if a.folder == b.folder else "is inside" if _within(a.folder, b.folder) else "holds"
+            whose = "this query" if b.query == a.query else f"query {b.query!r}"
+            folder = "" if how == "is" else f" {b.folder!r}"
+            if "source" not in (a.role, b.role):
+                why = "two writers in one folder tree overwrite or mix with each other's files: give each its own"
+            elif a.role == "source":
+                why = "the query would read what is written there as its input"
+            else:
+                why = "what is written there would be read back as input"
+            raise ConfigError(f"{a.role} path {a.folder!r} {how} the {b.role.replace('_', '-')} folder{folder} "
+                              f"of {whose}: {why}. Name a folder apart from every source, sink and dead-letter "
+                              f"folder of the service's queries")
 
 
 def _slash_in_braces(text: str) -> bool:

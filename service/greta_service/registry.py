@@ -30,12 +30,14 @@ from pydantic import ValidationError
 from greta_service.guards import (
     SINK_OPTIONS,
     SOURCE_OPTIONS,
-    check_folder_links,
     check_kafka_hosts,
     check_options,
     check_path_given,
+    check_places,
     check_reach,
+    check_source_tree,
     glob_base,
+    places,
     recursive,
 )
 from greta_service.patch import merge_patch
@@ -168,6 +170,12 @@ class Registry:
                                                                                if query.dead_letter else []))])
         if shared:
             raise ServiceError(409, shared)
+        try:  # no folder written where another is read or written (`guards.check_places`)
+            check_places(places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir),
+                         [p for r in others for p in places(r.name, r.source, r.sinks, r.dead_letter,
+                                                              self.settings.data_dir)])
+        except ConfigError as exc:
+            raise config_error(str(exc)) from None
         self._limits(rec, replacing)
 
     def _limits(self, rec: QueryRecord, replacing: str | None = None) -> None:
@@ -223,8 +231,9 @@ class Registry:
             folder = glob_base(joined).resolve()  # a glob: the folder it matches under
             if must_exist and not folder.exists():
                 raise config_error(f"{what} path {path!r} does not exist")
-            if must_exist and recursive(spec) and folder.is_dir():
-                check_folder_links(path, folder, what)
+            if must_exist and folder.is_dir():  # Spark lists the whole tree, links followed
+                check_source_tree(path, folder, what, self.settings.protected_paths, self.settings.data_dir,
+                                  contained=recursive(spec))
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         except (OSError, RuntimeError) as exc:  # a link loop in the path itself, say

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from greta_service.store import own_files
 from greta_stream import ConfigError, Limits
 
 ENV_PREFIX = "GRETA_"
@@ -103,13 +104,13 @@ class Settings(BaseModel):
 
     @property
     def protected_paths(self) -> tuple[Path, ...]:
-        """What no source or sink may reach: the checkpoint folder and, for a sqlite store, its file
-        with the journal files SQLite keeps beside it (as `store.open_store` opens it)."""
+        """What no source or sink may reach: the checkpoint folder (the streams' state and control
+        folders) and, for a sqlite store, every file it writes (`store.own_files`: the database with
+        SQLite's journals, the registry's backup with its temporary file, registries set aside)."""
         paths = [self.checkpoint_dir]
         url = self.resolved_store_url
         if url.startswith("sqlite:///"):
-            db = Path(url[len("sqlite:///"):])
-            paths += [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+            paths += own_files(Path(url[len("sqlite:///"):]))
         return tuple(paths)
 
     def check(self) -> Settings:

@@ -164,6 +164,19 @@ CREATE TABLE IF NOT EXISTS query_state (
 """
 
 
+JOURNALS = ("-wal", "-shm", "-journal")  # the files SQLite keeps beside a database
+BACKUP, ASIDE = ".queries.json", ".unreadable-"  # beside the database: the registry's backup, unreadable ones
+
+
+def own_files(db: Path) -> list[Path]:
+    """Every file a SQLite store at `db` writes, as far as they can be known now: the database, SQLite's
+    journals, the registry's backup with its temporary file, and registries set aside (`set_aside`)."""
+    backup = db.with_name(db.name + BACKUP)
+    aside = sorted(db.parent.glob(f"{db.name}{ASIDE}*")) if db.parent.is_dir() else []
+    return [db, *(db.with_name(db.name + j) for j in JOURNALS), backup, backup.with_name(backup.name + ".tmp"),
+            *aside]
+
+
 class SQLiteStore(Store):
     """Registry and results in one SQLite file; one connection per thread."""
 
@@ -223,10 +236,42 @@ class SQLiteStore(Store):
                              for r in db.execute("SELECT id, record FROM queries").fetchall()}
         return self._records
 
+    def save_queries(self, recs: Sequence[QueryRecord]) -> None:
+        """Save the records `recs` as they are, in one transaction: one backup, written after all of them
+        (a restore cut short leaves the backup it restores from as it was)."""
+        with self._records_lock:
+            try:
+                with self._tx() as db:
+                    cached = self._cached(db)
+                    for rec in recs:
+                        text = json.dumps(asdict(rec))
+                        db.execute("INSERT INTO queries (id, name, record) VALUES (?, ?, ?) ON CONFLICT (id) DO "
+                                   "UPDATE SET name = excluded.name, record = excluded.record", (rec.id, rec.name, text))
+                        cached[rec.id] = (copy.copy(rec), text)
+                    self._back_up(db)
+            except BaseException:
+                self._records = None  # rolled back: read again
+                raise
+
+    def check(self, *, whole: bool = False) -> None:
+        """Raise `sqlite3.DatabaseError` when the file is damaged: its registry (the queries table with its
+        indexes, and every record read again), and with `whole` every table (it reads the whole file)."""
+        db = self._conn()
+        problems = db.execute("PRAGMA quick_check" if whole else "PRAGMA quick_check(queries)").fetchall()
+        if problems != [("ok",)]:
+            raise sqlite3.DatabaseError("; ".join(str(p[0]) for p in problems[:3]))
+        with self._records_lock:
+            self._records = None
+            try:
+                self._cached(db)
+            except (ValueError, TypeError) as exc:
+                self._records = None
+                raise sqlite3.DatabaseError(f"a query record cannot be read: {exc}") from exc
+
     @property
     def backup_path(self) -> Path:
         """The registry's backup: every query record as JSON, written after each change."""
-        return self.path.with_name(self.path.name + ".queries.json")
+        return self.path.with_name(self.path.name + BACKUP)
 
     def _back_up(self, db: sqlite3.Connection) -> None:
         """Write the backup within the change's transaction (so backups follow changes in order):
@@ -394,18 +439,38 @@ def restore_registry(store: Store) -> int:
     backup = backed_up_queries(store)
     if not backup or not backup[0]:
         raise ConfigError("no backup of the registry to restore")
-    for rec in backup[0]:
-        store.save_query(rec)
+    if isinstance(store, SQLiteStore):  # all or nothing: a restore cut short leaves the backup as it was
+        store.save_queries(backup[0])
+    else:
+        for rec in backup[0]:
+            store.save_query(rec)
     return len(backup[0])
 
 
-def open_store(url: str, retention: Retention = Retention()) -> Store:
-    """A store from a URL; `sqlite:///path/to/file.sqlite` is the embedded default."""
+def open_store(url: str, retention: Retention = Retention(), *, whole: bool = False) -> Store:
+    """A store from a URL; `sqlite:///path/to/file.sqlite` is the embedded default. A file that is no
+    SQLite database, or whose registry is damaged (`SQLiteStore.check`; with `whole`, any page), is a
+    `ConfigError` saying how to restore it."""
     if url.startswith("sqlite:///"):
+        store = None
         try:
-            return SQLiteStore(url[len("sqlite:///"):], retention)
+            store = SQLiteStore(url[len("sqlite:///"):], retention)
+            store.check(whole=whole)
+            return store
         except sqlite3.DatabaseError as exc:
+            if store is not None:
+                store.close()
             raise ConfigError(
                 f"the registry ({url}) cannot be read ({exc}): restore its queries from the backup with "
                 "`greta-stream serve --restore-registry` (the unreadable file is moved aside)") from exc
     raise ConfigError(f"unsupported store URL {url!r}; use sqlite:///<path>")
+
+
+def set_aside(db: Path) -> Path:
+    """Move an unreadable database, with the journals SQLite kept beside it (which would be applied to a
+    new database of that name), to `<db>.unreadable-<time>[-wal|-shm|-journal]`; where it went."""
+    aside = db.with_name(f"{db.name}{ASIDE}{int(time.time())}")
+    for suffix in ("", *JOURNALS):
+        if db.with_name(db.name + suffix).exists():
+            db.with_name(db.name + suffix).replace(aside.with_name(aside.name + suffix))
+    return aside
