@@ -46,9 +46,12 @@ def _records(source: SourceConfig) -> Iterator[Any]:
 
 def _files(path: Path) -> Iterator[Path]:
     """The data files of a source folder (or glob), in name order, hidden and temporary ones aside
-    (Spark's file sources skip the names starting with . or _ as well)."""
+    (Spark's file sources skip the names starting with . or _ as well), and those a link leads to
+    out of the folder (a stream dead-letters their records as `outside_source`)."""
     base = glob_base(path)
     pattern = path.relative_to(base).as_posix() if base != path else "*"
+    real = base.resolve()
     for p in sorted(base.glob(pattern)):
-        if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(base).parts):
+        if (p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(base).parts)
+                and p.resolve().is_relative_to(real)):  # a link out of the folder is no input (`outside_source`)
             yield p

@@ -256,7 +256,7 @@ def check_places(new: list[Place], others: Iterable[Place]) -> None:
     for i, a in enumerate(new):
         for b in (*new[i + 1:], *others):
             if not (_within(a.folder, b.folder) or _within(b.folder, a.folder)) or a.role == b.role == "source" \
-                    or (a.format == b.format == "delta" and a.folder == b.folder):
+                    or (a.format == b.format == "delta" and a.folder == b.folder) or _own_layout(a, b):
                 continue
             how = "is" if a.folder == b.folder else "is inside" if _within(a.folder, b.folder) else "holds"
             whose = "this query" if b.query == a.query else f"query {b.query!r}"
@@ -270,6 +270,15 @@ def check_places(new: list[Place], others: Iterable[Place]) -> None:
             raise ConfigError(f"{a.role} path {a.folder!r} {how} the {b.role.replace('_', '-')} folder{folder} "
                               f"of {whose}: {why}. Name a folder apart from every source, sink and dead-letter "
                               f"folder of the service's queries")
+
+
+def _own_layout(a: Place, b: Place) -> bool:
+    """One query's dead letters in a folder under its own sink's (`greta-stream run --output out` writes
+    them to out/dead_letters): one writer, its rows and its dead letters in files apart."""
+    if a.query != b.query or {a.role, b.role} != {"sink", "dead_letter"} or a.folder == b.folder:
+        return False
+    sink, dead = (a, b) if a.role == "sink" else (b, a)
+    return _within(dead.folder, sink.folder)
 
 
 def _slash_in_braces(text: str) -> bool:

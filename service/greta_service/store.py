@@ -212,6 +212,7 @@ class SQLiteStore(Store):
             yield db
         except BaseException:
             db.execute("ROLLBACK")
+            self._records = None  # the registry in memory may hold what was rolled back: read it again
             raise
         db.execute("COMMIT")
 
@@ -239,19 +240,14 @@ class SQLiteStore(Store):
     def save_queries(self, recs: Sequence[QueryRecord]) -> None:
         """Save the records `recs` as they are, in one transaction: one backup, written after all of them
         (a restore cut short leaves the backup it restores from as it was)."""
-        with self._records_lock:
-            try:
-                with self._tx() as db:
-                    cached = self._cached(db)
-                    for rec in recs:
-                        text = json.dumps(asdict(rec))
-                        db.execute("INSERT INTO queries (id, name, record) VALUES (?, ?, ?) ON CONFLICT (id) DO "
-                                   "UPDATE SET name = excluded.name, record = excluded.record", (rec.id, rec.name, text))
-                        cached[rec.id] = (copy.copy(rec), text)
-                    self._back_up(db)
-            except BaseException:
-                self._records = None  # rolled back: read again
-                raise
+        with self._records_lock, self._tx() as db:  # a rollback drops the registry in memory (`_tx`)
+            cached = self._cached(db)
+            for rec in recs:
+                text = json.dumps(asdict(rec))
+                db.execute("INSERT INTO queries (id, name, record) VALUES (?, ?, ?) ON CONFLICT (id) DO "
+                           "UPDATE SET name = excluded.name, record = excluded.record", (rec.id, rec.name, text))
+                cached[rec.id] = (copy.copy(rec), text)
+            self._back_up(db)
 
     def check(self, *, whole: bool = False) -> None:
         """Raise `sqlite3.DatabaseError` when the file is damaged: its registry (the queries table with its
