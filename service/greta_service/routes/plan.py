@@ -33,8 +33,8 @@ def plan(registry: RegistryDep) -> dict[str, Any]:
         if handle.queries.names:
             plan = plan_units(handle.queries)
             out, text = plan.to_dict(), plan.explain()
-        else:  # every query of the stream stopped: it holds them
-            out, text = {}, "holds stopped queries only"
+        else:  # every query of the stream stopped: it holds them (the keys of a plan, none running)
+            out, text = {"queries": [], "shard_attributes": {}, "lateness_s": {}, "units": []}, "holds stopped queries only"
         live = handle.writer.live
         out.update(stream=handle.key, text=text, query_names={q: names.get(q, q) for q in handle.query_ids},
                    # the query set it runs (taken at its next micro-batch when it changes) and how many
