@@ -48,6 +48,7 @@ from typing import Any
 
 import pandas as pd
 
+from greta_stream.errors import SnapshotError
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.layout import StreamLayout
 
@@ -96,6 +97,19 @@ class ControlSets:
         for path in old:
             path.unlink(missing_ok=True)
         return len(old)
+
+    def read(self, version: int) -> tuple[int, tuple[StreamLayout, dict[int, QuerySet]]]:
+        """(the version read, its `slots`): `version`'s, or when its set is not there (control files
+        deleted or damaged while the service was stopped, a stray control row) the newest one written,
+        which is the query set the driver runs now (it writes versions in order, from its registry)."""
+        try:
+            return version, self.slots(version)
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+            newest = self.latest()
+            if newest == 0 or newest == version:
+                raise SnapshotError(f"the stream's query set {version} is gone from {self.sets} and no other "
+                                    "is there: restart the stream (its queries' registry holds them)") from None
+            return newest, self.slots(newest)
 
     def slots(self, version: int) -> tuple[StreamLayout, dict[int, QuerySet]]:
         """The layout and each slot's queries (as `operator.stream_outputs` runs them) of a version."""

@@ -407,7 +407,9 @@ def _turn(live: Live | None, layout: StreamLayout, slots: dict[int, QuerySet], k
     frame, seen = control_rows(frame)
     sets, first = live
     now = max(first, had, seen)
-    return _Turn(frame, now, now != had, blob, _at(layout, slots if now == first else sets.slots(now)[1], key))
+    if now != first:
+        now, (_, slots) = sets.read(now)
+    return _Turn(frame, now, now != had, blob, _at(layout, slots, key))
 
 
 def _moved(turn: _Turn) -> list[dict[str, Any]]:
