@@ -192,6 +192,10 @@ class SQLiteStore(Store):
         # owns its store, so a list or a backup reads memory, not every record's row again
         self._records: dict[str, tuple[QueryRecord, str]] | None = None
         self._records_lock = threading.Lock()
+        # each query's counts over the batches read so far (and the last batch id read): a read adds
+        # the batches written since, so it does not grow with the stream's age (batch records stay)
+        self._counts: dict[str, tuple[ResultCounts, int]] = {}
+        self._counts_lock = threading.Lock()
 
     def _conn(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -296,6 +300,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
             self._cached(db).pop(query_id, None)
             self._back_up(db)
+        self._recount(query_id)
 
     # -- results ---------------------------------------------------------
 
@@ -316,6 +321,7 @@ class SQLiteStore(Store):
                 (query_id, batch_id, len(rows), json.dumps(dead), time.time()),
             )
             self._trim(db, query_id)
+        self._recount(query_id, batch_id)  # a batch replayed over one already counted
 
     def _trim(self, db: sqlite3.Connection, query_id: str) -> None:
         """Apply the retention to one query's rows (its batch records stay: counts are of everything)."""
@@ -362,6 +368,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM results WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
+        self._recount(query_id)
 
     def state_bytes(self) -> dict[str, int]:
         return dict(self._conn().execute("SELECT query_id, bytes FROM query_state").fetchall())
@@ -379,16 +386,26 @@ class SQLiteStore(Store):
         return row[0] or 0
 
     def counts(self, query_id: str) -> ResultCounts:
-        out = ResultCounts()
-        for batch_id, rows, dead in self._conn().execute(
-            "SELECT batch_id, rows, dead FROM batches WHERE query_id = ?", (query_id,)
-        ):
-            out.rows += rows
-            out.batches += 1
-            out.last_batch_id = batch_id if out.last_batch_id is None else max(out.last_batch_id, batch_id)
-            for reason, n in json.loads(dead).items():
-                out.dead_by_reason[reason] = out.dead_by_reason.get(reason, 0) + n
-        return out
+        with self._counts_lock:
+            known, seen = self._counts.get(query_id, (ResultCounts(), -1))
+            out = ResultCounts(known.rows, known.batches, known.last_batch_id, dict(known.dead_by_reason))
+            for batch_id, rows, dead in self._conn().execute(
+                "SELECT batch_id, rows, dead FROM batches WHERE query_id = ? AND batch_id > ?", (query_id, seen)
+            ):
+                out.rows += rows
+                out.batches += 1
+                out.last_batch_id = batch_id if out.last_batch_id is None else max(out.last_batch_id, batch_id)
+                for reason, n in json.loads(dead).items():
+                    out.dead_by_reason[reason] = out.dead_by_reason.get(reason, 0) + n
+            self._counts[query_id] = (out, max(seen, out.last_batch_id if out.last_batch_id is not None else -1))
+            return ResultCounts(out.rows, out.batches, out.last_batch_id, dict(out.dead_by_reason))
+
+    def _recount(self, query_id: str, batch_id: int | None = None) -> None:
+        """Forget the counts of `query_id` read so far when a batch they hold changes (None: all of them)."""
+        with self._counts_lock:
+            known = self._counts.get(query_id)
+            if known is not None and (batch_id is None or batch_id <= known[1]):
+                del self._counts[query_id]
 
     def close(self) -> None:
         with self._lock:

@@ -71,3 +71,24 @@ def test_exports_keep_exact_values_and_types() -> None:
     assert parquet.column("count").to_pylist() == [str(big), "7"]  # exact, as text
     assert parquet.column("sector").to_pylist() == ["tech", None]
     assert export("csv", columns, []).decode() == ",".join(columns) + "\n"
+
+
+def test_counts_add_the_batches_written_since_and_follow_a_replay(tmp_path: Path) -> None:
+    """A read of a query's counts reads the batches written since the last read (they are kept for
+    ever: a whole read grew with the stream's age); a batch written again (a replay) or results
+    cleared are counted anew."""
+    store = SQLiteStore(tmp_path / "s.sqlite")
+    for b in range(3):
+        store.write_batch("q", b, rows(b), {"late": 1})
+    first = store.counts("q")
+    assert (first.rows, first.batches, first.last_batch_id, first.dead_by_reason) == (6, 3, 2, {"late": 3})
+    first.dead_by_reason["late"] = 99  # a caller's copy: the store's own stays
+    store.write_batch("q", 3, rows(3, ("a",)), {"malformed": 2})
+    second = store.counts("q")
+    assert (second.rows, second.batches, second.last_batch_id) == (7, 4, 3)
+    assert second.dead_by_reason == {"late": 3, "malformed": 2}
+    store.write_batch("q", 1, rows(1, ("a",)), {})  # batch 1 replayed with other outputs
+    again = store.counts("q")
+    assert (again.rows, again.batches, again.dead_by_reason) == (6, 4, {"late": 2, "malformed": 2})
+    store.clear_results("q")
+    assert store.counts("q").batches == 0 and store.counts("other").rows == 0
