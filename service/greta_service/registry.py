@@ -91,6 +91,12 @@ def request_error(exc: ValidationError) -> ServiceError:
     return ServiceError(422, msgs[0] if len(msgs) == 1 else "invalid request", errors)
 
 
+
+def _names(recs: list[QueryRecord], shown: int = 10) -> str:
+    """The queries' names for a log line: all of a few, the newest `shown` of many."""
+    names = [r.name for r in recs]
+    return ", ".join(names) if len(names) <= shown else f"{', '.join(names[-shown:])} and {len(names) - shown} more"
+
 class Registry:
     """Registered queries and their running streams; thread-safe."""
 
@@ -418,12 +424,12 @@ class Registry:
         if handle is not None and (members or paused) and change_stream(
                 self.spark, handle, members, specs, self.store, paused, self.checkpoint(key)):
             self._running(members)
-            if members:
+            if members:  # the names when few: a line per change must not grow with a thousand queries
                 log.info("stream %s takes %d queries at its next batch, without a restart: %s", key, len(members),
-                         ", ".join(r.name for r in members))
+                         _names(members))
             else:  # its last running query left: it reads on, holding the stopped ones
                 log.info("stream %s holds %d stopped queries from its next batch, without a restart: %s", key,
-                         len(paused_recs), ", ".join(r.name for r in paused_recs))
+                         len(paused_recs), _names(paused_recs))
             return
         self._stop_stream(key)
         if not members:
