@@ -62,7 +62,7 @@ from greta_stream.spark.shard import (
     STATE_VERSION,
     Saved,
     Shard,
-    _dead_output,
+    dead_output,
     parse_json_records,
     step,
     step_bounded,
@@ -488,7 +488,7 @@ def _confined(files: pd.Series, confine: str) -> tuple[np.ndarray, dict[int, Dea
 def _outside_outputs(queries: QuerySet, dead: list[DeadLetter]) -> list[dict[str, Any]]:
     """The `outside_source` dead letters of a shard's typed rows, for each of its queries (as the runner
     gives each query a JSON record's dead letter)."""
-    return [_dead_output(name, d) for d in dead for name, _ in queries.specs]
+    return [dead_output(name, d) for d in dead for name, _ in queries.specs]
 
 
 @lru_cache(maxsize=4096)

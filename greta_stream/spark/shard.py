@@ -362,7 +362,7 @@ def step_bounded(queries: QuerySet | RunSpec, records: Iterable[Any] | pd.DataFr
     rows = multi.finish()
     release_memory()
     specs = dict(queries.specs)
-    out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
+    out = [_row_output(specs[name], name, r) for name, r in rows] + [dead_output(n, d) for n, d in dead]
     return out + [_error_output(name, reason) for name, reason in multi.failed.items()]
 
 
@@ -494,7 +494,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
     rows = multi.advance(watermark_of(until_s))
     release_memory()
     specs = dict(queries.specs)
-    out = [_row_output(specs[name], name, r) for name, r in rows] + [_dead_output(n, d) for n, d in dead]
+    out = [_row_output(specs[name], name, r) for name, r in rows] + [dead_output(n, d) for n, d in dead]
     out += [_error_output(name, reason) for name, reason in multi.failed.items() if name not in failed_before]
     return out, clock_s
 
@@ -595,7 +595,7 @@ def _error_output(name: str, reason: str) -> dict[str, Any]:
             "reason": None}
 
 
-def _dead_output(name: str, d: DeadLetter) -> dict[str, Any]:
+def dead_output(name: str, d: DeadLetter) -> dict[str, Any]:
     # compact JSON, as result rows are (orjson: fast when a replay makes every event late)
     return {"query": name, "kind": "dead", "window_start": None, "window_end": None, "grp": None,
             "payload": dumps_payload(d.to_dict()), "reason": d.reason}
