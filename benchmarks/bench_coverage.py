@@ -226,16 +226,6 @@ def cells(n: int, outcome: Outcome, ref: Outcome | None, budget_s: float) -> lis
             ratio, f"{per_event:,.0f}", f"{d['rows']:,}", str(d["max_count_digits"])]
 
 
-def git_state() -> str:
-    """HEAD and the files that differ from it (read-only git commands)."""
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True, check=False)
-        return done.stdout.strip()
-
-    changed = git("diff", "--name-only", "HEAD").split()
-    return git("rev-parse", "--short", "HEAD") + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
-
-
 def print_header(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import numba
 
@@ -245,7 +235,7 @@ def print_header(args: argparse.Namespace, command: str) -> dict[str, Any]:
     info = {"cpu": benchlib.cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
             "memory_gib": benchlib.memory_gib(), "os": platform.platform(), "python": platform.python_version(),
             "greta_stream": greta_stream.__version__, "module": str(Path(greta_stream.__file__).parent),
-            "numba": numba.__version__, "git": git_state()}
+            "numba": numba.__version__, "git": benchlib.git_state()}
     print("# greta-stream coverage benchmark: evaluate(engine='auto') per query shape" + (" (--quick)" * args.quick))
     print(f"command : {command}")
     print(f"machine : {info['cpu']}, {info['cores']} cores ({usable} usable), {info['memory_gib']} GiB RAM, {info['os']}")

@@ -444,16 +444,6 @@ def spark_table(queries: list[Query], data: dict[str, list[dict[str, Any]]], bud
 # ------------------------------------------------------------ header, arguments, main
 
 
-def git_state() -> str:
-    """HEAD and the files that differ from it (read-only git commands)."""
-    def git(*argv: str) -> str:
-        done = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True, check=False)
-        return done.stdout.strip()
-
-    changed = git("diff", "--name-only", "HEAD").split()
-    return git("rev-parse", "--short", "HEAD") + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
-
-
 def print_header(args: argparse.Namespace, command: str, data: dict[str, list[dict[str, Any]]]) -> None:
     import numba
     import vega_datasets
@@ -469,7 +459,7 @@ def print_header(args: argparse.Namespace, command: str, data: dict[str, list[di
     print(f"python  : {platform.python_version()} ({sys.executable}); numba {numba.__version__}; "
           f"vega_datasets {vega_datasets.__version__}")
     print(f"code    : greta_stream {greta_stream.__version__} imported from {Path(greta_stream.__file__).parent}; "
-          f"git of {ROOT}: {git_state()}")
+          f"git of {ROOT}: {benchlib.git_state()}")
     for name, events in data.items():
         print(f"data    : {describe(name, events)}")
     print("measure : in this process, one after another; events built once, untimed; per engine one warm-up call, "

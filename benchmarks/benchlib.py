@@ -121,3 +121,14 @@ class Outcome:
     status: str
     data: dict[str, Any] = field(default_factory=dict)
     message: str = ""
+
+
+def git_state(root: Path = HERE.parent) -> str:
+    """HEAD of the checkout at `root` and the files that differ from it (read-only git commands), for a
+    benchmark's header."""
+    def git(*argv: str) -> str:
+        done = subprocess.run(["git", *argv], cwd=root, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    changed = git("diff", "--name-only", "HEAD").split()
+    return git("rev-parse", "--short", "HEAD") + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
