@@ -270,6 +270,8 @@ def format_query(q: ast.Query) -> str:
     """Query-language text of an AST; `parse(format_query(q)) == q`."""
     lines = ["RETURN " + ("TRENDS" if q.trends else ", ".join(_format_item(i) for i in q.returns))]
     lines.append("PATTERN " + format_pattern(q.pattern))
+    if q.strategy != ast.ANY_MATCH:
+        lines.append("SEMANTICS " + q.strategy)
     if q.where:
         lines.append("WHERE " + " AND ".join(_format_pred(p) for p in q.where))
     if q.group_by:

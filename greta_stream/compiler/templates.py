@@ -87,6 +87,17 @@ def format_pattern(p: ast.Pattern) -> str:
     if isinstance(p, ast.Kleene):
         inner = format_pattern(p.inner)
         return f"{inner}+" if isinstance(p.inner, ast.EventPattern) and p.inner.alias == p.inner.type else f"({inner})+"
+    if isinstance(p, ast.Repeat):
+        inner = format_pattern(p.inner)
+        if not (isinstance(p.inner, ast.EventPattern) and p.inner.alias == p.inner.type):
+            inner = f"({inner})"
+        if (p.lo, p.hi) == (0, 1):
+            return f"{inner}?"
+        if (p.lo, p.hi) == (0, None):
+            return f"{inner}*"
+        if p.hi == p.lo:
+            return f"{inner}{{{p.lo}}}"
+        return f"{inner}{{{p.lo},{'' if p.hi is None else p.hi}}}"
     if isinstance(p, ast.Not):
         return f"NOT {format_pattern(p.inner)}"
     return "SEQ(" + ", ".join(format_pattern(x) for x in p.parts) + ")"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from greta_stream.errors import QueryError, QueryProblem
 from greta_stream.query import ast
 from greta_stream.query.parser import parse
-from greta_stream.query.structure import adjacent_pairs
+from greta_stream.query.structure import adjacent_pairs, ambiguous, shape, unroll
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ def analyze(query: ast.Query, text: str | None = None) -> ast.Query:
     probs = _Problems()
     _check_aliases(query, probs)
     _check_negation(query.pattern, probs, root=True)
+    _check_repetition(query.pattern, None, probs)
+    if not probs.items and ambiguous(query.pattern):
+        probs.add("this repetition counts a trend once per way of cutting it into iterations (an iteration "
+                  "can begin inside another, as in (A+){2}); repeat single events instead, e.g. A{2,}",
+                  _first_counted(query.pattern) or query.pattern.span)
     aliases = aliases_of(query)
     _check_returns(query, aliases, probs)
     _check_where(query, aliases, probs)
@@ -72,7 +77,7 @@ def _check_negation(p: ast.Pattern, probs: _Problems, root: bool) -> None:
         probs.add("NOT is allowed only as a part of a SEQ", p.span)
         _check_negation(p.inner, probs, root=False)
         return
-    if isinstance(p, ast.Kleene):
+    if isinstance(p, (ast.Kleene, ast.Repeat)):
         _check_negation(p.inner, probs, root=False)
         return
     parts = p.parts
@@ -90,6 +95,53 @@ def _check_negation(p: ast.Pattern, probs: _Problems, root: bool) -> None:
         if where and not root:
             probs.add(f"NOT can {where} only the outermost SEQ of the pattern", part.span)
         _check_negation(part.inner, probs, root=False)
+
+
+def _check_repetition(p: ast.Pattern, parent: ast.Pattern | None, probs: _Problems) -> None:
+    """Bounds of `{n,m}`; a part that may match nothing only inside a SEQ that
+    keeps a part matching an event, and never next to a NOT (SEMANTICS section 8)."""
+    if isinstance(p, ast.EventPattern):
+        return
+    if isinstance(p, ast.Repeat):
+        if p.hi is not None and p.hi < p.lo:
+            probs.add(f"{{{p.lo},{p.hi}}} repeats at least {p.lo} and at most {p.hi} times; write the smaller "
+                      f"count first", p.span)
+        elif p.hi == 0:
+            probs.add("{0} repeats nothing; a repetition needs at least one iteration", p.span)
+        elif p.lo == 0 and not isinstance(parent, ast.Seq):
+            probs.add("a part that may match nothing (?, *, {0,m}) stands only as a part of a SEQ", p.span)
+    if isinstance(p, ast.Seq):
+        parts = p.parts
+        for i, part in enumerate(parts):
+            if isinstance(part, ast.Not) or not _nullable(part):
+                continue
+            if any(0 <= j < len(parts) and isinstance(parts[j], ast.Not) for j in (i - 1, i + 1)):
+                probs.add("a part that may match nothing may not stand next to a NOT", part.span)
+        positive = [x for x in parts if not isinstance(x, ast.Not)]
+        if positive and all(_nullable(x) for x in positive):
+            probs.add("every part of this SEQ may match nothing; at least one must match an event", p.span)
+        for part in parts:
+            _check_repetition(part, p, probs)
+        return
+    _check_repetition(p.inner, p, probs)  # type: ignore[union-attr]
+
+
+def _nullable(p: ast.Pattern) -> bool:
+    try:
+        return shape(unroll(p)).nullable
+    except ValueError:  # bounds the checks above report
+        return False
+
+
+def _first_counted(p: ast.Pattern) -> ast.Span | None:
+    """The first repetition that unrolls into copies, for an error's position."""
+    if isinstance(p, ast.Repeat) and not (p.lo == 0 and p.hi in (1, None)):
+        return p.span
+    for child in p.parts if isinstance(p, ast.Seq) else () if isinstance(p, ast.EventPattern) else (p.inner,):
+        got = _first_counted(child)
+        if got is not None:
+            return got
+    return None
 
 
 def _check_returns(query: ast.Query, aliases: dict[str, AliasInfo], probs: _Problems) -> None:

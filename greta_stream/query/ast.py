@@ -50,6 +50,23 @@ class Kleene:
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """Bounded repetition (SEMANTICS section 8): `P{n}` (lo = hi = n),
+    `P{n,m}`, `P{n,}` (hi None), `P?` ({0,1}) and `P*` ({0,}). `P+` stays a
+    `Kleene`; the parser writes `P{1,}` as `Kleene` and `P{1}` as P itself."""
+
+    inner: Pattern
+    lo: int
+    hi: int | None
+    span: Span = _span()
+
+    @property
+    def optional(self) -> bool:
+        """The part may match no event."""
+        return self.lo == 0
+
+
+@dataclass(frozen=True)
 class Seq:
     """`SEQ(P1, ..., Pn)`: parts in strictly increasing time."""
 
@@ -65,7 +82,7 @@ class Not:
     span: Span = _span()
 
 
-Pattern = Union[EventPattern, Kleene, Seq, Not]
+Pattern = Union[EventPattern, Kleene, Repeat, Seq, Not]
 
 
 # ------------------------------------------------------------- expressions
@@ -217,6 +234,11 @@ class Duration:
 
 # -------------------------------------------------------------------- query
 
+ANY_MATCH = "skip-till-any-match"
+NEXT_MATCH = "skip-till-next-match"
+CONTIGUOUS = "contiguous"
+STRATEGIES = (ANY_MATCH, NEXT_MATCH, CONTIGUOUS)  # SEMANTICS section 8, the default first
+
 
 @dataclass(frozen=True)
 class Query:
@@ -229,6 +251,7 @@ class Query:
     within: Duration
     slide: Duration | None = None
     trends: bool = False
+    strategy: str = ANY_MATCH
     group_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
     span: Span = _span()
 
@@ -244,7 +267,7 @@ def pattern_aliases(p: Pattern, negative: bool = False) -> list[tuple[EventPatte
     """Every `EventPattern` in `p` with whether it lies under a NOT, in text order."""
     if isinstance(p, EventPattern):
         return [(p, negative)]
-    if isinstance(p, Kleene):
+    if isinstance(p, (Kleene, Repeat)):
         return pattern_aliases(p.inner, negative)
     if isinstance(p, Not):
         return pattern_aliases(p.inner, True)

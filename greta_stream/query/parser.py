@@ -29,6 +29,7 @@ _TERMINAL_NAMES = {
     "_WITHIN": "WITHIN", "_SLIDE": "SLIDE", "_OR": "OR", "_AND": "AND", "_NEXT": "NEXT",
     "_TRUE": "TRUE", "_FALSE": "FALSE", "NAME": "a name", "NUMBER": "a number", "STRING": "a string",
     "COMPOP": "a comparison", "ADDOP": "+ or -", "MULOP": "* / %", "PLUS": "'+'", "STAR": "'*'",
+    "QMARK": "'?'", "LBRACE": "'{'", "RBRACE": "'}'", "_SEMANTICS": "SEMANTICS", "STRATEGY": "a selection strategy",
     "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "DOT": "'.'", "LSQB": "'['", "RSQB": "']'", "MINUS": "'-'",
     "$END": "end of query",
 }
@@ -173,9 +174,11 @@ class _Build(Transformer):  # type: ignore[type-arg]
             elif isinstance(c, tuple) and c and c[0] == "within":
                 within, slide = c[1], c[2]
         trends = ret == "TRENDS"
+        pattern, strategy = pattern
         return ast.Query(
             returns=() if trends else tuple(ret), pattern=pattern, where=where, group_by=group_by,
-            within=within, slide=slide, trends=trends, group_spans=group_spans, span=_span(meta),
+            within=within, slide=slide, trends=trends, strategy=strategy, group_spans=group_spans,
+            span=_span(meta),
         )
 
     def return_clause(self, meta, children):  # noqa: ANN001
@@ -206,7 +209,14 @@ class _Build(Transformer):  # type: ignore[type-arg]
         return ast.Aggregate(str(func).upper(), str(alias), str(attr), span=_span(meta))
 
     def pattern_clause(self, meta, children):  # noqa: ANN001
-        return children[0]
+        return children[0], (children[1] if len(children) > 1 else ast.ANY_MATCH)
+
+    def semantics_clause(self, meta, children):  # noqa: ANN001
+        tok = children[0]
+        name = str(tok).lower().replace("_", "-")
+        if name not in ast.STRATEGIES:
+            raise _fail(f"unknown selection strategy {str(tok)!r}; use {', '.join(ast.STRATEGIES)}", _tok_span(tok))
+        return name
 
     def where_clause(self, meta, children):  # noqa: ANN001
         return ("where", tuple(_conjuncts(children[0])))
@@ -233,6 +243,22 @@ class _Build(Transformer):  # type: ignore[type-arg]
 
     def kleene(self, meta, children):  # noqa: ANN001
         return ast.Kleene(children[0], span=_span(meta))
+
+    def star(self, meta, children):  # noqa: ANN001
+        return ast.Repeat(children[0], 0, None, span=_span(meta))
+
+    def optional(self, meta, children):  # noqa: ANN001
+        return ast.Repeat(children[0], 0, 1, span=_span(meta))
+
+    def repeat_exact(self, meta, children):  # noqa: ANN001
+        n = _count(children[1])
+        return _repeat(children[0], n, n, _span(meta))
+
+    def repeat_open(self, meta, children):  # noqa: ANN001
+        return _repeat(children[0], _count(children[1]), None, _span(meta))
+
+    def repeat_range(self, meta, children):  # noqa: ANN001
+        return _repeat(children[0], _count(children[1]), _count(children[2]), _span(meta))
 
     def seq(self, meta, children):  # noqa: ANN001
         return ast.Seq(tuple(children[0]), span=_span(meta))
@@ -296,6 +322,31 @@ class _Build(Transformer):  # type: ignore[type-arg]
         if len(children) == 2:
             return ast.AttrRef(str(children[0]), str(children[1]), span=_span(meta))
         return ast.AttrRef(None, str(children[0]), span=_span(meta))
+
+
+# Iterations a bounded repetition may name: each one is a state of the
+# compiled pattern (an unrolled copy of the repeated part).
+MAX_REPEAT = 64
+
+
+def _count(tok: Token) -> int:
+    s = _checked_number(tok)
+    if not s.isdigit():
+        raise _fail(f"a repetition count is a whole number, not {s}", _tok_span(tok))
+    n = int(s)
+    if n > MAX_REPEAT:
+        raise _fail(f"a repetition count may be at most {MAX_REPEAT}, not {n}", _tok_span(tok))
+    return n
+
+
+def _repeat(inner: ast.Pattern, lo: int, hi: int | None, span: ast.Span) -> ast.Pattern:
+    """`P{lo,hi}` in its normal form: `P{1,}` is `P+`, `P{1}` is P; the
+    analyzer reports the bounds that make no sense (hi < lo, {0})."""
+    if lo == 1 and hi is None:
+        return ast.Kleene(inner, span=span)
+    if lo == 1 and hi == 1:
+        return inner
+    return ast.Repeat(inner, lo, hi, span=span)
 
 
 def _conjuncts(e: ast.Expr | ast.Equivalence) -> list[ast.Predicate]:

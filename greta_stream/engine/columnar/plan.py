@@ -168,6 +168,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
+    if q.strategy != ast.ANY_MATCH:
+        raise Unsupported(f"SEMANTICS {q.strategy}")
     parts = list(q.pattern.parts) if isinstance(q.pattern, ast.Seq) else [q.pattern]
     neg = trail = None
     if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
@@ -180,6 +182,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
+        if isinstance(part, ast.Repeat):
+            raise Unsupported("a counted or optional repetition ({n,m}, ?, *)")
         kleene = isinstance(part, ast.Kleene)
         while isinstance(part, ast.Kleene):
             part = part.inner
