@@ -25,6 +25,28 @@ Choices where docs/QUERY_LANGUAGE.md is silent:
   must hold for every trend;
 - events with a missing or null needed attribute (or a non-number for
   SUM/MIN/MAX/AVG) are skipped as bad events; times must be numbers.
+
+Selection strategies and bounded repetition (SEMANTICS.md section 8):
+- the matcher enumerates the skip-till-any-match trends of the positive
+  pattern (bounded repetition counts iterations, a part that matches nothing
+  makes its SEQ neighbours adjacent, edge predicates hold for every pair of
+  consecutive events); `Query.strategy` then keeps a trend only if every
+  adjacent pair (x, y) passes it (skip-till-next-match: y has no candidate;
+  contiguous: no event of a pattern type of the trend's partition lies
+  strictly between x and y in time);
+- negative patterns (middle, leading, trailing) keep plain existence of a
+  match, i.e. skip-till-any-match, whatever the query's strategy;
+- the step that makes (x, y) adjacent is read off the AST from their aliases
+  (Glushkov first/last/follow sets, each step with the middle NOTs it
+  crosses: none for a repetition's loop); should two steps join the same
+  aliases with different NOTs, z is a candidate when it satisfies the
+  negation conditions of at least one of them;
+- a candidate lies in the trend's partition when it carries the trend's
+  values of the equivalence/GROUP-BY attributes that apply to y's alias;
+  contiguity uses the attributes that apply to every alias (negative ones
+  included) and ignores local predicates;
+- the SEMANTICS "(and run)" of a candidate is read as the window: only the
+  window's good events of the pattern's types are candidates or breakers.
 """
 
 from __future__ import annotations
@@ -142,7 +164,7 @@ def _collect(
     out: dict[Key, list[tuple]] = defaultdict(list)
     for window in _windows(query, prepared):
         inside = [e for e in prepared if window.start <= e.time < window.end]
-        for seq, eq in window_trends(rules, query.pattern, inside, window):
+        for seq, eq in window_trends(rules, query.pattern, inside, window, query.strategy):
             group = tuple(eq[attr] for attr in query.group_by)
             out[(_num(window.start), _num(window.end), group)].append((seq, eq))
     return {key: out[key] for key in sorted(out, key=_sort_key)}
