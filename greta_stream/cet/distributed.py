@@ -49,6 +49,7 @@ from greta_stream.cet.windows import WindowView
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.timebase import Timebase
+from greta_stream.query.structure import origin
 
 DEFERRED = "__greta_deferred"  # the key of a record that stands for a deferred window's records
 
@@ -208,7 +209,7 @@ def extract(d: DeferredWindow, a: int, b: int, share: int, plan: ExtractionPlan 
     for path in _trends(view, d.pieces[a:b]):
         rec = dict(d.head, trend=[verts[i].eid for i in path], total=d.total, truncated=d.truncated)
         if with_events:
-            rec["aliases"] = [verts[i].alias for i in path]
+            rec["aliases"] = [origin(verts[i].alias) for i in path]
             rec["events"] = [verts[i].attrs for i in path]
         out.append(rec)
         if len(out) >= share:

@@ -58,7 +58,9 @@ from greta_stream.engine.ingest import DeadLetterSink, Event, Front, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.rows import RowFinisher
 from greta_stream.engine.timebase import Timebase
+from greta_stream.errors import ConfigError
 from greta_stream.query import ast
+from greta_stream.query.structure import origin
 
 SNAPSHOT_FORMAT = 2  # 2: negative vertices are the engine's (greta_stream.engine.graph.NegVertex)
 TOTAL_COLUMN = "greta_total"
@@ -75,6 +77,9 @@ class TrendExtractor(Logged):
         dead_letter: DeadLetterSink | None = None,
     ) -> None:
         self.cq = compile_query(query)
+        if self.cq.strategy != ast.ANY_MATCH:
+            raise ConfigError(f"CET mode lists trends under skip-till-any-match only, not SEMANTICS {self.cq.strategy}; "
+                              f"aggregate its trends instead (RETURN COUNT(*), ...), which takes every strategy")
         self.config = config
         self.fields = fields
         self.metrics = Metrics()
@@ -248,7 +253,7 @@ class TrendExtractor(Logged):
                 for ids, vs in p[2][:n]:
                     rec = dict(head, trend=list(ids), total=total, truncated=truncated)
                     if self.config.with_events:
-                        rec["aliases"] = [v.alias for v in vs]
+                        rec["aliases"] = [origin(v.alias) for v in vs]
                         rec["events"] = [v.attrs for v in vs]
                     out.append(rec)
         return out

@@ -23,6 +23,7 @@ from greta_stream.query import ast
 from greta_stream.query.aggregates import function
 from greta_stream.query.analyzer import aliases_of, analyze
 from greta_stream.query.parser import parse
+from greta_stream.query.structure import origin, unroll
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,12 @@ class AliasSpec:
     needed: set[str] = field(default_factory=set)
     numeric: set[str] = field(default_factory=set)
     run_components: tuple[int, ...] = ()  # indexes into CompiledQuery.run_components
+    origin: str = ""  # the query's alias this state stands for (an unrolled copy `X#k`); "" = itself
+
+    @property
+    def name(self) -> str:
+        """The query's alias: what predicates, aggregates and trends call this state."""
+        return self.origin or self.alias
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,7 @@ class CompiledQuery:
     fields: tuple[AggField, ...]
     outputs: tuple[OutputAgg, ...]
     window: WindowSpec
+    strategy: str = ast.ANY_MATCH
 
     @property
     def root(self) -> Template:
@@ -172,7 +180,7 @@ def _too_deep(text: str | None) -> QueryProblem:
 
 
 def _compile(text: str, query: ast.Query) -> CompiledQuery:
-    templates = build_templates(query.pattern)
+    templates = build_templates(unroll(query.pattern))
     aliases = _alias_specs(query, templates)
     components = _components(query, aliases)
     common = tuple(c.attr for c in components if c.aliases == frozenset(aliases))
@@ -192,15 +200,31 @@ def _compile(text: str, query: ast.Query) -> CompiledQuery:
         group_columns=tuple(renames.get(g, g) for g in query.group_by),
         fields=fields, outputs=outputs,
         window=WindowSpec(query.within.seconds, query.slide_or_within.seconds),
+        strategy=query.strategy,
     )
 
 
 def _alias_specs(query: ast.Query, templates: list[Template]) -> dict[str, AliasSpec]:
+    """One spec per state: the query's aliases, then the unrolled copies of
+    counted repetitions (`structure.unroll`), which share their alias's
+    predicates, partitions and aggregates."""
     owner = {state: t.id for t in reversed(templates) for state in t.states}
-    return {
+    infos = aliases_of(query)
+    specs = {
         a.alias: AliasSpec(a.alias, a.type, a.positive, owner[a.alias], needed=set(query.group_by))
-        for a in aliases_of(query).values()
+        for a in infos.values()
     }
+    for state in owner:
+        if state not in specs:
+            a = infos[origin(state)]
+            specs[state] = AliasSpec(state, a.type, a.positive, owner[state], needed=set(query.group_by),
+                                     origin=a.alias)
+    return specs
+
+
+def _states(aliases: dict[str, AliasSpec], alias: str) -> list[AliasSpec]:
+    """The specs of a query alias: its own and its copies'."""
+    return [s for s in aliases.values() if s.name == alias]
 
 
 def _components(query: ast.Query, aliases: dict[str, AliasSpec]) -> list[Component]:
@@ -209,7 +233,8 @@ def _components(query: ast.Query, aliases: dict[str, AliasSpec]) -> list[Compone
     for pred in query.where:
         if isinstance(pred, ast.Equivalence):
             for ref in pred.attrs:
-                applies.setdefault(ref.attr, set()).update(aliases if ref.alias is None else {ref.alias})
+                names = aliases if ref.alias is None else {s.alias for s in _states(aliases, ref.alias)}
+                applies.setdefault(ref.attr, set()).update(names)
     return [Component(attr, frozenset(names)) for attr, names in applies.items()]
 
 
@@ -223,17 +248,19 @@ def _attach_predicates(query: ast.Query, templates: list[Template], aliases: dic
         plain = next(r.alias for r in refs if not r.next)
         nxt = next((r.alias for r in refs if r.next), None)
         for r in refs:
-            aliases[r.alias].needed.add(r.attr)  # type: ignore[index]
+            for spec in _states(aliases, r.alias):  # type: ignore[arg-type]
+                spec.needed.add(r.attr)
         if nxt is None:
             local.setdefault(plain, []).append(pred.expr)  # type: ignore[arg-type]
         else:
             edge.setdefault((plain, nxt), []).append(pred.expr)  # type: ignore[arg-type]
     for alias, exprs in local.items():
-        aliases[alias].local = compile_local(exprs)
-        aliases[alias].local_text = [format_expr(e) for e in exprs]
+        fn, texts = compile_local(exprs), [format_expr(e) for e in exprs]
+        for spec in _states(aliases, alias):
+            spec.local, spec.local_text = fn, texts
     for tpl in templates:
         for tr in tpl.transitions:
-            exprs = edge.get((tr.src, tr.dst), [])
+            exprs = edge.get((origin(tr.src), origin(tr.dst)), [])
             tr.edge = compile_edge(exprs)
             tr.edge_exprs = tuple(exprs)
             tr.edge_text = " AND ".join(format_expr(e) for e in exprs)
@@ -257,8 +284,9 @@ def _aggregates(query: ast.Query, aliases: dict[str, AliasSpec]) -> tuple[tuple[
         count = field_index(AggField("count", item.alias))
         value = None
         if item.attr is not None:
-            aliases[item.alias].needed.add(item.attr)
-            aliases[item.alias].numeric.add(item.attr)
+            for spec in _states(aliases, item.alias):
+                spec.needed.add(item.attr)
+                spec.numeric.add(item.attr)
             kind = function(item.func).value
             assert kind is not None, f"{item.func} takes an alias, not an attribute"  # the grammar says so
             value = field_index(AggField(kind, item.alias, item.attr))

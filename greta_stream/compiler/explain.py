@@ -12,6 +12,13 @@ def _num(x: object) -> str:
     return str(x) if getattr(x, "denominator", 1) != 1 else str(getattr(x, "numerator", x))
 
 
+_STRATEGY_NOTES = {
+    "skip-till-any-match": " (any event may be skipped)",
+    "skip-till-next-match": " (a trend never skips an event that could take the next event's place)",
+    "contiguous": " (a trend skips no event of the pattern's types in its partition)",
+}
+
+
 def explain(cq: CompiledQuery) -> str:
     """The query as written (comments and line breaks kept), then its templates,
     transitions, predicates, partition keys, aggregates and panes."""
@@ -23,7 +30,8 @@ def explain(cq: CompiledQuery) -> str:
             spec = cq.aliases[state]
             tags = [t for t, on in (("START", state in tpl.start), ("END", state in tpl.end)) if on]
             local = f"  where {' AND '.join(spec.local_text)}" if spec.local_text else ""
-            out.append(f"  state {state}: {spec.type} {' '.join(tags)}{local}".rstrip())
+            copy = f" (iteration of {spec.origin})" if spec.origin else ""
+            out.append(f"  state {state}: {spec.type}{copy} {' '.join(tags)}{local}".rstrip())
         for tr in tpl.transitions:
             parts = [f"  transition {tr.src} -> {tr.dst} ({tr.via})"]
             if tr.negation is not None:
@@ -36,6 +44,7 @@ def explain(cq: CompiledQuery) -> str:
         if tpl.trailing is not None:
             out.append(f"  trailing NOT: T{tpl.trailing} after the last event")
     out.append("")
+    out.append(f"selection: {cq.strategy}" + _STRATEGY_NOTES.get(cq.strategy, ""))
     out.append(f"partition by: {', '.join(cq.common) or '(nothing)'}")
     for comp in cq.run_components:
         out.append(f"  equivalence {comp.attr} on {', '.join(sorted(comp.aliases))} (sub-partitions)")

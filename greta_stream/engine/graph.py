@@ -36,18 +36,25 @@ class Vertex:
     `agg` packs the additive slots of every window (lanes.py, lane j =
     window kmin + j, in the run's layout); `mm` holds the MIN/MAX slots per
     window when the query has any, else None.
+
+    `taken` (skip-till-next-match only) maps a transition to the time of its
+    earliest candidate after this vertex: later events of it are skipped
+    candidates' successors, never this vertex's.
     """
 
-    __slots__ = ("time", "attrs", "id", "kmin", "n", "agg", "mm")
+    __slots__ = ("time", "attrs", "id", "kmin", "n", "agg", "mm", "taken")
 
     def __init__(self, time: Any, attrs: dict[str, Any], id: Any, kmin: int, n: int, agg: int, mm: Any) -> None:
         self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = time, attrs, id, kmin, n, agg, mm
+        self.taken: dict[int, Any] | None = None
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return (self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm)
+        base = (self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm)
+        return base if self.taken is None else (*base, self.taken)
 
     def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = s
+        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = s[:7]
+        self.taken = s[7] if len(s) > 7 else None
 
 
 class NegVertex:
@@ -143,8 +150,10 @@ class Run:
         return steps[1][i - 1] if i else NEG_INF
 
     # --------------------------------------------------------- processing
-    def process(self, plan: GraphPlan, t: Any, bound: list[tuple[Event, str]], next_k: int) -> None:
-        """Add the events of time stamp t (each with one alias it binds to)."""
+    def process(self, plan: GraphPlan, t: Any, bound: list[tuple[Event, str]], next_k: int,
+                floor: Any = NEG_INF) -> None:
+        """Add the events of time stamp t (each with one alias it binds to);
+        `floor` is the partition's previous time stamp (contiguous only)."""
         if self.layout is None:
             self.layout = Layout(plan.base_cells, 30, 0, plan.guard_bits)
         if self.base is None:
@@ -155,7 +164,7 @@ class Run:
         made: list[tuple[str, Any]] = []
         for ev, alias in bound:
             tp = plan.templates[plan.template_of[alias]]
-            v = self._negative(plan, tp, alias, ev) if tp.negative else self._positive(plan, tp, alias, ev, next_k)
+            v = self._negative(plan, tp, alias, ev) if tp.negative else self._positive(plan, tp, alias, ev, next_k, floor)
             if v is not None:
                 made.append((alias, v))
         for alias, v in made:
@@ -234,7 +243,7 @@ class Run:
             self._relayout(lay)
 
     # ----------------------------------------------------------- vertices
-    def _positive(self, plan: GraphPlan, tp: Any, alias: str, ev: Event, next_k: int) -> Vertex | None:
+    def _positive(self, plan: GraphPlan, tp: Any, alias: str, ev: Event, next_k: int, floor: Any) -> Vertex | None:
         tb, t = plan.tb, ev.time
         kmin, kmax = max(tb.first_window(t), next_k), tb.last_window(t)
         if kmax < kmin:
@@ -269,6 +278,11 @@ class Run:
                 m = self.threshold(tr.negation, t)
                 if m > lo_t:
                     lo_t = m
+            if tr.each:
+                got = self._each(plan, tr, ev, kmin, kmax, max(lo_t, floor) if plan.contiguous else lo_t, mm)
+                if got:
+                    acc += got
+                continue
             if tr.index is not None:
                 got = self._indexed(plan, tr, ev, kmin, lo_t)
                 if got is not None:
@@ -300,6 +314,31 @@ class Run:
         if mm is not None:
             self._own_mm(plan, alias, ev.attrs, mm, lay.nonzero_lanes(cnt, n), lw)
         return Vertex(t, ev.attrs, ev.id, kmin, n, acc, mm)
+
+    def _each(self, plan: GraphPlan, tr: Any, ev: Event, kmin: int, kmax: int, lo_t: Any, mm: Any) -> int:
+        """The predecessors a selection strategy admits, one by one (SEMANTICS
+        section 8). Contiguous: `lo_t` is already the partition's previous time
+        stamp. Skip-till-next-match: ev is a candidate of every predecessor
+        whose edge holds; it is that predecessor's next event only if no
+        candidate came at an earlier time (`Vertex.taken`)."""
+        lw = self.layout.lw  # type: ignore[union-attr]
+        acc, t, ident = 0, ev.time, tr.ident
+        for u in scan(self.panes.get(tr.src, []), lo_t, t):
+            if tr.edge is not None and not plan.edge_ok(tr.edge, u.attrs, ev.attrs):
+                continue
+            if plan.next_match:
+                taken = u.taken
+                if taken is None:
+                    u.taken = {ident: t}
+                else:
+                    first = taken.setdefault(ident, t)
+                    if first != t:
+                        continue
+            acc += u.agg >> ((kmin - u.kmin) * lw)
+            if mm is not None:
+                for k in range(max(kmin, u.kmin), min(kmax, u.kmin + u.n - 1) + 1):
+                    plan.mm_combine(mm[k - kmin], u.mm[k - u.kmin])
+        return acc
 
     @staticmethod
     def _own_mm(plan: GraphPlan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:

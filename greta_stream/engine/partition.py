@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.graph import Run
 from greta_stream.engine.ingest import Event
-from greta_stream.engine.plan import GraphPlan
+from greta_stream.engine.plan import NEG_INF, GraphPlan
 
 Emit = Callable[[int, tuple[Any, ...], list[Any]], None]
 Bound = list[tuple[Event, str]]
@@ -38,6 +38,8 @@ class Partition:
         self.next_k: int | None = None
         self.retained: list[tuple[Any, Bound]] = []  # (time, bound events), only with runs
         self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
+        self.last: Any = NEG_INF  # the latest time stamp of an event of the pattern's types (contiguous)
+        self.floors: dict[Any, Any] = {}  # retained time stamp -> the one before it (contiguous, with runs)
         self._by_key: _Replay | None = None  # derived from `retained`, not pickled
         self._batch: list[Event] = []  # the events being processed, not pickled
 
@@ -45,6 +47,7 @@ class Partition:
         return {k: v for k, v in self.__dict__.items() if k not in ("_by_key", "_batch")}
 
     def __setstate__(self, s: dict[str, Any]) -> None:
+        self.last, self.floors = NEG_INF, {}
         self.__dict__.update(s)
         self._by_key, self._batch = None, []
 
@@ -59,34 +62,37 @@ class Partition:
             r.upcoming = events  # lets indexes size their key domains once per batch
         for t, same_time in itertools.groupby(events, key=lambda e: e.time):
             self.close_until(plan, plan.tb.first_window(t), group, emit)
+            floor, self.last = self.last, t  # every event of the pattern's types breaks contiguity
             bound = [(ev, a) for ev in same_time for a in plan.cq.by_type.get(ev.type, ()) if plan.local_ok(a, ev.attrs)]
             if not bound:
                 continue
             if plan.has_runs:
-                self._process_runs(plan, t, bound)
+                self._process_runs(plan, t, bound, floor)
             else:
                 run = self.runs.get(())
                 if run is None:
                     run = self.runs[()] = Run(())
                     run.upcoming = events
-                run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
+                run.process(plan, t, bound, self.next_k, floor)  # type: ignore[arg-type]
         self._batch = []
         for r in self.runs.values():
             r.upcoming = []
             r.__dict__.pop("_keys_of", None)
 
     # ---------------------------------------------------------------- runs
-    def _process_runs(self, plan: GraphPlan, t: Any, bound: Bound) -> None:
+    def _process_runs(self, plan: GraphPlan, t: Any, bound: Bound, floor: Any) -> None:
         if not self.values:
             self.values = [{} for _ in plan.cq.run_components]
         if add_run_values(plan.cq, bound, self.values):
             self._create_runs(plan)
         runs = self.runs
         for key, sub in _route(plan, runs, bound).items():
-            runs[key].process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+            runs[key].process(plan, t, sub, self.next_k, floor)  # type: ignore[arg-type]
         if self._by_key is not None:
             self._by_key.add(plan, len(self.retained), bound)
         self.retained.append((t, bound))
+        if plan.contiguous:
+            self.floors[t] = floor
 
     def _create_runs(self, plan: GraphPlan) -> None:
         """Create the runs of new value combinations, replaying the retained events."""
@@ -106,7 +112,8 @@ class Partition:
         for key in new:
             run = self.runs[key]
             for i, sub in self._by_key.replay(plan, key):
-                run.process(plan, retained[i][0], sub, self.next_k)  # type: ignore[arg-type]
+                t = retained[i][0]
+                run.process(plan, t, sub, self.next_k, self.floors.get(t, NEG_INF))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------- windows
     def close_until(self, plan: GraphPlan, target: int | None, group: tuple[Any, ...], emit: Emit) -> None:
@@ -135,6 +142,8 @@ class Partition:
         horizon = tb.start(target)
         if self.retained and self.retained[0][0] < horizon:
             self.retained = [(t, b) for t, b in self.retained if t >= horizon]
+            if self.floors:
+                self.floors = {t: f for t, f in self.floors.items() if t >= horizon}
             self._by_key = None
             self.values = [{} for _ in plan.cq.run_components]
             for _t, b in self.retained:

@@ -18,6 +18,7 @@ from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.compiler.expressions import compile_edge, edge_comparison
 from greta_stream.engine.timebase import Timebase
 from greta_stream.engine.values import FLOAT_BITS, INF, NEG_INF, scaled
+from greta_stream.query import ast
 
 SAFE_ORDER = (int, float, bool)  # compare with each other exactly and never raise
 SAFE_EQUAL = (int, float, bool, str)  # `==` between these never raises either
@@ -78,11 +79,12 @@ class TransitionPlan:
     edge: Callable[[Any, Any], bool] | None
     ident: int = 0
     index: IndexSpec | None = None
+    each: bool = False  # every predecessor is weighed alone (a selection strategy other than skip-till-any-match)
 
     @property
     def plain(self) -> bool:
         """No edge predicate and no negation: running totals replace the scan."""
-        return self.edge is None and self.negation is None
+        return self.edge is None and self.negation is None and not self.each
 
 
 @dataclass
@@ -121,6 +123,11 @@ class GraphPlan:
         self.cq = cq
         self.tb = timebase
         self.metrics = metrics
+        # SEMANTICS section 8: under skip-till-next-match a predecessor takes
+        # only its earliest candidates per transition (`Vertex.taken`); under
+        # contiguous only predecessors at the partition's previous time stamp.
+        self.next_match = cq.strategy == ast.NEXT_MATCH
+        self.contiguous = cq.strategy == ast.CONTIGUOUS
         self._layout(cq)
         self.templates = [self._template(t) for t in cq.templates]
         self.dst_of_src: dict[str, list[TransitionPlan]] = {}  # indexed transitions by source state
@@ -139,9 +146,10 @@ class GraphPlan:
 
     def _template(self, t: Any) -> TemplatePlan:
         incoming: dict[str, list[TransitionPlan]] = {s: [] for s in t.states}
+        each = not t.negative and (self.next_match or self.contiguous)
         for tr in t.transitions:
-            spec = None if t.negative or self.has_mm else index_spec(tr)
-            incoming[tr.dst].append(TransitionPlan(tr.src, tr.negation, tr.edge, index=spec))
+            spec = None if t.negative or self.has_mm or each else index_spec(tr)
+            incoming[tr.dst].append(TransitionPlan(tr.src, tr.negation, tr.edge, index=spec, each=each))
         return TemplatePlan(
             t.id, t.negative, list(t.states), frozenset(t.start), frozenset(t.end), incoming, t.leading, t.trailing
         )
@@ -194,6 +202,11 @@ class GraphPlan:
                 self.mm_kinds.append(f.kind)
                 self.mm_slots.append(self.slot_of[i])
         self.has_mm = bool(self.mm_kinds)
+        for state, spec in cq.aliases.items():  # an unrolled copy aggregates as its alias
+            if spec.origin:
+                for own in (self.own_fields, self.own_counts, self.own_sums, self.own_mm):
+                    if spec.origin in own:
+                        own[state] = own[spec.origin]  # type: ignore[index]
         self._row_cells = [  # cell names per field, for row_from_cells
             (f.kind, self.slot_of[i], f"c{i}", f"ip{i}", f"in{i}", f"fp{i}", f"fn{i}", f"fc{i}")
             for i, f in enumerate(cq.fields)

@@ -60,10 +60,12 @@ class SumColumn:
             return [divide(x, den) for x in self.nums]
         return [self.at(i).value() for i in range(len(self.nums))]
 
-    def means(self, counts: list[int]) -> list[float]:
+    def means(self, counts: list[int]) -> list[float | None]:
+        """AVG per row; None where no trend binds an event to the alias (a part
+        that may match nothing, SEMANTICS section 8)."""
         if isinstance(self.scale, int):
-            return [divide(x, n << self.scale) for x, n in zip(self.nums, counts)]
-        return [self.at(i).mean(n) for i, n in enumerate(counts)]
+            return [divide(x, n << self.scale) if n else None for x, n in zip(self.nums, counts)]
+        return [self.at(i).mean(n) if n else None for i, n in enumerate(counts)]
 
 
 class RowFinisher:
@@ -111,6 +113,6 @@ class RowFinisher:
                 columns.append(sum_of(out.value_field).values())  # type: ignore[arg-type]
             elif made == "mean":
                 columns.append(sum_of(out.value_field).means(n))  # type: ignore[arg-type]
-            else:
-                columns.append(extreme_of(out.value_field))  # type: ignore[arg-type]
+            else:  # MIN/MAX of no event (an alias no trend binds): None, as AVG
+                columns.append([v if c else None for v, c in zip(extreme_of(out.value_field), n)])  # type: ignore[arg-type]
         return [dict(zip(names, values)) for values in zip(*columns)]

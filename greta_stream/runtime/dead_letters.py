@@ -146,8 +146,9 @@ class Census:
 
 
 def _parts(query: CompiledQuery, aliases: Iterable[str]) -> str:
-    """`S` or `X (under NOT)`, for the aliases named."""
-    return ", ".join(a if query.aliases[a].positive else f"{a} (under NOT)" for a in aliases)
+    """`S` or `X (under NOT)`, for the aliases named (an unrolled copy is its alias)."""
+    specs = {query.aliases[a].name: query.aliases[a] for a in aliases}
+    return ", ".join(a if spec.positive else f"{a} (under NOT)" for a, spec in specs.items())
 
 
 def _close(name: str, known: Iterable[str], cutoff: float = 0.75) -> str | None:

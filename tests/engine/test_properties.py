@@ -21,6 +21,17 @@ QUERIES = [
     "RETURN COUNT(*), MAX(A.v) PATTERN (SEQ(A+, NOT SEQ(C, NOT E, B b2), B))+ WITHIN 8 s SLIDE 4 s",
     "RETURN g, COUNT(*) PATTERN SEQ(A x+, A y+) WHERE [x.h] AND x.v <= NEXT(y).v GROUP-BY g WITHIN 4 s",
     "RETURN COUNT(*), SUM(B.w) PATTERN SEQ(A, NOT E, B+) WHERE [B.h, g] AND E.v > 1 WITHIN 3 s SLIDE 1 s",
+    # Selection strategies and bounded repetition (SEMANTICS section 8): the
+    # strategies' per-vertex state (first candidates, the partition's previous
+    # time stamp) must survive snapshots and not depend on the batches.
+    "RETURN g, COUNT(*), SUM(A.v), MIN(A.v) PATTERN A+ SEMANTICS skip-till-next-match WHERE [g] AND "
+    "A.v < NEXT(A).v GROUP-BY g WITHIN 6 s SLIDE 2 s",
+    "RETURN g, COUNT(*), COUNT(x) PATTERN SEQ(A x+, NOT E, B y) SEMANTICS contiguous WHERE [x.h] GROUP-BY g "
+    "WITHIN 4 s SLIDE 1 s",
+    "RETURN COUNT(*), SUM(A.v) PATTERN SEQ(A{2,3}, B?, C) SEMANTICS skip-till-next-match WHERE "
+    "A.v <= NEXT(A).v WITHIN 5 s SLIDE 1 s",
+    "RETURN COUNT(*), MAX(B.v) PATTERN (SEQ(A, B{2}))+ SEMANTICS contiguous WHERE [g] WITHIN 6 s SLIDE 3 s",
+    "RETURN COUNT(*), AVG(A.w) PATTERN SEQ(A{0,2}, B*, C) WHERE A.v < NEXT(A).v WITHIN 5 s SLIDE 1 s",
 ]
 
 events_st = st.lists(
