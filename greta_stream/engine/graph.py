@@ -279,9 +279,7 @@ class Run:
                 if m > lo_t:
                     lo_t = m
             if tr.each:
-                got = self._each(plan, tr, ev, kmin, kmax, max(lo_t, floor) if plan.contiguous else lo_t, mm)
-                if got:
-                    acc += got
+                acc += self._each(plan, tr, ev, kmin, kmax, max(lo_t, floor) if plan.contiguous else lo_t, mm)
                 continue
             if tr.index is not None:
                 got = self._indexed(plan, tr, ev, kmin, lo_t)

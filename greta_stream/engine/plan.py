@@ -204,9 +204,10 @@ class GraphPlan:
         self.has_mm = bool(self.mm_kinds)
         for state, spec in cq.aliases.items():  # an unrolled copy aggregates as its alias
             if spec.origin:
-                for own in (self.own_fields, self.own_counts, self.own_sums, self.own_mm):
+                owns: tuple[dict[str, Any], ...] = (self.own_fields, self.own_counts, self.own_sums, self.own_mm)
+                for own in owns:
                     if spec.origin in own:
-                        own[state] = own[spec.origin]  # type: ignore[index]
+                        own[state] = own[spec.origin]
         self._row_cells = [  # cell names per field, for row_from_cells
             (f.kind, self.slot_of[i], f"c{i}", f"ip{i}", f"in{i}", f"fp{i}", f"fn{i}", f"fc{i}")
             for i, f in enumerate(cq.fields)
