@@ -40,7 +40,9 @@ Selection strategies and bounded repetition (SEMANTICS.md section 8):
   (Glushkov first/last/follow sets, each step with the middle NOTs it
   crosses: none for a repetition's loop); should two steps join the same
   aliases with different NOTs, z is a candidate when it satisfies the
-  negation conditions of at least one of them;
+  negation conditions of at least one of them (for a pair that passed its
+  own middle NOT this always holds: a match between x and z is also between
+  x and y);
 - a candidate lies in the trend's partition when it carries the trend's
   values of the equivalence/GROUP-BY attributes that apply to y's alias;
   contiguity uses the attributes that apply to every alias (negative ones
