@@ -89,6 +89,13 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-max": ("MAX(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
     "seq-avg": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
     "seq-cross": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", f"{EDGE} AND A.price < NEXT(S).price"),
+    # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
+    "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
+    "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),
+    "repeat-3": ("AVG(S.price)", "Stock S{3}", EDGE),
+    "repeat-2-5": ("AVG(S.price)", "Stock S{2,5}", EDGE),
+    "repeat-2-open": ("AVG(S.price)", "Stock S{2,}", EDGE),
+    "optional": ("AVG(S.price)", "SEQ(Stock A, Halt H?, Stock S+)", EDGE),
 }
 
 
@@ -257,6 +264,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, default=120.0, help="seconds a child may take before it is killed")
     parser.add_argument("--repeat", type=int, default=1, help="children per measurement, the fastest kept")
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--shapes", default=",".join(SHAPES),
+                        help="shapes to measure, comma-separated (ref always runs first: x ref needs it)")
     parser.add_argument("--json", type=Path, help="also write every result to this JSON file")
     parser.add_argument("--quick", action="store_true", help=f"{COMPARE_MAX_EVENTS:,} events: a smoke run")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # child: JSON spec
@@ -270,6 +279,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"--wpe: expected integers separated by commas, got {args.wpe!r}")
     if any(w < 1 or WINDOW_S % w for w in args.wpes):
         parser.error("--wpe: each value must divide 300 (whole-second slides)")
+    args.shape_list = ["ref", *(x for x in args.shapes.split(",") if x and x != "ref")]
+    unknown = [x for x in args.shape_list if x not in SHAPES]
+    if unknown:
+        parser.error(f"--shapes: unknown {', '.join(unknown)}; the shapes are {', '.join(SHAPES)}")
     if args.repeat < 1 or args.events < 1:
         parser.error("--repeat and --events must be at least 1")
     return args
@@ -286,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     compare = args.events <= COMPARE_MAX_EVENTS
     why = refusals()
     print("\nshapes (columnar refusal at this code version; '-' = the kernels take it):")
-    for shape in SHAPES:
+    for shape in args.shape_list:
         print(f"  {shape:<12}  {query_text(shape, 12).split(' WITHIN')[0]}\n  {'':<12}  -> {why[shape] or '-'}")
     columns = [("wpe", 3), ("slide", 5), ("shape", 12), ("engine", 8), ("wall s", 7), ("CPU s", 7), ("events/s", 10),
                ("x ref", 6), ("B/event", 8), ("rows", 6), ("digits", 6)] + ([("check", 8)] if compare else [])
@@ -299,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     for wpe in args.wpes:
         ref: Outcome | None = None
-        for shape in SHAPES:
+        for shape in args.shape_list:
             spec = {"query": query_text(shape, wpe), "engine": "auto", "n": args.events, "seed": args.seed,
                     "compare": compare}
             outcome = best_of(spec, args.budget_s, args.repeat)

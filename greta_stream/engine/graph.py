@@ -127,14 +127,15 @@ class Run:
         self.maxes: dict[str, Any] = {}  # negative state -> latest match start so far
         self.steps: dict[int, tuple[list[Any], list[Any]]] = {}  # template -> (end times, M_N)
         self.indexes: dict[int, Any] = {}
+        self.open: dict[int, list[Vertex]] = {}  # skip-till-next-match: transition -> vertices without a candidate yet
         self.upcoming: list[Event] = []
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("indexes", "upcoming", "_keys_of")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("indexes", "open", "upcoming", "_keys_of")}
 
     def __setstate__(self, s: dict[str, Any]) -> None:
         self.__dict__.update(s)
-        self.indexes, self.upcoming = {}, []
+        self.indexes, self.open, self.upcoming = {}, {}, []
 
     @property
     def empty(self) -> bool:
@@ -169,6 +170,10 @@ class Run:
                 made.append((alias, v))
         for alias, v in made:
             self._place(plan, alias, v)
+            for ident in plan.open_of_src.get(alias, ()):
+                got = self.open.get(ident)
+                if got is not None:
+                    got.append(v)
         for alias, v in made:
             if isinstance(v, Vertex):
                 self._account(plan, alias, v)
@@ -321,7 +326,11 @@ class Run:
         candidate came at an earlier time (`Vertex.taken`)."""
         lw = self.layout.lw  # type: ignore[union-attr]
         acc, t, ident = 0, ev.time, tr.ident
-        for u in scan(self.panes.get(tr.src, []), lo_t, t):
+        if plan.next_match:
+            preds = self._open(tr, lo_t, t)
+        else:
+            preds = scan(self.panes.get(tr.src, []), lo_t, t)
+        for u in preds:
             if tr.edge is not None and not plan.edge_ok(tr.edge, u.attrs, ev.attrs):
                 continue
             if plan.next_match:
@@ -337,6 +346,27 @@ class Run:
                 for k in range(max(kmin, u.kmin), min(kmax, u.kmin + u.n - 1) + 1):
                     plan.mm_combine(mm[k - kmin], u.mm[k - u.kmin])
         return acc
+
+    def _open(self, tr: Any, lo_t: Any, t: Any) -> list[Vertex]:
+        """The vertices of tr's source that no candidate took before t, from
+        lo_t on (it only grows: the ones before it are dropped for good). A
+        vertex taken by a candidate leaves the list once time passes it, so
+        the work per event follows the predecessors still waiting for their
+        next event, not the window."""
+        ident = tr.ident
+        have = self.open.get(ident)
+        if have is None:
+            have = [u for pane in self.panes.get(tr.src, []) for u in pane.verts]
+        keep = []
+        for u in have:
+            if u.time < lo_t:
+                continue
+            taken = u.taken
+            if taken is not None and taken.get(ident, t) != t:
+                continue
+            keep.append(u)
+        self.open[ident] = keep
+        return keep
 
     @staticmethod
     def _own_mm(plan: GraphPlan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:
@@ -510,6 +540,9 @@ class Run:
                 drop += 1
             if drop:
                 del panes[:drop]
+            if drop:
+                for ident in plan.open_of_src.get(alias, ()):
+                    self.open.pop(ident, None)  # rebuilt from the panes left on next use
             if not panes:
                 del self.panes[alias]
                 self.totals.pop(alias, None)

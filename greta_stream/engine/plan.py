@@ -135,6 +135,13 @@ class GraphPlan:
             tr.ident = i
             if tr.index is not None:
                 self.dst_of_src.setdefault(tr.src, []).append(tr)
+        self.open_of_src: dict[str, list[int]] = {}  # skip-till-next-match: transitions by source state
+        if self.next_match:
+            for tp in self.templates:
+                for trs in tp.incoming.values():
+                    for tr in trs:
+                        if tr.each:
+                            self.open_of_src.setdefault(tr.src, []).append(tr.ident)
         self.template_of = {a: s.template for a, s in cq.aliases.items()}
         self.totals_states = {
             tr.src for tp in self.templates for trs in tp.incoming.values() for tr in trs if tr.plain

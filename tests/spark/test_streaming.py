@@ -37,6 +37,12 @@ QUERIES = {
     "widened": "RETURN sector, COUNT(*), MAX(S.price), MIN(A.price) PATTERN SEQ(Stock A, NOT Halt H, Stock S+, "
                "NOT Stock N) WHERE [company, sector] AND S.price > NEXT(S).price AND A.price < NEXT(S).price "
                "AND N.price > 104 GROUP-BY sector WITHIN 60 s SLIDE 20 s",
+    # selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11): per-vertex
+    # first candidates and the partition's previous time stamp live in the shards' state
+    "next-match": "RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S{2,} SEMANTICS skip-till-next-match "
+                  "WHERE [company, sector] AND S.price > NEXT(S).price GROUP-BY sector WITHIN 60 s SLIDE 20 s",
+    "contiguous": "RETURN g, COUNT(*), SUM(A.v), MAX(B.v) PATTERN SEQ(A+, C?, B{1,2}) SEMANTICS contiguous "
+                  "WHERE [g] GROUP-BY g WITHIN 12 s SLIDE 4 s",
 }
 
 
