@@ -121,11 +121,12 @@ def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypat
     assert set(seen) == {1: set(), 3: {3}, None: {4}}[threads]  # one thread runs without a pool
 
 
+@pytest.mark.parametrize("name", ["negation", "next-match", "contiguous"])
 @settings(max_examples=15, deadline=None)
 @given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 2**16))
-def test_any_split_any_shards(n_batches: int, n_shards: int, seed: int) -> None:
+def test_any_split_any_shards(name: str, n_batches: int, n_shards: int, seed: int) -> None:
     events = make_events(seed=seed)[:120] + [{"type": "Flush", "time": 20_000}]
-    q = QUERIES["negation"]
+    q = QUERIES[name]
     # The delay covers the spread of every batch: nothing is late, so rows equal evaluate.
     rows, dead = drive(q, events, n_batches=n_batches, n_shards=n_shards, delay_ms=10_000_000, seed=seed)
     assert normalized(rows) == normalized(evaluate(q, events))
