@@ -380,3 +380,28 @@ def test_a_misspelled_type_shows_in_the_querys_progress(api: httpx.Client, servi
     assert progress["problem"] == ("no event is of a type of the query (stock); the events' types are Stock (300); "
                                    "did you mean 'Stock' for 'stock'?")
     assert api.delete(f"/queries/{query_id}").status_code == 204
+
+
+STRATEGY_QUERY = """RETURN sector, COUNT(*), AVG(H.price), MAX(S.price)
+PATTERN SEQ(Stock A, Stock H?, Stock S{2,})
+SEMANTICS skip-till-next-match
+WHERE [company, sector] AND S.price > NEXT(S).price
+GROUP-BY sector WITHIN 10 minutes SLIDE 5 minutes"""
+
+
+def test_a_selection_strategy_and_repetitions_run_in_the_service(service: Service, api: httpx.Client) -> None:
+    """SEMANTICS and bounded repetition through REST: the rows (nulls of an optional
+    part's AVG included) equal `evaluate`, explain names the selection and the engine."""
+    events = sample_events()
+    expected = evaluate(STRATEGY_QUERY, events)
+    assert expected
+    spec = body(service, "strategy", text=STRATEGY_QUERY)
+    write_file(service.root / "in-strategy", "events.jsonl", events)
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert "selection: skip-till-next-match" in created["explain"]
+    write_file(service.root / "in-strategy", "flush.jsonl", [FLUSH], stamp=None)
+    wait_for(settled(api, created["id"], len(expected)), "strategy results", service)
+    assert normalized(all_results(api, created["id"])) == normalized(expected)
+    assert api.post(f"/queries/{created['id']}/stop").status_code == 200
