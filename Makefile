@@ -40,8 +40,8 @@ test: install setup-jvm setup-system  ## the layering contract and the type chec
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
-test-fast: install  ## the fast tier: no JVM, no subprocess Spark (engines, compiler, pipeline model, oracle differentials at a modest example count)
-	GRETA_HYPOTHESIS_SCALE=0.5 $(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser and not slow"
+test-fast: install  ## the fast tier: no JVM, no subprocess (engines, compiler, pipeline model, oracle differentials at a modest example count)
+	GRETA_HYPOTHESIS_SCALE=0.5 $(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser and not slow and not subprocess"
 
 test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo
 	$(BIN)/python -m pytest -q -m kafka

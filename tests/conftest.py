@@ -1,4 +1,11 @@
-"""Suite-wide options, the one Spark fixture, the one run of the main job and the warm-up started early.
+"""Suite-wide options, the one Spark fixture, the one run of the main job and the warm-up started early,
+and the tiers: what a test uses sets its markers.
+
+A test that starts a process (the CLI, a wheel build, a virtualenv, `make`) asks for the
+`subprocesses` fixture, itself or through a fixture that does (`main_job`, `warm_up`, a service,
+a broker): it gets the `subprocess` marker, which `make test-fast` leaves out. A test that needs a
+JVM (`spark`, `standalone_cluster`, `main_job`) gets `spark`. A test in the fast tier (none of
+`FAST_TIER_LEAVES_OUT`) that starts a process anyway fails, saying so (`_no_processes`).
 
 `GRETA_HYPOTHESIS_SCALE=K` multiplies every property test's `max_examples`
 by K (a deeper search than the default suite's, e.g. overnight)::
@@ -8,6 +15,7 @@ by K (a deeper search than the default suite's, e.g. overnight)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -62,7 +70,7 @@ _WARM_UP = pytest.StashKey[WarmUp]()
 
 
 @pytest.fixture
-def warm_up(request: pytest.FixtureRequest) -> Iterator[WarmUp]:
+def warm_up(request: pytest.FixtureRequest, subprocesses: None) -> Iterator[WarmUp]:
     """The warm-up started with the suite (or now, for a test run alone); its cache is removed after."""
     started = request.config.stash.get(_WARM_UP, None) or WarmUp.start()
     request.config.stash[_WARM_UP] = started
@@ -83,7 +91,89 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         started.close()
 
 
+# What `make test-fast` leaves out (its -m expression, Makefile): a test with none of these starts no process.
+FAST_TIER_LEAVES_OUT = ("spark", "kafka", "service", "browser", "slow", "subprocess")
+# The markers a fixture gives every test that uses it, itself or through another fixture (pytest's closure).
+MARKERS_OF_FIXTURES = {
+    "subprocesses": ("subprocess",),
+    "spark": ("spark",),
+    "standalone_cluster": ("spark",),
+    "main_job": ("spark",),
+}
+
+
+SUBPROCESS_MARKER = ("subprocess: starts a process (the CLI, a wheel build, a virtualenv, make): set by the "
+                     "`subprocesses` fixture, left out of make test-fast")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", SUBPROCESS_MARKER)  # beside the fixture that sets it (the others: pyproject.toml)
+
+
+@pytest.fixture(scope="session")  # session fixtures that start processes ask for it too
+def subprocesses() -> None:
+    """Asked for by a test (or a fixture) that starts a process: the CLI, a wheel build, a virtualenv,
+    `make`, a JVM. It gives the test the `subprocess` marker (`pytest_collection_modifyitems`), which
+    keeps it out of `make test-fast`; without it such a test fails (`_no_processes`). Use it as
+    `@pytest.mark.usefixtures("subprocesses")` on the test, or as a parameter of a fixture."""
+
+
+def marked_by_use(items: list[pytest.Item]) -> None:
+    """Each test's markers from the fixtures it uses (`MARKERS_OF_FIXTURES`)."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, markers in MARKERS_OF_FIXTURES.items():
+            if fixture in used:
+                for marker in markers:
+                    if item.get_closest_marker(marker) is None:
+                        item.add_marker(marker)
+
+
+class ProcessInFastTier(RuntimeError):
+    """A test of the fast tier started a process."""
+
+
+@contextlib.contextmanager
+def _no_processes(nodeid: str) -> Iterator[None]:
+    """Every way of starting a process (subprocess, os.system, os.posix_spawn, fork, multiprocessing's
+    spawn) raises `ProcessInFastTier` for the test `nodeid` while in this block."""
+
+    def refuse(how: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            argv = args[1] if how == "subprocess" and len(args) > 1 else args[:1]
+            raise ProcessInFastTier(
+                f"{nodeid} started a process ({how}: {argv!r}) but is in the fast tier (none of the markers "
+                f"{', '.join(FAST_TIER_LEAVES_OUT)}): have it ask for the `subprocesses` fixture "
+                "(@pytest.mark.usefixtures(\"subprocesses\")), which marks it `subprocess`, out of `make test-fast`")
+        return refused
+
+    import _posixsubprocess
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(subprocess.Popen, "_execute_child", refuse("subprocess"))
+        mp.setattr(_posixsubprocess, "fork_exec", refuse("fork_exec"))
+        for name in ("system", "posix_spawn", "posix_spawnp", "fork", "forkpty"):
+            if hasattr(os, name):
+                mp.setattr(os, name, refuse(f"os.{name}"))
+        yield
+
+
+def in_fast_tier(item: pytest.Item) -> bool:
+    return not any(item.get_closest_marker(m) for m in FAST_TIER_LEAVES_OUT)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A test of the fast tier runs (its fixtures' setup and teardown too) with processes refused."""
+    if not in_fast_tier(item):
+        return (yield)
+    with _no_processes(item.nodeid):
+        return (yield)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    marked_by_use(items)
     if not SCALE:
         return
     k = float(SCALE)
@@ -122,7 +212,7 @@ class MainJob(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def main_job(tmp_path_factory: pytest.TempPathFactory) -> MainJob:
+def main_job(tmp_path_factory: pytest.TempPathFactory, subprocesses: None) -> MainJob:
     """The main job (Q1 on local Spark over the bundled sample stream, every window), run once for the tests
     that check it: by `make run` itself when the virtualenv is current (as on a fresh clone after `make
     install`), else by the command `make run` runs (`make` would reinstall the virtualenv under the tests)."""
@@ -141,7 +231,7 @@ def main_job(tmp_path_factory: pytest.TempPathFactory) -> MainJob:
 
 
 @pytest.fixture(scope="session")
-def standalone_cluster() -> Iterator[Any]:
+def standalone_cluster(subprocesses: None) -> Iterator[Any]:
     """One Spark standalone cluster (a master, two workers on 127.0.0.1) for the tests that run a job on one."""
     from greta_stream.testing.cluster import StandaloneCluster
 

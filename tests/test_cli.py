@@ -27,6 +27,7 @@ def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
                           input=stdin, cwd=ROOT, timeout=120)
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_evaluate_prints_rows_equal_to_the_library(tmp_path: Path) -> None:
     events = [json.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()][:400]
     src = tmp_path / "events.jsonl"
@@ -42,6 +43,7 @@ def test_evaluate_prints_rows_equal_to_the_library(tmp_path: Path) -> None:
     assert dl["reason"] == "malformed" and dl["event"] == "{not json"
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_evaluate_with_custom_field_names_and_huge_counts(tmp_path: Path) -> None:
     n = 15_000  # 2**15000 - 1 has 4,516 digits: past Python's default int-to-str limit
     src = tmp_path / "e.jsonl"
@@ -53,18 +55,21 @@ def test_evaluate_with_custom_field_names_and_huge_counts(tmp_path: Path) -> Non
     assert row["count"] == 2**n - 1
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_bad_query_exits_2_with_position() -> None:
     res = cli("explain", "--query", "RETURN COUNT(*) PATTERN (SEQ(A, NOT B))+ WITHIN 1 s")
     assert res.returncode == 2
     assert "NOT can end only the outermost SEQ of the pattern (line 1, column 33)" in res.stderr
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_explain_prints_templates() -> None:
     res = cli("explain", "--query", "configs/q3_traffic.greta")
     assert res.returncode == 0, res.stderr
     assert "leading NOT" in res.stdout and "partition by: segment" in res.stdout
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_deep_and_costly_queries_exit_2_with_position(tmp_path: Path) -> None:
     src = tmp_path / "e.jsonl"
     src.write_text('{"type": "A", "time": 1}\n')
@@ -78,6 +83,7 @@ def test_deep_and_costly_queries_exit_2_with_position(tmp_path: Path) -> None:
     assert "max_windows_per_event = 1,000 (a longer SLIDE or a shorter WITHIN fits) (line 1, column 47)" in res.stderr
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_version() -> None:
     import subprocess
     import sys
@@ -96,6 +102,7 @@ def one_line_error(res: subprocess.CompletedProcess[str], text: str) -> None:
     assert text in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_missing_files_and_folders_are_one_line_errors(tmp_path: Path) -> None:
     events = tmp_path / "e.jsonl"
     events.write_text('{"type": "A", "time": 1}\n')
@@ -109,6 +116,7 @@ def test_missing_files_and_folders_are_one_line_errors(tmp_path: Path) -> None:
     one_line_error(cli("serve", "--config", "nope.toml"), "config 'nope.toml': no such file")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_a_query_that_looks_like_a_path_must_exist(tmp_path: Path) -> None:
     events = tmp_path / "e.jsonl"
     events.write_text('{"type": "A", "time": 1}\n')
@@ -128,6 +136,7 @@ def flat(text: str) -> str:
     return " ".join("".join(" " if c in "│╭╮╰╯─" else c for c in text).split())
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_fixed_values_are_choices(tmp_path: Path) -> None:
     from typing import get_args
 
@@ -155,12 +164,14 @@ def test_fixed_values_are_choices(tmp_path: Path) -> None:
     assert res.returncode == 0 and "aggregate|cet" in res.stdout and "complete|all" in res.stdout
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_a_missing_events_file_names_the_closest_one_in_its_folder() -> None:
     one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", "samples/stock/event.jsonl"),
                    "no such file; did you mean 'samples/stock/events.jsonl'?")
     one_line_error(cli("evaluate", "-q", "configs/q1_stock.greta", "-e", "samples/stock/zzz"), "no such file")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_a_misspelled_folder_on_the_way_is_corrected_too(tmp_path: Path) -> None:
     from greta_stream import cli_args
 
@@ -176,6 +187,7 @@ def test_a_misspelled_folder_on_the_way_is_corrected_too(tmp_path: Path) -> None
                    "input folder 'samples/stok': no such folder; did you mean 'samples/stock'?")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_explain_says_which_engine_runs_the_query() -> None:
     """The engine, when evaluate takes the general one for a columnar query (few events), and every kind
     of input on which the general engine takes over (`INPUT_LIMITS`, the one list of them)."""
@@ -190,6 +202,7 @@ def test_explain_says_which_engine_runs_the_query() -> None:
                                         "predicate that is not a comparison of X with NEXT(Y))")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_explain_prints_the_query_as_written_first() -> None:
     res = cli("explain", "-q", "configs/q1_stock.greta")
     assert res.returncode == 0, res.stderr
@@ -225,6 +238,7 @@ def test_progress_watermark_reads_as_the_stream_times() -> None:
     assert "batch 4: 1 event (" in one and one.endswith("state 27,576 bytes")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_flush_needs_a_bounded_jsonl_input(tmp_path: Path) -> None:
     from greta_stream.errors import ConfigError
     from greta_stream.pipeline import PipelineConfig, SourceConfig
@@ -288,6 +302,7 @@ def test_the_jvms_stderr_passes_all_but_pyspark_worker_chatter(capfd: pytest.Cap
                                       "aborting job\n\nTraceback (most recent call last):\n")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     from greta_stream.spark import session
 
@@ -306,6 +321,7 @@ def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("subprocesses")
 def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
     """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out.
     A second query of the config misspells an attribute: the run names it and exits 1, and the first query's
@@ -351,6 +367,7 @@ def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monke
     assert endpoint('{"format": "kafka", "topic": "t"}') == {"format": "kafka", "topic": "t"}
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> None:
     """Every event dead-lettered for one missing attribute: exit 1, the attribute and the ones the events have;
     dead letters are always summed up by reason."""
@@ -377,6 +394,7 @@ def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> Non
     ("COUNT(*), MAX(S.cppu)", "SEQ(Start S, Measurement M+, End E) WHERE [mapper, job]",
      "attribute 'cppu' of S is on no Start event"),
 ])
+@pytest.mark.usefixtures("subprocesses")
 def test_a_mistake_in_one_part_of_the_query_is_an_error(aggregates: str, pattern: str, says: str) -> None:
     """A typo under a NOT, in one type of a SEQ, in a negated alias's or an aggregate's attribute changes the
     numbers without a word unless it is named: exit 1 and a did-you-mean, though rows come out."""
@@ -387,6 +405,7 @@ def test_a_mistake_in_one_part_of_the_query_is_an_error(aggregates: str, pattern
 
 
 @pytest.mark.parametrize("engine", ["auto", "general"])
+@pytest.mark.usefixtures("subprocesses")
 def test_a_type_no_event_has_is_an_error_with_the_types_they_have(engine: str) -> None:
     """`stock` for `Stock`: no silent zero, on the columnar and the general path."""
     res = cli("evaluate", "-q", "RETURN COUNT(*) PATTERN stock S+ WITHIN 10 seconds", "-e", "samples/stock/events.jsonl",
@@ -397,6 +416,7 @@ def test_a_type_no_event_has_is_an_error_with_the_types_they_have(engine: str) -
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("subprocesses")
 def test_explain_config_runs_on_the_core_install() -> None:
     """The pipeline model is free of Spark: `explain --config` runs where pyspark cannot be imported,
     and every distribution it imports is a core dependency (or one of theirs), not an extra's."""
@@ -437,6 +457,7 @@ def core_closure() -> set[str]:
     return {d for ds in metadata.packages_distributions().values() for d in ds if norm(d) in seen}
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_old_setting_names_warn_and_query_settings_stay_in_the_config_file(tmp_path: Path) -> None:
     """`--watermark` and `watermark_delay_s` are read as `--lateness` / `lateness_s` with a warning; both names
     at once, or a query setting as a flag beside --config, are one-line errors before Spark starts."""

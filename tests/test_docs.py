@@ -115,6 +115,7 @@ def test_worked_examples_are_what_evaluate_gives() -> None:
         assert row["count"] == int(expected), pattern
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_error_example_is_what_explain_prints() -> None:
     block = re.search(r"```\n\$ (greta-stream explain -q '([^']*)')\n(.*?)```", _section("8. Errors"), re.DOTALL)
     assert block is not None
@@ -131,6 +132,7 @@ def test_the_reference_lists_every_input_the_columnar_engine_hands_over() -> Non
     assert re.findall(r"^- (.*)$", _section("9. Which engine runs"), flags=re.MULTILINE) == list(INPUT_LIMITS)
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_the_reference_names_a_mistake_in_one_part_as_evaluate_does() -> None:
     """Section 10's example is what `greta-stream evaluate` prints, and it exits 1."""
     section = _section("10. Names the input does not carry")

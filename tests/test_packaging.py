@@ -34,7 +34,7 @@ def _setuptools_version() -> tuple[int, ...]:
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def installed(tmp_path_factory: pytest.TempPathFactory, subprocesses: None) -> Path:
     """A fresh virtualenv with the wheel of this checkout; returns its bin folder."""
     if _setuptools_version() < BUILD_BACKEND:
         pytest.skip(f"the project venv's setuptools {_setuptools_version()} cannot build the wheel (needs >=77): "
@@ -131,6 +131,7 @@ def test_jvm_jars_are_found_in_the_user_cache_without_a_checkout_cache(monkeypat
     assert jvm.cache_dir() == tmp_path / "elsewhere"  # the environment over both
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_make_run_installs_no_system_package() -> None:
     """The main job needs no browser and no root: apt belongs to `setup-system`, which only `make test` calls."""
     root = Path(__file__).resolve().parents[1]
@@ -157,6 +158,7 @@ with open(report, "w") as out:
 
 
 @pytest.mark.parametrize("project", [".", "service"])
+@pytest.mark.usefixtures("subprocesses")
 def test_editable_install_prints_no_banner(project: str, tmp_path: Path) -> None:
     """`make install` (`pip install -e`) shows a newcomer no setuptools banner ("!!" and a box of
     stars): the PEP 517 editable build of each distribution, as pip calls it, issues no warning."""

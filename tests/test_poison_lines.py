@@ -53,6 +53,7 @@ def test_the_reader_dead_letters_each_poison_line_with_its_reason(tmp_path: Path
     assert loads(TWICE_TIME.decode())["time"] == 900
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_evaluate_events_dead_letters_poison_lines(tmp_path: Path) -> None:
     events = poisoned_file(tmp_path / "e.jsonl")
     res = subprocess.run([sys.executable, "-m", "greta_stream", "evaluate", "--query", Q, "--events",

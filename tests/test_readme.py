@@ -171,6 +171,7 @@ def test_python_examples(monkeypatch: pytest.MonkeyPatch) -> None:
     assert checks == 3  # evaluate, open_stream's advance, CET
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_use_it_commands(tmp_path: Path) -> None:
     rows = [orjson.loads(line) for line in sh(command_with("--events samples/stock/events.jsonl   #")).stdout.splitlines()]
     events = [orjson.loads(line) for line in (ROOT / "samples/stock/events.jsonl").read_text().splitlines()]
@@ -226,6 +227,7 @@ def part_rows(folder: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("subprocesses")
 def test_streaming_commands_run_until_ctrl_c(tmp_path: Path) -> None:
     """`run --query` over a folder and `run --config`, side by side (other outputs and checkpoints), until Ctrl-C."""
     home = scratch(tmp_path)
@@ -243,6 +245,7 @@ def test_streaming_commands_run_until_ctrl_c(tmp_path: Path) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("subprocesses")
 def test_delta_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Q1's rows to Delta tables through a config and through flags, read back with delta-rs as the README does."""
     from deltalake import DeltaTable
@@ -272,6 +275,7 @@ def test_delta_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert len(closed) == sum(1 for r in want if r["window_end"] <= watermark) == 72
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_the_main_job_and_evaluate_need_no_maven(tmp_path: Path) -> None:
     """Maven fetches only Apache Kafka, for the tests and the demo: `make evaluate` runs with a
     `mvn` that fails, and `make run` would not call it."""
@@ -299,6 +303,7 @@ def test_make_run(main_job: MainJob) -> None:
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("subprocesses")
 def test_pyspark_example(tmp_path: Path) -> None:
     home = scratch(tmp_path)
     code = block_with("events = spark.readStream.text(\"samples/stock\")", "python").text
@@ -333,6 +338,7 @@ print("ROWS", json.dumps([r.asDict() for r in got.collect()], default=str))
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("subprocesses")
 def test_pyspark_batch_example(tmp_path: Path) -> None:
     home = scratch(tmp_path)
     code = block_with('history = spark.read.json("samples/stock")', "python").text
@@ -365,6 +371,7 @@ def _port_free(port: int) -> bool:
 
 
 @pytest.mark.service
+@pytest.mark.usefixtures("subprocesses")
 def test_service_walkthrough(tmp_path: Path) -> None:
     if not _port_free(8000):
         pytest.fail("port 8000 is taken: the README's walkthrough needs it")

@@ -48,6 +48,7 @@ def test_return_trends_defaults_to_cet_and_rejects_aggregate_mode() -> None:
         evaluate(text, events, trends="most")
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_cli_cet_mode(tmp_path: Path) -> None:
     src = tmp_path / "events.jsonl"
     src.write_text("".join(json.dumps(e) + "\n" for e in stock_events()))

@@ -65,6 +65,7 @@ def test_explain_names_everything() -> None:
     ("RETURN COUNT(*) PATTERN A a+ WHERE " + " AND ".join(["a.x > 1"] * 20000) + " WITHIN 10 s",
      "19999 conditions", 1),
 ])
+@pytest.mark.usefixtures("subprocesses")
 def test_a_query_nested_too_deeply_is_a_query_error_with_its_position(text: str, what: str, column: int) -> None:
     """`what` and `column`: where the deepest point is (the parser reports the first level past its bound)."""
     import subprocess

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory, subprocesses: None) -> Iterator[KafkaBroker]:
     if not jars("kafka"):
         pytest.fail(f"Apache Kafka's jars are missing: {SETUP_HINT}")
     if not spark_kafka_jars():

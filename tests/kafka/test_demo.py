@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 QUERIES = {"q1_stock", "q2_cluster", "q3_traffic"}
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_demo_prints_results_and_stops_everything(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "greta_stream", "demo", "--workdir", str(tmp_path), "--rows", "3",
            "--seconds", "420", "--rate", "150"]
@@ -37,6 +38,7 @@ def test_demo_prints_results_and_stops_everything(tmp_path: Path) -> None:
         assert s.connect_ex(("127.0.0.1", port)) != 0  # the broker is gone
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_compose_file_validates() -> None:
     docker = shutil.which("docker")
     plugin = docker is not None and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0

@@ -31,7 +31,7 @@ FLUSH = {"type": "Flush", "time": 100_000}
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Iterator[str]:
+def service(tmp_path: Path, subprocesses: None) -> Iterator[str]:
     """`greta-stream serve` on a free loopback port; yields its base URL."""
     with serving(tmp_path, API_KEY) as url:
         yield url

@@ -10,7 +10,7 @@ from service_helpers import Service
 
 
 @pytest.fixture(scope="session")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+def service(tmp_path_factory: pytest.TempPathFactory, subprocesses: None) -> Iterator[Service]:
     svc = Service(tmp_path_factory.mktemp("service"))
     svc.start()
     yield svc

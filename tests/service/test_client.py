@@ -78,6 +78,7 @@ def test_a_bad_query_is_one_line_with_its_position(service: Service) -> None:
     assert "client-bad" not in cli(service, "list").stdout
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_an_unreachable_service_is_one_line() -> None:
     gone = subprocess.run([sys.executable, "-m", "greta_stream", "queries", "list", "--url", "http://127.0.0.1:9"],
                           capture_output=True, text=True, timeout=60)

@@ -293,6 +293,7 @@ def damaged(data: Path, table: str) -> Path:
     return db
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_serve_gives_one_line_of_advice_for_a_registry_with_damaged_pages(tmp_path: Path) -> None:
     """Before, `serve` ended with a traceback ('database disk image is malformed') where a registry
     found empty gets advice."""

@@ -97,6 +97,7 @@ def as_rows(records: list[dict]) -> list[tuple]:
                    float(r["sum_S_price"]), float(r["max_S_price"])) for r in records)
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_chaos_run_with_kill_and_restart(spark, tmp_path: Path) -> None:  # noqa: ANN001
     valid = files_of_events(tmp_path)
     out, delta = tmp_path / "out", tmp_path / "delta"

@@ -71,6 +71,7 @@ def streamed(folder: Path) -> list[str]:
                   for line in f.read_text().splitlines())
 
 
+@pytest.mark.usefixtures("subprocesses")
 def test_real_records_with_nulls_and_history_out_of_order(tmp_path: Path) -> None:
     from greta_stream.connectors.jsonl import dumps
 
