@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import pandas as pd
 import pytest
@@ -39,11 +39,32 @@ def test_every_format_is_declared_once_and_agrees_with_the_choices() -> None:
         assert callable(writer.create) and callable(writer.write), name
 
 
-def test_spark_reads_dead_letters_in_their_one_schema() -> None:
+@pytest.mark.spark
+def test_spark_reads_dead_letters_in_their_one_schema(spark: Any) -> None:  # noqa: ANN401
+    """The dead-letter outputs a shard writes (`shard.dead_output`), read by Spark in the schema every
+    dead-letter sink and `trend_aggregates` read them with: each letter's fields come back, the record as
+    its JSON text."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType
+
     from greta_stream.engine import DeadLetter
+    from greta_stream.spark.shard import dead_output
     from greta_stream.spark.typed import DEAD_LETTER_SCHEMA
 
-    assert DEAD_LETTER_SCHEMA == DeadLetter.ddl() == ", ".join(f"{n} {t}" for n, t in DeadLetter.FIELDS)
+    letters = [DeadLetter("missing_attribute", {"type": "Stock", "time": 1, "price": [1.5, None]},
+                          "Stock events need attribute 'prize'", "Stock", "prize"),
+               DeadLetter("malformed", "not json {", "not JSON: Expecting value"),
+               DeadLetter("late", {"type": "Stock", "time": 2 ** 70}, "")]
+    payloads = spark.createDataFrame([(dead_output("q", d)["payload"],) for d in letters], "payload string")
+    read = payloads.select(F.from_json("payload", DEAD_LETTER_SCHEMA).alias("d")).select("d.*")
+    assert [(f.name, f.dataType) for f in read.schema.fields] == [
+        ("reason", StringType()), ("detail", StringType()), ("event", StringType()), ("event_type", StringType()),
+        ("attribute", StringType())]
+    rows = [row.asDict() for row in read.collect()]
+    assert [DeadLetter.from_dict(r) for r in rows] == [
+        DeadLetter(d.reason, d.record if isinstance(d.record, str) else json.dumps(d.record, separators=(",", ":")),
+                   d.detail, d.event_type, d.attribute) for d in letters]
+    assert [json.loads(r["event"]) for r in rows if r["reason"] != "malformed"] == [letters[0].record, letters[2].record]
 
 
 def test_file_and_console_sinks_write_a_batch_through_the_one_method(tmp_path: Path,
