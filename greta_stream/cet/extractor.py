@@ -58,7 +58,6 @@ from greta_stream.engine.ingest import DeadLetterSink, Event, Front, WatermarkOf
 from greta_stream.engine.plan import Metrics
 from greta_stream.engine.rows import RowFinisher
 from greta_stream.engine.timebase import Timebase
-from greta_stream.errors import ConfigError
 from greta_stream.query import ast
 from greta_stream.query.structure import origin
 
@@ -77,9 +76,6 @@ class TrendExtractor(Logged):
         dead_letter: DeadLetterSink | None = None,
     ) -> None:
         self.cq = compile_query(query)
-        if self.cq.strategy != ast.ANY_MATCH:
-            raise ConfigError(f"CET mode lists trends under skip-till-any-match only, not SEMANTICS {self.cq.strategy}; "
-                              f"aggregate its trends instead (RETURN COUNT(*), ...), which takes every strategy")
         self.config = config
         self.fields = fields
         self.metrics = Metrics()

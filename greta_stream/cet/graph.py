@@ -40,7 +40,7 @@ class Vertex:
     """An event bound to a positive alias, with its edges in time order."""
 
     __slots__ = (
-        "gi", "time", "eid", "ekey", "alias", "attrs", "pane", "pred", "succ", "rpred", "rsucc", "anc", "gl",
+        "gi", "time", "eid", "ekey", "alias", "attrs", "pane", "pred", "succ", "rpred", "rsucc", "anc", "gl", "taken",
     )
 
     def __init__(self, gi: int, time: Any, eid: Any, ekey: int, alias: str, attrs: dict[str, Any], pane: int) -> None:
@@ -52,12 +52,16 @@ class Vertex:
         self.rsucc: list[Vertex] = []
         self.anc = 0
         self.gl: Any = None  # its graphlet, once built (cache, not state)
+        self.taken: dict[int, Any] | None = None  # skip-till-next-match: transition -> time of its first candidate
 
     def __getstate__(self) -> tuple[Any, ...]:
-        return (self.gi, self.time, self.eid, self.ekey, self.alias, self.attrs, self.pane)
+        base = (self.gi, self.time, self.eid, self.ekey, self.alias, self.attrs, self.pane)
+        taken = getattr(self, "taken", None)  # unset on the vertices of range and order graphs
+        return base if taken is None else (*base, taken)
 
     def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.gi, self.time, self.eid, self.ekey, self.alias, self.attrs, self.pane = s
+        self.gi, self.time, self.eid, self.ekey, self.alias, self.attrs, self.pane = s[:7]
+        self.taken = s[7] if len(s) > 7 else None
         self.pred, self.succ, self.rpred, self.rsucc, self.anc, self.gl = [], [], [], [], 0, None
 
     def __repr__(self) -> str:
@@ -93,6 +97,21 @@ class KeyIndex:
         del self.side[0][:cut], self.side[1][:cut]
 
 
+def _first_candidates(found: list[Vertex], tid: int, t: Any) -> list[Vertex]:
+    """Skip-till-next-match (SEMANTICS section 8): of the predecessors whose
+    edge to an event at t holds, the ones for which it is the earliest candidate
+    across transition `tid` (events at one time are candidates together)."""
+    out = []
+    for u in found:
+        taken = u.taken
+        if taken is None:
+            u.taken = {tid: t}
+        elif taken.setdefault(tid, t) != t:
+            continue
+        out.append(u)
+    return out
+
+
 class TrendGraph:
     """Vertices of one run in time order (positions are `gi - verts[0].gi`)."""
 
@@ -111,8 +130,10 @@ class TrendGraph:
         return not self.verts and self.negation.empty
 
     # ------------------------------------------------------------ building
-    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
-        """Add the bindings (event, alias, event key) of time stamp t.
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int,
+                floor: Any = None) -> None:
+        """Add the bindings (event, alias, event key) of time stamp t; `floor`
+        is the partition's previous time stamp (contiguous only).
 
         All of them are computed from the graph before t, then inserted: time
         strictly increases along a trend and along a negative match.
@@ -122,7 +143,7 @@ class TrendGraph:
         made_pos = []
         for ev, alias, ekey in bound:
             if plan.positive(alias):
-                preds = self._preds(plan, alias, t, ev.attrs, next_k)
+                preds = self._preds(plan, alias, t, ev.attrs, next_k, floor)
                 if preds is not None:
                     made_pos.append((ev, alias, ekey, preds))
             else:
@@ -135,7 +156,8 @@ class TrendGraph:
         for ev, alias, ekey, preds in made_pos:
             self._insert(plan, Vertex(self.next_gi, t, ev.id, ekey, alias, ev.attrs, pane), preds)
 
-    def _preds(self, plan: ExtractionPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int) -> list[Vertex] | None:
+    def _preds(self, plan: ExtractionPlan, alias: str, t: Any, attrs: dict[str, Any], next_k: int,
+               floor: Any = None) -> list[Vertex] | None:
         """Predecessors of a new vertex in time order, or None if it can be in no trend."""
         tb = plan.tb
         kmin = max(tb.first_window(t), next_k)
@@ -153,7 +175,11 @@ class TrendGraph:
                 m = self.negation.threshold(tr.negation, t)
                 if m > lo_tr:
                     lo_tr = m
+            if plan.contiguous and floor is not None and floor > lo_tr:
+                lo_tr = floor
             found = self._from(plan, tr, entry, attrs, lo_tr, t)
+            if found and plan.next_match:
+                found = _first_candidates(found, tr.tid, t)
             if found:
                 preds += found
                 sources += 1

@@ -72,7 +72,7 @@ def order_spec(plan: ExtractionPlan) -> IndexSpec | None:
 
 def ordered(plan: ExtractionPlan) -> bool:
     """Can this query's graph be an `OrderGraph`?"""
-    return plan.indexing and order_spec(plan) is not None
+    return plan.indexing and not (plan.next_match or plan.contiguous) and order_spec(plan) is not None
 
 
 class OrderGraph:
@@ -107,7 +107,8 @@ class OrderGraph:
     def empty(self) -> bool:
         return self.fallback.empty if self.fallback is not None else not self.overts
 
-    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int,
+                floor: Any = None) -> None:  # floor: contiguous only, which never takes this graph
         """Add the bindings of time stamp t."""
         if self.fallback is not None:
             self.fallback.process(plan, t, bound, next_k)

@@ -38,6 +38,8 @@ class CetPartition:
         self.next_k: int | None = None
         self.retained: list[tuple[Any, Bound]] = []  # (time, bindings), only with runs
         self.values: list[dict[Any, None]] = []  # per run component, values seen on positive events
+        self.last: Any = None  # the latest time stamp of an event of the pattern's types (contiguous)
+        self.floors: dict[Any, Any] = {}  # retained time stamp -> the one before it (contiguous, with runs)
 
     @property
     def empty(self) -> bool:
@@ -46,13 +48,14 @@ class CetPartition:
     def process(self, plan: ExtractionPlan, t: Any, bound: Bound, close: Close) -> int:
         """Add the bindings of time t (windows ending by t close first); return units released."""
         released = self.close_until(plan, plan.tb.first_window(t), close)
+        floor, self.last = getattr(self, "last", None), t  # every event of the pattern's types breaks contiguity
         if not bound:
             return released
         if not plan.has_runs:
             run = self.runs.get(())
             if run is None:
                 run = self.runs[()] = self.graph_cls(self.reduced)
-            run.process(plan, t, bound, self.next_k)  # type: ignore[arg-type]
+            run.process(plan, t, bound, self.next_k, floor)  # type: ignore[arg-type]
             return released
         if not self.values:
             self.values = [{} for _ in plan.cq.run_components]
@@ -61,8 +64,10 @@ class CetPartition:
         for key, run in self.runs.items():
             sub = compatible(plan.cq, key, bound)
             if sub:
-                run.process(plan, t, sub, self.next_k)  # type: ignore[arg-type]
+                run.process(plan, t, sub, self.next_k, floor)  # type: ignore[arg-type]
         self.retained.append((t, bound))
+        if plan.contiguous:
+            self.__dict__.setdefault("floors", {})[t] = floor
         return released
 
     def _create_runs(self, plan: ExtractionPlan) -> None:
@@ -71,7 +76,7 @@ class CetPartition:
             for past_t, past in self.retained:
                 sub = compatible(plan.cq, key, past)
                 if sub:
-                    run.process(plan, past_t, sub, self.next_k)  # type: ignore[arg-type]
+                    run.process(plan, past_t, sub, self.next_k, self.__dict__.get("floors", {}).get(past_t))  # type: ignore[arg-type]
 
     def close_until(self, plan: ExtractionPlan, target: int | None, close: Close) -> int:
         """Report every window k < target (all when None); return cache units released."""
@@ -100,6 +105,8 @@ class CetPartition:
         released = 0
         if self.retained and self.retained[0][0] < horizon:
             self.retained = [(t, b) for t, b in self.retained if t >= horizon]
+            if getattr(self, "floors", None):
+                self.floors = {t: f for t, f in self.floors.items() if t >= horizon}
             self.values = [{} for _ in plan.cq.run_components]
             for _t, b in self.retained:
                 add_run_values(plan.cq, b, self.values)

@@ -16,6 +16,7 @@ from typing import Any
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.plan import IndexSpec, Metrics, index_spec
 from greta_stream.engine.timebase import Timebase
+from greta_stream.query import ast
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,9 @@ class ExtractionPlan:
 
     def __init__(self, cq: CompiledQuery, tb: Timebase, metrics: Metrics) -> None:
         self.cq, self.tb, self.metrics = cq, tb, metrics
+        # SEMANTICS section 8: which predecessors an event takes (graph.py `_preds`).
+        self.next_match = cq.strategy == ast.NEXT_MATCH
+        self.contiguous = cq.strategy == ast.CONTIGUOUS
         self.templates = [self._template(t, self.indexing and t.id == 0) for t in cq.templates]
         self.template_of = {a: s.template for a, s in cq.aliases.items()}
         self.root = self.templates[0]

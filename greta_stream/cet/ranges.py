@@ -79,7 +79,8 @@ class RangeGraph:
     def empty(self) -> bool:
         return not self.verts and self.negation.empty
 
-    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int) -> None:
+    def process(self, plan: ExtractionPlan, t: Any, bound: list[tuple[Any, str, int]], next_k: int,
+                floor: Any = None) -> None:  # floor: contiguous only, which never takes this graph
         """Add the bindings of time stamp t (computed from the graph before t, then inserted)."""
         self.ensure_index(plan)
         tb = plan.tb
@@ -218,6 +219,9 @@ def _trim(table: dict[Any, tuple[list[Any], list[Any]]], horizon: Any) -> None:
 
 
 def ranged(plan: ExtractionPlan) -> bool:
-    """Can this query's graph use range edges? Every edge is one equality or none."""
+    """Can this query's graph use range edges? Every edge is one equality or none,
+    under skip-till-any-match (the other strategies pick predecessors one by one)."""
+    if plan.next_match or plan.contiguous:
+        return False
     return all(tr.edge is None or (tr.index is not None and tr.index.residual is None)
                for trs in plan.root.incoming.values() for tr in trs)
