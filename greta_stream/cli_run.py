@@ -1,0 +1,227 @@
+"""`greta-stream run`: its flags, or a pipeline config with the flags that override it, into one
+compiled pipeline (`pipeline_config`), run on Spark Structured Streaming.
+
+The command is registered on the app by `greta_stream.cli`; `explain --config` reads a config file with
+`pipeline_file` as `run` does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from greta_stream.cli_args import (
+    Mode,
+    Operator,
+    StreamEngine,
+    TableFormat,
+    Trends,
+    existing_file,
+    existing_folder,
+    fail,
+    is_file,
+    lateness_flag,
+)
+from greta_stream.cli_evaluate import load_query
+from greta_stream.errors import ConfigError, QueryError, SpoolFull
+
+if TYPE_CHECKING:
+    from greta_stream.pipeline import PipelineConfig
+
+
+def run(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
+    query: Annotated[list[str] | None, typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
+    input: Annotated[str | None, typer.Option("--input", "-i", help="folder of event files (or a Delta table)")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="folder for result rows")] = None,
+    input_format: Annotated[TableFormat, typer.Option(help="what --input holds: JSON lines files, Parquet files or "
+                                                      "a Delta table")] = "jsonl",
+    output_format: Annotated[TableFormat, typer.Option(help=(
+        "how rows and dead letters are written: JSON lines files, Parquet files (OUTPUT, OUTPUT/dead_letters) or "
+        "Delta tables (OUTPUT, OUTPUT_dead_letters)"))] = "jsonl",
+    checkpoint: Annotated[str | None, typer.Option(help="checkpoint folder (restart resumes from it)")] = None,
+    lateness: Annotated[float | None, typer.Option(help="allowed lateness in seconds (default 0)")] = None,
+    watermark: Annotated[float | None, typer.Option(hidden=True, help="the old name of --lateness")] = None,
+    once: Annotated[bool, typer.Option("--once", help="process what is there, emit passed windows, exit")] = False,
+    flush_at_end: Annotated[bool, typer.Option("--flush-at-end", help=(
+        "with --once: when the input is drained, emit every window still open, as if the watermark passed the "
+        "end of time (the rows `evaluate` gives)"))] = False,
+    dead_letter: Annotated[str | None, typer.Option(help=(
+        "folder for dead letters (default OUTPUT/dead_letters; for Delta, OUTPUT_dead_letters)"))] = None,
+    master: Annotated[str | None, typer.Option(help="Spark master URL (default local[2])")] = None,
+    shards: Annotated[int | None, typer.Option(help="state shards (default 2 x cores)")] = None,
+    operator: Annotated[Operator | None, typer.Option(help=(
+        "the stateful operator of a new checkpoint (default transformWithStateInPandas: state written as it "
+        "changes; applyInPandasWithState: state rewritten whole each micro-batch)"))] = None,
+    max_files_per_trigger: Annotated[int | None, typer.Option(help="files per micro-batch")] = None,
+    trigger_interval: Annotated[float | None, typer.Option(help="seconds between micro-batches")] = None,
+    engine_name: Annotated[StreamEngine, typer.Option("--engine", help=(
+        "auto: the columnar engine for the queries it covers, general: always the general engine"))] = "auto",
+    mode: Annotated[Mode | None, typer.Option(
+        help="aggregate (result rows) or cet (one row per trend); default cet for RETURN TRENDS")] = None,
+    trends: Annotated[Trends | None, typer.Option(help="CET mode: complete (maximal trends) or all")] = None,
+    max_trends: Annotated[int | None, typer.Option(
+        help="CET mode: at most this many trends per window and group")] = None,
+    with_events: Annotated[bool, typer.Option(help="CET mode: also write each trend's aliases and events")] = False,
+    distribute_over: Annotated[int | None, typer.Option(help=(
+        "CET mode: extract a window of one partition with more vertices by a distributed Spark job"))] = None,
+    type_field: Annotated[str | None, typer.Option(help="name of the event type field (default type)")] = None,
+    time_field: Annotated[str | None, typer.Option(help="name of the event time field (default time)")] = None,
+    id_field: Annotated[str | None, typer.Option(help="name of the event id field (default id)")] = None,
+    spark_logs: Annotated[bool, typer.Option("--spark-logs", help=(
+        "show Spark's own warnings (default: its errors only; $GRETA_SPARK_LOG_LEVEL sets any level)"))] = False,
+) -> None:
+    """Run queries continuously on Spark Structured Streaming (the main job).
+
+    Give a pipeline config (--config), or the queries and their input and output as flags; either way the
+    same pipeline model is built (greta_stream.pipeline). With --config, the flags of the engine, the run
+    (--once, --master) and the operator override the file; the file holds the queries' own settings."""
+    import logging
+    import os
+
+    from greta_stream.spark.flush import run_to_end
+    from greta_stream.spark.pipeline import run as run_pipeline
+
+    if spark_logs:
+        os.environ["GRETA_SPARK_LOG_LEVEL"] = "WARN"
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
+    lateness = lateness_flag(lateness, watermark)
+    flags = RunFlags(query=query, input=input, output=output, checkpoint=checkpoint, lateness=lateness, once=once,
+                     dead_letter=dead_letter, master=master, shards=shards, operator=operator,
+                     max_files_per_trigger=max_files_per_trigger, trigger_interval=trigger_interval,
+                     engine=engine_name, input_format=input_format, output_format=output_format, mode=mode,
+                     trends=trends, max_trends=max_trends, with_events=with_events, distribute_over=distribute_over,
+                     type_field=type_field, time_field=time_field, id_field=id_field)
+    try:
+        cfg = pipeline_config(config, flags)
+    except (ConfigError, QueryError) as exc:
+        fail(str(exc))
+    if flush_at_end and not cfg.once:
+        fail("--flush-at-end needs a bounded run: add --once")
+    started = time.monotonic()
+    try:
+        counts = (run_to_end if flush_at_end else run_pipeline)(cfg, echo=lambda line: typer.echo(line, err=True))
+    except (ConfigError, SpoolFull) as exc:
+        fail(str(exc))
+    for name, c in counts.items():
+        typer.echo(f"{name}: {c['rows']:,} rows, {c['dead_letters']:,} dead letters ({time.monotonic() - started:.1f} s)",
+                   err=True)
+        if c["dead_letters"]:
+            typer.echo(f"{name}: {c['dead'].summary()}", err=True)
+    suspects = {name: c.get("problem") for name, c in counts.items()}
+    for name, suspect in suspects.items():
+        if suspect:
+            typer.echo(f"error: query {name}: {suspect}", err=True)
+    failed = {name: c["failed"] for name, c in counts.items() if c.get("failed")}
+    for name, reason in failed.items():
+        typer.echo(f"error: query {name} failed (the others ran on): {reason}. Run again from the same checkpoint "
+                   "to resume it: what its sinks could not take is delivered first", err=True)
+    if failed or any(suspects.values()):
+        raise typer.Exit(1)
+
+
+@dataclass
+class RunFlags:
+    """`run`'s flags (None: not given)."""
+
+    query: list[str] | None = None
+    input: str | None = None
+    output: str | None = None
+    checkpoint: str | None = None
+    lateness: float | None = None
+    once: bool = False
+    dead_letter: str | None = None
+    master: str | None = None
+    shards: int | None = None
+    operator: Operator | None = None
+    max_files_per_trigger: int | None = None
+    trigger_interval: float | None = None
+    engine: StreamEngine = "auto"
+    input_format: TableFormat = "jsonl"
+    output_format: TableFormat = "jsonl"
+    mode: Mode | None = None
+    trends: Trends | None = None
+    max_trends: int | None = None
+    with_events: bool = False
+    distribute_over: int | None = None
+    type_field: str | None = None
+    time_field: str | None = None
+    id_field: str | None = None
+
+    def query_options(self) -> dict[str, Any]:
+        """The queries' own settings given as flags."""
+        given = {"lateness_s": self.lateness, "trends": self.trends, "max_trends": self.max_trends,
+                 "with_events": self.with_events or None, "distribute_over": self.distribute_over,
+                 "mode": self.mode}
+        return {k: v for k, v in given.items() if v is not None}
+
+    def fields(self) -> dict[str, str]:
+        given = {"type": self.type_field, "time": self.time_field, "id": self.id_field}
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
+    """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone."""
+    from greta_stream.pipeline import PipelineConfig
+
+    if config is not None:
+        existing_file(config, "config")
+        own = [f"--{k.removesuffix('_s').replace('_', '-')}" for k in flags.query_options()]
+        own += [f"--{k}-field" for k in flags.fields()]
+        if own:
+            fail(f"{', '.join(own)}: the config file holds the queries' settings; set them there")
+        cfg = pipeline_file(config, engine=None if flags.engine == "auto" else flags.engine)
+        return cfg.model_copy(update={"once": cfg.once or flags.once, "master": flags.master or cfg.master,
+                                      "operator": flags.operator or cfg.operator})
+    if not (flags.query and flags.input and flags.output and flags.checkpoint):
+        fail("give --config, or --query, --input, --output and --checkpoint")
+    existing_folder(flags.input, "input folder")
+    output, fmt = flags.output, flags.output_format
+    options = {k: v for k, v in flags.query_options().items() if k != "lateness_s"}
+    queries = []
+    for i, q in enumerate(flags.query):
+        cq = load_query(q)
+        name = Path(q).stem if is_file(q) else f"query{i + 1}"
+        out = output if len(flags.query) == 1 else str(Path(output) / name)
+        # a Delta table owns its folder (VACUUM removes what its log does not name): its dead letters go beside it
+        dl = flags.dead_letter or (f"{out.rstrip('/')}_dead_letters" if fmt == "delta"
+                                   else str(Path(out) / "dead_letters"))
+        queries.append({"name": name, "text": cq.text, "sinks": [{"format": fmt, "path": out}],
+                        "dead_letter": {"format": fmt, "path": dl}, "engine": flags.engine, **options})
+    raw = {"source": {"format": flags.input_format, "path": flags.input,
+                      "max_files_per_trigger": flags.max_files_per_trigger},
+           "queries": queries, "checkpoint": flags.checkpoint, "lateness_s": flags.lateness, "once": flags.once,
+           "trigger_interval_s": flags.trigger_interval, "master": flags.master, "shards": flags.shards,
+           "operator": flags.operator, "fields": flags.fields()}
+    return PipelineConfig.from_dict(_given(raw), origin="command line")
+
+
+def pipeline_file(path: Path, engine: str | None = None) -> PipelineConfig:
+    """The compiled pipeline of a config file; its renamed settings as `warning:` lines, its errors
+    as one `error:` (exit status 2)."""
+    import warnings
+
+    from greta_stream.pipeline import PipelineConfig
+
+    try:
+        with warnings.catch_warnings(record=True) as renamed:
+            warnings.simplefilter("always")
+            cfg = PipelineConfig.from_file(path, engine=engine)
+    except (ConfigError, QueryError) as exc:
+        fail(str(exc))
+    for w in renamed:
+        if issubclass(w.category, FutureWarning):
+            typer.echo(f"warning: {w.message}", err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    return cfg
+
+
+def _given(raw: dict[str, Any]) -> dict[str, Any]:
+    """`raw` without the settings not given (None), so that the model's defaults apply."""
+    return {k: _given(v) if isinstance(v, dict) else v for k, v in raw.items() if v is not None}
