@@ -20,8 +20,9 @@ from greta_stream import evaluate
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.control import streaming_slots
+from greta_stream.spark.keying import BAD_UTF8_COLUMN, FLUSH_COLUMN, SECONDS_COLUMN, SHARD_COLUMN, SINGLE, TS_COLUMN
 from greta_stream.spark.layout import INCREMENTAL, open_layout
-from greta_stream.spark.operator import _BAD_UTF8, _FLUSH, _SECONDS, _TS, SHARD_COLUMN, SINGLE, incremental_processor
+from greta_stream.spark.operator import incremental_processor
 from greta_stream.spark.session import STATEFUL_WORKER
 
 QUERY = "RETURN COUNT(*) PATTERN A X+ WITHIN 10 seconds"
@@ -32,7 +33,7 @@ def processor() -> tuple[Any, int, list[str]]:
     """The processor of a stream of QUERY over JSON text (`value`), its one shard's key and its input's columns."""
     queries = QuerySet.of({SINGLE: RunSpec.create(QUERY)})
     layout = open_layout(None, queries, 1, 1, INCREMENTAL)
-    columns = ["value", _BAD_UTF8, _FLUSH, _SECONDS, _TS, SHARD_COLUMN]
+    columns = ["value", BAD_UTF8_COLUMN, FLUSH_COLUMN, SECONDS_COLUMN, TS_COLUMN, SHARD_COLUMN]
     (slot,) = layout.members(queries)
     return incremental_processor(layout, streaming_slots(layout, queries), True, columns), layout.keys(slot)[0], columns
 
@@ -53,8 +54,8 @@ def test_a_fired_timer_is_left_for_pyspark_to_delete() -> None:
         delete(grouping_key, expiry_ms)
 
     timers.deleteTimer = checked_delete
-    frame = pd.DataFrame({"value": [json.dumps(e) for e in EVENTS], _BAD_UTF8: False, _FLUSH: False,
-                          _SECONDS: [float(e["time"]) for e in EVENTS], _TS: pd.Timestamp(0), SHARD_COLUMN: key},
+    frame = pd.DataFrame({"value": [json.dumps(e) for e in EVENTS], BAD_UTF8_COLUMN: False, FLUSH_COLUMN: False,
+                          SECONDS_COLUMN: [float(e["time"]) for e in EVENTS], TS_COLUMN: pd.Timestamp(0), SHARD_COLUMN: key},
                          columns=columns)
     out = tester.testInPandas(key, frame)
     assert list(out[out["kind"] == "row"]["payload"]) == []  # the watermark is 0: no window closed yet
