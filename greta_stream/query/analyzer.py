@@ -15,6 +15,11 @@ from greta_stream.query import ast
 from greta_stream.query.parser import parse
 from greta_stream.query.structure import adjacent_pairs, ambiguous, shape, unroll
 
+# States a pattern may unroll into (`structure.unroll`: an iteration of a
+# counted repetition is a state of its own): every state costs work per event,
+# and the ambiguity check grows with the square of their number.
+MAX_STATES = 256
+
 
 @dataclass(frozen=True)
 class AliasInfo:
@@ -45,6 +50,11 @@ def analyze(query: ast.Query, text: str | None = None) -> ast.Query:
     probs = _Problems()
     _check_aliases(query, probs)
     _check_negation(query.pattern, probs, root=True)
+    states = _states(query.pattern)
+    if states > MAX_STATES:  # said now: every later check (and the compiler) unrolls the pattern
+        probs.add(f"the repetitions of this pattern make {states:,} states (each iteration of a counted part "
+                  f"is one); at most {MAX_STATES} are allowed", _first_counted(query.pattern) or query.pattern.span)
+        raise QueryError(sorted(probs.items, key=lambda p: (p.line, p.column)), text)
     _check_repetition(query.pattern, None, probs)
     if not probs.items and ambiguous(query.pattern):
         probs.add("this repetition counts a trend once per way of cutting it into iterations (an iteration "
@@ -124,6 +134,18 @@ def _check_repetition(p: ast.Pattern, parent: ast.Pattern | None, probs: _Proble
             _check_repetition(part, p, probs)
         return
     _check_repetition(p.inner, p, probs)  # type: ignore[union-attr]
+
+
+def _states(p: ast.Pattern) -> int:
+    """How many states `structure.unroll` makes of `p`, without unrolling it."""
+    if isinstance(p, ast.EventPattern):
+        return 1
+    if isinstance(p, ast.Seq):
+        return sum(_states(x) for x in p.parts)
+    inner = _states(p.inner)
+    if isinstance(p, ast.Repeat) and not (p.lo == 0 and p.hi in (1, None)):
+        return inner * max(p.hi or p.lo, 1)
+    return inner
 
 
 def _nullable(p: ast.Pattern) -> bool:
