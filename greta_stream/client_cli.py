@@ -70,7 +70,8 @@ def endpoint(spec: str) -> dict[str, Any]:
 
 @app.command("list")
 def list_(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
-    """Every query: name, id, status, mode, result rows, dead letters; under it the problem its input shows."""
+    """Every query: name, id, status, mode, result rows, dead letters; under it why it failed and the problem
+    its input shows."""
     try:
         queries = _client(url, api_key).queries()
     except ServiceError as exc:
@@ -80,6 +81,8 @@ def list_(url: UrlOpt = None, api_key: KeyOpt = None) -> None:
         p = q["progress"]
         typer.echo(f"{q['name']:20} {q['id']:14} {q['status']:8} {q['mode']:9} {p['result_rows']:>8} "
                    f"{p['dead_letters']:>6}")
+        if q.get("error"):  # why it failed: under its row
+            typer.echo(f"  error: {q['error']}")
         if p.get("problem"):  # a name of the query its input shows to be a mistake: under its row
             typer.echo(f"  problem: {p['problem']}")
 

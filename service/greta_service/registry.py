@@ -41,6 +41,7 @@ from greta_service.guards import (
     recursive,
 )
 from greta_service.patch import merge_patch
+from greta_service.recheck import recheck, refuse_start, source_refusal
 from greta_service.runner import (
     STREAM_PREFIX,
     StreamHandle,
@@ -89,7 +90,6 @@ def request_error(exc: ValidationError) -> ServiceError:
     msgs = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()]
     errors = [{"msg": m, "line": None, "column": None, "loc": ["body", *e["loc"]]} for m, e in zip(msgs, exc.errors())]
     return ServiceError(422, msgs[0] if len(msgs) == 1 else "invalid request", errors)
-
 
 
 def _names(recs: list[QueryRecord], shown: int = 10) -> str:
@@ -360,6 +360,7 @@ class Registry:
             handle = self.stream_of(query_id)
             if handle is not None and handle.query.isActive:
                 return rec
+            refuse_start(self, rec)  # the registration's checks of today (a 409 when they refuse it)
             with self.lock:
                 rec.desired, rec.error = "running", None
                 rec.status = "starting" if self.starting else "running"
@@ -433,7 +434,8 @@ class Registry:
             return
         self._stop_stream(key)
         if not members:
-            if paused and (self.checkpoint(key) / "offsets").is_dir():  # the stream goes on reading, holding them
+            # the stream goes on reading, holding them; never a source the registration's checks refuse now
+            if paused and (self.checkpoint(key) / "offsets").is_dir() and source_refusal(self, paused_recs[0]) is None:
                 self.streams[key] = start_stream(self.spark, key, [], {}, self.checkpoint(key),
                                                  self.settings.trigger_interval_s, self.store, paused,
                                                  held=paused_recs[0])
@@ -499,15 +501,13 @@ class Registry:
         return self.settings.checkpoint_dir / key
 
     def resume_all(self) -> None:
-        """After a (re)start: every stream with a query whose desired state is
-        running resumes from its checkpoint."""
-        keys: list[str] = []
+        """After a (re)start: every stream with a query whose desired state is running resumes from its
+        checkpoint; a query the registration's checks refuse now is failed instead (`recheck`)."""
         for rec in self.store.list_queries():
             if rec.desired == "running" and rec.status == "failed":  # a restart is a new chance
                 self._mark(rec, "running", None)
-            if stream_key(rec) not in keys:  # a stream of stopped queries only holds them (`_restart`)
-                keys.append(stream_key(rec))
-        for key in keys:
+        recheck(self)
+        for key in dict.fromkeys(stream_key(r) for r in self.store.list_queries()):  # stopped ones: held (`_restart`)
             with self._stream_lock(key):
                 with self.lock:
                     self.pending.discard(key)  # started here with every change so far

@@ -1,0 +1,155 @@
+"""The registration's guards, run again on registered queries: at each start, and when a query is started.
+
+A registry written by an older version, or edited, can hold a query that the checks of today
+(`guards`: allowed options and Kafka hosts, paths under `path_roots` and away from the service's
+own files, source trees without links back into the data folder or round in a loop, no folder
+written where another query reads or writes) refuse. `recheck` runs them on every registered query
+in registration order, each against the queries before it that passed (so of two queries in
+conflict, the later one, the one a registration would have refused, fails); a query that fails is
+marked failed with the guard's message, logged, and not started, while the others run.
+`refusal` is the same check of one query against the others that are not failed, before
+`Registry.start` starts it again (so the query that failed stays the one refused); `source_refusal`
+that of a stream's source alone, before a stream of stopped and failed queries only goes on reading
+it (`Registry._restart`): a source the guards refuse is read by no stream.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from greta_service.guards import Place, check_places, places
+from greta_service.store import QueryRecord
+from greta_stream import ConfigError
+from greta_stream.client import ServiceError
+from greta_stream.pipeline import SinkConfig
+from greta_stream.pipeline.model import delta_tables_shared
+
+if TYPE_CHECKING:
+    from greta_service.registry import Registry
+
+log = logging.getLogger("greta_service")
+
+
+def recheck(registry: Registry) -> dict[str, str]:
+    """Fail every registered query the guards refuse now (module docstring); their errors by id. A source
+    is checked once for the queries that share it (its tree walked once)."""
+    passed = _Passed()
+    sources: dict[str, str | None] = {}
+    failed: dict[str, str] = {}
+    for rec in registry.store.list_queries():  # in registration order
+        key = json.dumps(rec.source, sort_keys=True, default=str)
+        if key not in sources:
+            sources[key] = source_refusal(registry, rec)
+        problem = sources[key] or _problem(registry, rec, passed)
+        if problem is None:
+            passed.add(rec, registry.settings.data_dir)
+            continue
+        failed[rec.id] = problem
+        log.error("query %s (%s) is not started: the registration's checks refuse it now: %s", rec.name, rec.id,
+                  problem)
+        if (rec.status, rec.error) != ("failed", problem):
+            rec.status, rec.error = "failed", problem
+            registry.store.save_query(rec)
+    return failed
+
+
+def refusal(registry: Registry, rec: QueryRecord) -> str | None:
+    """Why the guards refuse `rec` now, against every other registered query but the failed ones (of two in
+    conflict, the one that runs or stands stopped keeps its folders); None: they do not."""
+    others = _Passed()
+    for other in registry.store.list_queries():
+        if other.id != rec.id and other.status != "failed":
+            others.add(other, registry.settings.data_dir)
+    return source_refusal(registry, rec) or _problem(registry, rec, others)
+
+
+def refuse_start(registry: Registry, rec: QueryRecord) -> None:
+    """`Registry.start`: a 409 (and the query failed with the guard's message) when the guards refuse it now."""
+    problem = refusal(registry, rec)
+    if problem is not None:
+        rec.status, rec.error = "failed", problem
+        registry.store.save_query(rec)
+        raise ServiceError(409, f"the query could not start: {problem}")
+
+
+def source_refusal(registry: Registry, rec: QueryRecord) -> str | None:
+    """Why the guards refuse the source of `rec` (and of every query of its stream) now; None: they do not."""
+    try:
+        registry._paths(registry._guarded(dict(rec.source), "source"), "source", must_exist=True)
+    except ServiceError as exc:
+        return exc.detail
+    except Exception as exc:  # noqa: BLE001 - a record no check can read (an edited registry): not started
+        return f"the query's source cannot be checked: {type(exc).__name__}: {exc}"
+    return None
+
+
+@dataclass
+class _Passed:
+    """The folders and Delta tables of the queries a query is checked against; `near` finds the folders
+    that can conflict with one (it, those above it, those below it) without a pass over all of them."""
+
+    places: list[Place] = field(default_factory=list)
+    delta: list[tuple[str, Any]] = field(default_factory=list)
+    _at: dict[str, list[int]] = field(default_factory=dict)  # folder -> indexes into `places`
+    _sorted: list[str] = field(default_factory=list)  # the folders, sorted: those below one are a run
+
+    def add(self, rec: QueryRecord, data_dir: Path) -> None:
+        self.put(places(rec.name, rec.source, rec.sinks, rec.dead_letter, data_dir))
+        self.delta += _delta(rec)
+
+    def put(self, new: list[Place]) -> None:
+        for place in new:
+            if place.folder not in self._at:
+                bisect.insort(self._sorted, place.folder)
+            self._at.setdefault(place.folder, []).append(len(self.places))
+            self.places.append(place)
+
+    def near(self, new: list[Place]) -> list[Place]:
+        """The places that are, lie inside or hold a folder of `new`, in the order they were added, the first
+        of each folder, role and format only (a thousand queries of one source: one place); `check_places`
+        names the same conflict with them as with all of them."""
+        found: set[int] = set()
+        for place in new:
+            folder = place.folder
+            above = [folder] + [str(p) for p in PurePosixPath(folder).parents]
+            for f in above:
+                found.update(self._at.get(f, ()))
+            below = folder.rstrip("/") + "/"
+            for f in self._sorted[bisect.bisect_left(self._sorted, below):bisect.bisect_left(self._sorted, below[:-1] + "0")]:
+                found.update(self._at[f])
+        first: dict[tuple[str, str, str], Place] = {}  # one of each: the earliest names the conflict
+        for i in sorted(found):
+            p = self.places[i]
+            first.setdefault((p.folder, p.role, p.format), p)
+        return list(first.values())
+
+
+def _problem(registry: Registry, rec: QueryRecord, others: _Passed) -> str | None:
+    """Why the guards refuse the sinks and dead letters of `rec`, or its folders against `others`."""
+    try:
+        for what, spec in (*(("sink", s) for s in rec.sinks), ("dead_letter", rec.dead_letter)):
+            if spec:
+                registry._paths(registry._guarded(dict(spec), what), what)
+        mine = places(rec.name, rec.source, rec.sinks, rec.dead_letter, registry.settings.data_dir)
+        check_places(mine, others.near(mine))
+        shared = delta_tables_shared([*others.delta, *_delta(rec)])
+        if shared:
+            return str(shared)
+    except ServiceError as exc:
+        return exc.detail
+    except ConfigError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a record no check can read (an edited registry): not started
+        return f"the query's registration cannot be checked: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _delta(rec: QueryRecord) -> list[tuple[str, Any]]:
+    """The Delta tables a query writes, as `delta_tables_shared` takes them."""
+    return [(rec.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
+            for s in (*rec.sinks, *([rec.dead_letter] if rec.dead_letter else [])) if s.get("format") == "delta"]
