@@ -8,6 +8,8 @@ and `greta_stream.spark`); nothing in `greta_stream` imports it.
   store.py      RegistryStore / ResultStore interfaces and the SQLite implementation
   runner.py     one query -> one Spark stream (foreachBatch into sinks and store), progress
   registry.py   checks, life cycle (running / stopped / failed), resume after restart, limits
+  recheck.py    the registration's checks run again on registered queries, at each start
+  relocation.py a data folder moved or copied elsewhere: its paths rebased before any stream starts
   schemas.py    request and response bodies
   routes/       one router per resource: queries, results (+ SSE), health and metrics, the page
   app.py        create_app and the lifespan that owns Spark and the streams

@@ -2,7 +2,8 @@
 
 The lifespan owns the SparkSession and the running streams:
 
-  1. open the store (registry + results) under `data_dir`;
+  1. open the store (registry + results) under `data_dir`; a data folder served
+     from elsewhere before has its paths rebased (`relocation`);
   2. in a background thread: start Spark, then resume every query whose
      desired state is running (from its checkpoint); `/readyz` turns 200
      when that is done, `/healthz` answers from the first moment;
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from greta_service.metrics import ServiceMetrics
 from greta_service.registry import Registry, ServiceError
+from greta_service.relocation import relocate
 from greta_service.routes import docs, health, page, plan, queries, results
 from greta_service.routes.deps import Reading, errors
 from greta_service.runner import short_error
@@ -117,6 +119,13 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings.checkpoint_dir.mkdir(parents=True, exist_ok=True)
     store = open_store(settings.resolved_store_url,
                        Retention(settings.result_retention_rows, settings.result_retention_s))
+    app.state.relocation = None  # the data folder served from elsewhere before: rebased first (`relocation`)
+    try:
+        moved = relocate(settings, store)
+        app.state.relocation = moved and moved.summary()
+    except OSError as exc:
+        app.state.relocation = f"where the data folder was could not be checked or rebased: {exc}"
+        log.error("%s", app.state.relocation)
     registry = Registry(settings, store)
     app.state.registry = registry
     app.state.metrics = ServiceMetrics(registry)

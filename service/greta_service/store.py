@@ -432,7 +432,7 @@ def check_registry(store: Store, checkpoint_dir: Path, store_url: str) -> None:
     (a registry emptied or replaced, the queries' state orphaned), saying what to do."""
     if store.list_queries():
         return
-    streams = sorted(p.name for p in checkpoint_dir.iterdir()) if checkpoint_dir.is_dir() else []
+    streams = sorted(p.name for p in checkpoint_dir.iterdir() if p.is_dir()) if checkpoint_dir.is_dir() else []
     if not streams:
         return
     backup = backed_up_queries(store)

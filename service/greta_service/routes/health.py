@@ -19,13 +19,15 @@ def healthz() -> Health:
 
 
 @router.get("/readyz", responses={503: {"model": Health, "description": "starting, or failed to start"}})
-def readyz(registry: RegistryDep) -> JSONResponse:
-    """Spark is up and every query that should run has been resumed."""
+def readyz(registry: RegistryDep, request: Request) -> JSONResponse:
+    """Spark is up and every query that should run has been resumed. `detail` says what the start rebased
+    when the data folder was served from elsewhere before, and which paths outside it stay as they were."""
+    moved = getattr(request.app.state, "relocation", None)
     if registry.startup_error:
         return JSONResponse(Health(status="failed", detail=registry.startup_error).model_dump(), status_code=503)
     if not registry.ready.is_set():
-        return JSONResponse(Health(status="starting").model_dump(), status_code=503)
-    return JSONResponse(Health(status="ready").model_dump())
+        return JSONResponse(Health(status="starting", detail=moved).model_dump(), status_code=503)
+    return JSONResponse(Health(status="ready", detail=moved).model_dump())
 
 
 @router.get("/metrics", response_class=PlainTextResponse, dependencies=Reading,
