@@ -70,7 +70,7 @@ def compile_edge(exprs: list[ast.Expr]) -> Callable[[Any, Any], bool] | None:
 
 
 INDEXABLE_OPS = ("<", "<=", ">", ">=", "=")
-_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
 def edge_comparison(e: ast.Expr) -> tuple[str, Getter, Getter] | None:
@@ -89,9 +89,10 @@ def edge_comparison(e: ast.Expr) -> tuple[str, Getter, Getter] | None:
     return op, compile_expr(x_side), compile_expr(y_side)
 
 
-def edge_sides(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
-    """`(op, x_side, y_side)` as expressions: the shape `edge_comparison` compiles."""
-    if not isinstance(e, ast.Binary) or e.op not in INDEXABLE_OPS:
+def edge_sides(e: ast.Expr, unequal: bool = False) -> tuple[str, ast.Expr, ast.Expr] | None:
+    """`(op, x_side, y_side)` as expressions: the shape `edge_comparison` compiles;
+    with `unequal` also for `!=` (which no index answers: the columnar engine scans it)."""
+    if not isinstance(e, ast.Binary) or (e.op not in INDEXABLE_OPS and not (unequal and e.op == "!=")):
         return None
     left, right = _side(e.left), _side(e.right)
     if left == "x" and right == "y":

@@ -85,7 +85,7 @@ def check_against_general(text: str, events: list[dict]) -> Any:
 # ------------------------------------------------------ queries
 
 
-OPS = ("<", "<=", ">", ">=", "=")
+OPS = ("<", "<=", ">", ">=", "=", "!=")
 
 
 TRANSFORMS = ("", "", "", "{} * 2", "{} + 1", "{} - 3", "{} / 2", "{} * 0.5", "{} + 0.25", "{} * 0.1", "{} / 3",
@@ -139,7 +139,7 @@ def queries(draw, max_within: int = 20, max_slide: int = 10) -> Spec:
         edge_attrs |= {"v"} if "ref}.v" in tx + ty else set()
         edge_attrs |= {"f"} if "ref}.f" in tx + ty else set()
         if draw(st.booleans()):
-            flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "="}
+            flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
             left, right, op = right, left, flip[op]
         where.append(f"{left} {op} {right}")
 

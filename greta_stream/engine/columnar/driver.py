@@ -279,7 +279,7 @@ def compile_kernels() -> Path:
     vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
                         np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
                         one.copy(), none, none.copy(), one.copy()[:, None])
-    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.bool_), np.zeros(0, np.int64),
+    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.int8), np.zeros(0, np.int64),
                np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
     return Path(kernel.__file__).parent

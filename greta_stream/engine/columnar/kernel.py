@@ -110,7 +110,7 @@ def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, g
 def _scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
     """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
     every one of its edge predicates admits for event v (by ranks:
-    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality), of v's
+    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=` for `!=`), of v's
     generation when the store is across a middle NOT; return the new length."""
     grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
     gen = wiring.gen[js]
@@ -123,8 +123,12 @@ def _scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN
         for q in range(pointp.shape[0]):
             if pred_store[q] != js:
                 continue
-            if pointp[q]:
+            if pointp[q] == 1:
                 if grs[u, q] != gqs[v, q]:
+                    ok = False
+                    break
+            elif pointp[q] == 2:
+                if grs[u, q] == gqs[v, q]:
                     ok = False
                     break
             elif grs[u, q] >= gqs[v, q]:
@@ -242,7 +246,7 @@ Wiring = namedtuple("Wiring", [
     "mmax",  # (nm,) bool: MAX (else MIN)
     "gen",  # (stores,) bool: a generation store (across a middle NOT: only vertices after the latest N)
     "scanned",  # (stores,) bool: a store scanned vertex by vertex (its own edge predicates)
-    "pointp",  # (P,) bool: scanned edge predicate p is an equality (else an order)
+    "pointp",  # (P,) int8: how scanned edge predicate p compares (keys.py: 0 order, 1 equality, 2 `!=`)
     "pred_store",  # (P,) int: the store scanned edge predicate p belongs to
     "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)
     "nq",  # queries of the traversal (1: one query); lane = query * windows per block + window (`union.py`)

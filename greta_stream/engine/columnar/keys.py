@@ -143,8 +143,8 @@ def _ranks(key: np.ndarray, probe: np.ndarray, op: str) -> tuple[np.ndarray, np.
     """(key ranks, probes, is equality) of `ranks`, over the rows given."""
     keys, gr = _ranked(key)
     if np.array_equal(key, probe):  # one attribute on both sides (`S.price > NEXT(S).price`): a probe is a key
-        return gr, (gr + 1 if op == "<=" else gr), op == "="
-    if op == "=":
+        return gr, (gr + 1 if op == "<=" else gr), op in ("=", "!=")
+    if op in ("=", "!="):  # the probe's key rank, -1 when no key equals it
         idx = np.searchsorted(keys, probe)
         hit = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == probe)
         return gr, np.where(hit, idx, -1).astype(np.int64), True
@@ -152,16 +152,22 @@ def _ranks(key: np.ndarray, probe: np.ndarray, op: str) -> tuple[np.ndarray, np.
     return gr, gq, False
 
 
+ORDER, EQUAL, UNEQUAL = 0, 1, 2  # how a scanned edge predicate compares ranks (`kernel._scan`)
+
+
 def all_ranks(plan: KernelPlan, cols: dict[str, Any],
               st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(ranks, probes, is equality, scan) of every scanned edge predicate, one
-    column each (`KernelPlan.scan_edges`); empty columns without a scan."""
+    """(ranks, probes, comparison kind, scan) of every scanned edge predicate, one
+    column each (`KernelPlan.scan_edges`); empty columns without a scan. The kind
+    is ORDER (`rank < probe`), EQUAL (`rank == probe`) or UNEQUAL (`!=`: `rank !=
+    probe`, where a probe no key equals is -1 and admits every key)."""
     m = len(st)
     if not plan.scan:
-        return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.bool_), np.zeros(0, np.int64)
+        return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
     got = [ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst)) for j, e in plan.scan_edges]
+    kinds = [UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER for (_, e), g in zip(plan.scan_edges, got)]
     return (np.stack([g[0] for g in got], axis=1), np.stack([g[1] for g in got], axis=1),
-            np.array([g[2] for g in got], np.bool_), np.array([j for j, _ in plan.scan_edges], np.int64))
+            np.array(kinds, np.int8), np.array([j for j, _ in plan.scan_edges], np.int64))
 
 
 def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -217,7 +217,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     edges = [e for e in conditions if _is_edge(e)]  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[tuple[str, ast.Expr, ast.Expr]]] = {}
     for e in edges:
-        side = edge_sides(e)
+        side = edge_sides(e, unequal=True)
         if side is None:
             raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
         x, y = _pair(e, states)
@@ -230,7 +230,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     edge, edge_state = None, -1
     scans = []
     for (i, j), sides in by_pair.items():
-        if i == j and len(sides) == 1 and edge is None:  # one comparison on a Kleene loop: indexed
+        if i == j and len(sides) == 1 and edge is None and sides[0][0] != "!=":  # one comparison on a loop: indexed
             edge, edge_state = sides[0], i
         else:
             scans.append(Scan(i, j, tuple(sides)))
