@@ -102,14 +102,19 @@ class ControlSets:
         """(the version read, its `slots`): `version`'s, or when its set is not there (control files
         deleted or damaged while the service was stopped, a stray control row) the newest one written,
         which is the query set the driver runs now (it writes versions in order, from its registry)."""
+        damaged = (OSError, pickle.UnpicklingError, EOFError, ValueError)
         try:
             return version, self.slots(version)
-        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+        except damaged:
             newest = self.latest()
+            gone = SnapshotError(f"the stream's query set {version} is gone from {self.sets} and no other "
+                                 "is there: restart the stream (its queries' registry holds them)")
             if newest == 0 or newest == version:
-                raise SnapshotError(f"the stream's query set {version} is gone from {self.sets} and no other "
-                                    "is there: restart the stream (its queries' registry holds them)") from None
-            return newest, self.slots(newest)
+                raise gone from None
+            try:
+                return newest, self.slots(newest)
+            except damaged:  # the newest one is damaged too
+                raise gone from None
 
     def slots(self, version: int) -> tuple[StreamLayout, dict[int, QuerySet]]:
         """The layout and each slot's queries (as `operator.stream_outputs` runs them) of a version."""
@@ -196,4 +201,6 @@ def read_rows(spark: Any, sets: ControlSets) -> Any:
     sets.rows.mkdir(parents=True, exist_ok=True)
     # a row file is read once: Spark deletes it once its batch is committed (a replayed batch is not)
     return (spark.readStream.format("text").option("cleanSource", "delete").load(str(sets.rows))
-            .select(F.get_json_object("value", "$.version").cast("long").alias(CONTROL_COLUMN)))
+            # try_cast: a version that is no whole number in range is a null (no control row), as for
+            # `{}`; `cast` fails the whole stream on it under Spark 4's ANSI mode
+            .select(F.get_json_object("value", "$.version").try_cast("long").alias(CONTROL_COLUMN)))

@@ -259,9 +259,6 @@ def test_the_newest_set_damaged_is_an_error_not_an_older_set(tmp_path: Path) -> 
     assert stream.sets.read(1)[0] == 1  # an older one asked by name still reads
 
 
-@pytest.mark.xfail(strict=True, raises=pickle.UnpicklingError,
-                   reason="ControlSets.read's fallback reads the newest set unguarded: a stray version with the newest "
-                          "set damaged raises the unpickler's error, not the SnapshotError that says to restart")
 def test_a_stray_row_with_the_newest_set_damaged_is_the_error_that_says_to_restart(tmp_path: Path) -> None:
     stream = Stream(tmp_path)
     (stream.sets.sets / "qs-0000000003.pkl").write_bytes(b"damaged")
@@ -298,9 +295,6 @@ def test_spark_reads_a_rows_version_or_a_null(spark: Any, tmp_path: Path) -> Non
     assert sorted(got, key=lambda v: (v is None, v)) == [3, 7, 8, 9, None, None, None]
 
 
-@pytest.mark.xfail(strict=True, reason="read_rows casts the version with `cast('long')`: under Spark 4's ANSI mode a "
-                                       "version that is no whole number in range fails the whole stream "
-                                       "(CAST_INVALID_INPUT) where `try_cast` would make it a null, as for {}")
 def test_a_row_whose_version_is_no_whole_number_is_a_null_not_a_failed_stream(spark: Any, tmp_path: Path) -> None:  # noqa: ANN401
     sets = ControlSets(tmp_path / "control")
     sets.rows.mkdir(parents=True)
