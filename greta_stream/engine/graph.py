@@ -27,84 +27,14 @@ from greta_stream.engine.index import build as build_index
 from greta_stream.engine.ingest import Event
 from greta_stream.engine.lanes import Layout
 from greta_stream.engine.plan import NEG_INF, UNSAFE, GraphPlan
+from greta_stream.engine.selection import Selection
 from greta_stream.engine.values import FLOAT_BITS
+from greta_stream.engine.vertices import NegVertex, Pane, Vertex, scan
+
+__all__ = ["NegVertex", "Pane", "Run", "Vertex", "scan"]  # the vertices live in vertices.py; state pickled before names them here
 
 
-class Vertex:
-    """A positive vertex: its aggregates for windows kmin .. kmin + n - 1.
-
-    `agg` packs the additive slots of every window (lanes.py, lane j =
-    window kmin + j, in the run's layout); `mm` holds the MIN/MAX slots per
-    window when the query has any, else None.
-
-    `taken` (skip-till-next-match only) maps a transition to the time of its
-    earliest candidate after this vertex: later events of it are skipped
-    candidates' successors, never this vertex's.
-    """
-
-    __slots__ = ("time", "attrs", "id", "kmin", "n", "agg", "mm", "taken")
-
-    def __init__(self, time: Any, attrs: dict[str, Any], id: Any, kmin: int, n: int, agg: int, mm: Any) -> None:
-        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = time, attrs, id, kmin, n, agg, mm
-        self.taken: dict[int, Any] | None = None
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        base = (self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm)
-        return base if self.taken is None else (*base, self.taken)
-
-    def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.time, self.attrs, self.id, self.kmin, self.n, self.agg, self.mm = s[:7]
-        self.taken = s[7] if len(s) > 7 else None
-
-
-class NegVertex:
-    """A vertex of a negative template: the latest start of matches ending here."""
-
-    __slots__ = ("time", "attrs", "start")
-
-    def __init__(self, time: Any, attrs: dict[str, Any], start: Any) -> None:
-        self.time, self.attrs, self.start = time, attrs, start
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return (self.time, self.attrs, self.start)
-
-    def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.time, self.attrs, self.start = s
-
-
-class Pane:
-    """Vertices of one state whose times fall in one pane, in time order."""
-
-    __slots__ = ("index", "times", "verts")
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        self.times: list[Any] = []
-        self.verts: list[Any] = []
-
-    def __getstate__(self) -> tuple[Any, ...]:
-        return (self.index, self.times, self.verts)
-
-    def __setstate__(self, s: tuple[Any, ...]) -> None:
-        self.index, self.times, self.verts = s
-
-
-def scan(panes: list[Pane], lo: Any, hi: Any) -> list[Any]:
-    """Vertices with lo <= time < hi, oldest first."""
-    out: list[Any] = []
-    for pane in panes:
-        times = pane.times
-        if not times or times[-1] < lo:
-            continue
-        if times[0] >= hi:
-            break
-        i, j = bisect_left(times, lo), bisect_left(times, hi)
-        out.extend(pane.verts[i:j])
-    return out
-
-
-
-class Run:
+class Run(Selection):
     """All state of one run: panes per state, packed totals, M_N steps.
 
     `totals[s]` is the packed sum of every vertex of positive state s, lane 0
@@ -317,56 +247,6 @@ class Run:
         if mm is not None:
             self._own_mm(plan, alias, ev.attrs, mm, lay.nonzero_lanes(cnt, n), lw)
         return Vertex(t, ev.attrs, ev.id, kmin, n, acc, mm)
-
-    def _each(self, plan: GraphPlan, tr: Any, ev: Event, kmin: int, kmax: int, lo_t: Any, mm: Any) -> int:
-        """The predecessors a selection strategy admits, one by one (SEMANTICS
-        section 8). Contiguous: `lo_t` is already the partition's previous time
-        stamp. Skip-till-next-match: ev is a candidate of every predecessor
-        whose edge holds; it is that predecessor's next event only if no
-        candidate came at an earlier time (`Vertex.taken`)."""
-        lw = self.layout.lw  # type: ignore[union-attr]
-        acc, t, ident = 0, ev.time, tr.ident
-        if plan.next_match:
-            preds = self._open(tr, lo_t, t)
-        else:
-            preds = scan(self.panes.get(tr.src, []), lo_t, t)
-        for u in preds:
-            if tr.edge is not None and not plan.edge_ok(tr.edge, u.attrs, ev.attrs):
-                continue
-            if plan.next_match:
-                taken = u.taken
-                if taken is None:
-                    u.taken = {ident: t}
-                else:
-                    first = taken.setdefault(ident, t)
-                    if first != t:
-                        continue
-            acc += u.agg >> ((kmin - u.kmin) * lw)
-            if mm is not None:
-                for k in range(max(kmin, u.kmin), min(kmax, u.kmin + u.n - 1) + 1):
-                    plan.mm_combine(mm[k - kmin], u.mm[k - u.kmin])
-        return acc
-
-    def _open(self, tr: Any, lo_t: Any, t: Any) -> list[Vertex]:
-        """The vertices of tr's source that no candidate took before t, from
-        lo_t on (it only grows: the ones before it are dropped for good). A
-        vertex taken by a candidate leaves the list once time passes it, so
-        the work per event follows the predecessors still waiting for their
-        next event, not the window."""
-        ident = tr.ident
-        have = self.open.get(ident)
-        if have is None:
-            have = [u for pane in self.panes.get(tr.src, []) for u in pane.verts]
-        keep = []
-        for u in have:
-            if u.time < lo_t:
-                continue
-            taken = u.taken
-            if taken is not None and taken.get(ident, t) != t:
-                continue
-            keep.append(u)
-        self.open[ident] = keep
-        return keep
 
     @staticmethod
     def _own_mm(plan: GraphPlan, alias: str, attrs: dict[str, Any], mm: list[list[Any]], live: int, lw: int) -> None:
