@@ -89,6 +89,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-max": ("MAX(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
     "seq-avg": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
     "seq-cross": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", f"{EDGE} AND A.price < NEXT(S).price"),
+    "ne-edge": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume != NEXT(S).volume"),
     # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
     "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
     "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),
