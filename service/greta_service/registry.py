@@ -12,84 +12,42 @@ it `starting` until then (`status`). A PATCH is a merge patch of the
 registration (`_patched`), checked as a registration is. Every
 check runs before anything is registered: a rejected query leaves no
 record, no checkpoint and no results.
+
+The parts: `admission` (the registration's checks, `Admission`) and
+`monitoring` (progress and health of the running streams, `Monitoring`);
+`Registry` is both, with the life cycle and the streams here.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import threading
-import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from greta_service.guards import (
-    SINK_OPTIONS,
-    SOURCE_OPTIONS,
-    check_kafka_hosts,
-    check_options,
-    check_path_given,
-    check_places,
-    check_reach,
-    check_source_tree,
-    glob_base,
-    places,
-    recursive,
-)
-from greta_service.patch import merge_patch
+from greta_service.admission import Admission, config_error, implied_mode, query_error, request_error
+from greta_service.monitoring import SAMPLE_TTL_S, Monitoring
 from greta_service.recheck import recheck, refuse_start, source_refusal
 from greta_service.runner import (
-    STREAM_PREFIX,
     StreamHandle,
     StreamProgress,
     change_stream,
-    progress,
-    query_config,
     run_spec,
     short_error,
     start_stream,
     stop_stream,
     stream_key,
-    stream_setting,
 )
 from greta_service.schemas import QueryCreate, QueryUpdate
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
-from greta_stream import ConfigError, Limits, QueryError, RunSpec, run_fingerprint
-from greta_stream.choices import PATH_FORMATS
+from greta_stream import RunSpec, run_fingerprint
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
-from greta_stream.pipeline import SinkConfig, SourceConfig, sample_census
-from greta_stream.pipeline.model import delta_tables_shared
-from greta_stream.pipeline.validation import RENAMED
-from greta_stream.spark import Spool
+
+__all__ = ["SAMPLE_TTL_S", "Registry", "ServiceError", "config_error", "implied_mode", "query_error", "request_error"]
 
 log = logging.getLogger("greta_service")
-SAMPLE_TTL_S = 30.0  # the records already in a source, read once for the queries registered on it meanwhile
-
-
-def query_error(exc: QueryError) -> ServiceError:
-    return ServiceError(422, "invalid query", [p.to_dict() for p in exc.problems])
-
-
-def config_error(msg: str) -> ServiceError:
-    return ServiceError(422, msg, [{"msg": msg, "line": None, "column": None}])
-
-
-def implied_mode(text: str) -> str:
-    """The mode of a registered (so valid) text given without one: cet for RETURN TRENDS, else aggregate."""
-    return RunSpec.create(text, limits=Limits(None, None)).mode
-
-
-def request_error(exc: ValidationError) -> ServiceError:
-    """A request body that is invalid once read (a patch merged into a registration) as the 422 of one
-    refused on arrival: each problem with its place in the body."""
-    msgs = [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()]
-    errors = [{"msg": m, "line": None, "column": None, "loc": ["body", *e["loc"]]} for m, e in zip(msgs, exc.errors())]
-    return ServiceError(422, msgs[0] if len(msgs) == 1 else "invalid request", errors)
 
 
 def _names(recs: list[QueryRecord], shown: int = 10) -> str:
@@ -97,7 +55,8 @@ def _names(recs: list[QueryRecord], shown: int = 10) -> str:
     names = [r.name for r in recs]
     return ", ".join(names) if len(names) <= shown else f"{', '.join(names[-shown:])} and {len(names) - shown} more"
 
-class Registry:
+
+class Registry(Admission, Monitoring):
     """Registered queries and their running streams; thread-safe."""
 
     def __init__(self, settings: Settings, store: Store) -> None:
@@ -119,132 +78,6 @@ class Registry:
         self.sampled: dict[str, tuple[str, str | None]] = {}
         self._samples: dict[str, tuple[float, Any]] = {}
 
-    # -- checks (nothing registered) --------------------------------------
-
-    def compile(self, text: str, mode: str | None = None) -> RunSpec:
-        """The query's run spec with its mode resolved; raises ServiceError (422) with every problem."""
-        if len(text) > self.settings.max_query_chars:
-            limit = self.settings.max_query_chars
-            raise config_error(f"query text has {len(text):,} characters; the limit is {limit:,} (max_query_chars)")
-        try:
-            return RunSpec.create(text, mode=mode, limits=self.settings.limits)
-        except QueryError as exc:
-            raise query_error(exc) from None
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-
-    def prepare(self, req: QueryCreate, replacing: str | None = None) -> tuple[QueryRecord, RunSpec]:
-        """A record for `req` and its run spec after every check; raises ServiceError (422/409/429).
-        Checks against the other queries run under `lock`: a caller that registers the record holds it."""
-        rec, query, spec = self._checked(req)
-        with self.lock:
-            self._admit(rec, query, replacing)
-        return rec, spec
-
-    def _checked(self, req: QueryCreate) -> tuple[QueryRecord, Any, RunSpec]:
-        """`req` as a record, its pipeline model and run spec, after the checks that need no other query."""
-        mode = self.compile(req.text, req.mode).mode
-        options = req.options.model_dump(exclude_none=True)
-        if mode == "cet":
-            options.setdefault("max_trends", self.settings.max_cet_trends)
-        rec = QueryRecord(
-            id=uuid.uuid4().hex[:12], name=req.name, text=req.text, mode=mode,
-            source=self._paths(self._guarded(req.source.model_dump(exclude_none=True), "source"), "source",
-                               must_exist=True),
-            sinks=[self._paths(self._guarded(s.model_dump(exclude_none=True), "sink"), "sink") for s in req.sinks],
-            dead_letter=self._paths(self._guarded(req.dead_letter.model_dump(exclude_none=True), "dead_letter"),
-                                    "dead_letter") if req.dead_letter else None,
-            options=options,
-        )
-        try:
-            query = query_config(rec)  # its source, sinks and options as the pipeline model
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        try:
-            spec = run_spec(rec, self.settings, query=query)
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        return rec, query, spec
-
-    def _admit(self, rec: QueryRecord, query: Any, replacing: str | None) -> None:
-        """The checks of `rec` against the other queries: Delta tables, limits, budget, name (under `lock`)."""
-        others = [r for r in self.store.list_queries() if r.id != replacing and r.name != rec.name]
-        shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
-                                      for r in others for s in (*r.sinks, *([r.dead_letter] if r.dead_letter else []))
-                                      if s.get("format") == "delta"]
-                                     + [(rec.name, s) for s in (*query.sinks, *([query.dead_letter]
-                                                                               if query.dead_letter else []))])
-        if shared:
-            raise ServiceError(409, shared)
-        try:  # no folder written where another is read or written (`guards.check_places`)
-            check_places(places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir),
-                         [p for r in others for p in places(r.name, r.source, r.sinks, r.dead_letter,
-                                                              self.settings.data_dir)])
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        self._limits(rec, replacing)
-
-    def _limits(self, rec: QueryRecord, replacing: str | None = None) -> None:
-        s = self.settings
-        shards = rec.options.get("shards")
-        if shards is not None and shards > s.max_shards:
-            raise config_error(f"shards = {shards} is over the limit of {s.max_shards} (max_shards)")
-        key = stream_key(rec)
-        others = [q for q in self.store.list_queries() if q.id != replacing and stream_key(q) == key]
-        for option, what in (("shards", "shards"), ("operator", "as its operator")):
-            asked, stream = rec.options.get(option), stream_setting(self.checkpoint(key), others, option)
-            if asked is not None and stream is not None and asked != stream:
-                raise config_error(f"{option} = {asked}, but the stream this query joins (its source and field names) "
-                                   f"has {stream} {what}: a stream's {option} is fixed when it first runs. Leave "
-                                   f"{option} out, or register the query with backfill (a stream of its own)")
-        trends = rec.options.get("max_trends")
-        if trends is not None and trends > s.max_cet_trends:
-            raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
-        existing = [q for q in self.store.list_queries() if q.id != replacing]
-        persisted = self.store.state_bytes()
-        used = sum(self.state_bytes(q.id, persisted) for q in existing)
-        if used >= s.state_budget_bytes:
-            raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
-                                    f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
-        if any(q.name == rec.name for q in existing):
-            raise ServiceError(409, f"a query named {rec.name!r} is already registered")
-
-    def _guarded(self, spec: dict[str, Any], what: str) -> dict[str, Any]:
-        """`spec` when its options, path and Kafka hosts are allowed (`guards`); else a 422."""
-        try:
-            check_options(spec, what, SOURCE_OPTIONS if what == "source" else SINK_OPTIONS)
-            check_path_given(spec, what)
-            check_kafka_hosts(spec, what, self.settings.kafka_hosts)
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        return spec
-
-    def _paths(self, spec: dict[str, Any], what: str, must_exist: bool = False) -> dict[str, Any]:
-        """Resolve a file path against data_dir, keep it under path_roots and away from the service's own
-        files (`guards.check_reach`), and (sources) require it."""
-        path = spec.get("path")
-        if path is None or spec.get("format") not in PATH_FORMATS:
-            return spec
-        if not isinstance(path, str) or not path.strip() or "\x00" in path:
-            raise config_error(f"{what} path must be a non-empty string")
-        joined = self.settings.data_dir / Path(path).expanduser()
-        try:
-            resolved = joined.resolve()
-            roots = [r.resolve() for r in self.settings.allowed_roots]  # relative: to the working folder
-            if roots and not any(resolved.is_relative_to(r) for r in roots):
-                raise config_error(f"{what} path {path!r} is outside the allowed roots (path_roots)")
-            check_reach(path, joined, what, self.settings.protected_paths)
-            folder = glob_base(joined).resolve()  # a glob: the folder it matches under
-            if must_exist and not folder.exists():
-                raise config_error(f"{what} path {path!r} does not exist")
-            if must_exist and folder.is_dir():  # Spark lists the whole tree, links followed
-                check_source_tree(path, folder, what, self.settings.protected_paths, self.settings.data_dir,
-                                  contained=recursive(spec))
-        except ConfigError as exc:
-            raise config_error(str(exc)) from None
-        except (OSError, RuntimeError) as exc:  # a link loop in the path itself, say
-            raise config_error(f"{what} path {path!r} cannot be followed: {exc}") from None
-        return {**spec, "path": str(resolved)}
 
     # -- life cycle ---------------------------------------------------------
 
@@ -327,22 +160,6 @@ class Registry:
                 self._change(moved)
         log.info("query %s updated (%s)", rec.name, "new state" if fresh else "state kept")
         return self.get(rec.id), spec
-
-    def _patched(self, old: QueryRecord, patch: dict[str, Any]) -> QueryCreate:
-        """The registration `old` has, with `patch` merged in (RFC 7396): what the patch leaves out stays."""
-        if "text" in patch and patch["text"] is None:
-            raise config_error("text cannot be removed: give a new text, or leave text out to keep it")
-        options = {RENAMED.get(k, k): v for k, v in old.options.items()}  # a record of an older version
-        if old.mode == "cet" and options.get("max_trends") == self.settings.max_cet_trends:
-            del options["max_trends"]  # the service's cap, filled in for CET (`_checked`): again if still CET
-        document = {"name": old.name, "text": old.text, "mode": old.mode, "source": old.source,
-                    "sinks": old.sinks, "dead_letter": old.dead_letter, "options": options}
-        if "text" in patch and "mode" not in patch and old.mode == implied_mode(old.text):
-            del document["mode"]  # the mode its text implied: the new text's own (a chosen mode stays)
-        try:
-            return QueryCreate.model_validate(merge_patch(document, patch))
-        except ValidationError as exc:
-            raise request_error(exc) from None
 
     def get(self, query_id: str) -> QueryRecord:
         """The query of this id, or else of this name (names are unique)."""
@@ -523,105 +340,3 @@ class Registry:
         for key in list(self.streams):
             with self._stream_lock(key):
                 self._stop_stream(key)
-
-    # -- monitoring ------------------------------------------------------------
-
-    def observe(self, report: dict[str, Any]) -> None:
-        """One micro-batch's progress report of any stream (Spark's listener thread)."""
-        name = report.get("name") or ""
-        if name.startswith(STREAM_PREFIX):
-            self.stream_progress.setdefault(name[len(STREAM_PREFIX):], StreamProgress()).observe(report)
-
-    def progress(self, rec: QueryRecord, persisted: dict[str, int] | None = None) -> dict[str, Any]:
-        """A query's progress: its stream's latest reports (kept as they come: no call into
-        Spark) and the store's counts."""
-        handle = self.stream_of(rec.id)
-        out = progress(self.stream_progress.get(handle.key) if handle is not None else None, self.store.counts(rec.id))
-        if out.get("watermark_s") is not None:  # the stream's latest event time less the query's own lateness
-            lateness = rec.options.get("lateness_s", rec.options.get("watermark_delay_s")) or 0
-            out["watermark_s"] -= float(lateness)
-        out["state_bytes"] = self.state_bytes(rec.id, persisted)
-        writer = handle.writer.writers.get(rec.id) if handle is not None else None
-        spool = writer.spool if writer is not None else Spool(self.checkpoint(stream_key(rec)) / "queries" / rec.id
-                                                              / "spool")
-        out["spooled_batches"], out["spooled_bytes"] = spool.stats()
-        if handle is not None:
-            out["stream"] = handle.key
-            out["stream_queries"] = len(handle.query_ids)
-            if writer is not None:  # the dead letters' reasons in this run, and the engine it ran on
-                out["dead_letter_summary"] = writer.dead_letters.summary() or None
-                out["engine"] = writer.engine_text
-        out["problem"] = self._problem(rec, writer)
-        return out
-
-    def _problem(self, rec: QueryRecord, writer: Any) -> str | None:
-        """The names of the query its input shows to be mistakes: as its stream says once it read input,
-        else as the records already in its source say (a folder that is complete gets no new input)."""
-        if writer is not None and (writer.typed or writer.other_types):
-            return writer.problem  # type: ignore[no-any-return]
-        registration = json.dumps([rec.text, rec.source, rec.options.get("fields")], sort_keys=True, default=str)
-        known = self.sampled.get(rec.id)
-        if known is not None and known[0] == registration:
-            return known[1]
-        try:
-            query = query_config(rec)
-            spec = run_spec(rec, self.settings, checked=False, query=query)
-            problems = self._census_of(query.source or SourceConfig.model_validate(rec.source),
-                                       spec.fields.type).problems(spec.query)
-        except (ConfigError, OSError) as exc:
-            log.warning("query %s: its source could not be sampled: %s", rec.name, short_error(exc))
-            problems = []
-        self.sampled[rec.id] = (registration, "; ".join(problems) or None)
-        return self.sampled[rec.id][1]
-
-    def _census_of(self, source: Any, type_field: str) -> Any:
-        """What the records already in `source` say (`sample_census`), read once for the queries
-        registered on it within SAMPLE_TTL_S."""
-        key = f"{type_field} {source.model_dump_json()}"
-        now = time.monotonic()
-        hit = self._samples.get(key)
-        if hit is None or now - hit[0] > SAMPLE_TTL_S:
-            hit = self._samples[key] = (now, sample_census(source, type_field))
-        return hit[1]
-
-    def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:
-        """The bytes a query's state takes: as its running stream's shards last reported
-        them, else as its last batch left them (stored: a stopped, restarted or patched
-        query keeps counting). A state that queries share counts once, split between them."""
-        handle = self.stream_of(query_id)
-        if handle is not None and handle.writer.knows(query_id):
-            return handle.writer.state_bytes(query_id)
-        return (persisted if persisted is not None else self.store.state_bytes()).get(query_id, 0)
-
-    def monitor_once(self) -> None:
-        """Fail the queries of streams that died, and queries whose state is over the limit."""
-        for key in list(self.streams):
-            with self._stream_lock(key):
-                handle = self.streams.get(key)
-                if handle is not None:
-                    self._monitor(key, handle)
-
-    def _monitor(self, key: str, handle: StreamHandle) -> None:
-        if not handle.query.isActive:
-            exc = handle.query.exception()
-            if exc is not None:
-                log.error("stream %s died: %s", key, exc)
-            self.streams.pop(key, None)
-            for query_id in handle.query_ids:
-                rec = self.store.get_query(query_id)
-                if rec is not None:
-                    self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
-            return
-        failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
-        for q in handle.query_ids:
-            size = handle.writer.state_bytes(q)
-            if q not in failed and size > self.settings.max_state_bytes:
-                failed[q] = (f"state uses {size:,} bytes, over the limit of "
-                             f"{self.settings.max_state_bytes:,} (max_state_bytes)")
-        for query_id, reason in failed.items():
-            rec = self.store.get_query(query_id)
-            if rec is not None and rec.status != "failed":
-                log.error("query %s failed: %s", rec.name, reason)
-                self._mark(rec, "failed", reason)
-        if any(q in handle.query_ids for q in failed):
-            self._restart_quietly(key)  # without the failed queries, which keep their state

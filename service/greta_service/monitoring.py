@@ -1,0 +1,155 @@
+"""What the registry sees of its running streams: each stream's progress as Spark reports it, a query's
+progress, state size and the mistakes its input shows in its names (`_problem`), and the monitor that
+fails the queries of a stream that died or whose state is over the limit. `Monitoring` is the part of
+`greta_service.registry.Registry` that does it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from greta_service.runner import (
+    STREAM_PREFIX,
+    StreamHandle,
+    StreamProgress,
+    progress,
+    query_config,
+    run_spec,
+    short_error,
+    stream_key,
+)
+from greta_service.settings import Settings
+from greta_service.store import QueryRecord, Store
+from greta_stream import ConfigError
+from greta_stream.pipeline import SourceConfig, sample_census
+from greta_stream.spark import Spool
+
+log = logging.getLogger("greta_service")
+SAMPLE_TTL_S = 30.0  # the records already in a source, read once for the queries registered on it meanwhile
+
+
+class Monitoring:
+    """A running stream's progress and health, as `Registry` keeps them (its streams, store and samples)."""
+
+    settings: Settings
+    store: Store
+    streams: dict[str, StreamHandle]
+    stream_progress: dict[str, StreamProgress]
+    sampled: dict[str, tuple[str, str | None]]
+    _samples: dict[str, tuple[float, Any]]
+
+    if TYPE_CHECKING:  # the registry's own (`Registry`)
+        def stream_of(self, query_id: str) -> StreamHandle | None: ...
+
+        def checkpoint(self, key: str) -> Path: ...
+
+        def _stream_lock(self, key: str) -> threading.RLock: ...
+
+        def _mark(self, rec: QueryRecord, status: str, error: str | None) -> None: ...
+
+        def _restart_quietly(self, key: str) -> None: ...
+
+    def observe(self, report: dict[str, Any]) -> None:
+        """One micro-batch's progress report of any stream (Spark's listener thread)."""
+        name = report.get("name") or ""
+        if name.startswith(STREAM_PREFIX):
+            self.stream_progress.setdefault(name[len(STREAM_PREFIX):], StreamProgress()).observe(report)
+
+    def progress(self, rec: QueryRecord, persisted: dict[str, int] | None = None) -> dict[str, Any]:
+        """A query's progress: its stream's latest reports (kept as they come: no call into
+        Spark) and the store's counts."""
+        handle = self.stream_of(rec.id)
+        out = progress(self.stream_progress.get(handle.key) if handle is not None else None, self.store.counts(rec.id))
+        if out.get("watermark_s") is not None:  # the stream's latest event time less the query's own lateness
+            lateness = rec.options.get("lateness_s", rec.options.get("watermark_delay_s")) or 0
+            out["watermark_s"] -= float(lateness)
+        out["state_bytes"] = self.state_bytes(rec.id, persisted)
+        writer = handle.writer.writers.get(rec.id) if handle is not None else None
+        spool = writer.spool if writer is not None else Spool(self.checkpoint(stream_key(rec)) / "queries" / rec.id
+                                                              / "spool")
+        out["spooled_batches"], out["spooled_bytes"] = spool.stats()
+        if handle is not None:
+            out["stream"] = handle.key
+            out["stream_queries"] = len(handle.query_ids)
+            if writer is not None:  # the dead letters' reasons in this run, and the engine it ran on
+                out["dead_letter_summary"] = writer.dead_letters.summary() or None
+                out["engine"] = writer.engine_text
+        out["problem"] = self._problem(rec, writer)
+        return out
+
+    def _problem(self, rec: QueryRecord, writer: Any) -> str | None:
+        """The names of the query its input shows to be mistakes: as its stream says once it read input,
+        else as the records already in its source say (a folder that is complete gets no new input)."""
+        if writer is not None and (writer.typed or writer.other_types):
+            return writer.problem  # type: ignore[no-any-return]
+        registration = json.dumps([rec.text, rec.source, rec.options.get("fields")], sort_keys=True, default=str)
+        known = self.sampled.get(rec.id)
+        if known is not None and known[0] == registration:
+            return known[1]
+        try:
+            query = query_config(rec)
+            spec = run_spec(rec, self.settings, checked=False, query=query)
+            problems = self._census_of(query.source or SourceConfig.model_validate(rec.source),
+                                       spec.fields.type).problems(spec.query)
+        except (ConfigError, OSError) as exc:
+            log.warning("query %s: its source could not be sampled: %s", rec.name, short_error(exc))
+            problems = []
+        self.sampled[rec.id] = (registration, "; ".join(problems) or None)
+        return self.sampled[rec.id][1]
+
+    def _census_of(self, source: Any, type_field: str) -> Any:
+        """What the records already in `source` say (`sample_census`), read once for the queries
+        registered on it within SAMPLE_TTL_S."""
+        key = f"{type_field} {source.model_dump_json()}"
+        now = time.monotonic()
+        hit = self._samples.get(key)
+        if hit is None or now - hit[0] > SAMPLE_TTL_S:
+            hit = self._samples[key] = (now, sample_census(source, type_field))
+        return hit[1]
+
+    def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int:
+        """The bytes a query's state takes: as its running stream's shards last reported
+        them, else as its last batch left them (stored: a stopped, restarted or patched
+        query keeps counting). A state that queries share counts once, split between them."""
+        handle = self.stream_of(query_id)
+        if handle is not None and handle.writer.knows(query_id):
+            return handle.writer.state_bytes(query_id)
+        return (persisted if persisted is not None else self.store.state_bytes()).get(query_id, 0)
+
+    def monitor_once(self) -> None:
+        """Fail the queries of streams that died, and queries whose state is over the limit."""
+        for key in list(self.streams):
+            with self._stream_lock(key):
+                handle = self.streams.get(key)
+                if handle is not None:
+                    self._monitor(key, handle)
+
+    def _monitor(self, key: str, handle: StreamHandle) -> None:
+        if not handle.query.isActive:
+            exc = handle.query.exception()
+            if exc is not None:
+                log.error("stream %s died: %s", key, exc)
+            self.streams.pop(key, None)
+            for query_id in handle.query_ids:
+                rec = self.store.get_query(query_id)
+                if rec is not None:
+                    self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
+            return
+        failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
+        for q in handle.query_ids:
+            size = handle.writer.state_bytes(q)
+            if q not in failed and size > self.settings.max_state_bytes:
+                failed[q] = (f"state uses {size:,} bytes, over the limit of "
+                             f"{self.settings.max_state_bytes:,} (max_state_bytes)")
+        for query_id, reason in failed.items():
+            rec = self.store.get_query(query_id)
+            if rec is not None and rec.status != "failed":
+                log.error("query %s failed: %s", rec.name, reason)
+                self._mark(rec, "failed", reason)
+        if any(q in handle.query_ids for q in failed):
+            self._restart_quietly(key)  # without the failed queries, which keep their state
