@@ -4,8 +4,8 @@ A stream read once serves every query registered on it (a `QuerySet`,
 `greta_stream.runtime.queryset`). `MultiRunner` runs a `QuerySet` behind one interface. Records are handed
 over once per micro-batch, parsed once (one `columnar.Input`: each field is
 read and typed once for every query), to the planner's units
-(`greta_stream.runtime.planner`): a unit serves one query (its own runner)
-or several (a shared pass). Rows and dead letters carry their query's name.
+(`greta_stream.runtime.plan`, built into `greta_stream.runtime.units`): a unit
+serves one query (its own runner) or several (a shared pass). Rows and dead letters carry their query's name.
 Its state is one blob holding every query's state under the query's name and
 run fingerprint, so a stream restarted with another query set restores the
 queries it still has, starts new ones empty (at the stream's position),
@@ -40,7 +40,9 @@ from greta_stream.engine import DeadLetter
 from greta_stream.engine.chunks import tracked
 from greta_stream.engine.columnar import Input
 from greta_stream.errors import SnapshotError
+from greta_stream.runtime.plan import QuerySetPlan, plan_units
 from greta_stream.runtime.queryset import QuerySet, QueryWatermarkOf
+from greta_stream.runtime.units import Unit
 
 SNAPSHOT_FORMAT = 1
 log = logging.getLogger("greta_stream.runtime")
@@ -52,13 +54,11 @@ class MultiRunner:
     """Every query of a `QuerySet` over one stream of records; see the module docstring."""
 
     def __init__(self, queries: QuerySet, *, dead_letter: QueryDeadLetter | None = None,
-                 plan: Any = None) -> None:
-        from greta_stream.runtime.planner import plan_units
-
+                 plan: QuerySetPlan | None = None) -> None:
         self.queries = queries
         self._dead_letter = dead_letter
         self.plan = plan if plan is not None else plan_units(queries)
-        self.units = [unit.build(self._sink_of) for unit in self.plan.units]
+        self.units: list[Unit] = [unit.build(self._sink_of) for unit in self.plan.units]
         self.unit_plans = {id(u): p for u, p in zip(self.units, self.plan.units)}  # what each unit was built from
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
         self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
@@ -83,7 +83,7 @@ class MultiRunner:
         self._dead_letter = sink  # the units' sinks read it on every dead letter
 
     # ------------------------------------------------------------ the run
-    def _each(self, call: Callable[[Any], Any]) -> list[Any]:
+    def _each(self, call: Callable[[Unit], Any]) -> list[Any]:
         """`call(unit)` for every unit; a unit that raises fails its queries alone (module docstring)."""
         out = []
         for unit in list(self.units):
@@ -95,7 +95,7 @@ class MultiRunner:
                 self._fail(unit, exc)
         return out
 
-    def _fail(self, unit: Any, exc: Exception) -> None:
+    def _fail(self, unit: Unit, exc: Exception) -> None:
         reason = one_line(exc)
         log.error("queries %s failed: %s", ", ".join(unit.names), reason, exc_info=exc)
         self.units.remove(unit)
@@ -179,8 +179,6 @@ class MultiRunner:
         """Take another query set of the same run (`QuerySet.epoch`) between two micro-batches, as
         `restore(queries, self.snapshot())` would, without reading again what did not change: a unit
         whose plan is the same goes on as it is; the others start from the states of the last snapshot."""
-        from greta_stream.runtime.planner import plan_units
-
         assert queries.epoch == self.queries.epoch, "a query set of another run: restore it from the state"
         plan = plan_units(queries)
         live = {tuple(u.names): u for u in self.units}
@@ -210,7 +208,7 @@ class MultiRunner:
 
     @classmethod
     def restore(cls, queries: QuerySet, blob: bytes, *, dead_letter: QueryDeadLetter | None = None,
-                plan: Any = None) -> MultiRunner:
+                plan: QuerySetPlan | None = None) -> MultiRunner:
         """The runner of `queries`, each query continuing from its saved state
         when the blob has one for its name and fingerprint (else new)."""
         try:
