@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import columnar_plan
@@ -20,9 +20,11 @@ from greta_stream.engine.columnar.passes import PassSpec, single_pass
 from greta_stream.engine.columnar.stream import ColumnarStream, Diverged, handed
 from greta_stream.engine.columnar.union import union_plan
 from greta_stream.runtime.plan.keys import validation_key, validation_plan
-from greta_stream.runtime.plan.planner import FamilyUnitPlan
 from greta_stream.runtime.queryset import QueryWatermarkOf, run_fingerprint
 from greta_stream.runtime.spec import RunSpec
+
+if TYPE_CHECKING:  # the plans build their units: units.py is run time, below the planner
+    from greta_stream.runtime.plan.planner import FamilyUnitPlan
 
 SinkOf = Callable[[str], Callable[[DeadLetter], None]]
 Rows = list[tuple[str, dict[str, Any]]]  # (query name, row)
