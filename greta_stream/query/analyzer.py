@@ -63,6 +63,7 @@ def analyze(query: ast.Query, text: str | None = None) -> ast.Query:
     aliases = aliases_of(query)
     _check_returns(query, aliases, probs)
     _check_where(query, aliases, probs)
+    _check_optional_equivalence(query, aliases, probs)
     _check_group_by(query, probs)
     _check_durations(query, probs)
     if probs.items:
@@ -249,6 +250,37 @@ def _check_condition(
         probs.add(f"edge predicate needs both X.a and NEXT({nexts[0]}).b", pred.span)
     elif nexts and (plain[0], nexts[0]) not in pairs:
         probs.add(f"{plain[0]} is never immediately followed by {nexts[0]} in the pattern", pred.span)
+
+
+def _check_optional_equivalence(query: ast.Query, aliases: dict[str, AliasInfo], probs: _Problems) -> None:
+    """An equivalence attribute of some aliases only must apply to one that every
+    trend has: a trend that leaves out each of them (a part that may match nothing)
+    would carry no value of it, and belong to every group of its values."""
+    applies: dict[str, set[str]] = {}
+    first: dict[str, ast.AttrRef] = {}
+    for pred in query.where:
+        if isinstance(pred, ast.Equivalence):
+            for ref in pred.attrs:
+                applies.setdefault(ref.attr, set()).update(aliases if ref.alias is None else {ref.alias})
+                first.setdefault(ref.attr, ref)
+    always = _mandatory(query.pattern)
+    for attr, names in applies.items():
+        if attr in query.group_by or names >= set(aliases) or names & always:
+            continue
+        probs.add(f"equivalence attribute {attr!r} applies only to {', '.join(sorted(names))}, which a trend may "
+                  f"leave out (a part that may match nothing); apply it to an alias every trend has as well",
+                  first[attr].span)
+
+
+def _mandatory(p: ast.Pattern) -> set[str]:
+    """The positive aliases every trend of `p` binds an event to."""
+    if isinstance(p, ast.EventPattern):
+        return {p.alias}
+    if isinstance(p, ast.Not) or (isinstance(p, ast.Repeat) and p.lo == 0):
+        return set()
+    if isinstance(p, ast.Seq):
+        return set().union(*(_mandatory(x) for x in p.parts))
+    return _mandatory(p.inner)
 
 
 def _contains_equivalence(e: object) -> bool:

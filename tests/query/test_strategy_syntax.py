@@ -60,6 +60,7 @@ def test_format_then_parse_gives_the_same_query(text: str) -> None:
     ("(SEQ(A, B{16})){16}", "272 states", 25),
     ("(((A{64}){64}){64}){64}", "16,777,216 states", 25),
     ("A+ SEMANTICS strict", "unknown selection strategy 'strict'", 38),
+    ("SEQ(B b, A a?) WHERE [a.h]", "'h' applies only to a, which a trend may leave out", 47),
 ])
 def test_refusals_say_what_and_where(text: str, message: str, column: int) -> None:
     with pytest.raises(QueryError) as exc:
