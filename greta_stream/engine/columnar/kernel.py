@@ -55,168 +55,23 @@ from greta_stream.engine.columnar.groups import rows_of as _rows_of
 from greta_stream.engine.columnar.groups import to_group as _to_group
 from greta_stream.engine.columnar.groups import to_group_q as _to_group_q
 from greta_stream.engine.columnar.limbs import EXTRA_LIMBS, LIMB_BITS, normalize_rows
-from greta_stream.engine.columnar.limbs import MASK as _MASK
-from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
-from greta_stream.engine.columnar.limbs import add_node as _add_node
-from greta_stream.engine.columnar.limbs import grown2 as _grown2
-from greta_stream.engine.columnar.limbs import grown3 as _grown3
-from greta_stream.engine.columnar.limbs import grown4 as _grown4
-from greta_stream.engine.columnar.limbs import normalize as _normalize
-from greta_stream.engine.columnar.limbs import significant as _significant
-from greta_stream.engine.columnar.limbs import take_node as _take_node
 from greta_stream.engine.columnar.limbs import wider4 as _wider4
 from greta_stream.engine.columnar.limbs import wider_last as _wider_last
 from greta_stream.engine.columnar.limbs import wider_mid as _wider_mid
-from greta_stream.engine.columnar.minmax import add_mm as _add_mm
 from greta_stream.engine.columnar.minmax import clear_mm as _clear_mm
 from greta_stream.engine.columnar.minmax import vertex_mm as _vertex_mm
+from greta_stream.engine.columnar.propagate import neutral_mm as _neutral_mm
+from greta_stream.engine.columnar.propagate import predecessors as _predecessors
+from greta_stream.engine.columnar.propagate import scan as _scan
+from greta_stream.engine.columnar.propagate import span as _span
+from greta_stream.engine.columnar.propagate import vertex as _vertex
+from greta_stream.engine.columnar.stores import defer as _defer
+from greta_stream.engine.columnar.stores import join as _join
+from greta_stream.engine.columnar.stores import join_deferred as _join_deferred
+from greta_stream.engine.columnar.stores import scan_layout as _scan_layout
+from greta_stream.engine.columnar.stores import task_keys as _task_keys
 
 __all__ = ["EXTRA_LIMBS", "LIMB_BITS", "Events", "Wiring", "normalize_rows", "run"]
-
-
-@njit(cache=True, inline="always")
-def _predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scanned):  # noqa: ANN001, ANN202
-    """Write to `path` the nodes an event of state s reads (the stores of its
-    state's predecessors: a running total whole, a generation store when its
-    vertices are of the event's generation `gread`, the keyed store by its
-    probe); return how many. A scanned store is not read here (`_scan`)."""
-    npath = 0
-    for js in range(reads.shape[1]):
-        if not reads[s, js]:
-            continue
-        if scanned[js]:
-            continue  # read vertex by vertex (`_scan`)
-        if js != keyed:
-            if gen[js] and storegen[js] != gread:
-                continue  # a negated event came since its vertices: none is a predecessor
-            path[npath] = m + 1 + js
-            npath += 1
-        elif point:
-            if probe >= 0:
-                idx = np.searchsorted(keys, probe)
-                if idx < m and keys[idx] == probe:
-                    path[npath] = idx + 1
-                    npath += 1
-        else:
-            i = np.searchsorted(keys, probe)  # local keys admitted: global rank < probe
-            while i > 0:
-                path[npath] = i
-                npath += 1
-                i -= i & (-i)
-    return npath
-
-
-@njit(cache=True, inline="always")
-def _scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
-    """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
-    every one of its edge predicates admits for event v (by ranks:
-    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=` for `!=`), of v's
-    generation when the store is across a middle NOT; return the new length."""
-    grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
-    gen = wiring.gen[js]
-    gread = ev.gread[v]
-    for i in range(lo, hi):
-        u = vert_ev[i]
-        if gen and ev.gjoin[u] != gread:
-            continue
-        ok = True
-        for q in range(pointp.shape[0]):
-            if pred_store[q] != js:
-                continue
-            if pointp[q] == 1:
-                if grs[u, q] != gqs[v, q]:
-                    ok = False
-                    break
-            elif pointp[q] == 2:
-                if grs[u, q] == gqs[v, q]:
-                    ok = False
-                    break
-            elif grs[u, q] >= gqs[v, q]:
-                ok = False
-                break
-        if ok:
-            path[npath] = i
-            npath += 1
-    return npath
-
-
-@njit(cache=True, inline="always")
-def _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, own, starts, first_lane,  # noqa: ANN001, ANN202
-            masked, per_q, lm, startq):
-    """An event's aggregates in lanes j0..j1-1 of `acc` (GRETA's propagation):
-    the sum of its predecessors' nodes, plus one trend it starts in every
-    lane from `first_lane` on (if `starts`), plus count * its own multiplier
-    `own` (in 32-bit digits) in cells 1..; carried, with sig[c] the
-    significant limbs of cell c. True if some cell needs more than `limbs`.
-
-    With query lanes (`masked`; lane = query * per_q + window), a lane the
-    event is not a vertex of for its query (`lm` false) is zero, and the
-    event starts a trend only in its queries' lanes that start at its state
-    (`startq[query]`; a union has no leading NOT: `first_lane` is not read)."""
-    ncell = acc.shape[0]
-    # 1. how many limbs each cell's sum can need: fewer than 2**32 values of
-    # `used` limbs carry into one more; cell c adds count * value (ndig digits)
-    for c in range(ncell):
-        hi[c] = 1
-        for r in range(npath):
-            if used[path[r], c] > hi[c]:
-                hi[c] = used[path[r], c]
-    top0 = min(limbs, hi[0] + 1)
-    for c in range(ncell):
-        hi[c] = min(limbs, (hi[c] if c == 0 else max(hi[c], top0 + ndig[c])) + 1)
-        acc[c, : hi[c], j0:j1] = 0
-    # 2. sum the predecessors, start a trend, carry the count
-    for r in range(npath):
-        _take_node(acc, nodes, used, path[r], j0, j1)
-    if masked:
-        for j in range(j0, j1):
-            if not lm[j]:  # not this query's vertex here: it neither counts nor passes counts on
-                for c in range(ncell):
-                    for lb in range(hi[c]):
-                        acc[c, lb, j] = 0
-            elif startq[j // per_q]:
-                acc[0, 0, j] += 1
-    elif starts:
-        for j in range(max(j0, first_lane), j1):
-            acc[0, 0, j] += 1  # the event starts a trend in each of its windows
-    if _normalize(acc, 0, hi[0], j0, j1, carry):
-        return True
-    sig[0] = _significant(acc, 0, hi[0], j0, j1)
-    # 3. the other cells: + count * the event's own multiplier, in 32-bit digits
-    n = j1 - j0
-    for c in range(1, ncell):
-        for d in range(ndig[c]):
-            k = own[c - 1, d]
-            if k == 0:
-                continue
-            if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
-                return True
-            if n == 1:
-                for lb in range(sig[0]):
-                    x = acc[0, lb, j0]
-                    if k == 1:
-                        acc[c, lb + d, j0] += x
-                    else:
-                        x = x * k
-                        acc[c, lb + d, j0] += x & _MASK
-                        acc[c, lb + d + 1, j0] += x >> _SHIFT
-                continue
-            for lb in range(sig[0]):
-                dst = acc[c, lb + d, j0:j1]
-                src = acc[0, lb, j0:j1]
-                if k == 1:  # COUNT(X): the count itself
-                    for j in range(n):
-                        dst[j] += src[j]
-                else:  # the product's halves: limbs never overflow before the one carry pass
-                    up = acc[c, lb + d + 1, j0:j1]
-                    for j in range(n):
-                        x = src[j] * k
-                        dst[j] += x & _MASK
-                        up[j] += x >> _SHIFT
-        if _normalize(acc, c, hi[c], j0, j1, carry):
-            return True
-        sig[c] = _significant(acc, c, hi[c], j0, j1)
-    return False
 
 
 Events = namedtuple("Events", [
@@ -281,259 +136,238 @@ def run(
 
     Per task (a partition in a block of windows), per time stamp:
       1. every event of the time stamp computes its aggregates from the
-         stores it reads (`_predecessors`, `_vertex`: GRETA's propagation);
-      2. a final vertex adds to its group's windows (`_to_group`);
-      3. then the events join the stores of their states (`_join`), all
+         stores it reads (`propagate.predecessors`, `propagate.scan`,
+         `propagate.vertex`: GRETA's propagation);
+      2. a final vertex adds to its group's windows (`groups.to_group`);
+      3. then the events join the stores of their states (`stores.join`), all
          after every event of the time stamp has read them.
-    A block's group sums become rows when the block is done (`_flush`)."""
+    A block's group sums become rows when the block is done (`_flush`);
+    a task's events are `_task`'s."""
     nm = ev.mmval.shape[1]
     nstore = wiring.store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
     kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
-    scanned = wiring.scanned
-    any_scan = scanned.any()
+    any_scan = wiring.scanned.any()
     mmprop = wiring.mmprop and nm > 0
-    joins = np.zeros(wiring.start.shape[0], np.bool_)  # events of the state join some store
-    for js in range(nstore):
-        joins[wiring.store_src[js]] = True
+    joins = _joining(wiring)  # events of the state join some store
     rows = 0
     out_k, out_g, out_c, out_m = _rows_of(256, ncell, lo_limbs, nm)  # result rows
-    nq, masked = wiring.nq, wiring.masked
-    width = lanes * nq  # lanes of a block: its windows for each query, query after query
-    lm = np.ones(width, np.bool_)  # with query lanes: the event is a vertex of the lane's query there
-    # one event's lanes, those of its time stamp waiting to join, and the tree (reused from task to task)
-    acc = np.zeros((ncell, limbs, width), np.uint64)
-    pend = np.zeros((4, ncell, limbs, width), np.uint64)
-    pend_sig = np.zeros((4, ncell), np.int64)
+    width = lanes * wiring.nq  # lanes of a block: its windows for each query, query after query
     mmw = nm if mmprop else 0  # MIN/MAX lanes carried per vertex
-    acc_mm = np.zeros((mmw, width), np.float64)
-    pend_mm = np.zeros((4, mmw, width), np.float64)
-    carry = np.zeros(width + 1, np.uint64)
-    hi = np.zeros(ncell, np.int64)  # per cell: limbs of the event's sum before normalizing
-    sig = np.zeros(ncell, np.int64)  # per cell: significant limbs of the event's aggregates
+    lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig = _event_arrays(ncell, limbs, width, mmw)
     ncap = 64
-    path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
-    nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
-    nodes_mm = np.zeros((ncap, mmw, width), np.float64)
-    used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
-    storegen = np.zeros(nstore, np.int64)  # per generation store: the generation of its vertices
-    vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
-    # per scanned store: its first node, vertices joined, the first one still in a window of the event
-    vbase = np.zeros(nstore, np.int64)
-    nv = np.zeros((nstore, 2), np.int64)
-    # the block's sums per group: slot of each group (-1: none yet)
-    slot_of = np.full(max(n_groups, 1), -1, np.int64)
-    slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, width)
-    nslots = 0
-    cur_blk = -1
+    path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, mmw)
+    storegen, vbase, nv = _store_arrays(nstore)
+    slot_of, slot_g, gacc, gmm, ghas = _block_sums(n_groups, ncell, lo_limbs, nm, width)
+    nslots, cur_blk = 0, -1
     for x in range(t_lo, t_hi + 1):
         blk = task[x, 0] if x < t_hi else -1
         if blk != cur_blk and nslots:  # the block is done: its rows
-            rows, out_k, out_g, out_c, out_m = _flush(
-                k_first + cur_blk * lanes, lanes, nq, nslots, slot_g, gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
-            for sl in range(nslots):
-                slot_of[slot_g[sl]] = -1
-            nslots = 0
+            rows, out_k, out_g, out_c, out_m = _flush(k_first + cur_blk * lanes, lanes, wiring.nq, nslots, slot_g,
+                                                      gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
+            nslots = _free_slots(slot_of, slot_g, nslots)
         if x == t_hi:
             break
         cur_blk = blk
         p, a, b = task[x, 1], task[x, 2], task[x, 3]
         k0 = k_first + blk * lanes
-        g = group_of_part[p]
-        sl = slot_of[g]
-        if sl < 0:
-            sl = nslots
-            nslots += 1
-            slot_of[g] = sl
-            slot_g, gacc, gmm, ghas = _new_slot(sl, g, slot_g, gacc, gmm, ghas, wiring.mmax)
-        # the tree of this task: nodes 1..m, the keyed store (a Fenwick tree or
-        # buckets over the ranks of the keys in this task, or one node per
-        # vertex when scanned); node m + 1 + j: the running total of store j
-        keys = _task_keys(ev.st, ev.gr, a, b, kstate)
-        m = keys.shape[0]
-        nn = m + 1 + nstore
-        if any_scan:  # then one node per vertex of each scanned store
-            nn = _scan_layout(ev.st, a, b, wiring.store_src, scanned, nn, vbase)
+        sl, nslots, slot_g, gacc, gmm, ghas = _slot(slot_of, group_of_part[p], nslots, slot_g, gacc, gmm, ghas,
+                                                    wiring.mmax)
+        keys, nn = _layout(ev, a, b, kstate, wiring, any_scan, vbase)  # the task's tree: nn nodes
         if nn > ncap:
             ncap = max(2 * ncap, nn)
             if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
                 return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
-            nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
-            nodes_mm = np.zeros((ncap, mmw, width), np.float64)
-            used = np.zeros((ncap, ncell), np.int64)
-            path = np.zeros(ncap + 1 + nstore, np.int64)
-            vert_ev = np.zeros(ncap, np.int64)
-        used[:nn] = 0
-        if mmprop:
-            _clear_mm(nodes_mm, 0, nn, wiring.mmax)
-        storegen[:] = -1
-        nv[:] = 0
-        e = a
-        while e < b:
-            g1 = e + 1  # events e..g1-1: one time stamp
-            while g1 < b and not ev.newt[g1]:
-                g1 += 1
-            v = e
-            while v < g1:
-                s = ev.st[v]
-                w0, w1, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, s, wiring)  # its windows, its lanes
-                if masked:  # a lane is the vertex's where its query has it in that window
-                    for j in range(j0, j1):
-                        q = j // lanes
-                        w = j - q * lanes
-                        lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
-                npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, m,
-                                      wiring.gen, storegen, ev.gread[v], scanned)
-                if any_scan:
-                    for js in range(nstore):
-                        if scanned[js] and wiring.reads[s, js]:
-                            while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
-                                nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
-                            npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
-                                          vbase[js] + nv[js, 0])
-                over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
-                               ev.mult[v], wiring.start[s], max(ev.kneg[v] - k0, -1), masked, lanes, lm, wiring.startq[s])
-                if over:  # a count needs more limbs: widen every array by half and redo this event
-                    limbs = limbs + limbs // 2 + 1
-                    lo_limbs = limbs + EXTRA_LIMBS
-                    if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
-                        return -1, out_k, out_g, out_c, out_m
-                    acc, pend, nodes = _wider_mid(acc, limbs), _wider4(pend, limbs), _wider4(nodes, limbs)
-                    gacc, out_c = _wider4(gacc, lo_limbs), _wider_last(out_c, lo_limbs)
-                    continue
-                if mmprop:
-                    _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
-                    if masked:
-                        _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
-                if wiring.final[s] and masked:
-                    _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
-                                lanes, lm, wiring.finalq[s])
-                elif wiring.final[s]:
-                    je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
-                    if je > j0:
-                        _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
-                if joins[s]:
-                    if g1 - e == 1:  # alone at its time stamp: joins the tree now
-                        _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
-                              storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
-                    else:  # joins after every event of its time stamp has read the tree
-                        pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
-                v += 1
-            if g1 - e > 1:
-                _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
-                               nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
-            e = g1
+            path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, mmw)
+        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax)
+        too_big, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c = _task(  # at most 30 arguments (numba inlines them)
+            a, b, k0, sl, max_tree_words, ev, wiring, keys, joins, lm, acc, hi, sig, carry, acc_mm, pend, pend_sig,
+            pend_mm, path, nodes, used, nodes_mm, storegen, vert_ev, vbase, nv, gacc, gmm, ghas, out_c)
+        limbs = acc.shape[1]
+        if too_big:
+            return -1, out_k, out_g, out_c, out_m  # the caller runs again with fewer lanes
     return rows, out_k, out_g, out_c, out_m
 
 
-@njit(cache=True)
-def _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,  # noqa: ANN001, ANN202
-                   nodes_mm, storegen, vert_ev, vbase, nv, mmprop):
-    """The deferred vertices of time stamp e..g1-1 join the stores of their states."""
-    for v in range(e, g1):
-        if joins[ev.st[v]]:
-            _, _, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, ev.st[v], wiring)
-            _join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
-                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
-
-
-@njit(cache=True)
-def _task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
-    """The distinct key ranks of the keyed state's events a..b-1, sorted (none without a keyed store)."""
-    if kstate < 0:
-        return np.zeros(0, np.int64)
-    sel = np.empty(b - a, np.int64)
-    ns = 0
-    for u in range(a, b):
-        if st[u] == kstate:
-            sel[ns] = gr[u]
-            ns += 1
-    return np.unique(sel[:ns])
-
-
-@njit(cache=True)
-def _scan_layout(st, a, b, store_src, scanned, nn, vbase):  # noqa: ANN001, ANN202
-    """Nodes for the vertices of each scanned store among events a..b-1, from
-    node nn on (`vbase[js]`: its first); returns the nodes in use."""
-    for js in range(store_src.shape[0]):
-        if not scanned[js]:
-            continue
-        vbase[js] = nn
-        for u in range(a, b):
-            if st[u] == store_src[js]:
-                nn += 1
-    return nn
+@njit(cache=True, inline="always")
+def _joining(wiring):  # noqa: ANN001, ANN202
+    """Per state: its events join some store."""
+    joins = np.zeros(wiring.start.shape[0], np.bool_)
+    for js in range(wiring.store_src.shape[0]):
+        joins[wiring.store_src[js]] = True
+    return joins
 
 
 @njit(cache=True, inline="always")
-def _span(kmin, kmax, k0, lanes, s, wiring):  # noqa: ANN001, ANN202
-    """(w0, w1, j0, j1): a vertex's windows w0..w1-1 in the block of `lanes`
-    windows from k0, and its lanes j0..j1-1 (with query lanes, from its
-    state's first query's window w0 to its last query's window w1 - 1)."""
-    w0 = max(kmin, k0) - k0
-    w1 = min(kmax, k0 + lanes - 1) - k0 + 1
-    if not wiring.masked:
-        return w0, w1, w0, w1
-    return w0, w1, wiring.qlo[s] * lanes + w0, (wiring.qhi[s] - 1) * lanes + w1
+def _event_arrays(ncell, limbs, width, mmw):  # noqa: ANN001, ANN202
+    """One event's lanes and those of its time stamp waiting to join (reused from task to task):
+    lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig."""
+    lm = np.ones(width, np.bool_)  # with query lanes: the event is a vertex of the lane's query there
+    acc = np.zeros((ncell, limbs, width), np.uint64)
+    pend = np.zeros((4, ncell, limbs, width), np.uint64)
+    pend_sig = np.zeros((4, ncell), np.int64)
+    acc_mm = np.zeros((mmw, width), np.float64)
+    pend_mm = np.zeros((4, mmw, width), np.float64)
+    carry = np.zeros(width + 1, np.uint64)
+    hi = np.zeros(ncell, np.int64)  # per cell: limbs of the event's sum before normalizing
+    sig = np.zeros(ncell, np.int64)  # per cell: significant limbs of the event's aggregates
+    return lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig
 
 
 @njit(cache=True, inline="always")
-def _neutral_mm(acc_mm, lm, j0, j1, mmax):  # noqa: ANN001, ANN202
-    """MIN/MAX lanes of queries the event is no vertex of: neutral (nothing to pass on)."""
-    for q in range(mmax.shape[0]):
-        for j in range(j0, j1):
-            if not lm[j]:
-                acc_mm[q, j] = -np.inf if mmax[q] else np.inf
+def _tree_arrays(ncap, nstore, ncell, limbs, width, mmw):  # noqa: ANN001, ANN202
+    """A task's tree for `ncap` nodes (reused from task to task): path, nodes, nodes_mm, used, vert_ev."""
+    path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
+    nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
+    nodes_mm = np.zeros((ncap, mmw, width), np.float64)
+    used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
+    vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
+    return path, nodes, nodes_mm, used, vert_ev
 
 
 @njit(cache=True, inline="always")
-def _defer(pend, pend_sig, pend_mm, i, acc, sig, acc_mm, j0, j1):  # noqa: ANN001, ANN202
-    """Keep the i-th vertex of a time stamp until every event of it has read the tree."""
-    if i >= pend.shape[0]:
-        pend, pend_sig = _grown4(pend, 2 * (i + 1)), _grown2(pend_sig, 2 * (i + 1))
-        pend_mm = _grown3(pend_mm, 2 * (i + 1))
-    pend[i, :, :, j0:j1] = acc[:, :, j0:j1]
-    pend_sig[i] = sig
-    pend_mm[i, :, j0:j1] = acc_mm[:, j0:j1]
-    return pend, pend_sig, pend_mm
+def _store_arrays(nstore):  # noqa: ANN001, ANN202
+    """storegen: per generation store, the generation of its vertices; per
+    scanned store, vbase: its first node, nv: vertices joined, the first one
+    still in a window of the event."""
+    return np.zeros(nstore, np.int64), np.zeros(nstore, np.int64), np.zeros((nstore, 2), np.int64)
 
 
-@njit(cache=True)
-def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, vbase,  # noqa: ANN001, ANN202
-          nv, v, mmprop):
-    """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state."""
-    m = keys.shape[0]
-    store_src, keyed = wiring.store_src, wiring.keyed
-    for js in range(store_src.shape[0]):
-        if store_src[js] != s:
-            continue
-        if wiring.scanned[js]:  # a node of its own, in join order
-            i = vbase[js] + nv[js, 0]
-            vert_ev[i] = v
-            nv[js, 0] += 1
-            _add_node(nodes, used, i, val, j0, j1, sig)
+@njit(cache=True, inline="always")
+def _layout(ev, a, b, kstate, wiring, any_scan, vbase):  # noqa: ANN001, ANN202
+    """The tree of the task of events a..b-1: (keys, nodes in use). Nodes
+    1..m: the keyed store (a Fenwick tree or buckets over the ranks of the m
+    keys in this task); node m + 1 + j: the running total of store j; then,
+    with scanned stores, one node per vertex of each (from `vbase[j]`)."""
+    keys = _task_keys(ev.st, ev.gr, a, b, kstate)
+    nn = keys.shape[0] + 1 + wiring.store_src.shape[0]
+    if any_scan:
+        nn = _scan_layout(ev.st, a, b, wiring.store_src, wiring.scanned, nn, vbase)
+    return keys, nn
+
+
+@njit(cache=True, inline="always")
+def _widened(limbs, acc, pend, nodes, gacc, out_c):  # noqa: ANN001, ANN202
+    """The arrays of counts widened to `limbs` limbs (the sums and rows to `limbs` + EXTRA_LIMBS)."""
+    lo_limbs = limbs + EXTRA_LIMBS
+    return (_wider_mid(acc, limbs), _wider4(pend, limbs), _wider4(nodes, limbs), _wider4(gacc, lo_limbs),
+            _wider_last(out_c, lo_limbs))
+
+
+@njit(cache=True, inline="always")
+def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax):  # noqa: ANN001, ANN202
+    """Nodes 0..nn-1 empty, before a task."""
+    used[:nn] = 0
+    if mmprop:
+        _clear_mm(nodes_mm, 0, nn, mmax)
+    storegen[:] = -1
+    nv[:] = 0
+
+
+@njit(cache=True, inline="always")
+def _block_sums(n_groups, ncell, lo_limbs, nm, width):  # noqa: ANN001, ANN202
+    """A block's sums per group: slot_of (the slot of each group, -1: none yet) and the slots (`groups.group_sums`)."""
+    slot_of = np.full(max(n_groups, 1), -1, np.int64)
+    slot_g, gacc, gmm, ghas = _group_sums(16, ncell, lo_limbs, nm, width)
+    return slot_of, slot_g, gacc, gmm, ghas
+
+
+@njit(cache=True, inline="always")
+def _free_slots(slot_of, slot_g, nslots):  # noqa: ANN001, ANN202
+    """A block is done: no group has a slot (returns the slots in use: none)."""
+    for sl in range(nslots):
+        slot_of[slot_g[sl]] = -1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _slot(slot_of, g, nslots, slot_g, gacc, gmm, ghas, mmax):  # noqa: ANN001, ANN202
+    """Group g's slot of the block's sums, a new one when it has none yet."""
+    sl = slot_of[g]
+    if sl < 0:
+        sl = nslots
+        nslots += 1
+        slot_of[g] = sl
+        slot_g, gacc, gmm, ghas = _new_slot(sl, g, slot_g, gacc, gmm, ghas, mmax)
+    return sl, nslots, slot_g, gacc, gmm, ghas
+
+
+@njit(cache=True, inline="always")
+def _stamp_end(newt, e, b):  # noqa: ANN001, ANN202
+    """End of the time stamp of event e (events e..end-1, before b)."""
+    g1 = e + 1
+    while g1 < b and not newt[g1]:
+        g1 += 1
+    return g1
+
+
+@njit(cache=True, inline="always")
+def _task(a, b, k0, sl, max_tree_words, ev, wiring, keys, joins, lm, acc, hi, sig, carry, acc_mm, pend, pend_sig,  # noqa: ANN001, ANN202
+          pend_mm, path, nodes, used, nodes_mm, storegen, vert_ev, vbase, nv, gacc, gmm, ghas, out_c):
+    """Events a..b-1 of one task (a partition in the block of `lanes` windows
+    from k0, its group's slot sl), time stamp by time stamp: each event's
+    aggregates from the stores it reads (`propagate.predecessors`,
+    `propagate.scan`, `propagate.vertex`), added to its group's windows when
+    final, then it joins the stores of its state (`stores.join`, after every
+    event of its time stamp has read them). Returns (too big, and the arrays
+    a wider count reallocated: acc, pend, pend_sig, pend_mm, nodes, gacc,
+    out_c; limbs: acc's); too big: the tree would pass `max_tree_words`
+    (nothing widened)."""
+    ncell, limbs, width = acc.shape
+    lanes = width // wiring.nq
+    ncap = nodes.shape[0]
+    any_scan = wiring.scanned.any()
+    mmprop = wiring.mmprop and ev.mmval.shape[1] > 0
+    e = a
+    while e < b:
+        g1 = _stamp_end(ev.newt, e, b)  # events e..g1-1: one time stamp
+        v = e
+        while v < g1:
+            s = ev.st[v]
+            w0, w1, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, s, wiring)  # its windows, its lanes
+            if wiring.masked:  # a lane is the vertex's where its query has it in that window
+                for j in range(j0, j1):
+                    q = j // lanes
+                    w = j - q * lanes
+                    lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
+            npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, keys.shape[0],
+                                  wiring.gen, storegen, ev.gread[v], wiring.scanned)
+            if any_scan:
+                for js in range(wiring.scanned.shape[0]):
+                    if wiring.scanned[js] and wiring.reads[s, js]:
+                        while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
+                            nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
+                        npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                                      vbase[js] + nv[js, 0])
+            over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
+                           ev.mult[v], wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm,
+                           wiring.startq[s])
+            if over:  # a count needs more limbs: widen every array by half and redo this event
+                limbs = limbs + limbs // 2 + 1
+                if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
+                    return True, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c
+                acc, pend, nodes, gacc, out_c = _widened(limbs, acc, pend, nodes, gacc, out_c)
+                continue
             if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
-            continue
-        if js != keyed:
-            i = m + 1 + js
-            if wiring.gen[js] and gjoin != storegen[js]:  # a negated event came: the store starts again
-                storegen[js] = gjoin
-                used[i, :] = 0
-                if mmprop:
-                    _clear_mm(nodes_mm, i, i + 1, wiring.mmax)
-            _add_node(nodes, used, i, val, j0, j1, sig)
-            if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
-            continue
-        i = np.searchsorted(keys, grv) + 1
-        if wiring.point:
-            _add_node(nodes, used, i, val, j0, j1, sig)
-            if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
-            continue
-        while i <= m:
-            _add_node(nodes, used, i, val, j0, j1, sig)
-            if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
-            i += i & (-i)
+                _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
+                if wiring.masked:
+                    _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
+            if wiring.final[s] and wiring.masked:
+                _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
+                            lanes, lm, wiring.finalq[s])
+            elif wiring.final[s]:
+                je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
+                if je > j0:
+                    _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
+            if joins[s]:
+                if g1 - e == 1:  # alone at its time stamp: joins the tree now
+                    _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
+                          storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
+                else:  # joins after every event of its time stamp has read the tree
+                    pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
+            v += 1
+        if g1 - e > 1:
+            _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
+                           nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
+        e = g1
+    return False, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c

@@ -152,7 +152,7 @@ def _ranks(key: np.ndarray, probe: np.ndarray, op: str) -> tuple[np.ndarray, np.
     return gr, gq, False
 
 
-ORDER, EQUAL, UNEQUAL = 0, 1, 2  # how a scanned edge predicate compares ranks (`kernel._scan`)
+ORDER, EQUAL, UNEQUAL = 0, 1, 2  # how a scanned edge predicate compares ranks (`propagate.scan`)
 
 
 def all_ranks(plan: KernelPlan, cols: dict[str, Any],

@@ -1,0 +1,181 @@
+"""What one event of the columnar kernel (`kernel.run`) reads and computes:
+the nodes of its predecessors (`predecessors`, `scan`), its aggregates from
+them (`vertex`: GRETA's propagation), its windows and lanes in a block
+(`span`). Inlined into the kernel (`inline="always"`)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from greta_stream.engine.columnar.limbs import MASK as _MASK
+from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
+from greta_stream.engine.columnar.limbs import normalize as _normalize
+from greta_stream.engine.columnar.limbs import significant as _significant
+from greta_stream.engine.columnar.limbs import take_node as _take_node
+
+
+@njit(cache=True, inline="always")
+def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scanned):  # noqa: ANN001, ANN202
+    """Write to `path` the nodes an event of state s reads (the stores of its
+    state's predecessors: a running total whole, a generation store when its
+    vertices are of the event's generation `gread`, the keyed store by its
+    probe); return how many. A scanned store is not read here (`scan`)."""
+    npath = 0
+    for js in range(reads.shape[1]):
+        if not reads[s, js]:
+            continue
+        if scanned[js]:
+            continue  # read vertex by vertex (`scan`)
+        if js != keyed:
+            if gen[js] and storegen[js] != gread:
+                continue  # a negated event came since its vertices: none is a predecessor
+            path[npath] = m + 1 + js
+            npath += 1
+        elif point:
+            if probe >= 0:
+                idx = np.searchsorted(keys, probe)
+                if idx < m and keys[idx] == probe:
+                    path[npath] = idx + 1
+                    npath += 1
+        else:
+            i = np.searchsorted(keys, probe)  # local keys admitted: global rank < probe
+            while i > 0:
+                path[npath] = i
+                npath += 1
+                i -= i & (-i)
+    return npath
+
+
+@njit(cache=True, inline="always")
+def scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
+    """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
+    every one of its edge predicates admits for event v (by ranks:
+    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=` for `!=`), of v's
+    generation when the store is across a middle NOT; return the new length."""
+    grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
+    gen = wiring.gen[js]
+    gread = ev.gread[v]
+    for i in range(lo, hi):
+        u = vert_ev[i]
+        if gen and ev.gjoin[u] != gread:
+            continue
+        ok = True
+        for q in range(pointp.shape[0]):
+            if pred_store[q] != js:
+                continue
+            if pointp[q] == 1:
+                if grs[u, q] != gqs[v, q]:
+                    ok = False
+                    break
+            elif pointp[q] == 2:
+                if grs[u, q] == gqs[v, q]:
+                    ok = False
+                    break
+            elif grs[u, q] >= gqs[v, q]:
+                ok = False
+                break
+        if ok:
+            path[npath] = i
+            npath += 1
+    return npath
+
+
+@njit(cache=True, inline="always")
+def vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, own, starts, first_lane,  # noqa: ANN001, ANN202
+            masked, per_q, lm, startq):
+    """An event's aggregates in lanes j0..j1-1 of `acc` (GRETA's propagation):
+    the sum of its predecessors' nodes, plus one trend it starts in every
+    lane from `first_lane` on (if `starts`), plus count * its own multiplier
+    `own` (in 32-bit digits) in cells 1..; carried, with sig[c] the
+    significant limbs of cell c. True if some cell needs more than `limbs`.
+
+    With query lanes (`masked`; lane = query * per_q + window), a lane the
+    event is not a vertex of for its query (`lm` false) is zero, and the
+    event starts a trend only in its queries' lanes that start at its state
+    (`startq[query]`; a union has no leading NOT: `first_lane` is not read)."""
+    ncell = acc.shape[0]
+    # 1. how many limbs each cell's sum can need: fewer than 2**32 values of
+    # `used` limbs carry into one more; cell c adds count * value (ndig digits)
+    for c in range(ncell):
+        hi[c] = 1
+        for r in range(npath):
+            if used[path[r], c] > hi[c]:
+                hi[c] = used[path[r], c]
+    top0 = min(limbs, hi[0] + 1)
+    for c in range(ncell):
+        hi[c] = min(limbs, (hi[c] if c == 0 else max(hi[c], top0 + ndig[c])) + 1)
+        acc[c, : hi[c], j0:j1] = 0
+    # 2. sum the predecessors, start a trend, carry the count
+    for r in range(npath):
+        _take_node(acc, nodes, used, path[r], j0, j1)
+    if masked:
+        for j in range(j0, j1):
+            if not lm[j]:  # not this query's vertex here: it neither counts nor passes counts on
+                for c in range(ncell):
+                    for lb in range(hi[c]):
+                        acc[c, lb, j] = 0
+            elif startq[j // per_q]:
+                acc[0, 0, j] += 1
+    elif starts:
+        for j in range(max(j0, first_lane), j1):
+            acc[0, 0, j] += 1  # the event starts a trend in each of its windows
+    if _normalize(acc, 0, hi[0], j0, j1, carry):
+        return True
+    sig[0] = _significant(acc, 0, hi[0], j0, j1)
+    # 3. the other cells: + count * the event's own multiplier, in 32-bit digits
+    n = j1 - j0
+    for c in range(1, ncell):
+        for d in range(ndig[c]):
+            k = own[c - 1, d]
+            if k == 0:
+                continue
+            if sig[0] + d + (1 if k > 1 else 0) >= hi[c]:  # only when hi[c] is all the limbs
+                return True
+            if n == 1:
+                for lb in range(sig[0]):
+                    x = acc[0, lb, j0]
+                    if k == 1:
+                        acc[c, lb + d, j0] += x
+                    else:
+                        x = x * k
+                        acc[c, lb + d, j0] += x & _MASK
+                        acc[c, lb + d + 1, j0] += x >> _SHIFT
+                continue
+            for lb in range(sig[0]):
+                dst = acc[c, lb + d, j0:j1]
+                src = acc[0, lb, j0:j1]
+                if k == 1:  # COUNT(X): the count itself
+                    for j in range(n):
+                        dst[j] += src[j]
+                else:  # the product's halves: limbs never overflow before the one carry pass
+                    up = acc[c, lb + d + 1, j0:j1]
+                    for j in range(n):
+                        x = src[j] * k
+                        dst[j] += x & _MASK
+                        up[j] += x >> _SHIFT
+        if _normalize(acc, c, hi[c], j0, j1, carry):
+            return True
+        sig[c] = _significant(acc, c, hi[c], j0, j1)
+    return False
+
+
+@njit(cache=True, inline="always")
+def span(kmin, kmax, k0, lanes, s, wiring):  # noqa: ANN001, ANN202
+    """(w0, w1, j0, j1): a vertex's windows w0..w1-1 in the block of `lanes`
+    windows from k0, and its lanes j0..j1-1 (with query lanes, from its
+    state's first query's window w0 to its last query's window w1 - 1)."""
+    w0 = max(kmin, k0) - k0
+    w1 = min(kmax, k0 + lanes - 1) - k0 + 1
+    if not wiring.masked:
+        return w0, w1, w0, w1
+    return w0, w1, wiring.qlo[s] * lanes + w0, (wiring.qhi[s] - 1) * lanes + w1
+
+
+@njit(cache=True, inline="always")
+def neutral_mm(acc_mm, lm, j0, j1, mmax):  # noqa: ANN001, ANN202
+    """MIN/MAX lanes of queries the event is no vertex of: neutral (nothing to pass on)."""
+    for q in range(mmax.shape[0]):
+        for j in range(j0, j1):
+            if not lm[j]:
+                acc_mm[q, j] = -np.inf if mmax[q] else np.inf
