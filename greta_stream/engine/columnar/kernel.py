@@ -146,47 +146,13 @@ def run(
     nm = ev.mmval.shape[1]
     nstore = wiring.store_src.shape[0]
     lo_limbs = limbs + EXTRA_LIMBS
-    kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
-    any_scan = wiring.scanned.any()
-    mmprop = wiring.mmprop and nm > 0
-    joins = _joining(wiring)  # events of the state join some store
-    rows = 0
-    out_k, out_g, out_c, out_m = _rows_of(256, ncell, lo_limbs, nm)  # result rows
+    mmw = nm if wiring.mmprop and nm > 0 else 0  # MIN/MAX lanes carried per vertex
     width = lanes * wiring.nq  # lanes of a block: its windows for each query, query after query
-    mmw = nm if mmprop else 0  # MIN/MAX lanes carried per vertex
-    lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig = _event_arrays(ncell, limbs, width, mmw)
-    ncap = 64
-    path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, mmw)
-    storegen, vbase, nv = _store_arrays(nstore)
-    slot_of, slot_g, gacc, gmm, ghas = _block_sums(n_groups, ncell, lo_limbs, nm, width)
-    nslots, cur_blk = 0, -1
-    for x in range(t_lo, t_hi + 1):
-        blk = task[x, 0] if x < t_hi else -1
-        if blk != cur_blk and nslots:  # the block is done: its rows
-            rows, out_k, out_g, out_c, out_m = _flush(k_first + cur_blk * lanes, lanes, wiring.nq, nslots, slot_g,
-                                                      gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
-            nslots = _free_slots(slot_of, slot_g, nslots)
-        if x == t_hi:
-            break
-        cur_blk = blk
-        p, a, b = task[x, 1], task[x, 2], task[x, 3]
-        k0 = k_first + blk * lanes
-        sl, nslots, slot_g, gacc, gmm, ghas = _slot(slot_of, group_of_part[p], nslots, slot_g, gacc, gmm, ghas,
-                                                    wiring.mmax)
-        keys, nn = _layout(ev, a, b, kstate, wiring, any_scan, vbase)  # the task's tree: nn nodes
-        if nn > ncap:
-            ncap = max(2 * ncap, nn)
-            if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
-                return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
-            path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, mmw)
-        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax)
-        too_big, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c = _task(  # at most 30 arguments (numba inlines them)
-            a, b, k0, sl, max_tree_words, ev, wiring, keys, joins, lm, acc, hi, sig, carry, acc_mm, pend, pend_sig,
-            pend_mm, path, nodes, used, nodes_mm, storegen, vert_ev, vbase, nv, gacc, gmm, ghas, out_c)
-        limbs = acc.shape[1]
-        if too_big:
-            return -1, out_k, out_g, out_c, out_m  # the caller runs again with fewer lanes
-    return rows, out_k, out_g, out_c, out_m
+    out = _rows_of(256, ncell, lo_limbs, nm)  # result rows
+    tree = _tree_arrays(64, nstore, ncell, limbs, width, mmw)
+    return _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree_words, out,
+                  _event_arrays(ncell, limbs, width, mmw), tree, _store_arrays(nstore),
+                  _block_sums(n_groups, ncell, lo_limbs, nm, width))
 
 
 @njit(cache=True, inline="always")
@@ -234,15 +200,15 @@ def _store_arrays(nstore):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _layout(ev, a, b, kstate, wiring, any_scan, vbase):  # noqa: ANN001, ANN202
+def _layout(st, gr, a, b, kstate, store_src, scanned, any_scan, vbase):  # noqa: ANN001, ANN202
     """The tree of the task of events a..b-1: (keys, nodes in use). Nodes
     1..m: the keyed store (a Fenwick tree or buckets over the ranks of the m
     keys in this task); node m + 1 + j: the running total of store j; then,
     with scanned stores, one node per vertex of each (from `vbase[j]`)."""
-    keys = _task_keys(ev.st, ev.gr, a, b, kstate)
-    nn = keys.shape[0] + 1 + wiring.store_src.shape[0]
+    keys = _task_keys(st, gr, a, b, kstate)
+    nn = keys.shape[0] + 1 + store_src.shape[0]
     if any_scan:
-        nn = _scan_layout(ev.st, a, b, wiring.store_src, wiring.scanned, nn, vbase)
+        nn = _scan_layout(st, a, b, store_src, scanned, nn, vbase)
     return keys, nn
 
 
@@ -302,72 +268,92 @@ def _stamp_end(newt, e, b):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _task(a, b, k0, sl, max_tree_words, ev, wiring, keys, joins, lm, acc, hi, sig, carry, acc_mm, pend, pend_sig,  # noqa: ANN001, ANN202
-          pend_mm, path, nodes, used, nodes_mm, storegen, vert_ev, vbase, nv, gacc, gmm, ghas, out_c):
-    """Events a..b-1 of one task (a partition in the block of `lanes` windows
-    from k0, its group's slot sl), time stamp by time stamp: each event's
-    aggregates from the stores it reads (`propagate.predecessors`,
-    `propagate.scan`, `propagate.vertex`), added to its group's windows when
-    final, then it joins the stores of its state (`stores.join`, after every
-    event of its time stamp has read them). Returns (too big, and the arrays
-    a wider count reallocated: acc, pend, pend_sig, pend_mm, nodes, gacc,
-    out_c; limbs: acc's); too big: the tree would pass `max_tree_words`
-    (nothing widened)."""
+def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree_words, out, bufs, tree, stores,  # noqa: ANN001, ANN202
+           sums):
+    """`run`'s tasks t_lo..t_hi-1 over its arrays (`out`: `_rows_of`, `bufs`:
+    `_event_arrays`, `tree`: `_tree_arrays`, `stores`: `_store_arrays`, `sums`:
+    `_block_sums`). One body from task to event: a helper call per task or
+    event would copy `ev` and `wiring` (their arrays' references) each time."""
+    out_k, out_g, out_c, out_m = out
+    lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig = bufs
+    path, nodes, nodes_mm, used, vert_ev = tree
+    storegen, vbase, nv = stores
+    slot_of, slot_g, gacc, gmm, ghas = sums
     ncell, limbs, width = acc.shape
-    lanes = width // wiring.nq
-    ncap = nodes.shape[0]
+    ncap, nstore, mmprop = nodes.shape[0], storegen.shape[0], acc_mm.shape[0] > 0
+    kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
     any_scan = wiring.scanned.any()
-    mmprop = wiring.mmprop and ev.mmval.shape[1] > 0
-    e = a
-    while e < b:
-        g1 = _stamp_end(ev.newt, e, b)  # events e..g1-1: one time stamp
-        v = e
-        while v < g1:
-            s = ev.st[v]
-            w0, w1, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, s, wiring)  # its windows, its lanes
-            if wiring.masked:  # a lane is the vertex's where its query has it in that window
-                for j in range(j0, j1):
-                    q = j // lanes
-                    w = j - q * lanes
-                    lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
-            npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, keys.shape[0],
-                                  wiring.gen, storegen, ev.gread[v], wiring.scanned)
-            if any_scan:
-                for js in range(wiring.scanned.shape[0]):
+    joins = _joining(wiring)  # events of the state join some store
+    rows, nslots, cur_blk = 0, 0, -1
+    for x in range(t_lo, t_hi + 1):
+        blk = task[x, 0] if x < t_hi else -1
+        if blk != cur_blk and nslots:  # the block is done: its rows
+            rows, out_k, out_g, out_c, out_m = _flush(k_first + cur_blk * lanes, lanes, wiring.nq, nslots, slot_g,
+                                                      gacc, gmm, ghas, rows, out_k, out_g, out_c, out_m)
+            nslots = _free_slots(slot_of, slot_g, nslots)
+        if x == t_hi:
+            break
+        cur_blk = blk
+        p, a, b = task[x, 1], task[x, 2], task[x, 3]
+        k0 = k_first + blk * lanes
+        sl = slot_of[group_of_part[p]]
+        if sl < 0:
+            sl, nslots, slot_g, gacc, gmm, ghas = _slot(slot_of, group_of_part[p], nslots, slot_g, gacc, gmm, ghas,
+                                                        wiring.mmax)
+        keys, nn = _layout(ev.st, ev.gr, a, b, kstate, wiring.store_src, wiring.scanned, any_scan, vbase)
+        if nn > ncap:
+            ncap = max(2 * ncap, nn)
+            if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
+                return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
+            path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, acc_mm.shape[0])
+        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax)
+        e = a
+        while e < b:
+            g1 = _stamp_end(ev.newt, e, b)  # events e..g1-1: one time stamp
+            v = e
+            while v < g1:
+                s = ev.st[v]
+                w0, w1, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, s, wiring)  # its windows, its lanes
+                if wiring.masked:  # a lane is the vertex's where its query has it in that window
+                    for j in range(j0, j1):
+                        q = j // lanes
+                        w = j - q * lanes
+                        lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
+                npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, keys.shape[0],
+                                      wiring.gen, storegen, ev.gread[v], wiring.scanned)
+                for js in range(nstore if any_scan else 0):
                     if wiring.scanned[js] and wiring.reads[s, js]:
                         while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
                             nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
                         npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
                                       vbase[js] + nv[js, 0])
-            over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig,
-                           ev.mult[v], wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm,
-                           wiring.startq[s])
-            if over:  # a count needs more limbs: widen every array by half and redo this event
-                limbs = limbs + limbs // 2 + 1
-                if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
-                    return True, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c
-                acc, pend, nodes, gacc, out_c = _widened(limbs, acc, pend, nodes, gacc, out_c)
-                continue
-            if mmprop:
-                _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
-                if wiring.masked:
-                    _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
-            if wiring.final[s] and wiring.masked:
-                _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
-                            lanes, lm, wiring.finalq[s])
-            elif wiring.final[s]:
-                je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
-                if je > j0:
-                    _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
-            if joins[s]:
-                if g1 - e == 1:  # alone at its time stamp: joins the tree now
+                over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig, ev.mult[v],
+                               wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm, wiring.startq[s])
+                if over:  # a count needs more limbs: widen every array by half and redo this event
+                    limbs = limbs + limbs // 2 + 1
+                    if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
+                        return -1, out_k, out_g, out_c, out_m
+                    acc, pend, nodes, gacc, out_c = _widened(limbs, acc, pend, nodes, gacc, out_c)
+                    continue
+                if mmprop:
+                    _vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, ev.mmval[v], wiring.mmax)
+                    if wiring.masked:
+                        _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
+                if wiring.final[s] and wiring.masked:
+                    _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
+                                lanes, lm, wiring.finalq[s])
+                elif wiring.final[s]:
+                    je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
+                    if je > j0:
+                        _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
+                if joins[s] and g1 - e == 1:  # alone at its time stamp: joins the tree now
                     _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
                           storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
-                else:  # joins after every event of its time stamp has read the tree
+                elif joins[s]:  # joins after every event of its time stamp has read the tree
                     pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
-            v += 1
-        if g1 - e > 1:
-            _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
-                           nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
-        e = g1
-    return False, acc, pend, pend_sig, pend_mm, nodes, gacc, out_c
+                v += 1
+            if g1 - e > 1:
+                _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
+                               nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
+            e = g1
+    return rows, out_k, out_g, out_c, out_m
