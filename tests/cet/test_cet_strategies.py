@@ -8,35 +8,15 @@ from __future__ import annotations
 
 import re
 import sys
-from collections import Counter
 from pathlib import Path
 
-from cet_support import SETTINGS, describe, extract, keyed, totals
+from cet_support import SETTINGS, extract
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from greta_stream.query import parse
-from greta_stream.testing.oracle import complete_trends, enumerate_trends
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
 import test_strategies as generators  # noqa: E402  (tests/engine: the strategy query generator)
-
-CACHES = [dict(cache_units=0), dict(graphlet_units=3), {}]
-
-
-def check(text: str, events: list[dict], trends: str) -> None:
-    oracle = complete_trends if trends == "complete" else enumerate_trends
-    expected = oracle(parse(text), events)
-    runs = [extract(text, events, trends=trends, **c) for c in CACHES]
-    got = keyed(text, runs[0])
-    msg = describe(text, events, expected, got)
-    assert set(got) == set(expected), msg
-    for key, want in expected.items():
-        assert Counter(got[key]) == Counter(want), msg
-    for key, (total, truncated) in totals(text, runs[0]).items():
-        assert total == len(expected[key]) and not truncated, msg
-    for other in runs[1:]:
-        assert other == runs[0], msg
+from test_cet_differential import check  # noqa: E402  (the oracle comparison, three cache settings)
 
 
 def as_trends(text: str) -> str:
