@@ -293,7 +293,7 @@ class PipelineConfig(StreamOptions):
     # operator); False gives each query a stream (and a checkpoint folder) of its own.
     shared_streams: bool = True
     # Within a stream, queries of one pattern, predicates and partitioning share their
-    # evaluation (runtime/shared.py); False runs each on a runner of its own.
+    # evaluation (runtime/plan); False runs each on a runner of its own.
     sharing: bool = True
     # Events further ahead of the watermark are dead-lettered as "future" (None: no bound).
     max_future_s: float | None = Field(DEFAULT_MAX_FUTURE_S, gt=0)
