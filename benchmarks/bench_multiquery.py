@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generators  # noqa: E402
 
 from greta_stream import MultiRunner, QuerySet, RunSpec, evaluate  # noqa: E402
-from greta_stream.runtime.planner import plan_units  # noqa: E402
+from greta_stream.runtime.plan import plan_units  # noqa: E402
 
 WINDOWS = [("5 minutes", "10 seconds"), ("10 minutes", "10 seconds"), ("10 minutes", "1 minute"),
            ("20 minutes", "1 minute")]

@@ -109,8 +109,7 @@ from greta_stream import MultiRunner, QueryError, QuerySet, RunSpec  # noqa: E40
 from greta_stream.engine.columnar import Input  # noqa: E402
 from greta_stream.engine.columnar.union import evaluate_union, union_plan  # noqa: E402
 from greta_stream.engine.ingest import FieldNames  # noqa: E402
-from greta_stream.runtime.planner import plan_units  # noqa: E402
-from greta_stream.runtime.shared import union_estimates, union_group_key  # noqa: E402
+from greta_stream.runtime.plan import plan_units, union_estimates, union_group_key  # noqa: E402
 
 KLEENE = 5  # T0..T4 carry the Kleene plus
 TICKERS = 10  # T5..T9 are the other parts of the patterns

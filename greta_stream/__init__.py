@@ -15,7 +15,7 @@ from greta_stream.engine import DeadLetter, Engine, FieldNames
 from greta_stream.errors import ConfigError, QueryError
 from greta_stream.runtime import ResultRows, Runner, RunSpec
 from greta_stream.runtime.multi import MultiRunner
-from greta_stream.runtime.planner import plan_units
+from greta_stream.runtime.plan import plan_units
 from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 
 __version__ = "0.1.0"

@@ -60,7 +60,7 @@ def explain(
     from greta_stream.pipeline import default_shards, streams
 
     cfg = pipeline_file(config)  # type: ignore[arg-type]
-    from greta_stream.runtime.planner import plan_units
+    from greta_stream.runtime.plan import plan_units
 
     shards = cfg.shards or default_shards()
     for stream in streams(cfg):

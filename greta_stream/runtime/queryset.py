@@ -5,7 +5,7 @@ A stream read once serves every query registered on it. `QuerySet` names
 the queries and derives what the stream needs of them all: one set of
 field names, the tightest bound on future event times and the GROUP-BY
 attributes every query groups by. Its sharing plan is
-`greta_stream.runtime.planner.plan_units(queries)`; `MultiRunner`
+`greta_stream.runtime.plan.plan_units(queries)`; `MultiRunner`
 (`greta_stream.runtime.multi`) runs it.
 """
 

@@ -1,7 +1,7 @@
 """Shared evaluation of columnar queries, now in two places (this module re-exports their names):
 
 - plan time, `greta_stream.runtime.plan`: families' and unions' grouping keys (`plan.keys`), the
-  planner's cost model and the unit plans (`plan.planner`), their explain (`plan.explain`);
+  planner (`plan.planner`) with its cost model (`plan.cost`) and the unit plans, their explain (`plan.explain`);
 - run time, `greta_stream.runtime.units`: `FamilyUnit`, its restore and split.
 
 Kept so importers of the old names and states pickled under them keep working.
@@ -12,13 +12,8 @@ from greta_stream.runtime.plan.keys import frozen as _frozen
 from greta_stream.runtime.plan.planner import (
     LONELY,
     MAX_WITHIN_RATIO,
-    PREP_BASE,
-    PREP_STATE,
-    PREPARE,
-    VERTEX,
     Candidate,
     FamilyUnitPlan,
-    cell_units,
     plan_family,
     plan_union,
     share_families,
@@ -28,8 +23,8 @@ from greta_stream.runtime.plan.planner import (
 from greta_stream.runtime.units import FAMILY_TAG, FamilyUnit, _as_stream, _Solo, restore_alone
 
 __all__ = [
-    "FAMILY_TAG", "LONELY", "MAX_WITHIN_RATIO", "PREPARE", "PREP_BASE", "PREP_STATE", "VERTEX", "Candidate",
-    "FamilyUnit", "FamilyUnitPlan", "_Solo", "_as_stream", "_frozen", "cell_units", "family_key", "plan_family",
+    "FAMILY_TAG", "LONELY", "MAX_WITHIN_RATIO", "Candidate",
+    "FamilyUnit", "FamilyUnitPlan", "_Solo", "_as_stream", "_frozen", "family_key", "plan_family",
     "plan_union", "restore_alone", "share_families", "share_unions", "union_estimates", "union_group_key",
     "validation_plan",
 ]

@@ -1,4 +1,4 @@
-"""Shared evaluation (runtime/shared.py): a family's queries on one columnar stream.
+"""Shared evaluation (runtime/plan, runtime/units.py): a family's queries on one columnar stream.
 
 Queries that differ only in windows and aggregates form a family (one per
 GROUP-BY attributes) with a kernel pass per window spec; a family whose
@@ -21,7 +21,7 @@ def test_a_family_of_several_window_specs_and_groupings(seed: int, n_batches: in
     """Queries that differ only in windows and aggregates share one
     preparation and one pass per window spec; those of other GROUP-BY
     attributes are in other shards (a family each); each gets its own rows."""
-    from greta_stream.runtime.planner import plan_units
+    from greta_stream.runtime.plan import plan_units
 
     picks = [18, 19, 20, 24, 31, 36, 37, 38, 42]  # 3 window specs, 3 groupings, 2 aggregate lists, one direction
     queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in picks])
@@ -62,7 +62,7 @@ def test_a_family_whose_queries_validate_differently_splits_when_they_disagree(s
 
 
 def test_the_plan_counts_in_words() -> None:
-    from greta_stream.runtime.planner import plan_units
+    from greta_stream.runtime.plan import plan_units
     from greta_stream.runtime.queryset import QuerySet
     from greta_stream.runtime.spec import RunSpec
 

@@ -1,4 +1,4 @@
-"""Unions (runtime/shared.py, engine/columnar/union.py): queries whose patterns
+"""Unions (runtime/plan, engine/columnar/union.py): queries whose patterns
 differ around one Kleene part on one columnar stream, one traversal per
 window spec with a lane per query.
 

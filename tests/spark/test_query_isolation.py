@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from greta_stream import QuerySet, RunSpec, evaluate
 from greta_stream.engine import FieldNames
-from greta_stream.runtime.planner import SoloUnit
+from greta_stream.runtime.units import SoloUnit
 from greta_stream.spark.layout import StreamLayout, open_layout
 from greta_stream.testing.shards import OperatorSim
 

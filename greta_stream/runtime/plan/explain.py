@@ -5,6 +5,7 @@ Each unit plan's `explain()` and `to_dict()` (`greta_stream.runtime.plan.planner
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from greta_stream.engine.columnar.union import UnionPlan
@@ -45,7 +46,7 @@ def family_text(unit: FamilyUnitPlan) -> str:
              f"{unit.separate_cost:.1f} {'alone' if unit.kind == 'family' else 'apart (a family per lane)'}"]
     for p in unit.passes:
         lanes = "" if p.lanes is None else f", {p.lanes.nq} lane(s), {_states_text(p.lanes)}"
-        lines.append(f"  pass WITHIN {p.plan.within} s SLIDE {p.plan.slide} s: "
+        lines.append(f"  pass WITHIN {_seconds(p.plan.within)} s SLIDE {_seconds(p.plan.slide)} s: "
                      f"{', '.join(m.name for m in p.members)}; {len(p.fields)} aggregate field(s), "
                      f"GROUP-BY {list(p.group_by) or 'none'}{lanes}")
     return "\n".join(lines)
@@ -54,11 +55,16 @@ def family_text(unit: FamilyUnitPlan) -> str:
 def family_dict(unit: FamilyUnitPlan) -> dict[str, Any]:
     return {"kind": "shared" if unit.kind == "family" else "union", "queries": list(unit.names),
             "shared_cost": unit.shared_cost, "separate_cost": unit.separate_cost,
-            "passes": [{"within_s": p.plan.within, "slide_s": p.plan.slide,
+            "passes": [{"within_s": _seconds(p.plan.within), "slide_s": _seconds(p.plan.slide),
                         "queries": [m.name for m in p.members], "fields": len(p.fields),
                         "group_by": list(p.group_by),
                         **({} if p.lanes is None else {"lanes": p.lanes.nq, "states": _states(p.lanes)})}
                        for p in unit.passes]}
+
+
+def _seconds(x: int | Fraction) -> int | float:
+    """A window length in seconds as JSON and text show it: an int when whole (300), else a decimal (5.5)."""
+    return int(x) if x == int(x) else float(x)
 
 
 def _core_text(union: UnionPlan) -> str:

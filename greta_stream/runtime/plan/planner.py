@@ -26,35 +26,33 @@ same type, edge predicates, partitioning, slide, GROUP-BY and lateness:
 formed: a family unit whose passes carry a lane per query
 (`engine/columnar/union.py`; a family's queries, equal in all but their
 aggregates, share one lane), one pass per window spec that has two lanes
-or more. Its cost estimate (`plan_union`) counts a vertex as `VERTEX`
-lanes plus the lanes its state spans, against each lane's queries apart
-(a family of their own, or a query alone). The queries no union takes form
+or more, where the union costs less than each lane's queries apart (a
+family of their own, or a query alone). The queries no union takes form
 families of one pattern, or run alone.
 
-**Cost model.** Per event, a query alone costs a preparation (validation,
-typing, windows: `PREPARE` units) and a kernel pass of `W` windows times its
-cells (`1 + cells` limbs per lane, `cell_units`); a family costs one
-preparation and one pass per window spec over the union of cells. That
-always favours sharing, but streaming adds a cost the batch does not have:
-a family keeps every event until its longest window is reported, and each
-pass re-reads the kept events whenever one of its windows closes, so a
-10-second window next to a 1-day window would re-read a day of events every
-10 seconds. So a family only spans window lengths within `MAX_WITHIN_RATIO`
-of each other; queries further apart form families of their own (or run
-alone). `FamilyUnitPlan.explain()` shows the estimate.
+**Cost model.** One model (`plan.cost.CostModel`) prices every unit: a
+preparation per event, then per pass and state a vertex and its lanes (a
+family's pass is a union of one lane). That always favours a family, but
+streaming adds a cost the batch does not have: a family keeps every event
+until its longest window is reported, and each pass re-reads the kept events
+whenever one of its windows closes, so a 10-second window next to a 1-day
+window would re-read a day of events every 10 seconds. So a unit only spans
+window lengths within `MAX_WITHIN_RATIO` of each other; queries further
+apart form units of their own (or run alone). `FamilyUnitPlan.explain()`
+shows the estimate.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from greta_stream.engine.columnar import KernelPlan
 from greta_stream.engine.columnar.passes import PassSpec, shared_pass
 from greta_stream.engine.columnar.union import UnionPlan, union_pass, union_plan
-from greta_stream.query.aggregates import FIELD_KINDS
 from greta_stream.runtime.plan import explain
+from greta_stream.runtime.plan.cost import COST
 from greta_stream.runtime.plan.keys import family_key, union_group_key
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.runtime.spec import RunSpec
@@ -62,14 +60,6 @@ from greta_stream.runtime.spec import RunSpec
 if TYPE_CHECKING:
     from greta_stream.runtime.units import FamilyUnit, SinkOf, SoloUnit, Unit
 
-PREPARE = 2.0  # units per event of validating, typing and windowing it (a 1-window COUNT(*) pass is 1)
-# A kernel vertex costs about VERTEX + LANE per lane it carries (`bench_sharing.py --lanes`: 6.4 ms + 0.45 ms
-# per lane per 9,000 vertices): what one traversal for many queries saves is the vertex part
-VERTEX = 14.0  # in lanes
-# A query's preparation (reading its events' columns, its local predicates, ranking and sorting its vertices)
-# and its rows, in the same lanes: PREP_BASE + PREP_STATE per state (`bench_sharing.py --choices`, 90,000
-# events: 4.3 / 7.1 / 9.1 ms for 1 / 2 / 3 states, against 0.4 ms per unit of its kernel's estimate)
-PREP_BASE, PREP_STATE = 5.0, 6.0
 MAX_WITHIN_RATIO = 4  # a family spans window lengths within this factor (streaming re-reads kept events)
 
 LONELY = (f"no other query shares its pattern (with windows within a length ratio of {MAX_WITHIN_RATIO}), "
@@ -253,15 +243,15 @@ def _plans(members: list[Member]) -> list[tuple[str, KernelPlan]]:
     return [(n, s.columnar) for n, s in members]  # type: ignore[misc]
 
 
-def _within(member: Member) -> int:
+def _within(member: Member) -> int | Fraction:
     plan = member[1].columnar
     assert plan is not None
     return plan.within
 
 
-def _by_window_spec(members: list[Member]) -> dict[tuple[int, int], list[Member]]:
+def _by_window_spec(members: list[Member]) -> dict[tuple[int | Fraction, int | Fraction], list[Member]]:
     """Members by window spec (WITHIN, SLIDE), in their order."""
-    out: dict[tuple[int, int], list[Member]] = {}
+    out: dict[tuple[int | Fraction, int | Fraction], list[Member]] = {}
     for name, spec in members:
         plan = spec.columnar
         assert plan is not None
@@ -291,14 +281,13 @@ def _if_it_pays(unit: FamilyUnitPlan, why_not: str, shared: list[FamilyUnitPlan]
 
 
 def plan_family(members: list[Member]) -> FamilyUnitPlan:
-    """The passes of a family (one per window spec) and its cost estimate."""
+    """The passes of a family (one per window spec, each a one-lane union) and its cost estimate."""
     separate = 0.0
     for _, spec in members:
         assert spec.columnar is not None
-        separate += PREPARE + _windows(spec.columnar) * cell_units(spec.query.fields)
+        separate += COST.alone(spec.columnar, spec.query.fields)
     passes = tuple(shared_pass(_plans(spec_members)) for spec_members in _by_window_spec(members).values())
-    shared = PREPARE + sum(_windows(p.plan) * cell_units(p.fields) for p in passes)
-    return FamilyUnitPlan(tuple(members), passes, shared, separate)
+    return FamilyUnitPlan(tuple(members), passes, COST.unit(COST.family_pass(p) for p in passes), separate)
 
 
 def plan_union(members: list[Member]) -> FamilyUnitPlan:
@@ -308,39 +297,13 @@ def plan_union(members: list[Member]) -> FamilyUnitPlan:
 
 
 def _union_unit(members: list[Member], unions: list[UnionPlan]) -> FamilyUnitPlan:
-    """The unit of union passes `unions` (of `members`) and their cost estimate per event, counting each
-    state as one event type: a preparation costs PREP_BASE plus PREP_STATE per state, a vertex VERTEX plus
-    its lanes."""
-    separate = sum(union_estimates(u)[0] for u in unions)
-    shared = PREP_BASE + sum(_union_cost(u) for u in unions)
+    """The unit of union passes `unions` (of `members`) and its cost estimate per event."""
+    separate = sum(COST.union_lanes_alone(u) for u in unions)
+    shared = COST.unit(COST.union_pass(u) for u in unions)
     return FamilyUnitPlan(tuple(members), tuple(union_pass(u) for u in unions), shared, separate, kind="union")
 
 
 def union_estimates(union: UnionPlan) -> tuple[float, float]:
     """One union pass's estimates per event: its lanes apart (each lane's queries as a family of their own,
-    or a query alone), and the union (`plan_union`'s model)."""
-    return sum(_lane_cost(union, lane) for lane in range(union.nq)), PREP_BASE + _union_cost(union)
-
-
-def _lane_cost(union: UnionPlan, lane: int) -> float:
-    """A union lane's queries apart from the union: one preparation and pass with their fields' cells."""
-    members = [m for m in union.members if m.lane == lane]
-    plan = members[0].plan
-    cells = cell_units({union.fields[j] for m in members for j in m.field_of})
-    return PREP_BASE + len(plan.states) * (PREP_STATE + VERTEX + _windows(plan) * cells)
-
-
-def _union_cost(union: UnionPlan) -> float:
-    """A union pass per event but the preparation's fixed part: each state's preparation and vertices, with
-    the lanes of its queries' range (`UnionPlan.qlo`)."""
-    lanes = _windows(union.plan) * cell_units(union.fields)
-    return sum(PREP_STATE + VERTEX + lanes * int(hi - lo) for lo, hi in zip(union.qlo, union.qhi))
-
-
-def cell_units(fields: Any) -> float:
-    """Limbs per lane of a pass's cells: the trend count, one per COUNT(X), two per SUM, half a MIN/MAX."""
-    return 1 + sum(FIELD_KINDS[f.kind] for f in fields)
-
-
-def _windows(plan: KernelPlan) -> int:
-    return math.ceil(plan.within / plan.slide)
+    or a query alone), and the union as a unit of its own."""
+    return COST.union_lanes_alone(union), COST.unit([COST.union_pass(union)])
