@@ -203,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--conf: KEY=VALUE")
     conf = dict(c.split("=", 1) for c in args.conf)
 
+    from greta_stream.choices import packages_of
     from greta_stream.spark.session import get_session
 
     text = QUERY.format(group=args.group_by, within=args.within, slide=args.slide)
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     try:
         write_input(work / "in", events, args.files)
-        spark = get_session("local[2]", app_name="greta-bench-sinks", delta="delta" in formats, conf=conf)
+        spark = get_session("local[2]", app_name="greta-bench-sinks", packages=packages_of(formats), conf=conf)
         if not args.no_warmup:  # Spark, the operator and the Python workers; not the sinks
             warm_files = 2
             write_input(work / "warm-in", events[: warm_files * -(-len(events) // args.files)], warm_files)

@@ -1,22 +1,25 @@
 """Where the JVM artifacts live.
 
-`<cache>/spark-kafka/<spark version>/` holds Spark's Kafka connector and
-`<cache>/spark-delta/<delta version>-spark<spark version>/` Delta Lake's
-jars, as Spark's own resolver fetched them (`greta_stream.spark.connector`,
+`<cache>/spark-<name>/` holds the jars of each Spark package of
+`greta_stream.choices.PACKAGES`, per version: `spark-kafka/<spark version>/`
+Spark's Kafka connector, `spark-delta/<delta version>-spark<spark version>/`
+Delta Lake's, as Spark's own resolver fetched them (`greta_stream.spark.connector`,
 run by `make install`; their jars are handed to Spark as `spark.jars`),
 `<cache>/kafka/` Apache Kafka for the local KRaft broker of the tests and
 the demo (`scripts/setup_jvm.sh`, with Maven).
 The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
 checkout's `.cache/jvm/` when it is there, else the user's cache folder
 `~/.cache/greta-stream/jvm` (`$XDG_CACHE_HOME/greta-stream/jvm`), where an
-installed wheel looks. Imports nothing from the package, so any layer may
-use it.
+installed wheel looks. Imports nothing from the package but the lowest layer
+(`choices`), so any layer may use it.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from greta_stream.choices import DELTA, KAFKA, Package
 
 SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh, with Maven) in a checkout to fetch them from Maven "
               "Central, or set GRETA_JVM_CACHE to a folder that holds them")
@@ -53,36 +56,40 @@ def jars(profile: str) -> list[Path]:
     return sorted(folder.glob("*.jar"))
 
 
-def spark_kafka_dir(spark_version: str | None = None) -> Path:
-    """Where Spark's Kafka connector for `spark_version` (default: the installed pyspark's) is kept."""
-    return cache_dir() / "spark-kafka" / (spark_version or _version("pyspark"))
+def package_dir(pkg: Package, spark_version: str | None = None) -> Path | None:
+    """Where `pkg`'s jars for `spark_version` (default: the installed pyspark's) are kept:
+    `spark-<name>/<spark version>`, or `spark-<name>/<version>-spark<spark version>` for a package
+    that follows a distribution's version (None: that distribution is not installed)."""
+    spark = spark_version or _version("pyspark")
+    if pkg.follows is None:
+        return cache_dir() / f"spark-{pkg.name}" / spark
+    version = installed_version(pkg.follows)
+    return None if version is None else cache_dir() / f"spark-{pkg.name}" / f"{version}-spark{spark}"
+
+
+def package_jars(pkg: Package, spark_version: str | None = None) -> list[Path]:
+    """`pkg`'s jars as Spark's resolver retrieved them, sorted; [] when not fetched (or what it follows is
+    not installed)."""
+    folder = package_dir(pkg, spark_version)
+    return [] if folder is None else _fetched(folder)
 
 
 def spark_kafka_jars(spark_version: str | None = None) -> list[Path]:
-    """The connector's jars as Spark's resolver retrieved them, sorted; [] when not fetched."""
-    return _fetched(spark_kafka_dir(spark_version))
-
-
-def delta_version() -> str | None:
-    """The installed delta-spark's version (the `delta` extra), or None."""
-    try:
-        return _version("delta-spark")
-    except Exception:  # noqa: BLE001 - PackageNotFoundError: not installed
-        return None
-
-
-def spark_delta_dir(spark_version: str | None = None) -> Path | None:
-    """Where Delta Lake's jars for the installed delta-spark and `spark_version` are kept (None: no delta-spark)."""
-    delta = delta_version()
-    if delta is None:
-        return None
-    return cache_dir() / "spark-delta" / f"{delta}-spark{spark_version or _version('pyspark')}"
+    """Spark's Kafka connector's jars (`package_jars`)."""
+    return package_jars(KAFKA, spark_version)
 
 
 def spark_delta_jars(spark_version: str | None = None) -> list[Path]:
-    """Delta Lake's jars as Spark's resolver retrieved them, sorted; [] when not fetched or not installed."""
-    folder = spark_delta_dir(spark_version)
-    return [] if folder is None else _fetched(folder)
+    """Delta Lake's jars (`package_jars`)."""
+    return package_jars(DELTA, spark_version)
+
+
+def installed_version(dist: str) -> str | None:
+    """The installed version of the Python distribution `dist` (a format's extra), or None."""
+    try:
+        return _version(dist)
+    except Exception:  # noqa: BLE001 - PackageNotFoundError: not installed
+        return None
 
 
 def _fetched(folder: Path) -> list[Path]:

@@ -41,10 +41,13 @@ from greta_stream.choices import (
     Counts,
     Mode,
     Operator,
+    Package,
     SinkFormat,
     SourceFormat,
     StreamEngine,
     Trends,
+    packages_of,
+    table_options_refused,
 )
 from greta_stream.compiler import LIMITS, Limits
 from greta_stream.engine import FieldNames
@@ -129,9 +132,10 @@ class SinkConfig(Model):
     bootstrap_servers: str | None = None
     topic: str | None = None
     options: dict[str, OptionValue] = {}
-    # delta: a table of Spark's catalog instead of a path; its partition columns; whether a
-    # batch may add columns to the table (off: a schema change fails the write); COUNT and
-    # integer SUM as decimal(38,0) ("decimal") or their exact text ("text")
+    # table options (`choices.TABLE_OPTIONS`, taken by the formats that list them: delta): a table
+    # of Spark's catalog instead of a path; its partition columns; whether a batch may add columns
+    # to the table (off: a schema change fails the write); COUNT and integer SUM as decimal(38,0)
+    # ("decimal") or their exact text ("text")
     table: str | None = Field(None, min_length=1)
     partition_by: list[str] = []
     merge_schema: bool = False
@@ -141,14 +145,16 @@ class SinkConfig(Model):
     def _where(self, info: ValidationInfo) -> SinkConfig:
         if self.format == "kafka" and not self.topic:
             raise ValueError("a kafka sink needs a topic")
-        if self.format == "delta" and (self.path is None) == (self.table is None):
-            raise ValueError("a delta sink needs a path or a table (one of them)")
-        if FORMATS[self.format].path and not self.path and self.table is None:
+        fmt = FORMATS[self.format]
+        if "table" in fmt.table_options and (self.path is None) == (self.table is None):
+            raise ValueError(f"a {self.format} sink needs a path or a table (one of them)")
+        if fmt.path and not self.path and self.table is None:
             raise ValueError(f"a {self.format} sink needs a path")
         given = [k for k, v in (("table", self.table), ("partition_by", self.partition_by),
                                 ("merge_schema", self.merge_schema), ("counts", self.counts != "decimal")) if v]
-        if self.format != "delta" and given:
-            raise ValueError(f"{', '.join(given)} apply to delta sinks only")
+        refused = table_options_refused(self.format, given)
+        if refused:
+            raise ValueError(refused)
         if self.path and self.format in PATH_FORMATS:
             self._settle(path=_resolved(self.path, info))
         return self
@@ -418,7 +424,7 @@ def streams(cfg: PipelineConfig) -> list[StreamConfig]:
     return list(out.values())
 
 
-def packages(cfg: PipelineConfig) -> set[str]:
-    """The Spark packages the pipeline's sources and sinks need (`choices.FORMATS`: "kafka", "delta")."""
+def packages(cfg: PipelineConfig) -> tuple[Package, ...]:
+    """The Spark packages the pipeline's sources and sinks need: the union of their formats' (`choices.FORMATS`)."""
     ends = [cfg.source] + [e for q in cfg.queries for e in (q.source, q.dead_letter, *q.sinks) if e is not None]
-    return {p for e in ends if (p := FORMATS[e.format].package) is not None}
+    return packages_of(e.format for e in ends)

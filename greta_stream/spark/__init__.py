@@ -6,8 +6,10 @@ by default, its state kept incrementally (`shard.step_incremental`), or
 `applyInPandasWithState`, a shard's state one blob (`shard.step`); both
 per-shard, per-micro-batch functions are testable without a JVM.
 `typed.trend_aggregates` runs one query as typed DataFrames; `pipeline` runs
-whole jobs (sources, queries, sinks, checkpoints), `sinks` is the family of
-outputs, `control` carries query-set changes in the stream itself;
+whole jobs (sources, queries, sinks, checkpoints), `formats` reads every
+source and makes every sink by its format (the Spark side of
+`greta_stream.choices.FORMATS`), `sinks` is the family of outputs, `control`
+carries query-set changes in the stream itself;
 `kafka` and `delta` read and write through Spark's connector and Delta Lake;
 `progress` reports every micro-batch to a callback; `session` builds a
 SparkSession with the settings that matter.

@@ -1,17 +1,20 @@
-"""Spark's Kafka connector and Delta Lake's jars, fetched the way Spark fetches packages.
+"""The Spark packages of the formats (`greta_stream.choices.PACKAGES`: Spark's Kafka connector,
+Delta Lake), fetched the way Spark fetches packages.
 
-`fetch()` (run by `make install`, or `python -m greta_stream.spark.connector`)
-starts a local Spark once per package with `spark.jars.packages` naming it:
-Spark's own resolver (Ivy) downloads it and its dependencies from Maven
-Central into `<jvm cache>/spark-kafka/` (the Kafka connector of the
-installed pyspark) and `<jvm cache>/spark-delta/` (the `delta-spark_<spark
-line>_2.13` of the installed delta-spark, when the `delta` extra is
-installed). Jars that pyspark already ships are left out: a second copy of
-Jackson or Hadoop on the classpath would clash. Sessions then hand those jars
-to Spark as local paths (`session.get_session`): nothing is resolved or
-downloaded when a pipeline starts, and no Maven is needed. A session for a
-pipeline that reads or writes Kafka or Delta without the jars there names the
-package instead (`package_conf`), and Spark resolves it itself.
+`fetch` (run by `make install`, or `python -m greta_stream.spark.connector`)
+starts a local Spark once per package with `spark.jars.packages` naming it
+(`resolve`: its coordinates for the installed pyspark, and the installed
+distribution it follows): Spark's own resolver (Ivy) downloads it and its
+dependencies from Maven Central into `<jvm cache>/spark-<name>/`
+(`greta_stream.jvm.package_dir`): `spark-kafka/` the Kafka connector of the
+installed pyspark, `spark-delta/` the `delta-spark_<spark line>_2.13` of the
+installed delta-spark, when the `delta` extra is installed. Jars that pyspark
+already ships are left out: a second copy of Jackson or Hadoop on the
+classpath would clash. Sessions then hand those jars to Spark as local paths
+(`session.get_session`): nothing is resolved or downloaded when a pipeline
+starts, and no Maven is needed. A session for a pipeline whose formats need a
+package whose jars are not there names the package instead (`package_conf`),
+and Spark resolves it itself.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark
 
-from greta_stream.jvm import delta_version, spark_delta_dir, spark_kafka_dir
+from greta_stream.choices import PACKAGES, Package
+from greta_stream.jvm import installed_version, package_dir
 
 SCALA = "2.13"
 # Already in pyspark's jars: another copy on the classpath would clash (lz4-java moved to
@@ -34,47 +38,37 @@ EXCLUDES = ("at.yawk.lz4:lz4-java", "org.lz4:lz4-java", "org.xerial.snappy:snapp
             "com.github.luben:zstd-jni", "org.apache.hadoop:hadoop-client-runtime",
             "org.apache.hadoop:hadoop-client-api", "org.slf4j:slf4j-api", "com.google.code.findbugs:jsr305",
             f"org.scala-lang.modules:scala-parallel-collections_{SCALA}")
-# What a Delta session needs besides the jars: Delta's SQL commands and its catalog (Delta's own setup)
-DELTA_CONF = {"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-              "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
 
 
 @dataclass(frozen=True)
-class Package:
-    """A Spark package greta-stream uses: its Maven coordinates, its cache folder, the data source it adds."""
+class Resolved:
+    """A package for one Spark version and the installed distribution it follows: the coordinates
+    Spark resolves and the cache folder its jars are kept in."""
 
-    name: str  # kafka | delta
+    package: Package
     coordinates: str
     folder: Path
-    data_source: str  # spark.read.format(...) that proves it is on the classpath
-    conf: dict[str, str] = field(default_factory=dict)  # session settings it needs
+
+    @property
+    def name(self) -> str:
+        return self.package.name
 
 
-def kafka(spark_version: str = pyspark.__version__) -> Package:
-    """Spark's Kafka connector for a Spark version."""
-    return Package("kafka", f"org.apache.spark:spark-sql-kafka-0-10_{SCALA}:{spark_version}",
-                   spark_kafka_dir(spark_version), "kafka")
-
-
-def delta(spark_version: str = pyspark.__version__) -> Package | None:
-    """Delta Lake for the installed delta-spark and a Spark version (None: the delta extra is not installed)."""
-    version, folder = delta_version(), spark_delta_dir(spark_version)
+def resolve(pkg: Package, spark_version: str = pyspark.__version__) -> Resolved | None:
+    """`pkg` for a Spark version (None: the distribution it follows, its format's extra, is not installed)."""
+    version = spark_version if pkg.follows is None else installed_version(pkg.follows)
+    folder = package_dir(pkg, spark_version)
     if version is None or folder is None:
         return None
-    line = ".".join(spark_version.split(".")[:2])  # delta-spark_4.2_2.13: built per Spark line
-    return Package("delta", f"io.delta:delta-spark_{line}_{SCALA}:{version}", folder, "delta", DELTA_CONF)
+    line = ".".join(spark_version.split(".")[:2])
+    return Resolved(pkg, pkg.coordinates.format(scala=SCALA, spark=spark_version, spark_line=line, version=version),
+                    folder)
 
 
-def package(spark_version: str = pyspark.__version__) -> str:
-    """The Kafka connector's Maven coordinates for a Spark version."""
-    return kafka(spark_version).coordinates
-
-
-def package_conf(pkg: Package | None = None, folder: Path | None = None) -> dict[str, str]:
-    """Spark settings that make Spark resolve `pkg` (default: the Kafka connector) itself, into `folder` (Ivy's home)."""
-    pkg = pkg or kafka()
+def package_conf(pkg: Resolved, folder: Path | None = None) -> dict[str, str]:
+    """Spark settings that make Spark resolve `pkg` itself, into `folder` (Ivy's home; default: its cache folder)."""
     return {"spark.jars.packages": pkg.coordinates, "spark.jars.excludes": ",".join(EXCLUDES),
-            "spark.jars.ivy": str(folder or pkg.folder), **pkg.conf}
+            "spark.jars.ivy": str(folder or pkg.folder), **pkg.package.conf}
 
 
 _PROBE = """
@@ -91,9 +85,8 @@ spark.stop()
 """
 
 
-def fetch(pkg: Package | None = None, echo: object = print) -> Path:
-    """Have Spark resolve `pkg` (default: the Kafka connector) into the cache, once per version; its folder."""
-    pkg = pkg or kafka()
+def fetch(pkg: Resolved, echo: object = print) -> Path:
+    """Have Spark resolve `pkg` into the cache, once per version; its folder."""
     dest = pkg.folder
     if (dest / ".stamp").is_file():
         return dest
@@ -101,7 +94,7 @@ def fetch(pkg: Package | None = None, echo: object = print) -> Path:
     shutil.rmtree(temp, ignore_errors=True)
     echo(f"fetching {pkg.coordinates} into {dest}")  # type: ignore[operator]
     conf = package_conf(pkg, temp)
-    done = subprocess.run([sys.executable, "-c", _PROBE, pkg.data_source, *[f"{k}={v}" for k, v in conf.items()]],
+    done = subprocess.run([sys.executable, "-c", _PROBE, pkg.package.data_source, *[f"{k}={v}" for k, v in conf.items()]],
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0 or not list((temp / "jars").glob("*.jar")):
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
@@ -126,9 +119,9 @@ def shipped() -> set[str]:
     return {artifact(j.name) for j in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
 
 
-def installed() -> list[Package]:
+def installed() -> list[Resolved]:
     """The packages the installed extras use: Kafka's connector always, Delta Lake with the delta extra."""
-    return [p for p in (kafka(), delta()) if p is not None]
+    return [r for p in PACKAGES if (r := resolve(p)) is not None]
 
 
 if __name__ == "__main__":

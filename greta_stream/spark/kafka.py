@@ -53,6 +53,7 @@ from pyspark.sql import functions as F
 
 from greta_stream.errors import ConfigError, SinkError
 from greta_stream.jvm import CONNECTOR_HINT, spark_kafka_jars
+from greta_stream.pipeline.model import SourceConfig
 from greta_stream.spark.session import need_package
 from greta_stream.spark.sinks import SinkBatch, SinkPlace
 
@@ -74,15 +75,15 @@ def bootstrap(servers: str | None) -> str:
     return found
 
 
-def read_kafka(spark: SparkSession, servers: str | None, topic: str | None, starting_offsets: str = "earliest",
-               options: dict[str, Any] | None = None) -> DataFrame:
-    """A streaming DataFrame with the topic's message values as JSON text in `value`."""
-    if not topic:
+def read_kafka(spark: SparkSession, src: SourceConfig) -> DataFrame:
+    """A streaming DataFrame with the message values of `src.topic` as JSON text in `value`, from
+    `src.starting_offsets` (a new query's; a restarted one resumes from its checkpoint)."""
+    if not src.topic:
         raise ConfigError("a kafka source needs a topic")
     need_connector(spark)
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap(servers))
-              .option("subscribe", topic).option("startingOffsets", starting_offsets))
-    for k, v in (options or {}).items():  # e.g. maxOffsetsPerTrigger, failOnDataLoss, kafka.security.protocol
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap(src.bootstrap_servers))
+              .option("subscribe", src.topic).option("startingOffsets", src.starting_offsets))
+    for k, v in src.options.items():  # e.g. maxOffsetsPerTrigger, failOnDataLoss, kafka.security.protocol
         reader = reader.option(k, str(v))
     return reader.load().select(F.col("value").cast("string").alias("value"))
 

@@ -11,7 +11,8 @@ crash overwrites its own files: output is exactly once. Kafka sinks
 (query, group, window) and keep a sink log in the query's checkpoint, so a
 replayed batch sends only what is missing (see that module for what remains).
 
-The parts: `sources` (reading a source), `writers` (the foreachBatch targets,
+The parts: `formats` (reading a source through its format's reader, making
+its sinks), `sources` (the file sources), `writers` (the foreachBatch targets,
 `StreamWriter` and `BatchWriter`) and `spool` (outputs kept while a query's
 sinks fail); this module starts and drives the streams, and names every one
 of those parts as before.
@@ -34,10 +35,11 @@ from pyspark.sql.streaming import StreamingQuery
 from greta_stream.pipeline.model import PipelineConfig, default_shards, packages, streams
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.control import CONTROL_FOLDER, ControlSets, LiveSet, read_rows
+from greta_stream.spark.formats import confined, read_source
 from greta_stream.spark.layout import open_layout
 from greta_stream.spark.operator import stream_outputs
 from greta_stream.spark.progress import progress_line
-from greta_stream.spark.sources import confined, read_source, tied_files
+from greta_stream.spark.sources import tied_files
 from greta_stream.spark.spool import Output, Spool, collected
 from greta_stream.spark.writers import BatchHook, BatchWriter, StreamWriter
 
@@ -112,8 +114,7 @@ def session_for(cfg: PipelineConfig) -> SparkSession:
     """A session on the pipeline's master with the Spark packages its sources and sinks need."""
     from greta_stream.spark.session import get_session
 
-    needs = packages(cfg)
-    return get_session(cfg.master, kafka="kafka" in needs, delta="delta" in needs)
+    return get_session(cfg.master, packages=packages(cfg))
 
 
 def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,

@@ -15,13 +15,15 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from pyspark.sql import SparkSession
 
+from greta_stream.choices import PACKAGES, Package
 from greta_stream.errors import ConfigError
-from greta_stream.jvm import spark_delta_jars, spark_kafka_jars
+from greta_stream.jvm import package_jars
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # RocksDB, writing a changelog per micro-batch: what transformWithStateInPandas needs, and state that costs
@@ -33,13 +35,14 @@ PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning
 
 def get_session(
     master: str | None = None, *, app_name: str = "greta-stream", shuffle_partitions: int | None = None,
-    conf: dict[str, str] | None = None, ui: bool = False, kafka: bool = False, delta: bool = False,
+    conf: dict[str, str] | None = None, ui: bool = False, packages: Iterable[Package] = (),
 ) -> SparkSession:
     """A SparkSession on `master` (default local[2]) tuned for the stateful operator.
-    Spark's Kafka connector and Delta Lake (with its SQL extension and
-    catalog) are on its classpath when they were fetched
-    (`greta_stream.spark.connector`); `kafka`, `delta`: else have Spark
-    resolve them now."""
+    The Spark packages of the formats (`choices.PACKAGES`: Spark's Kafka
+    connector, Delta Lake with its SQL extension and catalog) are on its
+    classpath when they were fetched (`greta_stream.spark.connector`);
+    `packages` (a run's: `choices.packages_of`), when not fetched: Spark
+    resolves them now."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # pyspark 4.2 warns in every Python worker that it does not fully support pandas 3; greta-stream's
     # tests run this very pair (docs/SPARK.md): the workers (which inherit this) need not say it
@@ -63,7 +66,7 @@ def get_session(
     )
     for k, v in ROCKSDB_CONF.items():
         builder = builder.config(k, v)
-    for k, v in _packages_conf(kafka=kafka, delta=delta).items():
+    for k, v in _packages_conf(packages).items():
         builder = builder.config(k, v)
     # Delta rebuilds a table's state (for an idempotent write's transaction ids) in 50 tasks by default:
     # measured 11.4 s per micro-batch's append on local[2], against about 3 s with one task per core
@@ -122,24 +125,25 @@ def _filter_stderr(stream: IO[bytes]) -> None:
             os.write(2, line)
 
 
-def _packages_conf(*, kafka: bool, delta: bool) -> dict[str, str]:
-    """Settings for Spark's Kafka connector and Delta Lake: their fetched jars as local paths (nothing
-    resolved at run time), or, when `kafka`/`delta` asks for one not fetched, its package for Spark to resolve."""
+def _packages_conf(packages: Iterable[Package]) -> dict[str, str]:
+    """Settings for the formats' Spark packages: every fetched one's jars as local paths (nothing resolved
+    at run time) with the settings it needs; `packages` not fetched, for Spark to resolve."""
     from greta_stream.spark import connector
 
     out: dict[str, str] = {}
-    kafka_jars, delta_jars = spark_kafka_jars(), spark_delta_jars()
-    if kafka_jars or delta_jars:
-        out["spark.jars"] = ",".join(str(j) for j in [*kafka_jars, *delta_jars])
-    if delta_jars:
-        out.update(connector.DELTA_CONF)
-    wanted = [p for p in (connector.kafka() if kafka and not kafka_jars else None,
-                          connector.delta() if delta and not delta_jars else None) if p is not None]
+    fetched = {p.name: package_jars(p) for p in PACKAGES}
+    jars = [str(j) for p in PACKAGES for j in fetched[p.name]]
+    if jars:
+        out["spark.jars"] = ",".join(jars)
+    for p in PACKAGES:
+        if fetched[p.name]:
+            out.update(p.conf)
+    wanted = [r for p in packages if not fetched.get(p.name) and (r := connector.resolve(p)) is not None]
     if wanted:  # Spark resolves them itself, each into its own cache folder's Ivy home (the first one's)
         out.update(connector.package_conf(wanted[0]))
-        out["spark.jars.packages"] = ",".join(p.coordinates for p in wanted)
-        for p in wanted:
-            out.update(p.conf)
+        out["spark.jars.packages"] = ",".join(r.coordinates for r in wanted)
+        for r in wanted:
+            out.update(r.package.conf)
     return out
 
 

@@ -1,25 +1,22 @@
 """Where a query's output goes: one `Sink` protocol for every format.
 
-A query's sinks and its dead-letter output are made from their format's entry
-in `greta_stream.choices.FORMATS` (`make_sink`): its `writer` names the class,
-whose `create(place)` builds the sink from a `SinkPlace`. Each micro-batch, the
+A query's sinks and its dead-letter output are made by their format's class
+(a `SinkClass`, which `greta_stream.spark.formats` registers for each sink
+format of `greta_stream.choices.FORMATS`; `formats.make_sink`): its
+`create(place)` builds the sink from a `SinkPlace`. Each micro-batch, the
 query's `BatchWriter` hands every sink a `SinkBatch` through the one method
 `write(spark, batch)`, whatever the format: the file sinks write payloads,
-Kafka keyed messages, Delta typed rows. A new format is one module with its
-class and one entry in `FORMATS`.
+Kafka keyed messages, Delta typed rows.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from pyspark.sql import SparkSession
 
-from greta_stream.choices import FORMATS
-from greta_stream.errors import ConfigError
 from greta_stream.pipeline.model import QueryConfig, SinkConfig
 
 
@@ -55,12 +52,8 @@ class Sink(Protocol):
         """Write one micro-batch; a replayed batch (the same id again) must not show twice."""
 
 
-def make_sink(place: SinkPlace) -> Sink:
-    """The sink of `place`'s format, made by the class its `FORMATS` entry names."""
-    fmt = FORMATS.get(place.cfg.format)
-    if fmt is None or fmt.writer is None:
-        known = ", ".join(n for n, f in FORMATS.items() if f.is_sink)
-        raise ConfigError(f"unknown sink format {place.cfg.format!r}; use {known}")
-    module, name = fmt.writer.split(":")
-    sink: Sink = getattr(importlib.import_module(module), name).create(place)
-    return sink
+class SinkClass(Protocol):
+    """A format's sink class, as `greta_stream.spark.formats` registers it: it makes a query's sink."""
+
+    def create(self, place: SinkPlace) -> Sink:
+        """The sink of `place` (its settings checked: a `ConfigError` says what is missing)."""

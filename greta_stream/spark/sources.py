@@ -1,6 +1,7 @@
-"""The sources of a pipeline's streams: a streaming DataFrame of a source's events (`read_source`), the
-folder a file source's rows must come from (`confined`), and the ties Spark's file source cannot order
-(`tied_files`). Part of `greta_stream.spark.pipeline`, which names them too."""
+"""File sources: a folder of JSON lines (`read_jsonl`) or Parquet files (`read_parquet`) as a streaming
+DataFrame of events, each row with the file it came from (a source confined to its folder drops rows
+of files outside it), and the ties Spark's file source cannot order (`tied_files`). The format
+registry (`greta_stream.spark.formats`) reads the sources of these formats through them."""
 
 from __future__ import annotations
 
@@ -10,22 +11,28 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamReader
 
-from greta_stream.errors import ConfigError
 from greta_stream.pipeline.model import SourceConfig
-from greta_stream.spark.delta import read_delta
-from greta_stream.spark.kafka import read_kafka
 from greta_stream.spark.operator import FILE_COLUMN
 
 log = logging.getLogger("greta_stream.pipeline")
 
 
-def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
-    """A streaming DataFrame of events: JSON text in `value`, or typed columns."""
-    if src.format == "kafka":
-        return read_kafka(spark, src.bootstrap_servers, src.topic, src.starting_offsets, src.options)
-    if src.format == "delta":
-        return read_delta(spark, src)
+def read_jsonl(spark: SparkSession, src: SourceConfig) -> DataFrame:
+    """Each line as JSON text in `value`, with the file it came from: a link out of the folder is not read."""
+    return (_file_reader(spark, src).format("text").load(src.path)
+            .select("value", F.col("_metadata.file_path").alias(FILE_COLUMN)))
+
+
+def read_parquet(spark: SparkSession, src: SourceConfig) -> DataFrame:
+    """Typed columns as the files have them, each row with its file too."""
+    reader = _file_reader(spark, src)
+    schema = spark.read.parquet(src.path).schema
+    return reader.schema(schema).parquet(src.path).withColumn(FILE_COLUMN, F.col("_metadata.file_path"))
+
+
+def _file_reader(spark: SparkSession, src: SourceConfig) -> DataStreamReader:
     reader = spark.readStream
     if src.max_files_per_trigger:
         reader = reader.option("maxFilesPerTrigger", src.max_files_per_trigger)
@@ -37,12 +44,7 @@ def read_source(spark: SparkSession, src: SourceConfig) -> DataFrame:
                         "unset (docs/SECURITY.md, file sources)", tied, src.path)
     for k, v in src.options.items():
         reader = reader.option(k, v)
-    if src.format == "jsonl":  # each line with the file it came from: a link out of the folder is not read
-        return reader.format("text").load(src.path).select("value", F.col("_metadata.file_path").alias(FILE_COLUMN))
-    if src.format == "parquet":  # each row with its file too
-        schema = spark.read.parquet(src.path).schema
-        return reader.schema(schema).parquet(src.path).withColumn(FILE_COLUMN, F.col("_metadata.file_path"))
-    raise ConfigError(f"unknown source format {src.format!r}; use jsonl, parquet, delta or kafka")
+    return reader
 
 
 def tied_files(folder: str) -> int:
@@ -54,8 +56,3 @@ def tied_files(folder: str) -> int:
     except OSError:  # not a local folder (an object store): nothing to say
         return 0
     return sum(n for n in stamps.values() if n > 1)
-
-
-def confined(src: SourceConfig) -> str | None:
-    """The folder a file source's rows must come from (links out of it are not read), or None."""
-    return src.path if src.format in ("jsonl", "parquet") and src.path else None

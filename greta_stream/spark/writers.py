@@ -21,7 +21,8 @@ from greta_stream.runtime.dead_letters import DeadLetters, name_problems
 from greta_stream.runtime.multi import one_line
 from greta_stream.spark.cet_distributed import expand_outputs
 from greta_stream.spark.control import LiveSet
-from greta_stream.spark.sinks import Sink, SinkBatch, SinkPlace, make_sink
+from greta_stream.spark.formats import make_sink
+from greta_stream.spark.sinks import Sink, SinkBatch, SinkPlace
 from greta_stream.spark.spool import Output, Spool, collected
 from greta_stream.spark.typed import column_types
 

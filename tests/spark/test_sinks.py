@@ -1,6 +1,6 @@
-"""The sink family: every format of `choices.FORMATS` names a writer class that
-`make_sink` builds, and each takes a micro-batch through the one method
-`write(spark, SinkBatch)`. The file and console sinks write here for real; the
+"""The sink family: every sink format of `choices.FORMATS` has a writer class
+(`spark.formats.IMPLEMENTATIONS`) that `make_sink` builds, and each takes a
+micro-batch through the one method `write(spark, SinkBatch)`. The file and console sinks write here for real; the
 Kafka sink's keys are checked without a broker (its delivery is tested against
 a real one in tests/kafka), the Delta sink's commits in tests/delta."""
 
@@ -16,8 +16,9 @@ import pytest
 from greta_stream.choices import FORMATS, SINK_FORMATS, SOURCE_FORMATS, SinkFormat, SourceFormat
 from greta_stream.connectors.sinks import read_jsonl_dir
 from greta_stream.pipeline import QueryConfig, SinkConfig
+from greta_stream.spark.formats import IMPLEMENTATIONS, make_sink
 from greta_stream.spark.pipeline import Output
-from greta_stream.spark.sinks import SinkBatch, SinkPlace, make_sink
+from greta_stream.spark.sinks import SinkBatch, SinkPlace
 
 Q = "RETURN company, COUNT(*) PATTERN Stock S+ WHERE [company] GROUP-BY company WITHIN 10 s SLIDE 5 s"
 
@@ -34,9 +35,8 @@ def test_every_format_is_declared_once_and_agrees_with_the_choices() -> None:
     assert set(SOURCE_FORMATS) == set(get_args(SourceFormat)) == {n for n, f in FORMATS.items() if f.is_source}
     assert set(SINK_FORMATS) == set(get_args(SinkFormat)) == {n for n, f in FORMATS.items() if f.is_sink}
     for name in SINK_FORMATS:
-        module, cls = FORMATS[name].writer.split(":")
-        writer = getattr(__import__(module, fromlist=[cls]), cls)
-        assert callable(writer.create) and callable(writer.write), name
+        writer = IMPLEMENTATIONS[name].writer
+        assert writer is not None and callable(writer.create) and callable(writer.write), name
 
 
 @pytest.mark.spark
