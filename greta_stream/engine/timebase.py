@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -220,11 +220,38 @@ def _as_time(x: Fraction) -> int | float:
     return x.numerator if x.denominator == 1 else float(x)
 
 
-def window_bounds(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[np.ndarray, np.ndarray]:
-    """First and last window of each time, vectorized: [k*slide, k*slide + within)
-    holds t (whole-number `within` and `slide` in the unit of `t`; float times
-    below 2**50, where this arithmetic is exact). `Timebase.first_window` and
-    `last_window` answer the same for one time."""
+# The finest windows the vectorized bounds take: WITHIN and SLIDE of a common
+# denominator D (in seconds) dividing 10**6 (whole microseconds: a timestamp
+# stream's windows are whole numbers) and at most 8000 (every millisecond window,
+# and halves, quarters, fifths and eighths of one), so that t * D and the window
+# indices stay within int64 for every numeric time below MAX_TIME_S.
+MAX_WINDOW_DEN = 8000
+
+
+class Window(NamedTuple):
+    """A window spec in the unit of some times: window k covers
+    [k*slide/den, (k*slide + within)/den) (ints; den 1 for whole numbers)."""
+
+    within: int
+    slide: int
+    den: int = 1
+
+
+def window_in_unit(within: Fraction | int, slide: Fraction | int, scale: int) -> Window:
+    """The window spec of `within` and `slide` seconds in a unit of 1/scale seconds."""
+    w, s = Fraction(within) * scale, Fraction(slide) * scale
+    den = math.lcm(w.denominator, s.denominator)
+    return Window(int(w * den), int(s * den), den)
+
+
+def window_bounds(t: np.ndarray, window: Window, ints: bool) -> tuple[np.ndarray, np.ndarray]:
+    """First and last window of each time, vectorized: [k*slide/den, (k*slide +
+    within)/den) holds t (`window` in the unit of `t`; times below 2**50, where
+    this arithmetic is exact). `Timebase.first_window` and `last_window` answer
+    the same for one time: a float time counts as the decimal it prints as."""
+    within, slide, den = window
+    if den != 1:
+        return _fine_bounds(t, within, slide, ints, den)
     if ints:
         t = t.astype(np.int64)
         return (t - within) // slide + 1, t // slide
@@ -235,3 +262,40 @@ def window_bounds(t: np.ndarray, within: int, slide: int, ints: bool) -> tuple[n
     lo = np.where((lo - 1) * slide + within > t, lo - 1, lo)
     lo = np.where(lo * slide + within <= t, lo + 1, lo)
     return lo.astype(np.int64), hi.astype(np.int64)
+
+
+def _fine_bounds(t: np.ndarray, within: int, slide: int, ints: bool, den: int) -> tuple[np.ndarray, np.ndarray]:
+    """`window_bounds` of bounds that are not whole numbers (den > 1).
+
+    Int times: exact in integers on t * den. Float times: a bound b = (k*slide)/den
+    is one int over another, so float64 rounds it correctly; with at most 15
+    significant digits (`_float_limit`) distinct such decimals stay distinct floats
+    and a float prints as b exactly when it equals float(b), so comparing t with
+    the float bound is comparing `exact(t)` with b. Times past that limit are
+    placed exactly, one by one.
+    """
+    if ints:
+        td = t.astype(np.int64) * den
+        return (td - within) // slide + 1, td // slide
+    t = t.astype(np.float64)
+    hi = np.floor(t * den / slide)
+    hi = np.where(hi * slide / den > t, hi - 1, hi)
+    hi = np.where((hi + 1) * slide / den <= t, hi + 1, hi)
+    lo = np.floor((t * den - within) / slide) + 1
+    lo = np.where(((lo - 1) * slide + within) / den > t, lo - 1, lo)
+    lo = np.where((lo * slide + within) / den <= t, lo + 1, lo)
+    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
+    far = np.flatnonzero(np.abs(t) >= _float_limit(within, slide, den))
+    for i in far.tolist():
+        num, d = _ratio(float(t[i]))
+        lo[i] = (num * den - within * d) // (d * slide) + 1
+        hi[i] = (num * den) // (d * slide)
+    return lo, hi
+
+
+def _float_limit(within: int, slide: int, den: int) -> float:
+    """Times below this compare with float window bounds exactly: every bound
+    within `within + slide` of them has at most 15 significant digits (bounds
+    have as many decimals as the smallest power of ten den divides)."""
+    decimals = next(q for q in range(20) if 10**q % den == 0)
+    return 10.0 ** (15 - decimals) - (within + slide) / den

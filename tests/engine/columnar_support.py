@@ -6,7 +6,8 @@ ints of the same type, floats within 1e-9); random queries of the shapes the
 columnar engine covers (`queries`: single Kleene `A X+`, `(A X+)+`, `A+`;
 GROUP-BY and equivalence attributes; at most one edge predicate `f(X) op
 g(NEXT(X))` with op in < <= > >= = and an optional linear transform on either
-side; local predicates; whole-second WITHIN / SLIDE; every aggregate over an
+side; local predicates; WITHIN / SLIDE of whole seconds or of fractions of
+one (`1500 ms`, `0.25 s`); every aggregate over an
 int and a float attribute) and random streams for them (`streams`: int, float,
 mixed and negative times with ties, events of another type, bad events); the
 records the oracle takes (`oracle_input`); and micro-batches: a stream split
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from hypothesis import HealthCheck, note
@@ -113,8 +115,25 @@ class Spec:
     equiv: list[str]  # extra equivalence attributes (every alias)
     edge_attrs: set[str]
     numeric: set[str]  # attributes the aggregates need as numbers
-    within: int
-    slide: int
+    within: Fraction
+    slide: Fraction
+
+
+@st.composite
+def fine_window(draw, max_within: int, max_slide: int) -> tuple[Fraction, Fraction, str]:
+    """(within, slide, clause) of a window that is not whole seconds: steps of
+    100, 250 or 500 ms (times of tenths and quarters fall on its bounds)."""
+    step = draw(st.sampled_from([100, 250, 500]))
+    slide_ms = step * draw(st.integers(1, max(1, min(10, max_slide * 1000 // step))))
+    within_ms = slide_ms * draw(st.integers(1, max(1, min(4, max_within * 1000 // slide_ms))))
+    if within_ms + step <= max_within * 1000 and draw(st.booleans()):
+        within_ms += step  # a SLIDE that does not divide WITHIN
+    within, slide = Fraction(within_ms, 1000), Fraction(slide_ms, 1000)
+    if draw(st.booleans()):
+        clause = f"WITHIN {within_ms} ms" + (f" SLIDE {slide_ms} ms" if slide_ms != within_ms else "")
+    else:
+        clause = f"WITHIN {float(within)} s SLIDE {float(slide)} s"
+    return within, slide, clause
 
 
 @st.composite
@@ -167,14 +186,16 @@ def queries(draw, max_within: int = 20, max_slide: int = 10) -> Spec:
     items = [g for g in group_by if draw(st.booleans())] + items
     numeric = {attr for _, attr in chosen if attr is not None}
 
-    within = draw(st.integers(1, max_within))
-    slide = within
-    window = f"WITHIN {within} s"
+    w = s = draw(st.integers(1, max_within))
+    window = f"WITHIN {w} s"
     if draw(st.booleans()):
-        slide = draw(st.integers(max(1, within // 4) if max_within > 20 else 1, min(max_slide, within)))
-        window += f" SLIDE {slide} s"
+        s = draw(st.integers(max(1, w // 4) if max_within > 20 else 1, min(max_slide, w)))
+        window += f" SLIDE {s} s"
     elif draw(st.integers(0, 4)) == 0:
-        window = f"WITHIN {within * 1000} ms"
+        window = f"WITHIN {w * 1000} ms"
+    within, slide = Fraction(w), Fraction(s)
+    if draw(st.integers(0, 3)) == 0:
+        within, slide, window = draw(fine_window(max_within, max_slide))
 
     text = query_text(items, pattern, where, group_by, window)
     return Spec(text, alias, group_by, equiv, edge_attrs, numeric, within, slide)
@@ -199,6 +220,7 @@ def query_text(items: list[str], pattern: str, where: list[str], group_by: list[
 def _time_strategy(kind: str) -> st.SearchStrategy:
     ints = st.integers(-12, 36)
     quarters = st.integers(-48, 144).map(lambda k: k / 4)
+    tenths = st.integers(-120, 360).map(lambda k: k / 10)  # on the bounds of windows of 100 ms steps
     floats = st.floats(-12, 36, allow_nan=False, allow_infinity=False)
     # a hair before or after a whole second: window bounds in float arithmetic
     near = st.tuples(ints, st.sampled_from([-math.inf, math.inf])).map(lambda p: math.nextafter(p[0], p[1]))
@@ -207,8 +229,8 @@ def _time_strategy(kind: str) -> st.SearchStrategy:
     if kind == "quarter":
         return quarters
     if kind == "float":
-        return st.one_of(quarters, floats, near)
-    return st.one_of(ints, quarters, near)  # mixed int and float times
+        return st.one_of(quarters, tenths, floats, near)
+    return st.one_of(ints, quarters, tenths, near)  # mixed int and float times
 
 
 def _offset(draw) -> int:

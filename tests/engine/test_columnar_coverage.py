@@ -23,8 +23,7 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v OR X.f < NEXT(X).f WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v + NEXT(b).v < 3 WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN A X+ WITHIN 1500 ms",
-    "RETURN COUNT(*) PATTERN A X+ WITHIN 4 s SLIDE 500 ms",
+    "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
     "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
 ]
 
@@ -44,6 +43,10 @@ WIDENED = [
     "RETURN COUNT(*), MAX(a.v) PATTERN SEQ(NOT B n, A a+, NOT C c, A b, NOT D d) WITHIN 10 s SLIDE 2 s",
     "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT A n, B b) WHERE n.v > 4 WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT A n) WHERE a.v < 5 AND n.f > 0.5 WITHIN 10 s SLIDE 5 s",
+    "RETURN COUNT(*) PATTERN A X+ WITHIN 1500 ms",
+    "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 4 s SLIDE 500 ms",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WITHIN 2.5 s SLIDE 0.5 s",
+    "RETURN COUNT(*) PATTERN A X+ WITHIN 1.5 ms SLIDE 0.125 ms",
 ]
 
 

@@ -27,6 +27,7 @@ from columnar_support import (
     batches_and_watermarks,
     check,
     check_against_general,
+    fine_window,
     oracle_input,
     queries,
     query_text,
@@ -109,7 +110,9 @@ def seq_queries(draw) -> SeqSpec:
     aggs = draw(st.permutations(aggs))
     within = draw(st.integers(2, 16))
     window = f"WITHIN {within} s"
-    if draw(st.booleans()):
+    if draw(st.integers(0, 3)) == 0:
+        window = draw(fine_window(16, 16))[2]
+    elif draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
     text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
     return SeqSpec(text, list(dict.fromkeys([*types, *(t for t, _ in negs)])), numeric, aggregated)

@@ -5,8 +5,9 @@ Random workloads: a Kleene core `E e+` with no edge predicate, one (indexed)
 or two (scanned) on its loop; one to five queries, each with a chain of zero
 to two parts before the core and zero to two after it (types A, B and E
 itself, each once or Kleene), so queries share prefixes, suffixes or only
-the core; local predicates on any part; windows of one slide and different
-lengths; COUNT/SUM/AVG/MIN/MAX over any alias, GROUP-BY or not; twins (an
+the core; local predicates on any part; windows of one slide (whole seconds
+or halves of one) and different lengths; COUNT/SUM/AVG/MIN/MAX over any
+alias, GROUP-BY or not; twins (an
 earlier query's pattern, predicates and window under other aliases, with
 other aggregates: one lane for both); streams with ties, ints and floats,
 and bad records. Every query's rows from the union
@@ -43,7 +44,8 @@ def part(draw, alias: str, kleene_ok: bool) -> tuple[str, str | None]:
 @st.composite
 def workload(draw) -> tuple[list[str], int]:
     edge = draw(st.sampled_from(EDGES))
-    slide = draw(st.sampled_from([2, 3, 5]))
+    # slides in ms: whole seconds, and halves (times of .5 fall on their windows' bounds)
+    slide = draw(st.sampled_from([2000, 3000, 5000, 500, 1500]))
     grouped = draw(st.booleans())
     texts = []
     drawn: list[tuple[str, list[str], list[str], int]] = []
@@ -64,7 +66,7 @@ def workload(draw) -> tuple[list[str], int]:
             pattern = parts[0][0] if len(parts) == 1 else f"SEQ({', '.join(p for p, _ in parts)})"
             where = [w for _, w in parts if w] + ([edge] if edge else [])
             aliases = ["e", *(p.split()[1].rstrip("+") for p, _ in parts if not p.startswith("E e+"))]
-            within = draw(st.sampled_from([slide, 2 * slide, slide + 1, 3 * slide]))
+            within = draw(st.sampled_from([slide, 2 * slide, slide + 1000, slide + 500, 3 * slide]))
         drawn.append((pattern, where, aliases, within))
         aggs = ["COUNT(*)"]
         for _ in range(draw(st.integers(0, 3))):
@@ -74,8 +76,13 @@ def workload(draw) -> tuple[list[str], int]:
         texts.append(
             f"RETURN {'g, ' if grouped else ''}{', '.join(dict.fromkeys(aggs))} PATTERN {pattern}"
             + (f" WHERE {' AND '.join(where)}" if where else "")
-            + (" GROUP-BY g" if grouped else "") + f" WITHIN {within} seconds SLIDE {slide} seconds")
+            + (" GROUP-BY g" if grouped else "") + f" WITHIN {_seconds(within)} SLIDE {_seconds(slide)}")
     return texts, slide
+
+
+def _seconds(ms: int) -> str:
+    """A duration as the queries spell it: whole seconds, else milliseconds."""
+    return f"{ms // 1000} seconds" if ms % 1000 == 0 else f"{ms} ms"
 
 
 @st.composite

@@ -8,8 +8,9 @@ partitions by any GROUP-BY and equivalence attributes, edge predicates of
 one Kleene alias, each a comparison `f(X) op g(NEXT(X))` with op in
 `< <= > >= =` over numbers, local predicates of comparisons (numbers, or
 an attribute and a string) joined by AND, OR and NOT, windows and slides of
-whole seconds on numeric times or timestamps (microseconds since the epoch,
-as the general engine reads them), and any aggregate. The flow:
+whole seconds, milliseconds or finer (`timebase.MAX_WINDOW_DEN`) on numeric
+times or timestamps (microseconds since the epoch, as the general engine
+reads them), and any aggregate. The flow:
 
     records / DataFrame --columns.py, times.py, prepare.py--> typed columns,
         windows per event; bad rows -> dead letters          (plan.py: may we?)

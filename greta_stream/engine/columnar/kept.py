@@ -282,5 +282,5 @@ def reslotted(prep: Prepared, types: tuple[str, ...], to: tuple[str, ...]) -> Pr
 
 def rewindowed(prep: Prepared, plan: KernelPlan) -> Prepared:
     """The prepared events with the first and last windows of `plan`'s window spec."""
-    kmin, kmax = window_bounds(prep.t, *window_in(plan, prep.time_kind), prep.int_time)
+    kmin, kmax = window_bounds(prep.t, window_in(plan, prep.time_kind), prep.int_time)
     return replace(prep, kmin=kmin, kmax=kmax)

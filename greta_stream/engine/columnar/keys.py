@@ -31,7 +31,7 @@ def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
     if plan.neg is None or not len(prep.t):
         return kneg
     key, neg_key, code, negs = _negated_keys(plan, prep, plan.neg)
-    _, last = window_bounds(prep.t[negs], *prep.window(plan), prep.int_time)
+    _, last = window_bounds(prep.t[negs], prep.window(plan), prep.int_time)
     before = np.searchsorted(neg_key, key, side="left") - 1  # the latest N event earlier, if any
     same = before >= 0
     same[same] = code[negs[before[same]]] == code[same]
@@ -68,7 +68,7 @@ def negated_ends(plan: KernelPlan, prep: Prepared) -> np.ndarray:
     after = np.searchsorted(neg_key, key, side="right")  # the first N event later, if any
     has = after < len(neg_key)
     has[has] = code[negs[after[has]]] == code[has]
-    first, _ = window_bounds(prep.t[negs], *prep.window(plan), prep.int_time)
+    first, _ = window_bounds(prep.t[negs], prep.window(plan), prep.int_time)
     kend[has] = first[after[has]] - 1  # windows before the first one holding that N event
     return kend
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.compiler.compiled import AggField, CompiledQuery
-from greta_stream.engine.columnar.plan import KernelPlan
+from greta_stream.engine.columnar.plan import KernelPlan, Seconds
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class PassSpec:
     lanes: Any = None  # a `union.UnionPlan`: one traversal, a lane per member query (its members in order)
 
     @property
-    def window(self) -> tuple[int, int]:
+    def window(self) -> tuple[Seconds, Seconds]:
         return self.plan.within, self.plan.slide
 
 

@@ -6,7 +6,8 @@ leading, a trailing and middle `NOT`s of one event each; partitions by any
 GROUP-BY and equivalence attributes; edge predicates of one Kleene alias,
 each a comparison `f(X) op g(NEXT(X))` (one is indexed, several are
 scanned); local predicates; MIN/MAX of any alias (propagated along the
-graph's edges for a SEQ or a negation); whole-second windows. Anything else
+graph's edges for a SEQ or a negation); windows of whole seconds or
+milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`. Anything else
 raises `Unsupported` saying why, and the caller runs the general engine.
 
 Numbering: the kernel's *states* are the positive positions 0..n-1 and then
@@ -19,13 +20,17 @@ is two vertices, one per state, at one time stamp).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
 
@@ -49,6 +54,12 @@ class Scan:
     edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]
 
 
+# A window spec's length, exact: an int number of seconds when whole, else a
+# Fraction. Typed Any because the planner (runtime/plan) keys, orders and
+# prints passes by these as ints; both kinds compare and hash exactly.
+Seconds = Any
+
+
 @dataclass(frozen=True)
 class KernelPlan:
     """How the columnar kernel evaluates a query it covers: the pattern's states
@@ -60,8 +71,8 @@ class KernelPlan:
     states: tuple[State, ...]  # SEQ order; one state for `X+`
     edge: tuple[str, ast.Expr, ast.Expr] | None  # (op, predecessor side, new event side)
     edge_state: int  # the Kleene state the edge predicate links to itself (-1: none)
-    within: int
-    slide: int
+    within: Seconds
+    slide: Seconds
     local: tuple[tuple[int, ast.Expr], ...] = ()  # (state, local predicate), AND-ed; states n..: the NOTs'
     neg: State | None = None  # the leading `NOT N` of `SEQ(NOT N, ...)`, one event
     part_attrs: tuple[str, ...] = ()  # partition attributes of the positive events (common ones first)
@@ -235,10 +246,17 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         else:
             scans.append(Scan(i, j, tuple(sides)))
     within, slide = cq.window.within, cq.window.slide
-    if within.denominator != 1 or slide.denominator != 1:
-        raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
-    return KernelPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
+    den = math.lcm(within.denominator, slide.denominator)
+    if den > MAX_WINDOW_DEN or 10**6 % den:
+        raise Unsupported(f"WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds, "
+                          f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
+    return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans))
+
+
+def seconds(x: Fraction) -> Seconds:
+    """A window length as a plan holds it: an int when whole (the whole-second path), else the Fraction."""
+    return int(x) if x.denominator == 1 else x
 
 
 def _negated(part: ast.Pattern, where: str) -> State:

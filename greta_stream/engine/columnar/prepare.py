@@ -42,7 +42,7 @@ from greta_stream.engine.ingest import (
     late_letter,
 )
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, window_bounds
+from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, Window, window_bounds, window_in_unit
 
 
 @dataclass
@@ -64,15 +64,18 @@ class Prepared:
     other_types: dict[str, int] = field(default_factory=dict)  # events of other types, by type (some names)
     typed: dict[str, int] = field(default_factory=dict)  # events of the pattern's types (valid or refused), by type
 
-    def window(self, plan: KernelPlan) -> tuple[int, int]:
-        """(within, slide) in the unit of `t`."""
+    def window(self, plan: KernelPlan) -> Window:
+        """The plan's window spec in the unit of `t`."""
         return window_in(plan, self.time_kind)
 
 
-def window_in(plan: KernelPlan, time_kind: str) -> tuple[int, int]:
-    """(within, slide) in the unit of times of `time_kind`: seconds, or microseconds for timestamps."""
+def window_in(plan: KernelPlan, time_kind: str) -> Window:
+    """The plan's window spec in the unit of times of `time_kind`: seconds, or
+    microseconds for timestamps (whole numbers there for every plan)."""
     scale = US_PER_S if time_kind == TIMESTAMP else 1
-    return plan.within * scale, plan.slide * scale
+    if type(plan.within) is int and type(plan.slide) is int:
+        return Window(plan.within * scale, plan.slide * scale)
+    return window_in_unit(plan.within, plan.slide, scale)
 
 
 def prepare(
@@ -162,7 +165,7 @@ def prepare(
         metrics.dead_letter(dl.reason)
     metrics["events_processed"] = processed
     t = time.values[good]
-    kmin, kmax = window_bounds(t, *window_in(plan, time_kind), time.kind == INT)
+    kmin, kmax = window_bounds(t, window_in(plan, time_kind), time.kind == INT)
     typed = dict(zip(plan.types, np.bincount(st_t, minlength=len(plan.types)).tolist()))
     return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind, other_types,
                     typed)

@@ -55,11 +55,11 @@ from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.columnar.columns import Input, Unsupported
 from greta_stream.engine.columnar.driver import KernelOutput, compute_cells
 from greta_stream.engine.columnar.passes import Member, PassSpec, merged, rolled_up
-from greta_stream.engine.columnar.plan import KernelPlan, Scan, State
+from greta_stream.engine.columnar.plan import KernelPlan, Scan, Seconds, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, prepare, window_in
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.ingest import DeadLetter, FieldNames, Validator
-from greta_stream.engine.timebase import window_bounds
+from greta_stream.engine.timebase import Window, window_bounds
 from greta_stream.query import ast
 
 NEVER = 2**62  # a query's first window of a vertex it does not have
@@ -153,7 +153,7 @@ class UnionPlan:
         theirs and passes their local predicates there, else NEVER."""
         out = np.full((self.nq, len(st)), NEVER, np.int64)  # a row per lane while filled
         done: set[int] = set()
-        kmin_of: dict[tuple[int, int], np.ndarray] = {}  # per window spec (a pass has one)
+        kmin_of: dict[Window, np.ndarray] = {}  # per window spec (a pass has one)
         numbers: dict[str, np.ndarray] = {}  # the numbers of each attribute, read once for every lane
         for m in self.members:
             if m.lane in done:
@@ -167,7 +167,7 @@ class UnionPlan:
                 mine &= local_mask(m.plan, cols, np.where(mine, mst, -1), slots=False, read=numbers)
             window = window_in(m.plan, prep.time_kind)
             if window not in kmin_of:
-                kmin_of[window] = window_bounds(t, *window, prep.int_time)[0]
+                kmin_of[window] = window_bounds(t, window, prep.int_time)[0]
             np.copyto(out[m.lane], kmin_of[window], where=mine)
         return out.T
 
@@ -324,7 +324,7 @@ def _wiring(plan: KernelPlan, reads_total: list[tuple[int, int]], start: np.ndar
 
 
 def _union_query(base: CompiledQuery, states: list[State], plans: list[KernelPlan], fields: tuple[AggField, ...],
-                 group_by: tuple[str, ...], within: int) -> CompiledQuery:
+                 group_by: tuple[str, ...], within: Seconds) -> CompiledQuery:
     """A compiled query that validates and prepares what every member reads:
     per type, the attributes any of them needs or aggregates."""
     needed: dict[str, set[str]] = {}
