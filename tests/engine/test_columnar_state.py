@@ -12,6 +12,7 @@ restores under its name.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -152,3 +153,55 @@ def test_a_named_query_alone_restores_its_own_state() -> None:
     want = general.advance(100)
     general.add_many(events[100:])
     assert_same_rows(STOCK, events, want + general.finish(), first + rest)
+
+
+MS_FAMILY = {  # two window specs of fractions of a second: a pass each, the first shared by two queries
+    "a": ("AVG(S.price)", "WITHIN 1500 ms SLIDE 500 ms"),
+    "b": ("SUM(S.price)", "WITHIN 1.5 s SLIDE 0.5 s"),
+    "c": ("MAX(S.price)", "WITHIN 2250 ms SLIDE 750 ms"),
+}
+
+
+def _ms_query(name: str) -> str:
+    agg, window = MS_FAMILY[name]
+    return (f"RETURN sector, COUNT(*), {agg} PATTERN Stock S+ WHERE [company, sector] "
+            f"AND S.price > NEXT(S).price GROUP-BY sector {window}")
+
+
+def _ms_passes(names: list[str]) -> list[Any]:
+    from greta_stream.engine.columnar.passes import shared_pass, single_pass
+
+    plans = {n: columnar_plan(compile_query(_ms_query(n))) for n in names}
+    first = [(n, plans[n]) for n in names if n in ("a", "b")]
+    return ([shared_pass(first)] if first else []) + ([single_pass(plans["c"], "c")] if "c" in plans else [])
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 2**16), st.integers(2, 5), st.sampled_from([["a", "b", "c"], ["c"], ["b"]]))
+def test_a_family_of_millisecond_windows_snapshots_and_goes_on(seed: int, n_batches: int, after: list[str]) -> None:
+    """A family with windows of fractions of a second (times on their bounds:
+    quarters), snapshot halfway and restored as the family or some of its
+    queries (windowed again where the window spec differs): each query's rows
+    are the general engine's, driven by the same batches and watermarks."""
+    evs = events(seed, 120)
+    batches = [[evs[i] for i in b] for b in np.array_split(np.arange(len(evs)), n_batches)]
+    s = ColumnarStream(_ms_passes(["a", "b", "c"]))
+    generals = {n: Engine(compile_query(_ms_query(n))) for n in MS_FAMILY}
+    got: dict[str, list[dict[str, Any]]] = {n: [] for n in MS_FAMILY}
+    want: dict[str, list[dict[str, Any]]] = {n: [] for n in MS_FAMILY}
+    for i, batch in enumerate(batches):
+        if i == len(batches) // 2:
+            s = ColumnarStream.restore(_ms_passes(after), s.snapshot())
+        s.add_many(batch)
+        mark = max(e["time"] for e in batch) - 0.75  # on a window bound of every spec
+        for name, row in s.advance_members(mark):
+            got[name].append(row)
+        for name, engine in generals.items():
+            engine.add_many(batch)
+            want[name] += engine.advance(mark)
+    for name, row in s.advance_members(math.inf):
+        got[name].append(row)
+    for name in after:
+        general = want[name] + generals[name].finish()
+        assert_same_rows(_ms_query(name), evs, general, got[name])
+        assert any(isinstance(r["window_start"], float) for r in general)  # bounds that are not whole seconds

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 
@@ -54,10 +53,9 @@ class Scan:
     edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]
 
 
-# A window spec's length, exact: an int number of seconds when whole, else a
-# Fraction. Typed Any because the planner (runtime/plan) keys, orders and
-# prints passes by these as ints; both kinds compare and hash exactly.
-Seconds = Any
+# A window spec's length in seconds, exact: an int when whole, else a Fraction
+# (both kinds compare and hash alike: the planner keys and orders passes by them).
+Seconds = int | Fraction
 
 
 @dataclass(frozen=True)
