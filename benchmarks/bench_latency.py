@@ -33,8 +33,16 @@ first shows a row: a file's rows are read again whenever its size changes
   windows of the start-up backlog would measure Spark's start, which the
   first column does) and at least 10 s before the run stops; ``missing``
   counts those windows that never showed a row (should be 0);
-- ``batches``, ``batch ms`` (median ``triggerExecution``) and, with
-  ``--phases``, where a micro-batch's time goes (below);
+- ``batches``, ``batch ms`` (median ``triggerExecution``);
+- ``lag`` (file source): the median, over the same windows, of the
+  micro-batches from the one that read the first event at or past the
+  window's end (the batch that closes it) to the one that wrote its row, and
+  ``0/1/2+`` the share of windows written in that same batch, the next one,
+  or later: a measure the machine's load does not stretch;
+- ``rows`` (greta): ``equal`` when the rows written are those of
+  ``greta_stream.evaluate`` over every event written, for the windows up to
+  the last one the run emitted (else ``DIFFER`` and how many rows differ);
+- with ``--phases``, where a micro-batch's time goes (below);
 - the load average over the run (the machine may be shared: a busy machine
   stretches every figure).
 
@@ -109,6 +117,8 @@ class Writer(threading.Thread):
         self.prices = [100.0 + 5 * c for c in range(companies)]
         self.done = threading.Event()
         self.events = 0
+        self.sent: list[dict[str, Any]] = []  # every event, for the check against `evaluate`
+        self.latest: list[float] = []  # the latest event time of each file (send)
         self.sends = 0
 
     def run(self) -> None:
@@ -127,6 +137,8 @@ class Writer(threading.Thread):
                 batch.append({"type": "Stock", "time": round(last + (now - last) * (i + 1) / n, 6),
                               "id": self.events + i, "company": c, "price": self.prices[c], "volume": 100})
             self.send(self.sends, batch)
+            self.sent += batch
+            self.latest.append(batch[-1]["time"])
             self.events += n
             self.sends += 1
             last = now
@@ -267,8 +279,9 @@ def window_end(row: dict[str, Any]) -> float | None:
     return float(end) if end is not None else None
 
 
-def poll(folder: Path, seen: dict[float, float], sizes: dict[Path, int]) -> None:
-    """Record the wall time each window end first shows a row in `folder` (JSON-lines or JSON files)."""
+def poll(folder: Path, seen: dict[float, float], sizes: dict[Path, int], where: dict[float, str]) -> None:
+    """Record the wall time each window end first shows a row in `folder` (JSON-lines or JSON files),
+    and the file it shows in (`where`)."""
     now = time.time()
     try:
         names = os.listdir(folder)
@@ -293,6 +306,7 @@ def poll(folder: Path, seen: dict[float, float], sizes: dict[Path, int]) -> None
                 continue  # a line still being written
             if end is not None and end not in seen:
                 seen[end] = now
+                where[end] = name
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -349,10 +363,11 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path, broker: Any) -> dict
     proc = subprocess.Popen(child, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     seen: dict[float, float] = {}
     sizes: dict[Path, int] = {}
+    where: dict[float, str] = {}
     loads = []
     try:
         while time.time() < start + args.seconds and proc.poll() is None:
-            poll(out, seen, sizes)
+            poll(out, seen, sizes, where)
             loads.append(os.getloadavg()[0])
             time.sleep(0.05)
     finally:
@@ -370,15 +385,55 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path, broker: Any) -> dict
     latencies = [seen[e] - e for e in steady] or [float("nan")]
     reports = read_jsonl(progress)
     data = [p for p in reports if (p.get("numInputRows") or 0) > 0]
+    check = rows_check(text, writer.sent, out) if kind == "greta" and seen else "-"
+    lags = batch_lags(steady, where, writer.latest, chk, out) if broker is None else []
     return {
         "run": kind, "first_row_s": first - start if seen else None, "windows": len(steady),
         "missing": len(set(expected) - set(seen)),
         "p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95), "p99": percentile(latencies, 0.99),
         "max": max(latencies), "batches": len(reports),
         "batch_ms": statistics.median(p["durationMs"]["triggerExecution"] for p in data) if data else None,
-        "events": writer.events, "load": (load_before[0], max(loads) if loads else 0.0, os.getloadavg()[0]),
+        "lag": statistics.median(lags) if lags else None,
+        "lag_shares": {n: sum(1 for g in lags if min(g, 2) == n) / len(lags) for n in (0, 1, 2)} if lags else {},
+        "events": writer.events, "check": check, "load": (load_before[0], max(loads) if loads else 0.0, os.getloadavg()[0]),
         "phases": phases(data, base, start),
     }
+
+
+def batch_lags(ends: list[float], where: dict[float, str], latest: list[float], chk: Path, out: Path) -> list[int]:
+    """File source: per window, the micro-batches from the one that read the first event at or past its
+    end (which closes it: lateness 0) to the one that wrote its row (0: the same batch). Which batch
+    read which file is in the source's log (`<checkpoint>/sources/0/<batch>`), which batch wrote which
+    file in the output's name (greta: `part-<batch>.jsonl`) or in the file sink's log (`_spark_metadata`)."""
+    read: dict[int, int] = {}  # input file number -> batch
+    for log in chk.glob("**/sources/0/[0-9]*"):
+        for line in log.read_text(encoding="utf-8").splitlines()[1:]:
+            entry = json.loads(line)
+            read[int(Path(entry["path"]).stem.split("-")[1])] = int(entry["batchId"])
+    wrote: dict[str, int] = {}  # output file -> batch
+    for log in (out / "_spark_metadata").glob("[0-9]*"):
+        for line in log.read_text(encoding="utf-8").splitlines()[1:]:
+            wrote[Path(json.loads(line)["path"]).name] = int(log.name.split(".")[0])
+    lags = []
+    for end in ends:
+        name = where[end]
+        batch = wrote.get(name, int(name.split("-")[1].split(".")[0]) if name.startswith("part-") else -1)
+        closer = next((read[i] for i, t in enumerate(latest) if t >= end and i in read), None)
+        if batch >= 0 and closer is not None:
+            lags.append(batch - closer)
+    return lags
+
+
+def rows_check(text: str, events: list[dict[str, Any]], out: Path) -> str:
+    """Whether the run's rows are `evaluate`'s on every event written, for the windows up to the
+    last one it emitted ("equal", or "DIFFER" with how many rows differ)."""
+    from greta_stream import evaluate
+
+    got = {json.dumps(json.loads(line), sort_keys=True) for f in sorted(out.glob("part-*.jsonl"))
+           for line in f.read_text(encoding="utf-8").splitlines() if line.strip()}
+    last = max(json.loads(r)["window_end"] for r in got)
+    want = {json.dumps(r, sort_keys=True) for r in evaluate(text, events) if r["window_end"] <= last}
+    return "equal" if got == want else f"DIFFER ({len(got ^ want)} rows)"
 
 
 def stop_child(proc: subprocess.Popen) -> None:
@@ -481,7 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         broker = start_broker(Path(tmp)) if args.source == "kafka" else None
         try:
             table = Table([("run", 6), ("first row s", 11), ("p50 s", 6), ("p95 s", 6), ("p99 s", 6), ("max s", 6),
-                           ("windows", 7), ("missing", 7), ("batches", 7), ("batch ms", 8), ("load avg", 16)])
+                           ("windows", 7), ("missing", 7), ("batches", 7), ("batch ms", 8), ("lag", 3),
+                           ("0/1/2+", 14), ("rows", 5), ("load avg", 16)])
             table.header()
             for r in range(args.repeat):
                 for kind in kinds:
@@ -492,7 +548,9 @@ def main(argv: list[str] | None = None) -> int:
                     first = f"{got['first_row_s']:.1f}" if got["first_row_s"] is not None else "no row"
                     table.row([kind, first, f"{got['p50']:.2f}", f"{got['p95']:.2f}",
                                f"{got['p99']:.2f}", f"{got['max']:.2f}", str(got["windows"]), str(got["missing"]),
-                               str(got["batches"]), f"{got['batch_ms'] or 0:,.0f}", load])
+                               str(got["batches"]), f"{got['batch_ms'] or 0:,.0f}",
+                               "-" if got["lag"] is None else f"{got['lag']:g}",
+                               "/".join(f"{v:.0%}" for v in got["lag_shares"].values()) or "-", got["check"], load])
         finally:
             if broker is not None:
                 broker.stop()

@@ -248,9 +248,13 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
     spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
     trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
     clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)
-    # Going by its clock, the shard moves on with its own events at once (what Spark's
-    # watermark does at the end of a batch): no later call may come while Spark's stands still.
-    until_s = trusted_s if trusted_s == spark_s else clock_s
+    # Windows close by the shard's clock, which has this batch's events, not by Spark's watermark, which
+    # has the batches' before it only: a window that this batch's events close is emitted in this batch,
+    # a micro-batch before Spark's own windowed aggregation would emit it. No event can still reach it:
+    # the next batch's watermark (the latest event time over every shard) is at least this clock, so an
+    # event behind it less the lateness is late then. And a shard whose Spark watermark is not trusted
+    # moves on by its clock at once: no later call may come while Spark's stands still.
+    until_s = max(trusted_s, clock_s)
     if flush:  # the end of input: every window closes
         until_s = clock_s = max(clock_s, FLUSH_TIME_S)
 

@@ -58,12 +58,14 @@ def test_a_fired_timer_is_left_for_pyspark_to_delete() -> None:
                           SECONDS_COLUMN: [float(e["time"]) for e in EVENTS], TS_COLUMN: pd.Timestamp(0), SHARD_COLUMN: key},
                          columns=columns)
     out = tester.testInPandas(key, frame)
-    assert list(out[out["kind"] == "row"]["payload"]) == []  # the watermark is 0: no window closed yet
-    assert list(timers.listTimers(key))  # a timer for the first window's end
+    first = [json.loads(p) for p in out[out["kind"] == "row"]["payload"]]
+    # the watermark is 0, but the batch's own events (up to 12 s) closed the window [0, 10]: its row leaves now
+    assert [(r["window_start"], r["window_end"]) for r in first] == [(0, 10)]
+    assert list(timers.listTimers(key))  # a timer for the next window's end
 
     out = tester.setWatermark(100_000)  # 100 s: every window closed, each timer on the way fires
     rows = [json.loads(p) for p in out[out["kind"] == "row"]["payload"]]
-    assert rows == list(evaluate(QUERY, EVENTS))
+    assert first + rows == list(evaluate(QUERY, EVENTS))
     assert missing == []
     assert list(timers.listTimers(key)) == []
 

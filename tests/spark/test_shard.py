@@ -2,7 +2,8 @@
 
 A driver loop plays Spark's part: records hashed to shards, split into
 micro-batches, the watermark of each batch is the max event time of the
-batches before it minus the delay (0 before the first), shards with state
+batches before it (0 before the first; the delay is the query's lateness, as
+on Spark), shards with state
 are called when their timeout passed. The rows must be those of `evaluate`.
 """
 
@@ -59,7 +60,7 @@ def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int
     for b in batches:
         rnd.shuffle(b)
     batches.append([])  # a last no-data batch after the watermark moved
-    cfg = RunSpec.create(query, engine=engine, kernel_threads=kernel_threads)
+    cfg = RunSpec.create(query, engine=engine, kernel_threads=kernel_threads, lateness_s=delay_ms / 1000)
     states: dict[int, bytes] = {}
     timeouts: dict[int, int] = {}
     rows: list = []
@@ -83,7 +84,7 @@ def drive(query: str, events: list, n_batches: int, n_shards: int, delay_ms: int
                     timeouts[k] = timeout
         times = [int(e["time"] * 1000) for e in batch if isinstance(e, dict) and "time" in e]
         max_ms = max([max_ms, *times])
-        watermark = max(watermark, max_ms - delay_ms)
+        watermark = max(watermark, max_ms)  # the latest event time, as the operator's column: the delay is the query's
     # Nothing may be left behind once the watermark passed everything.
     assert not states, "state kept after every window ended"
     return rows, dead
@@ -233,8 +234,11 @@ def test_state_is_compressed_versioned_bytes() -> None:
     assert STATE_VERSION == 6
     sizes = [json.loads(o["payload"])["bytes"] for o in out if o["kind"] == "state"]
     assert len(sizes) == 1 and 0 < sizes[0] < len(zlib.decompress(state[head:]))  # the query's part of the state
-    # The timeout is the end of the first window that holds an event, in ms.
-    assert timeout == 20_000
+    # The batch's own events (up to 199.5 s) close the windows that end by 180 s: their rows leave in
+    # this batch, before any watermark; the timeout is the end of the next window, in ms.
+    ends = {json.loads(o["payload"])["window_end"] for o in out if o["kind"] == "row"}
+    assert min(ends) == 20 and max(ends) == 180
+    assert timeout == 200_000
 
 
 def test_engine_watermark_units() -> None:
