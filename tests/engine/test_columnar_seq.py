@@ -1,10 +1,10 @@
-"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`
-and the like) against the general engine and the brute-force oracle.
+"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`,
+`(SEQ(A+, B))+` and the like) against the general engine and the brute-force oracle.
 
 Random patterns of one to three positions, each once or Kleene, of distinct
 event types or of one type at several positions (`SEQ(A a0, A a1+)`); a
 leading `NOT D d`, a middle `NOT E e` between two positive parts and a
-trailing `NOT F f`, each or none; edge predicates on one or two Kleene
+trailing `NOT F f`, each or none, or without them a Kleene plus over the SEQ; edge predicates on one or two Kleene
 loops and between adjacent positions (`a0.v < NEXT(b1).v`), one to three
 each, AND-ed or nested in ORs (one comparison on a loop is indexed, the others
 and every OR scanned), local predicates on any alias
@@ -68,12 +68,13 @@ def seq_queries(draw) -> SeqSpec:
         negs.append((typ, default.lower()))
         return f"NOT {typ} {default.lower()}"
 
-    if draw(st.booleans()):
+    loop = n > 1 and draw(st.integers(0, 3)) == 3  # a Kleene plus over the SEQ (no NOT in it)
+    if not loop and draw(st.booleans()):
         parts.insert(0, negated("D"))
-    if n > 1 and draw(st.booleans()):
+    if not loop and n > 1 and draw(st.booleans()):
         at = draw(st.integers(1, n - 1)) + (1 if negs else 0)
         parts.insert(at, negated("E"))
-    if draw(st.booleans()) and (n > 1 or negs or kleene[0]):
+    if not loop and draw(st.booleans()) and (n > 1 or negs or kleene[0]):
         parts.append(negated("F"))
     if len(parts) == 1:
         parts.insert(0, negated("D"))
@@ -114,7 +115,8 @@ def seq_queries(draw) -> SeqSpec:
     window = f"WITHIN {within} s"
     if draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
-    text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
+    pattern = f"(SEQ({', '.join(parts)}))+" if loop else f"SEQ({', '.join(parts)})"
+    text = query_text([*group_by, *aggs], pattern, where, group_by, window)
     return SeqSpec(text, list(dict.fromkeys([*types, *(t for t, _ in negs)])), numeric, aggregated)
 
 

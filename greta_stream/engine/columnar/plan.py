@@ -2,7 +2,8 @@
 
 A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
 once or Kleene (one event type may stand at several positions), with a
-leading, a trailing and middle `NOT`s of one event each; partitions by any
+leading, a trailing and middle `NOT`s of one event each, or a Kleene plus
+over such a SEQ without NOTs (`(SEQ(A+, B))+`); partitions by any
 GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
 of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
@@ -82,6 +83,7 @@ class KernelPlan:
     trail: State | None = None  # the trailing `NOT N` of `SEQ(..., NOT N)`, one event
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
     scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
+    loop: bool = False  # a Kleene plus over the SEQ (`(SEQ(A+, B))+`): its first state reads its last's vertices
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -137,7 +139,8 @@ class KernelPlan:
         vertices (by the index when the edge predicate is its), every later
         state the running total of the state before it, or across a middle
         `NOT N` a store of its own that keeps only the vertices after the
-        latest N (a *generation* store, `gen[j]`)."""
+        latest N (a *generation* store, `gen[j]`); with a `loop`, the first
+        state the running total of the last."""
         n = len(self.states)
         src: list[int] = []
         keyed = -1
@@ -171,6 +174,11 @@ class KernelPlan:
                 src.append(i - 1)
                 total[i - 1] = len(src) - 1
             reads.append((i, total[i - 1]))
+        if self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
+            if n - 1 not in total:
+                src.append(n - 1)
+                total[n - 1] = len(src) - 1
+            reads.append((0, total[n - 1]))
         start = np.zeros(n, np.bool_)
         start[0] = True
         final = np.zeros(n, np.bool_)
@@ -190,7 +198,16 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         raise Unsupported("RETURN TRENDS")
     if q.strategy != ast.ANY_MATCH:
         raise Unsupported(f"SEMANTICS {q.strategy}")
-    parts = list(q.pattern.parts) if isinstance(q.pattern, ast.Seq) else [q.pattern]
+    pattern, loop = q.pattern, False
+    if isinstance(pattern, ast.Kleene):  # `(SEQ(A+, B))+`: GRETA's template loops back from B to A
+        inner = pattern.inner
+        while isinstance(inner, ast.Kleene):
+            inner = inner.inner
+        if isinstance(inner, ast.Seq):
+            if any(isinstance(p, ast.Not) for p in inner.parts):
+                raise Unsupported("negation under a Kleene plus")
+            pattern, loop = inner, True
+    parts = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
     neg = trail = None
     if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
         neg = _negated(parts.pop(0), "a leading")
@@ -256,7 +273,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if within.denominator != 1 or slide.denominator != 1:
         raise Unsupported("WITHIN or SLIDE is not a whole number of seconds")
     return KernelPlan(cq, tuple(states), edge, edge_state, int(within), int(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans))
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop)
 
 
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
