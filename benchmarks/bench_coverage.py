@@ -90,6 +90,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-avg": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", EDGE),
     "seq-cross": ("AVG(S.price)", "SEQ(Stock A, Stock S+)", f"{EDGE} AND A.price < NEXT(S).price"),
     "ne-edge": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume != NEXT(S).volume"),
+    "or-edge": ("AVG(S.price)", "Stock S+", f"({EDGE} OR S.volume > NEXT(S).volume)"),
+    "nested-kleene": ("AVG(A.price)", "(SEQ(Stock A+, Stock B))+", "A.price > NEXT(A).price"),
+    "not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)", EDGE),
     # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
     "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
     "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),

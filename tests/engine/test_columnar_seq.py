@@ -1,12 +1,13 @@
-"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`
-and the like) against the general engine and the brute-force oracle.
+"""The columnar engine on SEQ patterns (`SEQ(S, M+, E)`, `SEQ(NOT A, P+)`,
+`(SEQ(A+, B))+` and the like) against the general engine and the brute-force oracle.
 
 Random patterns of one to three positions, each once or Kleene, of distinct
 event types or of one type at several positions (`SEQ(A a0, A a1+)`); a
 leading `NOT D d`, a middle `NOT E e` between two positive parts and a
-trailing `NOT F f`, each or none; edge predicates on one or two Kleene
+trailing `NOT F f`, each or none, or without them a Kleene plus over the SEQ; edge predicates on one or two Kleene
 loops and between adjacent positions (`a0.v < NEXT(b1).v`), one to three
-each (one on a loop is indexed, the others scanned), local predicates on any alias
+each, AND-ed or nested in ORs (one comparison on a loop is indexed, the others
+and every OR scanned), local predicates on any alias
 (negated ones too), GROUP-BY and equivalence attributes (of the positive
 alias only, Q3's `[P.vehicle]`, where the pattern allows it), and
 COUNT/SUM/AVG/MIN/MAX over any alias; random streams of those types and
@@ -68,12 +69,13 @@ def seq_queries(draw) -> SeqSpec:
         negs.append((typ, default.lower()))
         return f"NOT {typ} {default.lower()}"
 
-    if draw(st.booleans()):
+    loop = n > 1 and draw(st.integers(0, 3)) == 3  # a Kleene plus over the SEQ (no NOT in it)
+    if not loop and draw(st.booleans()):
         parts.insert(0, negated("D"))
-    if n > 1 and draw(st.booleans()):
+    if not loop and n > 1 and draw(st.booleans()):
         at = draw(st.integers(1, n - 1)) + (1 if negs else 0)
         parts.insert(at, negated("E"))
-    if draw(st.booleans()) and (n > 1 or negs or kleene[0]):
+    if not loop and draw(st.booleans()) and (n > 1 or negs or kleene[0]):
         parts.append(negated("F"))
     if len(parts) == 1:
         parts.insert(0, negated("D"))
@@ -82,11 +84,13 @@ def seq_queries(draw) -> SeqSpec:
     # between adjacent positions (`a0.v < NEXT(b1).v`, scanned)
     pairs = [(a, a) for a, k in zip(aliases, kleene) if k] + list(zip(aliases, aliases[1:]))
     for a, b in draw(st.lists(st.sampled_from(pairs), max_size=2, unique=True)) if pairs else []:
+        comparisons = []
         for _ in range(draw(st.sampled_from([1, 1, 2, 3]))):
             op = draw(st.sampled_from(OPS))
             x, y = draw(st.sampled_from([("v", "v"), ("f", "f"), ("v", "f")]))
             tx = draw(st.sampled_from(["{}", "{}", "{} * 2", "{} + 1"]))
-            where.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({b}).{y}")
+            comparisons.append(f"{tx.format(f'{a}.{x}')} {op} NEXT({b}).{y}")
+        where += _or_of(draw, comparisons)
     for a in aliases + [alias for _, alias in negs]:
         if draw(st.integers(0, 2)) == 0:
             where.append(draw(st.sampled_from(["{a}.v > -2", "{a}.f < 8", "NOT ({a}.v = 1)"])).format(a=a))
@@ -114,8 +118,21 @@ def seq_queries(draw) -> SeqSpec:
         window = draw(fine_window(16, 16))[2]
     elif draw(st.booleans()):
         window += f" SLIDE {draw(st.integers(1, within))} s"
-    text = query_text([*group_by, *aggs], f"SEQ({', '.join(parts)})", where, group_by, window)
+    pattern = f"(SEQ({', '.join(parts)}))+" if loop else f"SEQ({', '.join(parts)})"
+    text = query_text([*group_by, *aggs], pattern, where, group_by, window)
     return SeqSpec(text, list(dict.fromkeys([*types, *(t for t, _ in negs)])), numeric, aggregated)
+
+
+def _or_of(draw, comparisons: list[str]) -> list[str]:  # noqa: ANN001
+    """The comparisons as predicates of their own (AND-ed), or as one predicate nesting them in ORs and ANDs
+    (`(a OR (b AND c))`: the columnar engine scans it as an OR of ANDs)."""
+    if len(comparisons) < 2 or draw(st.integers(0, 2)) == 0:
+        return comparisons
+    expr = comparisons[0]
+    for c in comparisons[1:]:
+        op = draw(st.sampled_from(["OR", "OR", "AND"]))
+        expr = f"({expr} {op} {c})" if draw(st.booleans()) else f"({c} {op} {expr})"
+    return [expr]
 
 
 @st.composite

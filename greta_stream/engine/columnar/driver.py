@@ -214,8 +214,9 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
     ndig = np.zeros(ncell, np.int64)
     for c in range(ncell - 1):
         ndig[c + 1] = int(np.flatnonzero(nonzero[c]).max()) + 1 if nonzero[c].any() else 0
+    conj, clause = plan.scan_groups
     wiring = kernel.Wiring(start, final, store_src, reads, keyed, point, ndig, mmax, gen, scanned, pointp,
-                           scan_store[pred_scan], plan.propagate_mm, nq, lanes_q is not None,
+                           scan_store[pred_scan], conj, clause, plan.propagate_mm, nq, lanes_q is not None,
                            start[:, None] if lanes_q is None else lanes_q.startq,
                            final[:, None] if lanes_q is None else lanes_q.finalq,
                            np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,

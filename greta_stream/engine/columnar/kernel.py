@@ -103,6 +103,7 @@ Wiring = namedtuple("Wiring", [
     "scanned",  # (stores,) bool: a store scanned vertex by vertex (its own edge predicates)
     "pointp",  # (P,) int8: how scanned edge predicate p compares (keys.py: 0 order, 1 equality, 2 `!=`)
     "pred_store",  # (P,) int: the store scanned edge predicate p belongs to
+    "pred_conj", "pred_clause",  # (P,) int: p's conjunct and clause in its store (`Scan.where`): contiguous
     "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)
     "nq",  # queries of the traversal (1: one query); lane = query * windows per block + window (`union.py`)
     "masked",  # query lanes in use: per (vertex, query) masks, starts and finals (`qfrom`, `startq`, `finalq`)

@@ -2,9 +2,11 @@
 
 A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
 once or Kleene (one event type may stand at several positions), with a
-leading, a trailing and middle `NOT`s of one event each; partitions by any
-GROUP-BY and equivalence attributes; edge predicates of one Kleene alias,
-each a comparison `f(X) op g(NEXT(X))` (one is indexed, several are
+leading, a trailing and middle `NOT`s of one event each, or a Kleene plus
+over such a SEQ without NOTs (`(SEQ(A+, B))+`); partitions by any
+GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
+of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
+of ANDs of them (one comparison on a loop is indexed; the others are
 scanned); local predicates; MIN/MAX of any alias (propagated along the
 graph's edges for a SEQ or a negation); windows of whole seconds or
 milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`. Anything else
@@ -51,6 +53,19 @@ class Scan:
     src: int
     dst: int
     edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]
+    # (conjunct, clause) of each of `edges`, in order: a vertex is admitted when every conjunct has a
+    # clause whose comparisons all hold (a predicate `A OR (B AND C)` is one conjunct of two clauses);
+    # empty: each edge is a conjunct of its own
+    where: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def groups(self) -> tuple[tuple[int, int], ...]:
+        return self.where or tuple((k, 0) for k in range(len(self.edges)))
+
+    @property
+    def disjunctive(self) -> bool:
+        """Some predicate of the store is an OR."""
+        return any(c for _, c in self.groups)
 
 
 # A window spec's length in seconds, exact: an int when whole, else a Fraction
@@ -77,6 +92,7 @@ class KernelPlan:
     trail: State | None = None  # the trailing `NOT N` of `SEQ(..., NOT N)`, one event
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
     scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
+    loop: bool = False  # a Kleene plus over the SEQ (`(SEQ(A+, B))+`): its first state reads its last's vertices
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -112,6 +128,12 @@ class KernelPlan:
         return tuple((j, e) for j, sc in enumerate(self.scans) for e in sc.edges)
 
     @property
+    def scan_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """(conjunct, clause) of every scanned predicate, aligned with `scan_edges` (`Scan.where`)."""
+        groups = [g for sc in self.scans for g in sc.groups]
+        return np.array([g[0] for g in groups], np.int64), np.array([g[1] for g in groups], np.int64)
+
+    @property
     def all_edges(self) -> tuple[tuple[str, ast.Expr, ast.Expr], ...]:
         return ((self.edge,) if self.edge else ()) + tuple(e for _, e in self.scan_edges)
 
@@ -126,7 +148,8 @@ class KernelPlan:
         vertices (by the index when the edge predicate is its), every later
         state the running total of the state before it, or across a middle
         `NOT N` a store of its own that keeps only the vertices after the
-        latest N (a *generation* store, `gen[j]`)."""
+        latest N (a *generation* store, `gen[j]`); with a `loop`, the first
+        state the running total of the last."""
         n = len(self.states)
         src: list[int] = []
         keyed = -1
@@ -160,6 +183,11 @@ class KernelPlan:
                 src.append(i - 1)
                 total[i - 1] = len(src) - 1
             reads.append((i, total[i - 1]))
+        if self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
+            if n - 1 not in total:
+                src.append(n - 1)
+                total[n - 1] = len(src) - 1
+            reads.append((0, total[n - 1]))
         start = np.zeros(n, np.bool_)
         start[0] = True
         final = np.zeros(n, np.bool_)
@@ -179,7 +207,16 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         raise Unsupported("RETURN TRENDS")
     if q.strategy != ast.ANY_MATCH:
         raise Unsupported(f"SEMANTICS {q.strategy}")
-    parts = list(q.pattern.parts) if isinstance(q.pattern, ast.Seq) else [q.pattern]
+    pattern, loop = q.pattern, False
+    if isinstance(pattern, ast.Kleene):  # `(SEQ(A+, B))+`: GRETA's template loops back from B to A
+        inner = pattern.inner
+        while isinstance(inner, ast.Kleene):
+            inner = inner.inner
+        if isinstance(inner, ast.Seq):
+            if any(isinstance(p, ast.Not) for p in inner.parts):
+                raise Unsupported("negation under a Kleene plus")
+            pattern, loop = inner, True
+    parts = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
     neg = trail = None
     if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
         neg = _negated(parts.pop(0), "a leading")
@@ -224,32 +261,69 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
     local = tuple((state_of(e), e) for e in conditions if not _is_edge(e))
     edges = [e for e in conditions if _is_edge(e)]  # the parser splits AND into predicates
-    by_pair: dict[tuple[int, int], list[tuple[str, ast.Expr, ast.Expr]]] = {}
+    by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     for e in edges:
-        side = edge_sides(e, unequal=True)
-        if side is None:
-            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
         x, y = _pair(e, states)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
             raise Unsupported("an edge predicate of a negated alias")
         i, j = index[x], index[y]
         if i == j and not states[i].kleene or i != j and j != i + 1:
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
-        by_pair.setdefault((i, j), []).append(side)
+        by_pair.setdefault((i, j), []).append(_conjunct(e))
     edge, edge_state = None, -1
     scans = []
-    for (i, j), sides in by_pair.items():
-        if i == j and len(sides) == 1 and edge is None and sides[0][0] != "!=":  # one comparison on a loop: indexed
-            edge, edge_state = sides[0], i
+    for (i, j), conjuncts in by_pair.items():
+        one = conjuncts[0]
+        if i == j and len(conjuncts) == 1 and len(one) == 1 and len(one[0]) == 1 and one[0][0][0] != "!=":
+            edge, edge_state = one[0][0], i  # one comparison on a loop: indexed
         else:
-            scans.append(Scan(i, j, tuple(sides)))
+            scans.append(_scan(i, j, conjuncts))
     within, slide = cq.window.within, cq.window.slide
     den = math.lcm(within.denominator, slide.denominator)
     if den > MAX_WINDOW_DEN or 10**6 % den:
         raise Unsupported(f"WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds, "
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans))
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop)
+
+
+Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
+MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
+
+
+def _conjunct(e: ast.Expr) -> Conjunct:
+    """An edge predicate as an OR of ANDs of comparisons `f(X) op g(NEXT(Y))`, or `Unsupported`."""
+    clauses = _dnf(e)
+    if sum(len(c) for c in clauses) > MAX_COMPARISONS:
+        raise Unsupported(f"an edge predicate of more than {MAX_COMPARISONS} comparisons written out as an OR of ANDs")
+    out = []
+    for clause in clauses:
+        sides = tuple(edge_sides(c, unequal=True) for c in clause)
+        if any(side is None for side in sides):
+            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
+        out.append(tuple(side for side in sides if side is not None))
+    return tuple(out)
+
+
+def _dnf(e: ast.Expr) -> list[list[ast.Expr]]:
+    """`e`'s clauses (OR-ed) of comparisons (AND-ed)."""
+    if isinstance(e, ast.Binary) and e.op == "OR":
+        return _dnf(e.left) + _dnf(e.right)
+    if isinstance(e, ast.Binary) and e.op == "AND":
+        right = _dnf(e.right)
+        return [a + b for a in _dnf(e.left) for b in right]
+    return [[e]]
+
+
+def _scan(i: int, j: int, conjuncts: list[Conjunct]) -> Scan:
+    """The scanned store of the predicates `conjuncts` from state i to state j."""
+    edges: list[tuple[str, ast.Expr, ast.Expr]] = []
+    where: list[tuple[int, int]] = []
+    for k, conjunct in enumerate(conjuncts):
+        for c, clause in enumerate(conjunct):
+            edges += clause
+            where += [(k, c)] * len(clause)
+    return Scan(i, j, tuple(edges), tuple(where))
 
 
 def seconds(x: Fraction) -> Seconds:

@@ -50,31 +50,44 @@ def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gr
 @njit(cache=True, inline="always")
 def scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
     """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
-    every one of its edge predicates admits for event v (by ranks:
-    `grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=` for `!=`), of v's
-    generation when the store is across a middle NOT; return the new length."""
+    its edge predicates admit for event v, of v's generation when the store is
+    across a middle NOT; return the new length. A predicate column compares
+    ranks (`grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=`
+    for `!=`); the store's columns are contiguous, by conjunct and then clause
+    (`pred_conj`, `pred_clause`): u is admitted when every conjunct has a
+    clause whose columns all hold (an OR of ANDs per predicate, AND-ed)."""
     grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
+    conj, clause = wiring.pred_conj, wiring.pred_clause
+    n_pred = pointp.shape[0]
     gen = wiring.gen[js]
     gread = ev.gread[v]
+    first = 0
+    while first < n_pred and pred_store[first] != js:
+        first += 1
     for i in range(lo, hi):
         u = vert_ev[i]
         if gen and ev.gjoin[u] != gread:
             continue
-        ok = True
-        for q in range(pointp.shape[0]):
-            if pred_store[q] != js:
-                continue
-            if pointp[q] == 1:
-                if grs[u, q] != gqs[v, q]:
-                    ok = False
-                    break
-            elif pointp[q] == 2:
-                if grs[u, q] == gqs[v, q]:
-                    ok = False
-                    break
-            elif grs[u, q] >= gqs[v, q]:
-                ok = False
-                break
+        ok = True  # every conjunct so far had a clause that holds
+        q = first
+        while ok and q < n_pred and pred_store[q] == js:
+            g = conj[q]
+            held = False  # some clause of conjunct g holds
+            while q < n_pred and pred_store[q] == js and conj[q] == g:
+                c = clause[q]
+                all_hold = not held  # a clause after one that held is skipped
+                while q < n_pred and pred_store[q] == js and conj[q] == g and clause[q] == c:
+                    if all_hold:
+                        if pointp[q] == 1:
+                            all_hold = grs[u, q] == gqs[v, q]
+                        elif pointp[q] == 2:
+                            all_hold = grs[u, q] != gqs[v, q]
+                        else:
+                            all_hold = grs[u, q] < gqs[v, q]
+                    q += 1
+                if all_hold:
+                    held = True
+            ok = held
         if ok:
             path[npath] = i
             npath += 1

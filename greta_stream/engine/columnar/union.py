@@ -71,8 +71,12 @@ def core_of(plan: KernelPlan) -> int:
     the query cannot join one."""
     if plan.negs:
         raise Unsupported("a negation (its bounds are per query)")
+    if plan.loop:
+        raise Unsupported("a Kleene plus over a SEQ")
     if any(sc.src != sc.dst for sc in plan.scans):
         raise Unsupported("an edge predicate between two positions")
+    if any(sc.disjunctive for sc in plan.scans):
+        raise Unsupported("an OR in an edge predicate")
     loops = ({plan.edge_state} if plan.edge_state >= 0 else set()) | {sc.src for sc in plan.scans}
     if len(loops) > 1:
         raise Unsupported("edge predicates on two Kleene parts")

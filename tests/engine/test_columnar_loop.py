@@ -1,0 +1,86 @@
+"""A Kleene plus over a SEQ (`(SEQ(A+, B))+`, GRETA's template looping back from the SEQ's end to its start)
+on the columnar engine, against the general engine, the oracle and through micro-batches with restores.
+
+Dense streams of two types over a few seconds, so that trends run through several iterations of the SEQ:
+sparse random streams (test_columnar_seq.py) seldom hold a second iteration.
+"""
+
+from __future__ import annotations
+
+from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from problems_support import evaluate
+
+from greta_stream.query import parse
+from greta_stream.testing.oracle import oracle_rows
+
+PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a")]
+EDGES = ["", "a.v > NEXT(a).v", "b.v <= NEXT(b).v", "a.v < NEXT(b).v", "(a.v > NEXT(a).v OR a.f < NEXT(a).f)"]
+AGGS = ["COUNT(*)", "SUM(a.v)", "MAX(a.f)", "MIN(b.v)", "AVG(b.f)", "COUNT(a)"]
+
+
+@st.composite
+def loop_query(draw) -> str:  # noqa: ANN001
+    parts = draw(st.sampled_from(PARTS))
+    aliases = {p.split()[1].rstrip("+") for p in parts}
+    kleene = {p.split()[1].rstrip("+") for p in parts if p.endswith("+")}
+    edges = [e for e in EDGES if e and _fits(e, aliases, kleene, parts)]
+    where = [e for e in edges if draw(st.booleans())]
+    if draw(st.booleans()):
+        where.append("[k]")
+    of_aliases = [a for a in AGGS[1:] if a[a.index("(") + 1] in aliases]  # `SUM(a.v)`: of alias a
+    aggs = ["COUNT(*)", *(a for a in of_aliases if draw(st.booleans()))]
+    group = draw(st.sampled_from(["", "g"]))
+    within = draw(st.integers(3, 12))
+    slide = draw(st.integers(1, within))
+    return (f"RETURN {group + ', ' if group else ''}{', '.join(aggs)} PATTERN (SEQ({', '.join(parts)}))+ "
+            + (f"WHERE {' AND '.join(where)} " if where else "")
+            + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
+
+
+def _fits(edge: str, aliases: set[str], kleene: set[str], parts: tuple[str, ...]) -> bool:
+    """The edge predicate's aliases are in the pattern: a loop of a Kleene alias, or two adjacent positions."""
+    order = [p.split()[1].rstrip("+") for p in parts]
+    x, y = edge.strip("(").split(".")[0], edge.split("NEXT(")[1].split(")")[0]
+    if x not in aliases or y not in aliases:
+        return False
+    return x in kleene if x == y else order.index(y) == order.index(x) + 1
+
+
+@st.composite
+def dense_events(draw, n_max: int = 30) -> list[dict]:  # noqa: ANN001
+    n = draw(st.integers(0, n_max))
+    times = st.one_of(st.integers(0, 14), st.integers(0, 56).map(lambda q: q / 4))
+    return [{"type": draw(st.sampled_from("AAB")), "time": draw(times), "v": draw(st.integers(0, 4)),
+             "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
+             "id": i} for i in range(n)]
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(loop_query(), dense_events())
+def test_a_kleene_plus_over_a_seq_equals_the_general_engine(text: str, events: list[dict]) -> None:
+    check_against_general(text, events)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(loop_query(), dense_events(n_max=9))
+def test_a_kleene_plus_over_a_seq_equals_the_oracle(text: str, events: list[dict]) -> None:
+    got = evaluate(text, events, engine="columnar")
+    assert got.engine == "columnar"
+    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.data())
+def test_a_kleene_plus_over_a_seq_streamed_equals_the_general_engine(data: st.DataObject) -> None:
+    text, events = data.draw(loop_query()), data.draw(dense_events())
+    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
+
+
+def test_several_iterations_count() -> None:
+    """a1 b1 a2 b2 in one window: trends a1 b1, a1 b2, a2 b2, a1 a2 b2 (A+ takes a1 a2) and a1 b1 a2 b2 (two
+    iterations)."""
+    events = [{"type": t, "time": i, "v": 0, "f": 0.5, "k": 0, "g": 0, "id": i} for i, t in enumerate("ABAB")]
+    rows = evaluate("RETURN COUNT(*) PATTERN (SEQ(A a+, B b))+ WITHIN 10 s", events, engine="columnar")
+    assert rows.engine == "columnar" and [r["count"] for r in rows] == [5]
