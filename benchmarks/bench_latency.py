@@ -252,7 +252,9 @@ def worker_timed(name: str, fn: Any) -> Any:
 def native_stream(get_session: Any, args: argparse.Namespace) -> None:
     from pyspark.sql import functions as F
 
-    spark = get_session(None, app_name="bench-latency-native", kafka=args.source == "kafka")
+    # the file sink's log of every batch is kept (Spark deletes those a compaction took in): `batch_lags` reads it
+    spark = get_session(None, app_name="bench-latency-native", kafka=args.source == "kafka",
+                        conf={"spark.sql.streaming.fileSink.log.deletion": "false"})
     if args.source == "kafka":
         raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
                .option("subscribe", args.topic).option("startingOffsets", "earliest").load()
@@ -413,7 +415,8 @@ def batch_lags(ends: list[float], where: dict[float, str], latest: list[float], 
     wrote: dict[str, int] = {}  # output file -> batch
     for log in (out / "_spark_metadata").glob("[0-9]*"):
         for line in log.read_text(encoding="utf-8").splitlines()[1:]:
-            wrote[Path(json.loads(line)["path"]).name] = int(log.name.split(".")[0])
+            name, batch = Path(json.loads(line)["path"]).name, int(log.name.split(".")[0])
+            wrote[name] = min(wrote.get(name, batch), batch)  # a compacted log lists earlier batches' files too
     lags = []
     for end in ends:
         name = where[end]
