@@ -21,10 +21,8 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WHERE [a.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v OR X.f < NEXT(X).f WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v + NEXT(b).v < 3 WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
-    "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
 ]
 
 
@@ -47,6 +45,9 @@ WIDENED = [
     "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 4 s SLIDE 500 ms",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WITHIN 2.5 s SLIDE 0.5 s",
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1.5 ms SLIDE 0.125 ms",
+    "RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v OR X.f < NEXT(X).f WITHIN 10 s",
+    "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, B b))+ WHERE a.v < NEXT(a).v WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
 ]
 
 

@@ -2,7 +2,8 @@
 on the columnar engine, against the general engine, the oracle and through micro-batches with restores.
 
 Dense streams of two types over a few seconds, so that trends run through several iterations of the SEQ:
-sparse random streams (test_columnar_seq.py) seldom hold a second iteration.
+sparse random streams (test_columnar_seq.py) seldom hold a second iteration. The SEQ alone is drawn too:
+dense streams give its Kleene parts long runs (two loops, each with its own edge predicate).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from problems_support import evaluate
 from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 
-PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a")]
+PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a"), ("A a+", "B b+")]
 EDGES = ["", "a.v > NEXT(a).v", "b.v <= NEXT(b).v", "a.v < NEXT(b).v", "(a.v > NEXT(a).v OR a.f < NEXT(a).f)"]
 AGGS = ["COUNT(*)", "SUM(a.v)", "MAX(a.f)", "MIN(b.v)", "AVG(b.f)", "COUNT(a)"]
 
@@ -26,7 +27,7 @@ def loop_query(draw) -> str:  # noqa: ANN001
     aliases = {p.split()[1].rstrip("+") for p in parts}
     kleene = {p.split()[1].rstrip("+") for p in parts if p.endswith("+")}
     edges = [e for e in EDGES if e and _fits(e, aliases, kleene, parts)]
-    where = [e for e in edges if draw(st.booleans())]
+    where = [e for e in edges if draw(st.integers(0, 2))]  # each mostly in: two loops with one each, say
     if draw(st.booleans()):
         where.append("[k]")
     of_aliases = [a for a in AGGS[1:] if a[a.index("(") + 1] in aliases]  # `SUM(a.v)`: of alias a
@@ -34,7 +35,9 @@ def loop_query(draw) -> str:  # noqa: ANN001
     group = draw(st.sampled_from(["", "g"]))
     within = draw(st.integers(3, 12))
     slide = draw(st.integers(1, within))
-    return (f"RETURN {group + ', ' if group else ''}{', '.join(aggs)} PATTERN (SEQ({', '.join(parts)}))+ "
+    seq = f"SEQ({', '.join(parts)})"
+    pattern = f"({seq})+" if draw(st.integers(0, 3)) else seq  # mostly the loop; the SEQ alone, densely
+    return (f"RETURN {group + ', ' if group else ''}{', '.join(aggs)} PATTERN {pattern} "
             + (f"WHERE {' AND '.join(where)} " if where else "")
             + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 

@@ -274,8 +274,9 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     scans = []
     for (i, j), conjuncts in by_pair.items():
         one = conjuncts[0]
-        if i == j and len(conjuncts) == 1 and len(one) == 1 and len(one[0]) == 1 and one[0][0][0] != "!=":
-            edge, edge_state = one[0][0], i  # one comparison on a loop: indexed
+        if (edge is None and i == j and len(conjuncts) == 1 and len(one) == 1 and len(one[0]) == 1
+                and one[0][0][0] != "!="):
+            edge, edge_state = one[0][0], i  # one comparison on a loop: indexed (the first such loop)
         else:
             scans.append(_scan(i, j, conjuncts))
     within, slide = cq.window.within, cq.window.slide
