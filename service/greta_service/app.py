@@ -7,8 +7,9 @@ The lifespan owns the SparkSession and the running streams:
   2. in a background thread: start Spark, then resume every query whose
      desired state is running (from its checkpoint); `/readyz` turns 200
      when that is done, `/healthz` answers from the first moment;
-  3. a monitor thread fails queries whose stream died or that went over a
-     limit;
+  3. a monitor thread restarts streams that died (from their checkpoints,
+     `stream_restarts` times in 10 minutes, then fails their queries) and
+     fails queries that went over a limit;
   4. on shutdown: stop the streams (their desired state is kept, so the
      next start resumes them), stop Spark, close the store.
 """

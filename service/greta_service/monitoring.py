@@ -1,6 +1,7 @@
 """What the registry sees of its running streams: each stream's progress as Spark reports it, a query's
 progress, state size and the mistakes its input shows in its names (`_problem`), and the monitor that
-fails the queries of a stream that died or whose state is over the limit. `Monitoring` is the part of
+restarts a stream that died from its checkpoint (`stream_restarts` times in 10 minutes, then fails its
+queries) and fails a query whose state is over the limit. `Monitoring` is the part of
 `greta_service.registry.Registry` that does it.
 """
 
@@ -30,6 +31,8 @@ from greta_stream.pipeline import SourceConfig, sample_census
 from greta_stream.spark import Spool
 
 log = logging.getLogger("greta_service")
+RESTART_WINDOW_S = 600  # a stream that died restarts at most `stream_restarts` times in this many seconds
+RESTART_BACKOFF_S = 5  # ... after 5, 10, 20 ... seconds: what killed it (a loaded machine) may pass
 SAMPLE_TTL_S = 30.0  # the records already in a source, read once for the queries registered on it meanwhile
 
 
@@ -42,6 +45,8 @@ class Monitoring:
     stream_progress: dict[str, StreamProgress]
     sampled: dict[str, tuple[str, str | None]]
     _samples: dict[str, tuple[float, Any]]
+    restarts: dict[str, list[float]]  # by stream key: when it was restarted after dying (monotonic seconds)
+    restart_due: dict[str, float]  # by stream key: a stream that died restarts at this time (monotonic seconds)
 
     if TYPE_CHECKING:  # the registry's own (`Registry`)
         def stream_of(self, query_id: str) -> StreamHandle | None: ...
@@ -53,6 +58,17 @@ class Monitoring:
         def _mark(self, rec: QueryRecord, status: str, error: str | None) -> None: ...
 
         def _restart_quietly(self, key: str) -> None: ...
+
+    def _may_restart(self, key: str) -> bool:
+        """Stream `key` died: True (and the restart counted) while it has restarted fewer than
+        `stream_restarts` times in the last RESTART_WINDOW_S seconds."""
+        now = time.monotonic()
+        recent = [t for t in self.restarts.get(key, []) if now - t < RESTART_WINDOW_S]
+        if len(recent) >= self.settings.stream_restarts:
+            self.restarts[key] = recent
+            return False
+        self.restarts[key] = [*recent, now]
+        return True
 
     def observe(self, report: dict[str, Any]) -> None:
         """One micro-batch's progress report of any stream (Spark's listener thread)."""
@@ -76,6 +92,7 @@ class Monitoring:
         if handle is not None:
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
+            out["stream_restarts"] = len(self.restarts.get(handle.key, ()))
             if writer is not None:  # the dead letters' reasons in this run, and the engine it ran on
                 out["dead_letter_summary"] = writer.dead_letters.summary() or None
                 out["engine"] = writer.engine_text
@@ -122,23 +139,40 @@ class Monitoring:
         return (persisted if persisted is not None else self.store.state_bytes()).get(query_id, 0)
 
     def monitor_once(self) -> None:
-        """Fail the queries of streams that died, and queries whose state is over the limit."""
+        """Restart streams that died (or fail their queries), and fail queries whose state is over the limit."""
         for key in list(self.streams):
             with self._stream_lock(key):
                 handle = self.streams.get(key)
                 if handle is not None:
                     self._monitor(key, handle)
+        now = time.monotonic()
+        for key, due in list(self.restart_due.items()):
+            if now >= due:
+                with self._stream_lock(key):
+                    if self.restart_due.pop(key, None) is not None and key not in self.streams:
+                        log.info("stream %s restarts from its checkpoint", key)
+                        self._restart_quietly(key)  # its queries go on from their state: no row lost, none twice
 
     def _monitor(self, key: str, handle: StreamHandle) -> None:
         if not handle.query.isActive:
             exc = handle.query.exception()
+            self.streams.pop(key, None)
+            if exc is not None and self._may_restart(key):
+                wait_s = RESTART_BACKOFF_S * 2 ** (len(self.restarts[key]) - 1)
+                log.error("stream %s died: %s; it restarts from its checkpoint in %d s (restart %d of at most %d in "
+                          "%d s)", key, exc, wait_s, len(self.restarts[key]), self.settings.stream_restarts,
+                          RESTART_WINDOW_S)
+                self.restart_due[key] = time.monotonic() + wait_s
+                return
             if exc is not None:
                 log.error("stream %s died: %s", key, exc)
-            self.streams.pop(key, None)
+            why = short_error(exc) if exc else "the stream ended"
+            if exc is not None and self.settings.stream_restarts:
+                why += f" (the stream died {self.settings.stream_restarts + 1} times in {RESTART_WINDOW_S} s)"
             for query_id in handle.query_ids:
                 rec = self.store.get_query(query_id)
                 if rec is not None:
-                    self._mark(rec, "failed", short_error(exc) if exc else "the stream ended")
+                    self._mark(rec, "failed", why)
             return
         failed = dict(handle.writer.failed)  # a query that failed alone: its neighbours go on
         for q in handle.query_ids:

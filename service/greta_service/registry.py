@@ -77,6 +77,8 @@ class Registry(Admission, Monitoring):
         # (`_problem`): by query id, with the registration it was read for; the records by source, a while
         self.sampled: dict[str, tuple[str, str | None]] = {}
         self._samples: dict[str, tuple[float, Any]] = {}
+        self.restarts: dict[str, list[float]] = {}  # streams restarted after dying (`Monitoring._may_restart`)
+        self.restart_due: dict[str, float] = {}  # streams that died, to restart then (`Monitoring.monitor_once`)
 
 
     # -- life cycle ---------------------------------------------------------
@@ -91,7 +93,10 @@ class Registry(Admission, Monitoring):
     def status(self, rec: QueryRecord) -> tuple[str, str | None]:
         """A query's status and error as they are now. The record keeps a query's last status, and a restarted
         service resumes a running query only once Spark is up: until then (`/readyz` 503) that query is
-        `starting`, and `failed` when Spark failed to start."""
+        `starting`, and `failed` when Spark failed to start. A query whose stream died is `starting` until
+        its stream restarts (`Monitoring.monitor_once`)."""
+        if rec.status == "running" and rec.desired == "running" and stream_key(rec) in self.restart_due:
+            return "starting", "its stream died and restarts from its checkpoint shortly (see the log)"
         if rec.status != "running" or rec.desired != "running" or self.ready.is_set():
             return rec.status, rec.error
         if self.startup_error:

@@ -203,6 +203,8 @@ class Progress(BaseModel):
     state_bytes: int | None = Field(None, description="bytes this query's state takes over all shards")
     stream: str | None = Field(None, description="the stream (one per source) this query runs on")
     stream_queries: int | None = Field(None, description="queries sharing that stream")
+    stream_restarts: int | None = Field(None, description="times that stream died and was restarted from its "
+                                        "checkpoint in the last 10 minutes (`stream_restarts` setting)")
     result_rows: int = 0
     dead_letters: int = 0
     late: int = 0

@@ -48,6 +48,9 @@ class Settings(BaseModel):
                                     "registered queries' state takes this many bytes or more")
     max_shards: int = Field(64, ge=1, description="per query: state shards (Spark partitions of the operator)")
     max_state_bytes: int = Field(1 << 30, ge=1, description="per query: state memory before the query is failed")
+    stream_restarts: int = Field(3, ge=0, description="a stream that dies (a Python worker lost under load, say) "
+                                 "is restarted from its checkpoint this many times within 10 minutes before its "
+                                 "queries are failed")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
     max_page_rows: int = Field(1000, ge=1)
     max_windows_per_event: int = Field(1_000, ge=1, description="per query: windows each event is in "

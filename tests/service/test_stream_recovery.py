@@ -1,0 +1,90 @@
+"""A stream that dies (its Spark Python workers killed mid-batch, as a loaded machine loses them) restarts
+from its checkpoint after a back-off: its query is `starting` meanwhile, then `running` again, and the
+results store ends with exactly the rows of `evaluate`, none lost, none twice; the progress counts the
+restarts and the log says what happened."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from service_helpers import (
+    FLUSH,
+    Q1,
+    Service,
+    all_results,
+    normalized,
+    sample_events,
+    settled,
+    wait_for,
+    write_file,
+)
+
+from greta_stream import evaluate
+
+pytestmark = pytest.mark.service
+
+
+def _python_workers(service: Service) -> list[int]:
+    """The pids of the Spark Python workers (and their daemon) under the service's process."""
+    assert service.proc is not None
+    parent: dict[int, int] = {}
+    cmdline: dict[int, str] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmdline[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except (OSError, IndexError, ValueError):
+                continue
+
+    def under(pid: int) -> bool:
+        while pid > 1:
+            if pid == service.proc.pid:  # type: ignore[union-attr]
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    return [p for p, c in cmdline.items() if ("pyspark.daemon" in c or "pyspark.worker" in c)
+            and "java" not in c and under(p)]
+
+
+def test_a_stream_that_dies_restarts_from_its_checkpoint_with_no_row_lost(tmp_path: Path, subprocesses: None) -> None:
+    service = Service(tmp_path)
+    service.start()
+    try:
+        events = sorted(sample_events(), key=lambda e: e["time"])
+        expected = evaluate(Q1, events)
+        chunks = [events[k * 250:(k + 1) * 250] for k in range(8)]
+        src, base = tmp_path / "in", time.time() - 3600
+        write_file(src, "events-0.jsonl", chunks[0], stamp=base)
+        spec = {"name": "q1-recovers", "text": Q1,
+                "source": {"format": "jsonl", "path": str(src), "max_files_per_trigger": 1}}
+        with service.client() as api:
+            r = api.post("/queries", json=spec)
+            assert r.status_code == 201, r.text
+            query_id = r.json()["id"]
+            wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["batches"] >= 1, "a first batch",
+                     service)
+            for k in range(1, 8):  # a file a micro-batch: batches run while the workers go
+                write_file(src, f"events-{k}.jsonl", chunks[k], stamp=base + k)
+            deadline = time.monotonic() + 120
+            while "died" not in service.log.read_text(errors="replace") and time.monotonic() < deadline:
+                for pid in _python_workers(service):
+                    os.kill(pid, signal.SIGKILL)
+                time.sleep(0.1)
+            assert "died" in service.log.read_text(errors="replace"), "the stream never died: this proves nothing"
+            wait_for(lambda: "restarts from its checkpoint" in service.log.read_text(errors="replace"),
+                     "the restart", service)
+            write_file(src, "flush.jsonl", [FLUSH], stamp=base + 9)
+            wait_for(settled(api, query_id, len(expected)), "every window of Q1", service)  # fails if failed
+            info = api.get(f"/queries/{query_id}").json()
+            assert info["status"] == "running", info
+            assert info["progress"]["stream_restarts"] >= 1, info["progress"]
+            got = all_results(api, query_id)
+            assert normalized(got) == normalized(expected)  # none lost, none twice
+    finally:
+        service.stop(hard=True)
