@@ -93,6 +93,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "or-edge": ("AVG(S.price)", "Stock S+", f"({EDGE} OR S.volume > NEXT(S).volume)"),
     "nested-kleene": ("AVG(A.price)", "(SEQ(Stock A+, Stock B))+", "A.price > NEXT(A).price"),
     "not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)", EDGE),
+    "ms-window": ("AVG(S.price)", "Stock S+", EDGE),  # WITHIN 300000 ms SLIDE <5 minutes / wpe + 500> ms
     # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
     "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
     "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),
@@ -106,7 +107,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
 def query_text(shape: str, wpe: int) -> str:
     """The query of ``shape`` with 5-minute windows, ``wpe`` windows per event."""
     agg, pattern, where = SHAPES[shape]
-    return HEAD.format(agg=agg, pattern=pattern, where=where) + f"WITHIN 5 minutes SLIDE {WINDOW_S // wpe} seconds"
+    window = (f"WITHIN {WINDOW_S * 1000} ms SLIDE {WINDOW_S * 1000 // wpe + 500} ms" if shape == "ms-window"
+              else f"WITHIN 5 minutes SLIDE {WINDOW_S // wpe} seconds")
+    return HEAD.format(agg=agg, pattern=pattern, where=where) + window
 
 
 def make_events(n: int, seed: int) -> Any:
