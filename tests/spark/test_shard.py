@@ -119,7 +119,9 @@ def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypat
     q = QUERIES["stock"]
     rows, _ = drive(q, events, n_batches=4, n_shards=2, delay_ms=60_000, seed=2, kernel_threads=threads)
     assert normalized(rows) == normalized(evaluate(q, events))
-    assert set(seen) == {1: set(), 3: {3}, None: {4}}[threads]  # one thread runs without a pool
+    # one thread runs without a pool; else the cap, or fewer where a kernel call has fewer ranges of tasks
+    cap = {1: 0, 3: 3, None: 4}[threads]
+    assert all(n <= cap for n in seen) and (max(seen) if seen else 0) == cap, seen
 
 
 @pytest.mark.parametrize("name", ["negation", "next-match", "contiguous"])
