@@ -20,12 +20,14 @@ of those parts as before.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
 import signal
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +139,9 @@ def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,
                     raise q.exception()  # type: ignore[misc]
     if stop.requested:
         echo(f"stopping ({stop.requested}) ...")
-        for q, _ in queries:
-            q.stop()
+        with _quiet_py4j():  # a batch the stop cuts short raises in its callback: expected (its checkpoint replays it)
+            for q, _ in queries:
+                q.stop()
     _report(queries, seen, echo, by_name)
     return queries, stop.requested
 
@@ -154,6 +157,20 @@ def counts(started: Started) -> dict[str, dict[str, Any]]:
             out[name] = {**w.counts, "dead": w.dead_letters, "problem": w.problem, "engine": w.engine_text,
                          **({"failed": failed[name]} if name in failed else {})}
     return out
+
+
+@contextlib.contextmanager
+def _quiet_py4j() -> Iterator[None]:
+    """py4j's loggers silent within `with`: it logs a callback's exception with its traceback at ERROR."""
+    loggers = [logging.getLogger(name) for name in ("py4j", "py4j.clientserver", "py4j.java_gateway")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 class _StopSignal:
