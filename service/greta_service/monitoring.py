@@ -59,15 +59,19 @@ class Monitoring:
 
         def _restart_quietly(self, key: str) -> None: ...
 
+    def _recent_restarts(self, key: str) -> list[float]:
+        """When stream `key` was restarted after dying, within the last RESTART_WINDOW_S seconds."""
+        now = time.monotonic()
+        return [t for t in self.restarts.get(key, []) if now - t < RESTART_WINDOW_S]
+
     def _may_restart(self, key: str) -> bool:
         """Stream `key` died: True (and the restart counted) while it has restarted fewer than
         `stream_restarts` times in the last RESTART_WINDOW_S seconds."""
-        now = time.monotonic()
-        recent = [t for t in self.restarts.get(key, []) if now - t < RESTART_WINDOW_S]
+        recent = self._recent_restarts(key)
         if len(recent) >= self.settings.stream_restarts:
             self.restarts[key] = recent
             return False
-        self.restarts[key] = [*recent, now]
+        self.restarts[key] = [*recent, time.monotonic()]
         return True
 
     def observe(self, report: dict[str, Any]) -> None:
@@ -92,7 +96,7 @@ class Monitoring:
         if handle is not None:
             out["stream"] = handle.key
             out["stream_queries"] = len(handle.query_ids)
-            out["stream_restarts"] = len(self.restarts.get(handle.key, ()))
+            out["stream_restarts"] = len(self._recent_restarts(handle.key))  # as the schema says: the last 10 minutes
             if writer is not None:  # the dead letters' reasons in this run, and the engine it ran on
                 out["dead_letter_summary"] = writer.dead_letters.summary() or None
                 out["engine"] = writer.engine_text
