@@ -31,7 +31,8 @@ OTHERS = [
     # the general engine: a middle NOT and a second type
     "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, NOT Halt H, Stock T) WHERE [sector] GROUP-BY sector "
     "WITHIN 20 s SLIDE 10 s",
-    # selection strategies and repetitions (the general engine; CET): state a vertex keeps per transition
+    # selection strategies and repetitions (the columnar engine's iteration lanes and taken marks; CET: the
+    # general engine's state a vertex keeps per transition)
     "RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S{2,} SEMANTICS skip-till-next-match "
     "WHERE [company, sector] AND S.price > NEXT(S).price GROUP-BY sector WITHIN 20 s SLIDE 10 s",
     "RETURN TRENDS PATTERN SEQ(Stock S+, Halt H?, Stock T) SEMANTICS contiguous WHERE [sector] GROUP-BY sector "

@@ -10,7 +10,8 @@ one Kleene alias, each a comparison `f(X) op g(NEXT(X))` with op in
 an attribute and a string) joined by AND, OR and NOT, windows and slides of
 whole seconds, milliseconds or finer (`timebase.MAX_WINDOW_DEN`) on numeric
 times or timestamps (microseconds since the epoch, as the general engine
-reads them), and any aggregate. The flow:
+reads them), and any aggregate; under each selection strategy, and a
+counted repetition `X{n,m}` of one type (`iterations.py`). The flow:
 
     records / DataFrame --columns.py, times.py, prepare.py--> typed columns,
         windows per event; bad rows -> dead letters          (plan.py: may we?)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -105,6 +105,12 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     With `lanes`, one traversal serves several queries: a row's group id is
     group * lanes.nq + query."""
     cq = plan.cq
+    if plan.iterations is not None and lanes is None:  # `X{n,m}`: a lane per iteration count, rows added up
+        from greta_stream.engine.columnar.iterations import IterationLanes
+
+        out = compute_cells(plan, prep, events, k_from, k_to, threads=threads, fields=fields, group_by=group_by,
+                            lanes=IterationLanes(plan))
+        return replace(out, gids=out.gids // plan.iteration_lanes)
     fields = cq.fields if fields is None else fields
     group_by = cq.group_by if group_by is None else group_by
     kmin, kmax = prep.kmin, prep.kmax
@@ -117,12 +123,15 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     positive = np.unique(plan.slot_of_state()[:len(plan.states)])
     inside = np.flatnonzero((kmin <= kmax) & np.isin(prep.state, positive))
     rep, st = expand(plan, prep.state, inside)  # the vertices: one per event and state of its type
+    floor = previous_stamps(plan, prep, kmin, kmax)[rep] if plan.contiguous else None
     t, kmin, kmax, kneg, kend = prep.t[rep], kmin[rep], kmax[rep], kneg[rep], kend[rep]
     cols = {a: subset(c, rep) for a, c in prep.cols.items()}
-    if plan.shared_slots and plan.local:  # a type at several positions: each state's own predicates
+    if plan.local and (plan.shared_slots or plan.contiguous):  # each state's own predicates (contiguous: the
+        # preparation kept the events failing them, which break contiguity)
         keep = local_mask(plan, cols, st, slots=False)
         rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
         cols = {a: subset(c, keep) for a, c in cols.items()}
+        floor = floor[keep] if floor is not None else None
     qfrom = None
     if lanes is not None:  # a vertex no query takes (its types, predicates, windows) is left out
         qfrom = lanes.first_windows(st, t, cols, prep)
@@ -147,6 +156,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     order = np.lexsort((t, pid))
     t, kmin, kmax, pid, st, kneg, kend = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order], kend[order]
     gjoin, gread = gjoin[order], gread[order]
+    flo = first_at(pid, t, floor[order]) if floor is not None else np.zeros(len(t), np.int64)
     cols = {a: subset(c, order) for a, c in cols.items()}
     m = len(t)
     qfrom = kmin[:, None] if qfrom is None else qfrom[order]
@@ -170,10 +180,41 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
 
     from greta_stream.engine.columnar import kernel
 
-    vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs, qfrom)
+    vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs, qfrom,
+                             flo)
     parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, pred_scan, mmax, ncell,
                                                     group_of_part, threads, lanes)
     return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
+
+
+def previous_stamps(plan: KernelPlan, prep: Prepared, kmin: np.ndarray, kmax: np.ndarray) -> np.ndarray:
+    """Per prepared event, the partition's time stamp before its own (-inf: none), among every
+    event of the pattern's types in a window computed (SEMANTICS section 8: under contiguous any
+    such event breaks a trend, whatever its local predicates say; the preparation keeps them)."""
+    floor = np.full(len(prep.t), -np.inf)
+    rows = np.flatnonzero((kmin <= kmax) & (prep.state >= 0))
+    if not len(rows):
+        return floor
+    pid, _, _ = partitions((), plan.part_attrs, {a: subset(c, rows) for a, c in prep.cols.items()}, len(rows))
+    t = prep.t[rows].astype(np.float64)
+    order = np.lexsort((t, pid))
+    pid, t = pid[order], t[order]
+    stamp = np.r_[True, (pid[1:] != pid[:-1]) | (t[1:] != t[:-1])]  # the first event of its time stamp
+    same_part = np.r_[False, pid[1:] == pid[:-1]]
+    before = np.where(stamp & same_part, np.r_[-np.inf, t[:-1]], -np.inf)  # a stamp's first: the one before
+    idx = np.maximum.accumulate(np.where(stamp, np.arange(len(t)), 0))  # each event's stamp's first event
+    floor[rows[order]] = before[idx]
+    return floor
+
+
+def first_at(pid: np.ndarray, t: np.ndarray, floor: np.ndarray) -> np.ndarray:
+    """Per vertex (sorted by partition and time), the first vertex of its partition at or after time
+    `floor` (its previous time stamp): a predecessor under contiguous is at or after it."""
+    values = np.unique(np.concatenate([t.astype(np.float64), floor]))
+    n = len(values) + 1
+    key = pid * n + np.searchsorted(values, t.astype(np.float64))
+    probe = pid * n + np.searchsorted(values, floor)
+    return np.searchsorted(key, probe).astype(np.int64)
 
 
 def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -220,11 +261,15 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
                            start[:, None] if lanes_q is None else lanes_q.startq,
                            final[:, None] if lanes_q is None else lanes_q.finalq,
                            np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,
-                           np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi)
+                           np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi,
+                           kernel.NEXT_MATCH if plan.next_match else kernel.CONTIGUOUS if plan.contiguous
+                           else kernel.ANY_MATCH, 0 if plan.iterations is None else 1 if plan.iterations[1] else 2)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
-    lanes = min(kwidth, max(1, BLOCK_LANES // nq))  # a block's lanes: windows times query lanes
+    # a block's lanes: windows times query lanes; iteration counts take as many windows per block as a
+    # query (an event's iteration lanes are all its own: a block as wide costs fewer visits per event)
+    lanes = min(kwidth, max(1, BLOCK_LANES if plan.iterations is not None else BLOCK_LANES // nq))
     while True:
         task = blocks.tasks(offsets, kmin, kmax, k_first, lanes)
         # contiguous ranges of tasks, about equal in events, one per thread
@@ -279,7 +324,7 @@ def compile_kernels() -> Path:
     none = np.zeros((1, 0), np.int64)
     vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
                         np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
-                        one.copy(), none, none.copy(), one.copy()[:, None])
+                        one.copy(), none, none.copy(), one.copy()[:, None], one.copy())
     run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.int8), np.zeros(0, np.int64),
                np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))

@@ -267,7 +267,9 @@ def kept_for(plan: KernelPlan, chunks: list[KeptChunk], saved: dict[str, Any]) -
 
 
 def _local_key(plan: KernelPlan) -> list[tuple[str, str]]:
-    """The local predicates a preparation drops events by, per event type."""
+    """The local predicates a preparation drops events by, per event type (none under contiguous)."""
+    if plan.contiguous:
+        return []
     states = [*plan.states, *plan.negs]
     return sorted((states[i].type, format_expr(e)) for i, e in plan.local)
 

@@ -60,6 +60,7 @@ from greta_stream.engine.columnar.limbs import wider_last as _wider_last
 from greta_stream.engine.columnar.limbs import wider_mid as _wider_mid
 from greta_stream.engine.columnar.minmax import clear_mm as _clear_mm
 from greta_stream.engine.columnar.minmax import vertex_mm as _vertex_mm
+from greta_stream.engine.columnar.propagate import ANY_MATCH, CONTIGUOUS, NEXT_MATCH
 from greta_stream.engine.columnar.propagate import neutral_mm as _neutral_mm
 from greta_stream.engine.columnar.propagate import predecessors as _predecessors
 from greta_stream.engine.columnar.propagate import scan as _scan
@@ -71,7 +72,7 @@ from greta_stream.engine.columnar.stores import join_deferred as _join_deferred
 from greta_stream.engine.columnar.stores import scan_layout as _scan_layout
 from greta_stream.engine.columnar.stores import task_keys as _task_keys
 
-__all__ = ["EXTRA_LIMBS", "LIMB_BITS", "Events", "Wiring", "normalize_rows", "run"]
+__all__ = ["ANY_MATCH", "CONTIGUOUS", "EXTRA_LIMBS", "NEXT_MATCH", "LIMB_BITS", "Events", "Wiring", "normalize_rows", "run"]
 
 
 Events = namedtuple("Events", [
@@ -89,6 +90,7 @@ Events = namedtuple("Events", [
     "grs",  # (n, P) int64: key ranks of every scanned edge predicate
     "gqs",  # (n, P) int64: probes of every scanned edge predicate
     "qfrom",  # (n, nq) int64: with query lanes, the first window each query has the event as a vertex in (2**62: none)
+    "flo",  # contiguous: the first vertex of the partition's previous time stamp (a predecessor is at or after it)
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -110,7 +112,10 @@ Wiring = namedtuple("Wiring", [
     "startq",  # (states, nq) bool: a trend of the query starts at this state
     "finalq",  # (states, nq) bool: a trend of the query ends at this state
     "qlo", "qhi",  # (states,) the queries qlo..qhi-1 hold every query that has the state (a vertex's lane range)
+    "strategy",  # SEMANTICS section 8: ANY_MATCH, NEXT_MATCH (taken marks) or CONTIGUOUS (`ev.flo`)
+    "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0)
 ])
+
 
 
 @njit(cache=True, nogil=True)
@@ -183,25 +188,29 @@ def _event_arrays(ncell, limbs, width, mmw):  # noqa: ANN001, ANN202
 
 @njit(cache=True, inline="always")
 def _tree_arrays(ncap, nstore, ncell, limbs, width, mmw):  # noqa: ANN001, ANN202
-    """A task's tree for `ncap` nodes (reused from task to task): path, nodes, nodes_mm, used, vert_ev."""
+    """A task's tree for `ncap` nodes (reused from task to task): path, nodes, nodes_mm, used, vert_ev,
+    taken, nxt."""
     path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
     nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
     nodes_mm = np.zeros((ncap, mmw, width), np.float64)
     used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
     vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
-    return path, nodes, nodes_mm, used, vert_ev
+    taken = np.zeros(ncap, np.int64)  # skip-till-next-match: the time stamp (first event) that took the vertex
+    nxt = np.zeros(ncap, np.int64)  # skip-till-next-match: the next vertex of its store still waiting
+    return path, nodes, nodes_mm, used, vert_ev, taken, nxt
 
 
 @njit(cache=True, inline="always")
 def _store_arrays(nstore):  # noqa: ANN001, ANN202
     """storegen: per generation store, the generation of its vertices; per
     scanned store, vbase: its first node, nv: vertices joined, the first one
-    still in a window of the event."""
-    return np.zeros(nstore, np.int64), np.zeros(nstore, np.int64), np.zeros((nstore, 2), np.int64)
+    still in a window of the event, the first one still waiting for its next
+    event (skip-till-next-match)."""
+    return np.zeros(nstore, np.int64), np.zeros(nstore, np.int64), np.zeros((nstore, 3), np.int64)
 
 
 @njit(cache=True, inline="always")
-def _layout(st, gr, a, b, kstate, store_src, scanned, any_scan, vbase):  # noqa: ANN001, ANN202
+def _layout(st, gr, a, b, kstate, store_src, scanned, any_scan, vbase, pieces):  # noqa: ANN001, ANN202
     """The tree of the task of events a..b-1: (keys, nodes in use). Nodes
     1..m: the keyed store (a Fenwick tree or buckets over the ranks of the m
     keys in this task); node m + 1 + j: the running total of store j; then,
@@ -209,7 +218,7 @@ def _layout(st, gr, a, b, kstate, store_src, scanned, any_scan, vbase):  # noqa:
     keys = _task_keys(st, gr, a, b, kstate)
     nn = keys.shape[0] + 1 + store_src.shape[0]
     if any_scan:
-        nn = _scan_layout(st, a, b, store_src, scanned, nn, vbase)
+        nn = _scan_layout(st, a, b, store_src, scanned, nn, vbase, pieces)
     return keys, nn
 
 
@@ -222,13 +231,17 @@ def _widened(limbs, acc, pend, nodes, gacc, out_c):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax):  # noqa: ANN001, ANN202
-    """Nodes 0..nn-1 empty, before a task."""
+def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax, taken, nxt, vbase):  # noqa: ANN001, ANN202
+    """Nodes 0..nn-1 empty, before a task (none taken, each waiting list in node order)."""
     used[:nn] = 0
     if mmprop:
         _clear_mm(nodes_mm, 0, nn, mmax)
     storegen[:] = -1
     nv[:] = 0
+    nv[:, 2] = vbase
+    for i in range(nn):
+        taken[i] = -1
+        nxt[i] = i + 1
 
 
 @njit(cache=True, inline="always")
@@ -277,7 +290,7 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
     event would copy `ev` and `wiring` (their arrays' references) each time."""
     out_k, out_g, out_c, out_m = out
     lm, acc, pend, pend_sig, acc_mm, pend_mm, carry, hi, sig = bufs
-    path, nodes, nodes_mm, used, vert_ev = tree
+    path, nodes, nodes_mm, used, vert_ev, taken, nxt = tree
     storegen, vbase, nv = stores
     slot_of, slot_g, gacc, gmm, ghas = sums
     ncell, limbs, width = acc.shape
@@ -301,13 +314,15 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
         if sl < 0:
             sl, nslots, slot_g, gacc, gmm, ghas = _slot(slot_of, group_of_part[p], nslots, slot_g, gacc, gmm, ghas,
                                                         wiring.mmax)
-        keys, nn = _layout(ev.st, ev.gr, a, b, kstate, wiring.store_src, wiring.scanned, any_scan, vbase)
+        keys, nn = _layout(ev.st, ev.gr, a, b, kstate, wiring.store_src, wiring.scanned, any_scan, vbase,
+                           wiring.nq if wiring.iterate else 1)
         if nn > ncap:
             ncap = max(2 * ncap, nn)
             if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
                 return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
-            path, nodes, nodes_mm, used, vert_ev = _tree_arrays(ncap, nstore, ncell, limbs, width, acc_mm.shape[0])
-        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax)
+            path, nodes, nodes_mm, used, vert_ev, taken, nxt = _tree_arrays(ncap, nstore, ncell, limbs, width,
+                                                                             acc_mm.shape[0])
+        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax, taken, nxt, vbase)
         e = a
         while e < b:
             g1 = _stamp_end(ev.newt, e, b)  # events e..g1-1: one time stamp
@@ -326,8 +341,8 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
                     if wiring.scanned[js] and wiring.reads[s, js]:
                         while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
                             nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
-                        npath = _scan(path, npath, v, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
-                                      vbase[js] + nv[js, 0])
+                        npath = _scan(path, npath, v, e, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                                      vbase[js] + nv[js, 0], taken, nxt, nv)
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig, ev.mult[v],
                                wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm, wiring.startq[s])
                 if over:  # a count needs more limbs: widen every array by half and redo this event
@@ -349,7 +364,7 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
                         _to_group(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, je, mmprop, acc_mm)
                 if joins[s] and g1 - e == 1:  # alone at its time stamp: joins the tree now
                     _join(nodes, used, acc, sig, s, ev.gr[v], j0, j1, wiring, keys, nodes_mm, acc_mm,
-                          storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
+                          storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop, lanes)
                 elif joins[s]:  # joins after every event of its time stamp has read the tree
                     pend, pend_sig, pend_mm = _defer(pend, pend_sig, pend_mm, v - e, acc, sig, acc_mm, j0, j1)
                 v += 1

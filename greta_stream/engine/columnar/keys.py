@@ -50,7 +50,8 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
     _, rank = np.unique(prep.t, return_inverse=True)
     key = code * (int(rank.max()) + 1) + rank
     is_neg = prep.state == plan.types.index(n.type)
-    if plan.shared_slots:  # its type stands elsewhere too: N's events are those N's own predicates take
+    if plan.shared_slots or plan.contiguous:  # its type stands elsewhere too (or the preparation kept every
+        # event: contiguous): N's events are those N's own predicates take
         is_neg &= local_mask(plan, prep.cols, np.full(len(prep.t), plan.state_of_neg(n)), slots=False)
     order = np.argsort(key[is_neg], kind="stable")
     return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
@@ -162,7 +163,7 @@ def all_ranks(plan: KernelPlan, cols: dict[str, Any],
     is ORDER (`rank < probe`), EQUAL (`rank == probe`) or UNEQUAL (`!=`: `rank !=
     probe`, where a probe no key equals is -1 and admits every key)."""
     m = len(st)
-    if not plan.scan:
+    if not plan.scan_edges:  # no scan, or scans without predicates (a stricter selection strategy's)
         return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
     got = [ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst)) for j, e in plan.scan_edges]
     kinds = [UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER for (_, e), g in zip(plan.scan_edges, got)]

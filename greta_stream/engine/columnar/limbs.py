@@ -43,8 +43,8 @@ def normalize(acc: np.ndarray, c: int, top: int, j0: int, j1: int, carry: np.nda
 
 
 @njit(cache=True)
-def add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
-    """nodes[i] lanes j0..j1-1 += val, cell c over its limbs 0..sig[c]-1.
+def add_node(nodes, used, i, val, j0, j1, sig, shift=0):  # noqa: ANN001, ANN202
+    """nodes[i] lanes j0 + shift..j1 + shift - 1 += val lanes j0..j1-1, cell c over its limbs 0..sig[c]-1.
     Limbs at or past used[i, c] of a node are not kept zero (a tree is reused
     from task to task without clearing): they are cleared, all lanes, when
     first needed."""
@@ -57,10 +57,10 @@ def add_node(nodes, used, i, val, j0, j1, sig):  # noqa: ANN001, ANN202
             used[i, c] = sig[c]
         if n == 1:
             for lb in range(sig[c]):
-                nodes[i, c, lb, j0] += val[c, lb, j0]
+                nodes[i, c, lb, j0 + shift] += val[c, lb, j0]
             continue
         for lb in range(sig[c]):
-            dst = nodes[i, c, lb, j0:j1]
+            dst = nodes[i, c, lb, j0 + shift:j1 + shift]
             src = val[c, lb, j0:j1]
             for j in range(n):
                 dst[j] += src[j]

@@ -71,7 +71,8 @@ class Relayout(Exception):
 
 def covered(plan: KernelPlan) -> bool:
     """Whether `LiveAggregates` takes the plan's query."""
-    return len(plan.states) == 1 and plan.states[0].kleene and not plan.negs and not plan.scan
+    return (len(plan.states) == 1 and plan.states[0].kleene and not plan.negs and not plan.scan
+            and plan.iterations is None)
 
 
 @dataclass

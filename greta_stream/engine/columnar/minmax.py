@@ -35,18 +35,19 @@ def vertex_mm(acc_mm, nodes_mm, path, npath, acc, sig, j0, j1, own, mmax):  # no
 
 
 @njit(cache=True, inline="always")
-def add_mm(nodes_mm, i, val_mm, j0, j1, mmax):  # noqa: ANN001, ANN202
+def add_mm(nodes_mm, i, val_mm, j0, j1, mmax, shift=0):  # noqa: ANN001, ANN202
+    """nodes_mm[i] lanes j0 + shift.. combined with val_mm lanes j0..j1-1 (MIN or MAX)."""
     for q in range(mmax.shape[0]):
         dst = nodes_mm[i, q]
         src = val_mm[q]
         if mmax[q]:
             for j in range(j0, j1):
-                if src[j] > dst[j]:
-                    dst[j] = src[j]
+                if src[j] > dst[j + shift]:
+                    dst[j + shift] = src[j]
         else:
             for j in range(j0, j1):
-                if src[j] < dst[j]:
-                    dst[j] = src[j]
+                if src[j] < dst[j + shift]:
+                    dst[j + shift] = src[j]
 
 
 @njit(cache=True)

@@ -9,8 +9,12 @@ of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
 scanned); local predicates; MIN/MAX of any alias (propagated along the
 graph's edges for a SEQ or a negation); windows of whole seconds or
-milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`. Anything else
-raises `Unsupported` saying why, and the caller runs the general engine.
+milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`; under each
+selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
+weigh every transition's predecessors one by one, in scanned stores), and a
+counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
+pattern (`iterations`). Anything else raises `Unsupported` saying why, and
+the caller runs the general engine.
 
 Numbering: the kernel's *states* are the positive positions 0..n-1 and then
 the negated events n.. (leading, middle ones in order, trailing); the
@@ -93,6 +97,29 @@ class KernelPlan:
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
     scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
     loop: bool = False  # a Kleene plus over the SEQ (`(SEQ(A+, B))+`): its first state reads its last's vertices
+    # SEMANTICS section 8: under skip-till-next-match and contiguous every transition is a scanned store
+    # (a predecessor is weighed vertex by vertex: `kernel.run`'s taken marks, or the previous time stamp)
+    strategy: str = ast.ANY_MATCH
+    # `X{n}`, `X{n,m}`, `X{n,}` (lo, hi; hi None: open): one Kleene state whose lanes count iterations
+    # (`iteration_lanes`): a vertex's lane of iteration q + 1 reads its predecessors' lanes of iteration q
+    iterations: tuple[int, int | None] | None = None
+
+    @property
+    def next_match(self) -> bool:
+        return self.strategy == ast.NEXT_MATCH
+
+    @property
+    def contiguous(self) -> bool:
+        return self.strategy == ast.CONTIGUOUS
+
+    @property
+    def iteration_lanes(self) -> int:
+        """Lanes per window: one per iteration count 1..m of `X{n,m}` (1..n of `X{n,}`, the last one
+        counting n or more); 1 without a repetition."""
+        if self.iterations is None:
+            return 1
+        lo, hi = self.iterations
+        return hi if hi is not None else lo
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -140,7 +167,7 @@ class KernelPlan:
     @property
     def propagate_mm(self) -> bool:
         """MIN/MAX travel along edges (a SEQ or a negation: not every event is on a trend)."""
-        return len(self.states) > 1 or bool(self.negs)
+        return len(self.states) > 1 or bool(self.negs) or self.iterations is not None
 
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
         """The kernel's wiring: (start, final, store_src, reads, keyed store,
@@ -205,8 +232,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
-    if q.strategy != ast.ANY_MATCH:
-        raise Unsupported(f"SEMANTICS {q.strategy}")
     pattern, loop = q.pattern, False
     if isinstance(pattern, ast.Kleene):  # `(SEQ(A+, B))+`: GRETA's template loops back from B to A
         inner = pattern.inner
@@ -216,6 +241,12 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             if any(isinstance(p, ast.Not) for p in inner.parts):
                 raise Unsupported("negation under a Kleene plus")
             pattern, loop = inner, True
+    if loop and q.strategy != ast.ANY_MATCH:
+        raise Unsupported(f"a Kleene plus over a SEQ under SEMANTICS {q.strategy}")
+    iterations = None
+    if isinstance(pattern, ast.Repeat) and isinstance(pattern.inner, ast.EventPattern) and pattern.lo >= 1:
+        iterations = (pattern.lo, pattern.hi)  # `X{n,m}`: one Kleene state, a lane per iteration count
+        pattern = ast.Kleene(pattern.inner)
     parts = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
     neg = trail = None
     if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
@@ -229,7 +260,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
         if isinstance(part, ast.Repeat):
-            raise Unsupported("a counted or optional repetition ({n,m}, ?, *)")
+            raise Unsupported("a counted or optional repetition ({n,m}, ?, *) inside a SEQ or of a group")
         kleene = isinstance(part, ast.Kleene)
         while isinstance(part, ast.Kleene):
             part = part.inner
@@ -246,6 +277,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if not positive <= c.aliases or c.aliases & negated:
             raise Unsupported("equivalence attributes of some positive aliases only")
         run_attrs.append(c.attr)
+    if run_attrs and q.strategy == ast.CONTIGUOUS:  # an event of another run breaks contiguity too
+        raise Unsupported("equivalence attributes of some aliases only under SEMANTICS contiguous")
     index = {s.alias: i for i, s in enumerate(states)}
     index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 
@@ -279,13 +312,23 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             edge, edge_state = one[0][0], i  # one comparison on a loop: indexed (the first such loop)
         else:
             scans.append(_scan(i, j, conjuncts))
+    if q.strategy != ast.ANY_MATCH:
+        edge, edge_state, scans = None, -1, _every_transition(states, by_pair)
     within, slide = cq.window.within, cq.window.slide
     den = math.lcm(within.denominator, slide.denominator)
     if den > MAX_WINDOW_DEN or 10**6 % den:
         raise Unsupported(f"WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds, "
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop)
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations)
+
+
+def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]]) -> list[Scan]:
+    """A scanned store for every transition, with its edge predicates or none: under the stricter
+    strategies a predecessor is admitted vertex by vertex, and each transition takes its own
+    (a Kleene state's loop and its step to the next state read two stores)."""
+    pairs = [(i, i) for i, s in enumerate(states) if s.kleene] + [(i - 1, i) for i in range(1, len(states))]
+    return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
 
 
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)

@@ -151,7 +151,8 @@ def prepare(
         cols[attr] = numbers(attr, cols[attr], exact_float=attr in edge_attrs)
     st_good = st_t[keep]
     processed = len(good)
-    if plan.local:  # events failing their alias's local predicates are in no trend: drop them
+    if plan.local and not plan.contiguous:  # events failing their alias's local predicates are in no trend: drop
+        # them (under contiguous they stay: they break trends; `driver.compute_cells` leaves them out as vertices)
         mask = local_mask(plan, cols, st_good)
         good, st_good = good[mask], st_good[mask]
         cols = {a: subset(c, mask) for a, c in cols.items()}

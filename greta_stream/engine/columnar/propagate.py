@@ -14,6 +14,8 @@ from greta_stream.engine.columnar.limbs import normalize as _normalize
 from greta_stream.engine.columnar.limbs import significant as _significant
 from greta_stream.engine.columnar.limbs import take_node as _take_node
 
+ANY_MATCH, NEXT_MATCH, CONTIGUOUS = 0, 1, 2  # `kernel.Wiring.strategy` (SEMANTICS section 8)
+
 
 @njit(cache=True, inline="always")
 def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gread, scanned):  # noqa: ANN001, ANN202
@@ -48,50 +50,92 @@ def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gr
 
 
 @njit(cache=True, inline="always")
-def scan(path, npath, v, ev, wiring, js, vert_ev, lo, hi):  # noqa: ANN001, ANN202
+def scan(path, npath, v, e, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  # noqa: ANN001, ANN202
     """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
-    its edge predicates admit for event v, of v's generation when the store is
-    across a middle NOT; return the new length. A predicate column compares
-    ranks (`grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=`
-    for `!=`); the store's columns are contiguous, by conjunct and then clause
-    (`pred_conj`, `pred_clause`): u is admitted when every conjunct has a
-    clause whose columns all hold (an OR of ANDs per predicate, AND-ed)."""
-    grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
-    conj, clause = wiring.pred_conj, wiring.pred_clause
-    n_pred = pointp.shape[0]
+    its edge predicates admit for event v (of time stamp e..), of v's
+    generation when the store is across a middle NOT; return the new length.
+
+    Under contiguous only the vertices at the partition's previous time stamp
+    (from `ev.flo[v]` on) are read. Under skip-till-next-match a vertex is
+    read until a time stamp takes it (`taken`: the first event of that time
+    stamp, whose events all may read it); once time passes it, it leaves the
+    store's waiting list for good (`nxt`, from `nv[js, 2]`), so the work per
+    event follows the vertices still waiting for their next event."""
+    first = 0
+    n_pred = wiring.pointp.shape[0]
+    while first < n_pred and wiring.pred_store[first] != js:
+        first += 1
     gen = wiring.gen[js]
     gread = ev.gread[v]
-    first = 0
-    while first < n_pred and pred_store[first] != js:
-        first += 1
-    for i in range(lo, hi):
-        u = vert_ev[i]
-        if gen and ev.gjoin[u] != gread:
-            continue
-        ok = True  # every conjunct so far had a clause that holds
-        q = first
-        while ok and q < n_pred and pred_store[q] == js:
-            g = conj[q]
-            held = False  # some clause of conjunct g holds
-            while q < n_pred and pred_store[q] == js and conj[q] == g:
-                c = clause[q]
-                all_hold = not held  # a clause after one that held is skipped
-                while q < n_pred and pred_store[q] == js and conj[q] == g and clause[q] == c:
-                    if all_hold:
-                        if pointp[q] == 1:
-                            all_hold = grs[u, q] == gqs[v, q]
-                        elif pointp[q] == 2:
-                            all_hold = grs[u, q] != gqs[v, q]
-                        else:
-                            all_hold = grs[u, q] < gqs[v, q]
-                    q += 1
-                if all_hold:
-                    held = True
-            ok = held
-        if ok:
-            path[npath] = i
-            npath += 1
+    if wiring.strategy != NEXT_MATCH:
+        if wiring.strategy == CONTIGUOUS:
+            f = ev.flo[v]
+            i = hi
+            while i > lo and vert_ev[i - 1] >= f:
+                i -= 1
+            lo = i
+        for i in range(lo, hi):
+            u = vert_ev[i]
+            if gen and ev.gjoin[u] != gread:
+                continue
+            if _admits(u, v, ev, wiring, js, first, n_pred):
+                path[npath] = i
+                npath += 1
+        return npath
+    i = nv[js, 2]
+    while i < lo:  # none of its windows is the event's: never again
+        i = nxt[i]
+    nv[js, 2] = i
+    prev = -1
+    while i < hi:
+        nx = nxt[i]
+        tk = taken[i]
+        if tk >= 0 and tk != e:  # an earlier time stamp took it: it waits no more
+            if prev < 0:
+                nv[js, 2] = nx
+            else:
+                nxt[prev] = nx
+        else:
+            u = vert_ev[i]
+            if not (gen and ev.gjoin[u] != gread) and _admits(u, v, ev, wiring, js, first, n_pred):
+                taken[i] = e
+                path[npath] = i
+                npath += 1
+            prev = i
+        i = nx
     return npath
+
+
+@njit(cache=True, inline="always")
+def _admits(u, v, ev, wiring, js, first, n_pred):  # noqa: ANN001, ANN202
+    """Whether the edge predicates of scanned store js (from its first, `first`) hold for (u, v). A
+    predicate column compares ranks (`grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=`
+    for `!=`); the store's columns are contiguous, by conjunct and then clause (`pred_conj`,
+    `pred_clause`): u is admitted when every conjunct has a clause whose columns all hold (an OR of
+    ANDs per predicate, AND-ed)."""
+    grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
+    conj, clause = wiring.pred_conj, wiring.pred_clause
+    ok = True  # every conjunct so far had a clause that holds
+    q = first
+    while ok and q < n_pred and pred_store[q] == js:
+        g = conj[q]
+        held = False  # some clause of conjunct g holds
+        while q < n_pred and pred_store[q] == js and conj[q] == g:
+            c = clause[q]
+            all_hold = not held  # a clause after one that held is skipped
+            while q < n_pred and pred_store[q] == js and conj[q] == g and clause[q] == c:
+                if all_hold:
+                    if pointp[q] == 1:
+                        all_hold = grs[u, q] == gqs[v, q]
+                    elif pointp[q] == 2:
+                        all_hold = grs[u, q] != gqs[v, q]
+                    else:
+                        all_hold = grs[u, q] < gqs[v, q]
+                q += 1
+            if all_hold:
+                held = True
+        ok = held
+    return ok
 
 
 @njit(cache=True, inline="always")

@@ -25,7 +25,7 @@ def join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins,
         if joins[ev.st[v]]:
             _, _, j0, j1 = _span(ev.kmin[v], ev.kmax[v], k0, lanes, ev.st[v], wiring)
             join(nodes, used, pend[v - e], pend_sig[v - e], ev.st[v], ev.gr[v], j0, j1, wiring, keys, nodes_mm,
-                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop)
+                  pend_mm[v - e], storegen, ev.gjoin[v], vert_ev, vbase, nv, v, mmprop, lanes)
 
 
 @njit(cache=True)
@@ -43,16 +43,17 @@ def task_keys(st, gr, a, b, kstate):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True)
-def scan_layout(st, a, b, store_src, scanned, nn, vbase):  # noqa: ANN001, ANN202
+def scan_layout(st, a, b, store_src, scanned, nn, vbase, pieces):  # noqa: ANN001, ANN202
     """Nodes for the vertices of each scanned store among events a..b-1, from
-    node nn on (`vbase[js]`: its first); returns the nodes in use."""
+    node nn on (`vbase[js]`: its first), `pieces` per vertex (with iteration
+    lanes, one per iteration count it joins as); returns the nodes in use."""
     for js in range(store_src.shape[0]):
         if not scanned[js]:
             continue
         vbase[js] = nn
         for u in range(a, b):
             if st[u] == store_src[js]:
-                nn += 1
+                nn += pieces
     return nn
 
 
@@ -71,8 +72,33 @@ def defer(pend, pend_sig, pend_mm, i, acc, sig, acc_mm, j0, j1):  # noqa: ANN001
 
 @njit(cache=True)
 def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, vbase,  # noqa: ANN001, ANN202
-          nv, v, mmprop):
-    """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state."""
+          nv, v, mmprop, per_q):
+    """A vertex of state s (lanes j0..j1-1 of `val`, sig[c] limbs per cell) joins the stores of its state.
+
+    With iteration lanes (`wiring.iterate`; `per_q` lanes per iteration count), its lanes of
+    iteration q go to the nodes' lanes of iteration q + 1 (what a successor extends): the last
+    iteration's nowhere (`X{n,m}`: no trend goes on), or to themselves (`X{n,}`: n or more)."""
+    if not wiring.iterate:
+        _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
+              vbase, nv, v, mmprop, 0)
+        return
+    nq = wiring.nq
+    for q in range(nq):
+        to = q + 1
+        if to == nq:
+            if wiring.iterate != 2:
+                continue
+            to = q
+        a, b = max(j0, q * per_q), min(j1, (q + 1) * per_q)
+        if a < b:  # a scanned store gives each piece a node of its own (`scan_layout`'s pieces)
+            _join(nodes, used, val, sig, s, grv, a, b, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
+                  vbase, nv, v, mmprop, (to - q) * per_q)
+
+
+@njit(cache=True, inline="always")
+def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, vbase,  # noqa: ANN001, ANN202
+          nv, v, mmprop, shift):
+    """`join`'s lanes j0..j1-1 of `val` into the nodes' lanes from j0 + shift."""
     m = keys.shape[0]
     store_src, keyed = wiring.store_src, wiring.keyed
     for js in range(store_src.shape[0]):
@@ -82,9 +108,9 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
             i = vbase[js] + nv[js, 0]
             vert_ev[i] = v
             nv[js, 0] += 1
-            _add_node(nodes, used, i, val, j0, j1, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig, shift)
             if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax, shift)
             continue
         if js != keyed:
             i = m + 1 + js
@@ -93,18 +119,18 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
                 used[i, :] = 0
                 if mmprop:
                     _clear_mm(nodes_mm, i, i + 1, wiring.mmax)
-            _add_node(nodes, used, i, val, j0, j1, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig, shift)
             if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax, shift)
             continue
         i = np.searchsorted(keys, grv) + 1
         if wiring.point:
-            _add_node(nodes, used, i, val, j0, j1, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig, shift)
             if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax, shift)
             continue
         while i <= m:
-            _add_node(nodes, used, i, val, j0, j1, sig)
+            _add_node(nodes, used, i, val, j0, j1, sig, shift)
             if mmprop:
-                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax)
+                _add_mm(nodes_mm, i, val_mm, j0, j1, wiring.mmax, shift)
             i += i & (-i)

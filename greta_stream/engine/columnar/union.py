@@ -69,6 +69,10 @@ def core_of(plan: KernelPlan) -> int:
     """The Kleene state a union is built around (the one with the edge
     predicates, else the only Kleene state), or `Unsupported` saying why
     the query cannot join one."""
+    if plan.iterations is not None:
+        raise Unsupported("a counted repetition (its lanes are iterations)")
+    if plan.strategy != ast.ANY_MATCH:
+        raise Unsupported(f"SEMANTICS {plan.strategy} (a union weighs no predecessor one by one)")
     if plan.negs:
         raise Unsupported("a negation (its bounds are per query)")
     if plan.loop:

@@ -42,7 +42,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots
-        tuple(spec.query.group_by),
+        tuple(spec.query.group_by), plan.strategy, plan.iterations,
     )
 
 
