@@ -62,8 +62,9 @@ from greta_stream.spark.eventtime import (
     end_of_input,
     engine_watermark,
     next_clock_s,
-    query_watermark_ms,
+    query_watermark,
     record_seconds,
+    spark_seconds,
     timeout_ms,
     trusted_watermark_s,
 )
@@ -91,7 +92,7 @@ from greta_stream.spark.shard_state import (
 __all__ = [  # with the names of eventtime, outputs and shard_state that other modules import from here
     "FLUSH_TIME_S", "FLUSH_TYPE", "OTHER_TYPES_SAID", "OUTPUT_COLUMNS", "STATE_VERSION", "ChunkMap", "RunnerCache",
     "Saved", "Shard", "chunk_shares", "dead_output", "end_of_input", "engine_watermark", "next_clock_s",
-    "parse_json_records", "query_watermark_ms", "record_seconds", "state_payload", "step", "step_bounded",
+    "parse_json_records", "query_watermark", "record_seconds", "state_payload", "step", "step_bounded",
     "step_incremental", "taken_over", "timeout_ms", "trusted_watermark_s", "types_seen", "upgrade_state",
 ]
 
@@ -252,7 +253,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
     if times_s is None:
         times_s = record_seconds(records, queries.fields.time)
     max_future_s = queries.future_step_s
-    spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
+    spark_s = spark_seconds(watermark_ms)
     trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
     clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)
     # Windows close by the shard's clock, which has this batch's events, not by Spark's watermark, which
@@ -266,8 +267,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
         until_s = clock_s = max(clock_s, FLUSH_TIME_S)
 
     def watermark_of(stream_s: float) -> Any:  # a query's watermark in its runner's time unit
-        ms = math.floor(stream_s * 1000) if stream_s > -math.inf else 0
-        return lambda spec, kind: engine_watermark(kind, query_watermark_ms(spec, ms))
+        return lambda spec, kind: query_watermark(spec, kind, stream_s)
 
     failed_before = set(multi.failed)
     multi.expect(watermark_of(trusted_s))
