@@ -366,7 +366,7 @@ def warm_up(query: str) -> None:
     for cols in stock_batches(case, 1):
         _, state, _ = shard.step(case.spec(), state, records(cols), watermark_ms)
         watermark_ms = math.floor(float(cols["time"][-1]) * 1000)
-    shard._LIVE.clear()
+    shard._RUNNERS.clear()
 
 
 # ------------------------------------------------------------------ run mode

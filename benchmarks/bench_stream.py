@@ -23,7 +23,7 @@ comparison (its events/s and added peak memory, and whether the streamed
 rows equal its rows).
 
 With ``--floor``, each engine also runs with its kernels replaced by no-ops
-(`kernel.run` returns no rows, `live_kernel.feed` carries nothing): what is
+(`kernel.run` returns no rows, `carried_kernel.feed` carries nothing): what is
 left is the per-micro-batch work around the kernels (ingest, preparing and
 laying out the events, ids, rows), the throughput no kernel can take a
 stream past (the general engine has no kernel: its floor is its cost).
@@ -96,7 +96,7 @@ def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float, fl
         rows += stream.advance(end)
         timings.append((b - a, time.perf_counter() - b))
         if not state and end > middle:
-            state, held = len(zlib.compress(stream.snapshot(), 1)), getattr(stream, "live_bytes", 0)
+            state, held = len(zlib.compress(stream.snapshot(), 1)), getattr(stream, "carried_bytes", 0)
         i = j
     rows += stream.finish()
     wall = time.perf_counter() - start
@@ -106,7 +106,7 @@ def run(engine: str, text: str, events: list[dict[str, Any]], batch_s: float, fl
 
 
 def _no_kernels() -> None:
-    from greta_stream.engine.columnar import kernel, live_kernel
+    from greta_stream.engine.columnar import carried_kernel, kernel
 
     def run(task: Any, lo: int, hi: int, k_first: int, lanes: int, group_of_part: Any, n_groups: int, ev: Any,
             wiring: Any, ncell: int, limbs: int, max_words: int) -> tuple[Any, ...]:
@@ -114,7 +114,7 @@ def _no_kernels() -> None:
                 np.uint64), np.zeros((0, ev.mmval.shape[1]), np.float64))
 
     kernel.run = run
-    live_kernel.feed = lambda state, *args: state
+    carried_kernel.feed = lambda state, *args: state
 
 
 def _rss_mb() -> float:

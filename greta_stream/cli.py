@@ -15,12 +15,12 @@ import typer
 from greta_stream import logs
 from greta_stream.cli_args import LogLevel, existing_file, fail
 from greta_stream.cli_evaluate import evaluate, load_query
-from greta_stream.cli_run import RunFlags, pipeline_config, pipeline_file, run
+from greta_stream.cli_run import pipeline_config, pipeline_file, run
 from greta_stream.client_cli import app as queries_app
 from greta_stream.errors import ConfigError
 from greta_stream.runtime import RunSpec, runs_on
 
-__all__ = ["RunFlags", "app", "main", "pipeline_config"]  # RunFlags, pipeline_config: run's, importable from here
+__all__ = ["app", "main", "pipeline_config"]  # pipeline_config: run's, importable from here
 
 app = typer.Typer(help="Real-time event trend aggregation (GRETA).", no_args_is_help=True, add_completion=False)
 app.add_typer(queries_app, name="queries")

@@ -8,7 +8,6 @@ The command is registered on the app by `greta_stream.cli`; `explain --config` r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -90,13 +89,16 @@ def run(
         os.environ["GRETA_SPARK_LOG_LEVEL"] = "WARN"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # one line per Python callback otherwise
-    lateness = lateness_flag(lateness, watermark)
-    flags = RunFlags(query=query, input=input, output=output, checkpoint=checkpoint, lateness=lateness, once=once,
-                     dead_letter=dead_letter, master=master, shards=shards, operator=operator,
-                     max_files_per_trigger=max_files_per_trigger, trigger_interval=trigger_interval,
-                     engine=engine_name, input_format=input_format, output_format=output_format, mode=mode,
-                     trends=trends, max_trends=max_trends, with_events=with_events, distribute_over=distribute_over,
-                     type_field=type_field, time_field=time_field, id_field=id_field)
+    # The flags as the document a config file gives (None: not given): the run's settings and one query
+    # entry, the settings, sinks and dead letters of every query of its `text` (the --query values)
+    flags = {"source": {"format": input_format, "path": input, "max_files_per_trigger": max_files_per_trigger},
+             "checkpoint": checkpoint, "lateness_s": lateness_flag(lateness, watermark), "once": once,
+             "trigger_interval_s": trigger_interval, "master": master, "shards": shards, "operator": operator,
+             "fields": {"type": type_field, "time": time_field, "id": id_field},
+             "queries": [{"trends": trends, "max_trends": max_trends, "with_events": with_events or None,
+                          "distribute_over": distribute_over, "mode": mode, "engine": engine_name, "text": query,
+                          "sinks": [{"format": output_format, "path": output}],
+                          "dead_letter": {"format": output_format, "path": dead_letter}}]}
     try:
         cfg = pipeline_config(config, flags)
     except (ConfigError, QueryError) as exc:
@@ -125,80 +127,42 @@ def run(
         raise typer.Exit(1)
 
 
-@dataclass
-class RunFlags:
-    """`run`'s flags (None: not given)."""
-
-    query: list[str] | None = None
-    input: str | None = None
-    output: str | None = None
-    checkpoint: str | None = None
-    lateness: float | None = None
-    once: bool = False
-    dead_letter: str | None = None
-    master: str | None = None
-    shards: int | None = None
-    operator: Operator | None = None
-    max_files_per_trigger: int | None = None
-    trigger_interval: float | None = None
-    engine: StreamEngine = "auto"
-    input_format: TableFormat = "jsonl"
-    output_format: TableFormat = "jsonl"
-    mode: Mode | None = None
-    trends: Trends | None = None
-    max_trends: int | None = None
-    with_events: bool = False
-    distribute_over: int | None = None
-    type_field: str | None = None
-    time_field: str | None = None
-    id_field: str | None = None
-
-    def query_options(self) -> dict[str, Any]:
-        """The queries' own settings given as flags."""
-        given = {"lateness_s": self.lateness, "trends": self.trends, "max_trends": self.max_trends,
-                 "with_events": self.with_events or None, "distribute_over": self.distribute_over,
-                 "mode": self.mode}
-        return {k: v for k, v in given.items() if v is not None}
-
-    def fields(self) -> dict[str, str]:
-        given = {"type": self.type_field, "time": self.time_field, "id": self.id_field}
-        return {k: v for k, v in given.items() if v is not None}
+# A query entry's keys of the flags that are no query setting: where the queries are and where their rows go
+_PLACES = ("engine", "text", "sinks", "dead_letter")
 
 
-def pipeline_config(config: Path | None, flags: RunFlags) -> PipelineConfig:
-    """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone."""
+def pipeline_config(config: Path | None, flags: dict[str, Any]) -> PipelineConfig:
+    """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone.
+    `flags`: `run`'s flags as the document a config file gives (None: not given), its one query entry
+    standing for every query of its `text` (files or texts)."""
     from greta_stream.pipeline import PipelineConfig
 
+    flags = _given(flags)
+    each = _given(flags.pop("queries")[0])
     if config is not None:
         existing_file(config, "config")
-        own = [f"--{k.removesuffix('_s').replace('_', '-')}" for k in flags.query_options()]
-        own += [f"--{k}-field" for k in flags.fields()]
-        if own:
-            fail(f"{', '.join(own)}: the config file holds the queries' settings; set them there")
-        cfg = pipeline_file(config, engine=None if flags.engine == "auto" else flags.engine)
-        return cfg.model_copy(update={"once": cfg.once or flags.once, "master": flags.master or cfg.master,
-                                      "operator": flags.operator or cfg.operator})
-    if not (flags.query and flags.input and flags.output and flags.checkpoint):
+        own = [k for k in ("lateness_s",) if k in flags] + [k for k in each if k not in _PLACES]
+        named = [f"--{k.removesuffix('_s').replace('_', '-')}" for k in own] + [f"--{k}-field" for k in flags["fields"]]
+        if named:
+            fail(f"{', '.join(named)}: the config file holds the queries' settings; set them there")
+        cfg = pipeline_file(config, engine=None if each["engine"] == "auto" else each["engine"])
+        return cfg.model_copy(update={"once": cfg.once or flags["once"], "master": flags.get("master") or cfg.master,
+                                      "operator": flags.get("operator") or cfg.operator})
+    texts, (sink,), fmt = each.pop("text", None), each.pop("sinks"), each["dead_letter"]["format"]
+    if not (texts and flags["source"].get("path") and sink.get("path") and flags.get("checkpoint")):
         fail("give --config, or --query, --input, --output and --checkpoint")
-    existing_folder(flags.input, "input folder")
-    output, fmt = flags.output, flags.output_format
-    options = {k: v for k, v in flags.query_options().items() if k != "lateness_s"}
+    existing_folder(flags["source"]["path"], "input folder")
     queries = []
-    for i, q in enumerate(flags.query):
+    for i, q in enumerate(texts):
         cq = load_query(q)
         name = Path(q).stem if is_file(q) else f"query{i + 1}"
-        out = output if len(flags.query) == 1 else str(Path(output) / name)
+        out = sink["path"] if len(texts) == 1 else str(Path(sink["path"]) / name)
         # a Delta table owns its folder (VACUUM removes what its log does not name): its dead letters go beside it
-        dl = flags.dead_letter or (f"{out.rstrip('/')}_dead_letters" if fmt == "delta"
-                                   else str(Path(out) / "dead_letters"))
-        queries.append({"name": name, "text": cq.text, "sinks": [{"format": fmt, "path": out}],
-                        "dead_letter": {"format": fmt, "path": dl}, "engine": flags.engine, **options})
-    raw = {"source": {"format": flags.input_format, "path": flags.input,
-                      "max_files_per_trigger": flags.max_files_per_trigger},
-           "queries": queries, "checkpoint": flags.checkpoint, "lateness_s": flags.lateness, "once": flags.once,
-           "trigger_interval_s": flags.trigger_interval, "master": flags.master, "shards": flags.shards,
-           "operator": flags.operator, "fields": flags.fields()}
-    return PipelineConfig.from_dict(_given(raw), origin="command line")
+        dl = each["dead_letter"].get("path") or (f"{out.rstrip('/')}_dead_letters" if fmt == "delta"
+                                                 else str(Path(out) / "dead_letters"))
+        queries.append({**each, "name": name, "text": cq.text, "sinks": [{"format": fmt, "path": out}],
+                        "dead_letter": {"format": fmt, "path": dl}})
+    return PipelineConfig.from_dict({**flags, "queries": queries}, origin="command line")
 
 
 def pipeline_file(path: Path, engine: str | None = None) -> PipelineConfig:

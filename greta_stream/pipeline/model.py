@@ -33,7 +33,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from greta_stream.choices import (
     FORMATS,
@@ -55,7 +64,7 @@ from greta_stream.errors import ConfigError
 from greta_stream.pipeline.validation import renamed, validated
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
-from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S
+from greta_stream.runtime.spec import DEFAULT_MAX_FUTURE_S, checked_lateness
 
 OptionValue = str | int | float | bool
 
@@ -75,6 +84,13 @@ class Model(BaseModel):
     def _settle(self, **values: Any) -> None:
         """Set fields while this model is validated (an after-validator), never later."""
         self.__dict__.update(values)
+
+
+def _lateness(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """A `lateness_s` by the setting's one rule (`checked_lateness`, `RunSpec.create`'s too): a number as
+    given (once read, a bool is 0 or 1), then as read (a number written as text is read as any other)."""
+    read = handler(checked_lateness(value) if isinstance(value, (bool, int, float)) else value)
+    return read if read is None else checked_lateness(read)
 
 
 # What makes a source path a glob: Spark's (SparkHadoopUtil.isGlobPath), less the backslash, which the
@@ -174,7 +190,7 @@ class FieldsConfig(Model):
 class QueryOptions(Model):
     """What a query sets for its own run; every entry point offers each (flags, files, requests, `trend_aggregates`)."""
 
-    lateness_s: float | None = Field(None, ge=0, description="allowed lateness in seconds (default: the pipeline's, "
+    lateness_s: float | None = Field(None, description="allowed lateness in seconds (default: the pipeline's, "
                                      "else 0)")
     engine: StreamEngine = Field("auto", description="aggregate mode: auto runs the columnar engine for the queries "
                                  "it covers, general always the general engine")
@@ -186,6 +202,8 @@ class QueryOptions(Model):
                                         "vertices is extracted by a distributed Spark job")
     max_spool_mb: float = Field(256.0, gt=0, description="when its sinks fail, the output kept for them (MB) "
                                 "before the stream stops with an error: the batch is replayed, nothing is lost")
+
+    _lateness = field_validator("lateness_s", mode="wrap")(_lateness)
 
     @model_validator(mode="before")
     @classmethod
@@ -292,7 +310,7 @@ class PipelineConfig(StreamOptions):
     source: SourceConfig
     queries: list[QueryConfig] = Field(min_length=1)
     checkpoint: str = Field(min_length=1)
-    lateness_s: float = Field(0.0, ge=0)
+    lateness_s: float = 0.0
     once: bool = False
     master: str | None = None
     # Queries that read one source share one Spark stream (one read, one parse, one
@@ -306,6 +324,8 @@ class PipelineConfig(StreamOptions):
     # caps on windows per event and panes per window (None: the defaults)
     max_windows_per_event: int | None = Field(None, ge=1)
     max_panes_per_window: int | None = Field(None, ge=1)
+
+    _lateness = field_validator("lateness_s", mode="wrap")(_lateness)
 
     @model_validator(mode="before")
     @classmethod

@@ -114,9 +114,7 @@ class RunSpec:
             raise ConfigError(f"engine must be {_one_of(ENGINES)}, got {engine!r}")
         if time_kind not in TIME_KINDS:
             raise ConfigError(f"time_kind must be {NUMERIC!r}, {TIMESTAMP!r} or None, got {time_kind!r}")
-        if isinstance(lateness_s, bool) or not isinstance(lateness_s, (int, float)) or not (
-                math.isfinite(lateness_s) and lateness_s >= 0):
-            raise ConfigError(f"lateness must be a finite number of seconds >= 0, got {lateness_s!r}")
+        lateness_s = checked_lateness(lateness_s)
         if max_future_s is not None and (isinstance(max_future_s, bool) or not isinstance(max_future_s, (int, float))
                                          or not (math.isfinite(max_future_s) and max_future_s > 0)):
             raise ConfigError(f"max_future_s must be a finite number of seconds > 0 or None, got {max_future_s!r}")
@@ -130,7 +128,7 @@ class RunSpec:
                             distribute_over=distribute_over)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        spec = cls(cq, mode, engine, fields, cet, time_kind, float(lateness_s), kernel_threads,  # type: ignore[arg-type]
+        spec = cls(cq, mode, engine, fields, cet, time_kind, lateness_s, kernel_threads,  # type: ignore[arg-type]
                    None if max_future_s is None else float(max_future_s))
         if mode == "aggregate" and engine == "columnar" and spec.columnar is None:
             raise ConfigError(f"the columnar engine does not cover this query: {spec.columnar_refusal}")
@@ -279,6 +277,16 @@ def _plan_of(cq: CompiledQuery) -> KernelPlan:
         return columnar_plan(cq)
     except Unsupported as exc:
         raise SnapshotError(f"columnar state for a query the columnar engine does not cover: {exc}") from None
+
+
+def checked_lateness(lateness_s: Any) -> float:
+    """A lateness in seconds, or the `ConfigError` every entry point gives: the one rule of the setting
+    (a finite number >= 0; a bool is none), applied by `RunSpec.create` and by the pipeline models
+    (`greta_stream.pipeline.model`, and through them the service's requests)."""
+    if isinstance(lateness_s, bool) or not isinstance(lateness_s, (int, float)) or not (
+            math.isfinite(lateness_s) and lateness_s >= 0):
+        raise ConfigError(f"lateness must be a finite number of seconds >= 0, got {lateness_s!r}")
+    return float(lateness_s)
 
 
 def _one_of(choices: tuple[str, ...]) -> str:

@@ -1,8 +1,10 @@
-"""Event time of a shard: the end of a bounded input (`end_of_input`), watermarks in each
-runner's time unit and each query's own (`engine_watermark`, `query_watermark_ms`), the timer
-that wakes a shard for its next window (`timeout_ms`), and the shard's own clock, which keeps an
-event far ahead of the stream from moving its watermark (`trusted_watermark_s`, `next_clock_s`).
+"""Event time of a shard: the end of a bounded input (`end_of_input`), Spark's watermark read
+(`spark_seconds`), each query's own watermark in its runner's time unit (`query_watermark`), the
+timer that wakes a shard for its next window (`timeout_ms`), and the shard's own clock, which keeps
+an event far ahead of the stream from moving its watermark (`trusted_watermark_s`, `next_clock_s`).
 
+Times and lateness are seconds; Spark's milliseconds are met here only: read (`spark_seconds`),
+written (`timeout_ms`), and the resolution a query's watermark is taken at (`query_watermark`).
 Plain functions (no JVM needed), used by `shard.step` and `shard.step_incremental`.
 """
 
@@ -52,13 +54,25 @@ def engine_watermark(kind: str | None, watermark_ms: float) -> Any:
     return watermark_ms // 1000 if watermark_ms % 1000 == 0 else watermark_ms / 1000
 
 
-def query_watermark_ms(spec: RunSpec, watermark_ms: float) -> float:
-    """A query's watermark in ms: the stream's event time (Spark's watermark,
-    which the operator keeps at the latest event time) less the query's own
-    lateness; 0 means none. It never depends on the stream's other queries."""
-    if watermark_ms <= 0:
-        return 0
-    return max(watermark_ms - round(spec.lateness_s * 1000), 0)
+def spark_seconds(watermark_ms: float) -> float:
+    """Spark's watermark (ms since the epoch, 0 before there is one; the operator keeps it at the
+    stream's latest event time) as the shard's stream time: seconds, -inf for none."""
+    return watermark_ms / 1000 if watermark_ms > 0 else -math.inf
+
+
+def query_watermark(spec: RunSpec, kind: str | None, stream_s: float) -> Any:
+    """A query's watermark in its runner's time unit (`kind`): the stream time less the query's own
+    lateness, both seconds; -inf for none. It never depends on the stream's other queries. Taken at
+    the resolution of Spark's watermark, whole ms (the stream time cut to it, the lateness rounded
+    to it), whether the stream time is Spark's or the shard's clock: the rows do not depend on which."""
+    if not stream_s > -math.inf:
+        return -math.inf
+    return engine_watermark(kind, max(math.floor(stream_s * 1000) - _lateness_ms(spec), 0))
+
+
+def _lateness_ms(spec: RunSpec) -> int:
+    """A query's lateness at the resolution of Spark's watermark and timers (whole ms)."""
+    return round(spec.lateness_s * 1000)
 
 
 def timeout_ms(multi: MultiRunner, watermark_ms: int) -> int | None:
@@ -68,7 +82,7 @@ def timeout_ms(multi: MultiRunner, watermark_ms: int) -> int | None:
     wake = None
     for name, end in multi.next_window_ends().items():
         ms = end // 1000 if kinds[name] == TIMESTAMP else math.ceil(end * 1000)
-        ms = int(ms) + round(multi.queries[name].lateness_s * 1000)
+        ms = int(ms) + _lateness_ms(multi.queries[name])
         wake = ms if wake is None else min(wake, ms)
     return None if wake is None else max(wake, watermark_ms, 1)
 

@@ -34,7 +34,7 @@ layout would put partitions in the wrong shard), the shard's clock, then the
 zlib'd `MultiRunner` snapshot (every query's state under its name).
 
 The pieces `step` is made of are modules of their own: `eventtime` (watermarks,
-the shard's clock, the end of input), `shard_state` (the state bytes, live
+the shard's clock, the end of input), `shard_state` (the state bytes, cached
 runners) and `outputs` (the output rows). Their names used by other modules are
 importable from here too.
 """
@@ -42,7 +42,6 @@ importable from here too.
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import zlib
 from collections.abc import Iterable
@@ -63,8 +62,9 @@ from greta_stream.spark.eventtime import (
     end_of_input,
     engine_watermark,
     next_clock_s,
-    query_watermark_ms,
+    query_watermark,
     record_seconds,
+    spark_seconds,
     timeout_ms,
     trusted_watermark_s,
 )
@@ -79,12 +79,20 @@ from greta_stream.spark.outputs import (
     state_payload,
     types_seen,
 )
-from greta_stream.spark.shard_state import HEADER_SIZE, STATE_VERSION, LiveRunners, Shard, taken_over, upgrade_state
+from greta_stream.spark.shard_state import (
+    HEADER_SIZE,
+    STATE_VERSION,
+    RunnerCache,
+    Shard,
+    runner_cache_bytes,
+    taken_over,
+    upgrade_state,
+)
 
 __all__ = [  # with the names of eventtime, outputs and shard_state that other modules import from here
-    "FLUSH_TIME_S", "FLUSH_TYPE", "OTHER_TYPES_SAID", "OUTPUT_COLUMNS", "STATE_VERSION", "ChunkMap", "LiveRunners",
+    "FLUSH_TIME_S", "FLUSH_TYPE", "OTHER_TYPES_SAID", "OUTPUT_COLUMNS", "STATE_VERSION", "ChunkMap", "RunnerCache",
     "Saved", "Shard", "chunk_shares", "dead_output", "end_of_input", "engine_watermark", "next_clock_s",
-    "parse_json_records", "query_watermark_ms", "record_seconds", "state_payload", "step", "step_bounded",
+    "parse_json_records", "query_watermark", "record_seconds", "state_payload", "step", "step_bounded",
     "step_incremental", "taken_over", "timeout_ms", "trusted_watermark_s", "types_seen", "upgrade_state",
 ]
 
@@ -93,8 +101,8 @@ _HEADER = HEADER_SIZE  # the state header's size (bytes)
 # `step`'s, by the state bytes they last wrote. Spark reuses workers, so the next batch of a shard
 # usually brings those very bytes back: the engine is used as is (no unpickling; a columnar stream
 # keeps its typed columns, which restoring would build again). Bounded by their compressed state
-# bytes (a live engine takes several times that in memory).
-_LIVE = LiveRunners(64, 64 << 20)
+# bytes (a cached engine takes several times that in memory).
+_RUNNERS = RunnerCache(64, 64 << 20)
 
 
 def step(
@@ -116,7 +124,7 @@ def step(
         return out + state_outputs(queries, multi, shard, records, None), None, None
     blob = shard.header(clock_s) + zlib.compress(multi.snapshot(), 1)
     out += state_outputs(queries, multi, shard, records, multi.state_sizes)
-    _LIVE.put((queries, shard), blob, multi, len(blob))
+    _RUNNERS.put((queries, shard), blob, multi, len(blob))
     return out, blob, timeout_ms(multi, watermark_ms)
 
 
@@ -140,7 +148,7 @@ def step_bounded(queries: QuerySet | RunSpec, records: Iterable[Any] | pd.DataFr
 class Saved:
     """What the incremental operator keeps of a shard besides its chunks: the
     state's version (a random 63-bit number drawn at every micro-batch: a
-    worker's live runner goes on only from the very state it wrote, never
+    worker's cached runner goes on only from the very state it wrote, never
     from another stream's or an earlier checkpoint's that counted to the same
     number), and the shard header and the zlib'd stream state whose kept
     events are chunks named by key."""
@@ -166,7 +174,7 @@ def step_incremental(
     `step` does, writing what changed only. Returns the outputs, the new
     `Saved` (None: idle, keep nothing), the chunks to write (key -> bytes),
     the chunk keys to remove, and the timer. The stored chunks are read
-    (`stored.items()`) only when this worker has no live runner of the saved
+    (`stored.items()`) only when this worker has no cached runner of the saved
     version (after a restart, or when another worker ran the shard's last
     batch); their keys every batch."""
     queries, records = _query_set(queries), _listed(records)
@@ -185,7 +193,7 @@ def step_incremental(
     out += state_outputs(queries, multi, shard, records,
                          {name: size + sizes_of.get(name, 0) for name, size in multi.state_sizes.items()})
     # the state bytes it stands for: the value and the stored chunks it refers to
-    _LIVE_INCREMENTAL.put((queries, shard), new.version, multi, len(new.blob) + sum(sizes_of.values()))
+    _INCREMENTAL_RUNNERS.put((queries, shard), new.version, multi, len(new.blob) + sum(sizes_of.values()))
     return out, new, written, sorted(set(before) - referred), timeout_ms(multi, watermark_ms)
 
 
@@ -206,20 +214,20 @@ def chunk_shares(refs: dict[str, dict[str, int]]) -> dict[str, int]:
     return out
 
 
-# A worker's live runners of the incremental operator, by the bytes of the state they stand for (their kept
+# A worker's cached runners of the incremental operator, by the bytes of the state they stand for (their kept
 # events, about what they take in memory): past it the least recently run is dropped and rebuilt from the
-# state store when its shard comes back (reading its window once). $GRETA_LIVE_BYTES sets another bound.
-_LIVE_INCREMENTAL = LiveRunners(64, int(os.environ.get("GRETA_LIVE_BYTES", 2 << 30)))
+# state store when its shard comes back (reading its window once). $GRETA_RUNNER_CACHE_BYTES sets another bound.
+_INCREMENTAL_RUNNERS = RunnerCache(64, runner_cache_bytes(2 << 30))
 
 
 def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap, shard: Shard,
                         dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
-    """The shard's runner (new, the live one of this worker at the saved version, or
+    """The shard's runner (new, the cached one of this worker at the saved version, or
     rebuilt from the saved state and its chunks) and its clock."""
     if saved is None:
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(saved.blob[:_HEADER]))
-    multi = _LIVE_INCREMENTAL.take((queries, shard), saved.version)
+    multi = _INCREMENTAL_RUNNERS.take((queries, shard), saved.version)
     if multi is not None and multi.queries != queries:
         with chunk_store(dict(stored.items())):  # what changed starts from its saved state and chunks
             multi = taken_over(multi, queries)
@@ -245,7 +253,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
     if times_s is None:
         times_s = record_seconds(records, queries.fields.time)
     max_future_s = queries.future_step_s
-    spark_s = watermark_ms / 1000 if watermark_ms > 0 else -math.inf
+    spark_s = spark_seconds(watermark_ms)
     trusted_s = trusted_watermark_s(spark_s, clock_s, times_s, max_future_s)
     clock_s = next_clock_s(clock_s, times_s, trusted_s, max_future_s)
     # Windows close by the shard's clock, which has this batch's events, not by Spark's watermark, which
@@ -259,8 +267,7 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
         until_s = clock_s = max(clock_s, FLUSH_TIME_S)
 
     def watermark_of(stream_s: float) -> Any:  # a query's watermark in its runner's time unit
-        ms = math.floor(stream_s * 1000) if stream_s > -math.inf else 0
-        return lambda spec, kind: engine_watermark(kind, query_watermark_ms(spec, ms))
+        return lambda spec, kind: query_watermark(spec, kind, stream_s)
 
     failed_before = set(multi.failed)
     multi.expect(watermark_of(trusted_s))
@@ -275,11 +282,11 @@ def _run(queries: QuerySet, multi: MultiRunner, clock_s: float, records: Any, wa
 
 def _runner(queries: QuerySet, state: bytes | None, shard: Shard,
             dead_letter: QueryDeadLetter) -> tuple[MultiRunner, float]:
-    """The shard's runner (new, the live one of this worker, or restored from the state bytes) and its clock."""
+    """The shard's runner (new, the cached one of this worker, or restored from the state bytes) and its clock."""
     if not state:
         return MultiRunner(queries, dead_letter=dead_letter), -math.inf
     clock_s = shard.check(bytes(state[:_HEADER]))
-    multi = _LIVE.take((queries, shard), state)  # this worker wrote these very bytes: its runners, caches, columns
+    multi = _RUNNERS.take((queries, shard), state)  # this worker wrote these very bytes: its runners, caches, columns
     multi = taken_over(multi, queries) if multi is not None else None
     if multi is not None:
         multi.dead_letter = dead_letter

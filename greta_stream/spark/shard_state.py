@@ -1,10 +1,10 @@
-"""A shard's state bytes and the runners a worker keeps live between micro-batches.
+"""A shard's state bytes and the runners a worker keeps between micro-batches.
 
 State bytes: the shard's index, the shard count and the digest of its slot's
 attributes (all checked on restore: a checkpoint read with another layout would
 put partitions in the wrong shard), the shard's clock (`Shard.header`), then the
 zlib'd `MultiRunner` snapshot (every query's state under its name). States of an
-older `STATE_VERSION` are read with `upgrade_state`. `LiveRunners` holds a
+older `STATE_VERSION` are read with `upgrade_state`. `RunnerCache` holds a
 worker's runners by the state they last wrote, so that the next batch of a shard
 goes on from them without restoring (`shard.step`, `shard.step_incremental`).
 """
@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import pickle
 import struct
+import warnings
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -98,8 +100,8 @@ def upgrade_state(version: int, state: bytes, queries: QuerySet, shard: Shard = 
     raise SnapshotError(f"state format {version} is not {STATE_VERSION}: start from a new checkpoint")
 
 
-class LiveRunners:
-    """A worker's live runners, one per shard of a stream's run (`QuerySet.epoch`), each with the
+class RunnerCache:
+    """A worker's cached runners, one per shard of a stream's run (`QuerySet.epoch`), each with the
     state it last wrote (`tag`: its bytes, or its version) and the bytes of state it stands for.
     Taken out while a step runs (a failed step is retried from the state, never from a half-run
     runner), put back after it; bounded by count and by those bytes: past either, the least
@@ -112,11 +114,11 @@ class LiveRunners:
         self.items: dict[tuple[int, Shard], tuple[Any, MultiRunner, int]] = {}
 
     def take(self, key: tuple[QuerySet, Shard], tag: Any) -> MultiRunner | None:
-        """The live runner of `key` (a query set, a shard) when the state it wrote is `tag` (it is
+        """The cached runner of `key` (a query set, a shard) when the state it wrote is `tag` (it is
         taken out either way), maybe of another query set of the run (`taken_over`)."""
         queries, shard = key
-        live = self.items.pop((queries.epoch, shard), None)
-        return live[1] if live is not None and live[0] == tag else None
+        cached = self.items.pop((queries.epoch, shard), None)
+        return cached[1] if cached is not None and cached[0] == tag else None
 
     def put(self, key: tuple[QuerySet, Shard], tag: Any, multi: MultiRunner, size: int) -> None:
         queries, shard = key
@@ -132,14 +134,31 @@ class LiveRunners:
         return iter(self.items)
 
 
+RUNNER_CACHE_BYTES_ENV = "GRETA_RUNNER_CACHE_BYTES"
+_OLD_RUNNER_CACHE_BYTES_ENV = "GRETA_LIVE_BYTES"  # its earlier name, still read
+
+
+def runner_cache_bytes(default: int) -> int:
+    """The bound a worker's runner cache of the incremental operator puts on the state bytes its
+    runners stand for: $GRETA_RUNNER_CACHE_BYTES, else $GRETA_LIVE_BYTES (deprecated, same
+    meaning: deployments that set it keep their bound), else `default`."""
+    if RUNNER_CACHE_BYTES_ENV in os.environ:
+        return int(os.environ[RUNNER_CACHE_BYTES_ENV])
+    if _OLD_RUNNER_CACHE_BYTES_ENV in os.environ:
+        warnings.warn(f"{_OLD_RUNNER_CACHE_BYTES_ENV} is deprecated: use {RUNNER_CACHE_BYTES_ENV} (same meaning)",
+                      FutureWarning, stacklevel=2)
+        return int(os.environ[_OLD_RUNNER_CACHE_BYTES_ENV])
+    return default
+
+
 def taken_over(multi: MultiRunner, queries: QuerySet) -> MultiRunner | None:
-    """A live runner taken over to `queries` (`MultiRunner.reconfigure`: a query registered, stopped
+    """A cached runner taken over to `queries` (`MultiRunner.reconfigure`: a query registered, stopped
     or changed since it ran); None when it cannot be (restore from the state it wrote)."""
     if multi.queries == queries:
         return multi
     try:
         multi.reconfigure(queries)
     except Exception:  # noqa: BLE001 - the state it wrote is there: restore from it
-        log.warning("a live runner could not take the new query set; restoring it from the state", exc_info=True)
+        log.warning("a cached runner could not take the new query set; restoring it from the state", exc_info=True)
         return None
     return multi

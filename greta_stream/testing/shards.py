@@ -14,7 +14,7 @@ Property tests drive it over random streams, splits and query sets and
 compare each query's rows with `evaluate`. With `incremental=True` the
 shards keep their state as the `transformWithStateInPandas` operator does
 (`shard.step_incremental`: a small value and a map of chunks, written as
-they change), and `rebuild=True` drops the worker's live runners before
+they change), and `rebuild=True` drops the worker's cached runners before
 every call, so each step rebuilds its shard from the chunks.
 """
 
@@ -117,7 +117,7 @@ class OperatorSim:
     def _incremental(self, key: int, queries: QuerySet, records: list[Any], shard: Shard,
                      flush: bool) -> tuple[list[dict[str, Any]], int | None, bool]:
         if self.rebuild:
-            shard_step._LIVE_INCREMENTAL.clear()
+            shard_step._INCREMENTAL_RUNNERS.clear()
         chunks = self.chunks.setdefault(key, {})
         out, new, written, removed, timeout = step_incremental(
             queries, self.saved.get(key), chunks, records, self.watermark_ms, shard, flush=flush)

@@ -89,8 +89,10 @@ class QueryOptions(PipelineQueryOptions, StreamOptions):
     """A query's own settings (those of every entry point) and those of the stream it starts, under the
     service's limits. A stream's shards and operator are fixed when it first runs."""
 
-    lateness_s: float | None = Field(None, ge=0, le=10 * 365 * 86_400, description="allowed lateness in seconds "
-                                     "(default 0)")
+    # >= 0 (and finite, and no bool) is the setting's own rule, checked by the pipeline model's validator;
+    # the schema says it to clients, `le` is the service's cap
+    lateness_s: float | None = Field(None, le=10 * 365 * 86_400, json_schema_extra={"minimum": 0},
+                                     description="allowed lateness in seconds (default 0)")
     max_trends: int | None = Field(None, ge=1, description="CET mode: cap per (window, group); default and "
                                    "upper limit: the service's max_cet_trends")
     shards: int | None = Field(None, ge=1, description="state shards of the query's stream when it starts it; at "

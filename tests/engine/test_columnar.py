@@ -12,7 +12,7 @@ The rest of the columnar engine's tests, by concern: reading input
 (test_columnar_input.py), the kernel runs (test_columnar_driver.py), what it
 does not cover (test_columnar_coverage.py), SEQ patterns
 (test_columnar_seq.py), micro-batches (test_columnar_stream.py), its state
-(test_columnar_state.py) and the incremental stream (test_live.py).
+(test_columnar_state.py) and the incremental stream (test_carried.py).
 """
 
 from __future__ import annotations

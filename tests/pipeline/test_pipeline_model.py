@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 import yaml
+from typer.testing import CliRunner
 
 from greta_service.registry import Registry
 from greta_service.runner import query_config
 from greta_service.schemas import QueryCreate, QueryOptions
 from greta_service.settings import Settings
 from greta_service.store import SQLiteStore
-from greta_stream.cli import RunFlags, pipeline_config
+from greta_stream.cli import app
 from greta_stream.errors import ConfigError
 from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 from greta_stream.runtime.queryset import run_fingerprint
@@ -31,9 +32,9 @@ CET = "RETURN TRENDS PATTERN SEQ(Stock A, Stock B+) WHERE [company] AND B.price 
 
 # (query text, options as the file and the service name them, the same as `run`'s flags)
 CASES = {
-    "aggregate": (Q1, {"lateness_s": 30.0, "engine": "general"}, {"lateness": 30.0, "engine": "general"}),
+    "aggregate": (Q1, {"lateness_s": 30.0, "engine": "general"}, ["--lateness", "30", "--engine", "general"]),
     "cet": (CET, {"mode": "cet", "trends": "all", "max_trends": 5, "with_events": True, "distribute_over": 100},
-            {"mode": "cet", "trends": "all", "max_trends": 5, "with_events": True, "distribute_over": 100}),
+            ["--mode", "cet", "--trends", "all", "--max-trends", "5", "--with-events", "--distribute-over", "100"]),
 }
 FIELDS = {"type": "kind", "time": "ts", "id": "eid"}
 
@@ -47,6 +48,17 @@ def registry(tmp_path: Path) -> Registry:
     return Registry(settings, store)
 
 
+def run_flags(monkeypatch: pytest.MonkeyPatch, *flags: str) -> PipelineConfig:
+    """The pipeline `greta-stream run` builds of its flags (the run itself left out: no Spark)."""
+    import greta_stream.spark.pipeline as spark_pipeline
+
+    built: list[PipelineConfig] = []
+    monkeypatch.setattr(spark_pipeline, "run", lambda cfg, echo: built.append(cfg) or {})
+    done = CliRunner().invoke(app, ["run", *flags])
+    assert done.exit_code == 0, done.output
+    return built[0]
+
+
 def described(q: QueryConfig, source: SourceConfig) -> tuple[Any, ...]:
     """What a query is, wherever it was described: its model, its source's and its compiled run (its
     lateness and mode as the run has them: a model leaves them unset where the pipeline or the text decides)."""
@@ -56,7 +68,8 @@ def described(q: QueryConfig, source: SourceConfig) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_flags_a_config_file_and_a_request_build_equal_models(case: str, tmp_path: Path, registry: Registry) -> None:
+def test_flags_a_config_file_and_a_request_build_equal_models(case: str, tmp_path: Path, registry: Registry,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     text, options, flag_options = CASES[case]
     (tmp_path / "in").mkdir()
     (tmp_path / "q1.greta").write_text(text)
@@ -64,9 +77,9 @@ def test_flags_a_config_file_and_a_request_build_equal_models(case: str, tmp_pat
     sinks = [{"format": "jsonl", "path": out}]
     dead = {"format": "jsonl", "path": f"{out}/dead_letters"}
 
-    flags = pipeline_config(None, RunFlags(
-        query=[str(tmp_path / "q1.greta")], input=str(tmp_path / "in"), output=out, checkpoint=chk,
-        max_files_per_trigger=2, type_field="kind", time_field="ts", id_field="eid", **flag_options))
+    flags = run_flags(monkeypatch, "-q", str(tmp_path / "q1.greta"), "-i", str(tmp_path / "in"), "-o", out,
+                      "--checkpoint", chk, "--max-files-per-trigger", "2", "--type-field", "kind", "--time-field", "ts",
+                      "--id-field", "eid", *flag_options)
 
     query_options = {k: v for k, v in options.items() if k != "lateness_s"}
     doc = {"source": {"format": "jsonl", "path": "in", "max_files_per_trigger": 2}, "checkpoint": "chk",
@@ -125,3 +138,24 @@ def test_the_services_models_are_the_pipeline_models_with_limits() -> None:
         SourceSpec.model_validate({"format": "kafka"})
     with pytest.raises(ValueError, match="less than or equal to 86400"):
         QueryOptions.model_validate({"trigger_interval_s": 100_000})
+
+
+@pytest.mark.parametrize("lateness", [-1, float("nan"), float("inf"), True])
+def test_a_lateness_is_checked_by_one_rule_with_one_message_on_every_path(lateness: Any, tmp_path: Path) -> None:
+    """A config file's pipeline or query, a request's options and `RunSpec.create` refuse a bad lateness
+    (negative, not finite, a bool) with the same message, each with its place where it has one."""
+    from greta_stream import RunSpec
+
+    said = f"lateness must be a finite number of seconds >= 0, got {lateness!r}"
+    doc = {"source": {"path": "in"}, "checkpoint": "chk", "queries": [{"name": "q", "text": Q1, "sinks": [{"format": "console"}]}]}
+    with pytest.raises(ConfigError) as pipeline:
+        PipelineConfig.from_dict({**doc, "lateness_s": lateness}, tmp_path)
+    assert str(pipeline.value) == f"pipeline config: lateness_s: {said}"
+    with pytest.raises(ConfigError) as query:
+        PipelineConfig.from_dict({**doc, "queries": [{**doc["queries"][0], "lateness_s": lateness}]}, tmp_path)
+    assert str(query.value) == f"pipeline config: queries[0].lateness_s: {said}"
+    with pytest.raises(ValueError, match="lateness must be a finite number of seconds >= 0"):
+        QueryOptions.model_validate({"lateness_s": lateness})
+    with pytest.raises(ConfigError) as spec:
+        RunSpec.create(Q1, lateness_s=lateness)
+    assert str(spec.value) == said

@@ -110,7 +110,7 @@ def test_a_micro_batch_is_read_once_whatever_the_number_of_queries(monkeypatch) 
 
 def test_reconfigure_equals_a_restore_into_the_new_query_set() -> None:
     """Queries join, leave, pause and come back between micro-batches: a runner taken over to each new
-    set (`reconfigure`, what a worker's live runner does) gives every row a restore from the state gives."""
+    set (`reconfigure`, what a worker's cached runner does) gives every row a restore from the state gives."""
     import random
 
     from greta_stream import QuerySet, RunSpec

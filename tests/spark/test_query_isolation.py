@@ -186,7 +186,7 @@ def key(row: dict) -> str:
        st.sampled_from(["whole", "incremental", "rebuilt"]))
 def test_each_query_gives_its_own_rows_whatever_joins_or_leaves_its_stream(seed: int, n_batches: int, shards: int,
                                                                           disorder: float, operator: str) -> None:
-    """With either operator; `rebuilt`: the incremental one with no live runner, every shard
+    """With either operator; `rebuilt`: the incremental one with no cached runner, every shard
     rebuilt from its chunks at every call."""
     lives, sim = run_schedule(seed, n_batches, shards, disorder, operator)
     assert not sim.errors
@@ -348,7 +348,7 @@ def test_a_name_back_to_its_first_text_starts_afresh() -> None:
 
 
 def test_two_streams_of_the_same_queries_in_one_worker_keep_apart() -> None:
-    """A worker's live runner goes on only from the very state it wrote: a second
+    """A worker's cached runner goes on only from the very state it wrote: a second
     stream (or a new checkpoint) of the same queries and shards is not the first."""
     spec = RunSpec.create(TEXTS[1])
     first, second = OperatorSim(1, incremental=True), OperatorSim(1, incremental=True)

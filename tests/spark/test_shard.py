@@ -102,7 +102,7 @@ def test_sharded_micro_batches_equal_evaluate(name: str, engine: str) -> None:
 @pytest.mark.parametrize("threads", [1, 3, None])
 def test_kernel_threads_reach_the_columnar_stream(threads: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
     """`RunSpec.kernel_threads` (a user's cap; None: one per core) caps the kernel's
-    threads in new, restored and live engines; rows do not change."""
+    threads in new, restored and cached engines; rows do not change."""
     import greta_stream.engine.columnar.driver as columnar
 
     monkeypatch.setattr(columnar, "PARALLEL_EVENTS", 0)
@@ -252,7 +252,7 @@ def test_engine_watermark_units() -> None:
 @pytest.mark.parametrize(("engine", "mode", "cls"), [
     ("auto", "aggregate", ColumnarStream), ("general", "aggregate", Engine), ("auto", "cet", TrendExtractor),
 ])
-def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_retried_from_bytes(
+def test_a_workers_cached_engine_gives_what_restoring_gives_and_a_failed_step_is_retried_from_bytes(
     monkeypatch: pytest.MonkeyPatch, engine: str, mode: str, cls: Any,
 ) -> None:
     """A shard's next batch reuses this worker's engine when the state bytes
@@ -274,7 +274,7 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
     monkeypatch.setattr(cls, "advance", flaky_advance)
 
     def run(reuse: bool, fail_at: int | None = None) -> list:
-        shard_mod._LIVE.clear()
+        shard_mod._RUNNERS.clear()
         outs, state, watermark = [], None, 0
         for i, batch in enumerate(batches):
             if i == fail_at:
@@ -282,7 +282,7 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
                 with pytest.raises(MemoryError):
                     step(cfg, state, batch, watermark)
             if not reuse:
-                shard_mod._LIVE.clear()
+                shard_mod._RUNNERS.clear()
             out, state, _ = step(cfg, state, batch, watermark)
             outs.append(results(out))
             watermark = max(e["time"] for e in batch) * 1000 - 5_000
@@ -296,19 +296,34 @@ def test_a_workers_live_engine_gives_what_restoring_gives_and_a_failed_step_is_r
     assert run(reuse=True, fail_at=2) == want
 
 
-def test_live_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     q = QUERIES["stock"]
     events = [e for e in make_events(seed=1) if e["type"] == "Stock"][:50]
-    shard_mod._LIVE.clear()
-    monkeypatch.setattr(shard_mod._LIVE, "max_count", 3)
+    shard_mod._RUNNERS.clear()
+    monkeypatch.setattr(shard_mod._RUNNERS, "max_count", 3)
     for s in range(5):
         step(RunSpec.create(q), None, events, 0, Shard(s, 8))
-    assert [k[1].index for k in shard_mod._LIVE] == [2, 3, 4]  # the least recently written go first
-    one = next(iter(shard_mod._LIVE.items.values()))[2]
-    monkeypatch.setattr(shard_mod._LIVE, "max_bytes", 2 * one + one // 2)
+    assert [k[1].index for k in shard_mod._RUNNERS] == [2, 3, 4]  # the least recently written go first
+    one = next(iter(shard_mod._RUNNERS.items.values()))[2]
+    monkeypatch.setattr(shard_mod._RUNNERS, "max_bytes", 2 * one + one // 2)
     step(RunSpec.create(q), None, events, 0, Shard(5, 8))
-    assert [k[1].index for k in shard_mod._LIVE] == [4, 5]
-    shard_mod._LIVE.clear()
+    assert [k[1].index for k in shard_mod._RUNNERS] == [4, 5]
+    shard_mod._RUNNERS.clear()
+
+
+def test_the_runner_cache_bound_reads_its_old_variable_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$GRETA_LIVE_BYTES, the variable's earlier name, still sets the bound (with a warning);
+    $GRETA_RUNNER_CACHE_BYTES wins when both are set."""
+    from greta_stream.spark.shard_state import runner_cache_bytes
+
+    monkeypatch.delenv("GRETA_RUNNER_CACHE_BYTES", raising=False)
+    monkeypatch.delenv("GRETA_LIVE_BYTES", raising=False)
+    assert runner_cache_bytes(7) == 7
+    monkeypatch.setenv("GRETA_LIVE_BYTES", "1000")
+    with pytest.warns(FutureWarning, match="GRETA_RUNNER_CACHE_BYTES"):
+        assert runner_cache_bytes(7) == 1000
+    monkeypatch.setenv("GRETA_RUNNER_CACHE_BYTES", "2000")
+    assert runner_cache_bytes(7) == 2000
 
 
 _JSON_VALUES = st.recursive(

@@ -1,6 +1,6 @@
 """Windows that close in a columnar stream (`stream.ColumnarStream.advance_members`):
 every pass's rows of the windows the watermark passed, computed by the
-kernels over the kept events or read from the live aggregates (`live.py`),
+kernels over the kept events or read from the carried aggregates (`carried.py`),
 and the kept events no open window needs dropped."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from greta_stream.engine.columnar import Prepared, Unsupported
+from greta_stream.engine.columnar.carried import CarriedAggregates, NotCarried, Relayout
 from greta_stream.engine.columnar.driver import compute_cells
 from greta_stream.engine.columnar.kept import KeptChunk, joined, reslotted, rewindowed
-from greta_stream.engine.columnar.live import LiveAggregates, NotLive, Relayout
 from greta_stream.engine.columnar.passes import rolled_up
 from greta_stream.engine.columnar.rows import result_rows
 from greta_stream.engine.columnar.snapshot import hand_over
@@ -54,7 +54,7 @@ def pass_rows(stream: ColumnarStream, prep: Prepared, inp: Any, targets: list[in
     """Every pass's rows of the windows that close, and which kept events some window still needs."""
     rows: list[tuple[str, dict[str, Any]]] = []
     stay = np.zeros(len(prep.good), bool)
-    outs = live_outputs(stream, prep, inp, targets, watermark) if stream.live is not None else None
+    outs = carried_outputs(stream, prep, inp, targets, watermark) if stream.carried is not None else None
     for i, (p, k_from, target) in enumerate(zip(stream.passes, stream.next_ks, targets)):
         prep_p = prep if p.plan is stream.plan else rewindowed(reslotted(prep, stream.plan.types, p.plan.types), p.plan)
         if target is None or target != k_from:
@@ -73,36 +73,36 @@ def pass_rows(stream: ColumnarStream, prep: Prepared, inp: Any, targets: list[in
     return rows, stay
 
 
-def live_outputs(stream: ColumnarStream, prep: Prepared, inp: Any, targets: list[int | None],
-                 watermark: Any) -> list[Any] | None:
-    """Feed the live aggregates the kept events the watermark passed since
+def carried_outputs(stream: ColumnarStream, prep: Prepared, inp: Any, targets: list[int | None],
+                    watermark: Any) -> list[Any] | None:
+    """Feed the carried aggregates the kept events the watermark passed since
     the last feed (all of them before it, when stale) and read the closing
     windows' partial rows per pass; None when the stream computes from
     the kept events from now on."""
-    assert stream.live is not None
+    assert stream.carried is not None
     passed = before(prep.t, watermark)
     fresh = passed & ~before(prep.t, stream._fed_until)
     outs = []
     try:
         for i, (p, k_from, target) in enumerate(zip(stream.passes, stream.next_ks, targets)):
             prep_p = prep if p.plan is stream.plan else rewindowed(prep, p.plan)
-            live = stream.live[i]
+            carried = stream.carried[i]
             try:
                 if stream._stale:
                     raise Relayout("stale")
-                live.feed(rows_of(prep_p, fresh), inp, k_from)
+                carried.feed(rows_of(prep_p, fresh), inp, k_from)
             except Relayout:
                 stream._metrics.inc("incremental_rebuilds")
-                live = stream.live[i] = LiveAggregates(p.plan, p.fields, p.group_by)
-                live.feed(rows_of(prep_p, passed), inp, k_from)
-            outs.append(live.rows(-(2**62) if k_from is None else k_from, target)
+                carried = stream.carried[i] = CarriedAggregates(p.plan, p.fields, p.group_by)
+                carried.feed(rows_of(prep_p, passed), inp, k_from)
+            outs.append(carried.rows(-(2**62) if k_from is None else k_from, target)
                         if target is None or target != k_from else None)
         stream._stale, stream._fed_until = False, watermark
-        if sum(live.nbytes for live in stream.live) > stream.live_budget_bytes:
-            raise NotLive("over the budget")
-    except NotLive:
+        if sum(c.nbytes for c in stream.carried) > stream.carried_budget_bytes:
+            raise NotCarried("over the budget")
+    except NotCarried:
         stream._metrics.inc("incremental_fallbacks")
-        stream.live = None
+        stream.carried = None
         return None
     return outs
 

@@ -70,8 +70,8 @@ def add_many(stream: ColumnarStream, records: Iterable[Any] | pd.DataFrame, wate
                         if sink is not None:
                             sink(mine)
             if len(prep.good):
-                if stream.live is not None and not stream._stale and (prep.t < stream._fed_until).any():
-                    stream._stale = True  # before what the live state was fed to: rebuild it
+                if stream.carried is not None and not stream._stale and (prep.t < stream._fed_until).any():
+                    stream._stale = True  # before what the carried state was fed to: rebuild it
                 raw_of = ((lambda f: frame_values(frame, f, prep.good)) if frame is not None  # noqa: B023
                           else (lambda f: inp.raw(f, prep.good)))  # noqa: B023
                 keep(stream, compact(prep, raw_of, stream.names, int_times=int_times_possible(inp, stream.fields.time)))
@@ -96,7 +96,7 @@ def keep(stream: ColumnarStream, chunk: KeptChunk) -> None:
         stream._chunks = chunks
         hand_over(stream, str(exc))
         return
-    stream._stale = True  # typed again: the live aggregates' cells may read otherwise
+    stream._stale = True  # typed again: the carried aggregates' cells may read otherwise
     stream._chunks = [compact(prep, lambda f: raw[f][prep.good], stream.names)]
 
 

@@ -68,7 +68,7 @@ def restore(stream: ColumnarStream, data: bytes) -> ColumnarStream:
                                                   dead_letter=stream.dead_letter) for m in stream.members}
         stream.handed_over_because = state.get("why", "")
         return stream
-    stream._stale = True  # the live aggregates are rebuilt from the kept events
+    stream._stale = True  # the carried aggregates are rebuilt from the kept events
     stream.front.watermark, stream.front.late_before = state["watermark"], state["late_before"]
     stream.next_ks = [state["next_ks"][p.window] for p in stream.passes]
     stream.front.validator.time_kind = state["time_kind"]
@@ -98,7 +98,7 @@ def hand_over(stream: ColumnarStream, why: str) -> None:
         engine.metrics.update(stream.member_metrics(m.name))
         engine.metrics.inc("columnar_hand_overs")
         stream.generals[m.name] = engine
-    stream.live = None
+    stream.carried = None
     stream._chunks = []
     stream.handed_over_because = why
 

@@ -50,9 +50,9 @@ import pandas as pd
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar import Input, KernelPlan, closing, columnar_plan, intake, snapshot, warm_up
+from greta_stream.engine.columnar.carried import BUDGET_BYTES, CarriedAggregates, covered
 from greta_stream.engine.columnar.intake import Diverged
 from greta_stream.engine.columnar.kept import KeptChunk, KeptView
-from greta_stream.engine.columnar.live import BUDGET_BYTES, LiveAggregates, covered
 from greta_stream.engine.columnar.passes import Member, PassSpec, single_pass
 from greta_stream.engine.columnar.snapshot import SNAPSHOT_FORMAT
 from greta_stream.engine.engine import Engine
@@ -82,7 +82,7 @@ class ColumnarStream(Fronted):
         threads: int | None = None,
         validation: KernelPlan | None = None,
         incremental: bool = False,
-        live_budget_bytes: int = BUDGET_BYTES,
+        carried_budget_bytes: int = BUDGET_BYTES,
     ) -> None:
         if isinstance(plan, list):
             self.passes = plan
@@ -108,14 +108,14 @@ class ColumnarStream(Fronted):
         self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
         self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
         self.handed_over_because: str | None = None  # why they took over ("" when restored: not known)
-        # Incremental aggregates per pass (`live.py`), fed up to the front's watermark; None: each
+        # Incremental aggregates per pass (`carried.py`), fed up to the front's watermark; None: each
         # closing window is computed from the kept events. `_stale`: rebuild them before the next feed.
-        self.live: list[LiveAggregates] | None = None
+        self.carried: list[CarriedAggregates] | None = None
         if incremental and all(covered(p.plan) and p.lanes is None for p in self.passes):
-            self.live = [LiveAggregates(p.plan, p.fields, p.group_by) for p in self.passes]
-        self.live_budget_bytes = live_budget_bytes
+            self.carried = [CarriedAggregates(p.plan, p.fields, p.group_by) for p in self.passes]
+        self.carried_budget_bytes = carried_budget_bytes
         self._stale = False
-        self._fed_until: Any = -math.inf  # the watermark the live aggregates were last fed to
+        self._fed_until: Any = -math.inf  # the watermark the carried aggregates were last fed to
         warm_up()  # once per process: the first micro-batch pays it, not the first window that closes
 
     @property
@@ -227,9 +227,9 @@ class ColumnarStream(Fronted):
         return closing.advance_members(self, watermark)
 
     @property
-    def live_bytes(self) -> int:
-        """Bytes the live aggregates hold (0 when the stream computes from the kept events)."""
-        return sum(live.nbytes for live in self.live) if self.live else 0
+    def carried_bytes(self) -> int:
+        """Bytes the carried aggregates hold (0 when the stream computes from the kept events)."""
+        return sum(c.nbytes for c in self.carried) if self.carried else 0
 
     def finish(self) -> list[dict[str, Any]]:
         """End of input: report every window."""

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 
 from greta_stream.compiler.compiled import compile_query
-from greta_stream.engine.columnar import live_kernel as lk
+from greta_stream.engine.columnar import carried_kernel as lk
+from greta_stream.engine.columnar.carried import _new_state
 from greta_stream.engine.columnar.driver import compile_kernels as compile_batch
-from greta_stream.engine.columnar.live import _new_state
 from greta_stream.engine.columnar.stream import ColumnarStream
 
 

@@ -399,11 +399,11 @@ def feed(
 
 
 @njit(cache=True)
-def compact(st: State, live: np.ndarray) -> State:
-    """The pool without the segments of tasks no longer `live` nor replaced by merges."""
+def compact(st: State, alive: np.ndarray) -> State:
+    """The pool without the segments of tasks no longer `alive` nor replaced by merges."""
     total = 0
     for tid in range(st.tnseg.shape[0]):
-        if live[tid]:
+        if alive[tid]:
             for s in range(st.tnseg[tid]):
                 total += st.tseg[tid, s, 1]
             if st.ttail[tid, 0] >= 0:
@@ -413,7 +413,7 @@ def compact(st: State, live: np.ndarray) -> State:
     pv = np.empty((cap, st.pv.shape[1], st.pv.shape[2]), np.uint64)
     o = 0
     for tid in range(st.tnseg.shape[0]):
-        if not live[tid]:
+        if not alive[tid]:
             st.tnseg[tid] = 0
             st.ttail[tid, 0] = -1
             st.ttail[tid, 1] = 0

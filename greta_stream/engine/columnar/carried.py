@@ -2,7 +2,7 @@
 
 Experimental, off by default (`ColumnarStream(incremental=True)`; nothing
 outside the tests and `benchmarks/bench_stream.py` turns it on). Kept because
-its rows are the batch rows (tests/engine/test_live.py runs the differential
+its rows are the batch rows (tests/engine/test_carried.py runs the differential
 searches of the columnar stream with it on) and it is the way to work per
 micro-batch that follows the events that came; not the default because it is
 slower than recomputing each closing window from the kept events (Q1 at 10k
@@ -12,22 +12,22 @@ windows its trees pass the budget and it falls back (docs/DESIGN.md,
 "Carried trees").
 
 `ColumnarStream` keeps the events of the windows it has not reported. With
-`LiveAggregates` beside them, an event is propagated once, when the
+`CarriedAggregates` beside them, an event is propagated once, when the
 watermark passes it, into the lanes of every window of its blocks
-(`live_kernel.feed`), and a window's row is read from its (group, block)
+(`carried_kernel.feed`), and a window's row is read from its (group, block)
 sums when it closes: the work per micro-batch follows the events that came,
 not the events kept. The kept events stay, as the state's source of truth:
 snapshots hold them (the carried trees are rebuilt from them on restore: a
 worker that keeps its stream between micro-batches never rebuilds), and a
 stream falls back to computing each closing window from them:
 
-- when its live state would pass `budget_bytes` (counted:
+- when its carried state would pass `budget_bytes` (counted:
   `incremental_fallbacks`, the stream computes from the kept events from
   then on);
 - for one micro-batch, when the carried state no longer fits the events:
-  an event before the watermark the live state was fed to (a lower declared
+  an event before the watermark the carried state was fed to (a lower declared
   watermark), or aggregate cells laid out differently (a float SUM that
-  needs a finer scale, a sign not seen before): the live state is then
+  needs a finer scale, a sign not seen before): the carried state is then
   rebuilt from the kept events (`incremental_rebuilds`).
 
 Covered: a single Kleene pattern `X+` without negation (partitions, any
@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from greta_stream.engine.columnar import live_kernel as lk
+from greta_stream.engine.columnar import carried_kernel as lk
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import MIXES, Input
 from greta_stream.engine.columnar.driver import BLOCK_LANES, START_LIMBS, KernelOutput
@@ -61,7 +61,7 @@ BUDGET_BYTES = 512 << 20  # of one stream's carried state, by default
 _NAN = ("nan",)  # a NaN or missing value in a partition key: one partition, as `pd.factorize` makes it
 
 
-class NotLive(Exception):
+class NotCarried(Exception):
     """This stream's events cannot be carried exactly: compute from the kept events."""
 
 
@@ -70,7 +70,7 @@ class Relayout(Exception):
 
 
 def covered(plan: KernelPlan) -> bool:
-    """Whether `LiveAggregates` takes the plan's query."""
+    """Whether `CarriedAggregates` takes the plan's query."""
     return (len(plan.states) == 1 and plan.states[0].kleene and not plan.negs and not plan.scan
             and plan.iterations is None)
 
@@ -98,12 +98,12 @@ class Layout:
         return [(kind, None, i, vk) for kind, i, vk in self.mm_spec]
 
 
-class LiveAggregates:
+class CarriedAggregates:
     """One pass's aggregates (a window spec, its fields and grouping) carried across micro-batches."""
 
     def __init__(self, plan: KernelPlan, fields: tuple[Any, ...], group_by: tuple[str, ...]) -> None:
         if not covered(plan):
-            raise NotLive("not a single Kleene pattern without negation")
+            raise NotCarried("not a single Kleene pattern without negation")
         self.plan, self.fields, self.group_by = plan, fields, group_by
         self.lanes = max(1, min(BLOCK_LANES, -(-plan.within // plan.slide)))
         self.layout: Layout | None = None
@@ -126,7 +126,7 @@ class LiveAggregates:
     def feed(self, prep: Prepared, inp: Input, k_from: int | None) -> None:
         """Propagate `prep`'s events (all after every event fed before), their
         windows from `k_from` on. `Relayout` when their cells do not fit the
-        carried layout (nothing changed then), `NotLive` when they cannot be
+        carried layout (nothing changed then), `NotCarried` when they cannot be
         carried at all."""
         plan = self.plan
         kmin = prep.kmin if k_from is None else np.maximum(prep.kmin, k_from)
@@ -140,11 +140,11 @@ class LiveAggregates:
         for a in self.group_by:
             kind = cols[a].kind
             if kind in MIXES or self.group_kinds.setdefault(a, kind) != kind:
-                raise NotLive(f"GROUP-BY attribute {a!r} of more than one kind")
+                raise NotCarried(f"GROUP-BY attribute {a!r} of more than one kind")
         if plan.edge is not None:
             key, probe, op = edge_values(plan, cols, st)
             if np.isnan(key).any() or np.isnan(probe).any():
-                raise NotLive("NaN in the edge predicate")
+                raise NotCarried("NaN in the edge predicate")
         else:
             key = probe = np.zeros(m, np.float64)
             op = "<"
@@ -287,15 +287,15 @@ class LiveAggregates:
             self.free_slots.append(self.slots.pop(sk))
         s = self.state
         assert s is not None
-        live = np.zeros(s.tnseg.shape[0], bool)
-        live[list(self.tasks.values())] = True
+        alive = np.zeros(s.tnseg.shape[0], bool)
+        alive[list(self.tasks.values())] = True
         for tid in self.free_tasks:
             s.tnseg[tid] = 0
             s.ttail[tid] = (-1, 0)
-        kept = int(s.tseg[:, :, 1][live[:, None] & (np.arange(lk.MAX_SEGMENTS)[None, :] < s.tnseg[:, None])].sum())
-        kept += lk.TAIL * int((s.ttail[live, 0] >= 0).sum())
+        kept = int(s.tseg[:, :, 1][alive[:, None] & (np.arange(lk.MAX_SEGMENTS)[None, :] < s.tnseg[:, None])].sum())
+        kept += lk.TAIL * int((s.ttail[alive, 0] >= 0).sum())
         if s.top[0] > 3 * kept + 4096:
-            self.state = lk.compact(s, live)
+            self.state = lk.compact(s, alive)
 
     @property
     def nbytes(self) -> int:

@@ -1,11 +1,11 @@
-"""The incremental stream (`live.py`: each event propagated once, trees
+"""The incremental stream (`carried.py`: each event propagated once, trees
 carried across micro-batches) against the general engine and the batch.
 
 The same differential searches as tests/engine/test_columnar_stream.py, with
-the live aggregates on: any split, shuffled batches, stragglers, lower
+the carried aggregates on: any split, shuffled batches, stragglers, lower
 declared watermarks (a rebuild), snapshot/restore (rebuilt from the kept
 events), numbers the columnar engine refuses (hand-over). Then the paths
-themselves: the live state is really what answers, counts widen past their
+themselves: the carried state is really what answers, counts widen past their
 first limbs, a stream over its budget falls back and says so.
 """
 
@@ -31,7 +31,7 @@ from problems_support import evaluate  # greta_stream.evaluate, its problem warn
 
 from greta_stream import compile_query
 from greta_stream.engine.columnar import columnar_plan
-from greta_stream.engine.columnar.live import covered
+from greta_stream.engine.columnar.carried import covered
 from greta_stream.engine.columnar.stream import ColumnarStream
 
 
@@ -93,12 +93,12 @@ def key(rows: list[dict]) -> list[tuple]:
     return sorted(tuple(r.values()) for r in rows)
 
 
-def test_the_live_aggregates_answer_and_equal_the_batch() -> None:
+def test_the_carried_aggregates_answer_and_equal_the_batch() -> None:
     events = stock(600, seed=3)
     assert covered(columnar_plan(compile_query(STOCK)))
     for batch_s in (0.5, 7, 20, 45):
         rows, stream = run(STOCK, events, batch_s)
-        assert stream.live is not None and stream.live_bytes > 0  # the live state, not the recompute, answered
+        assert stream.carried is not None and stream.carried_bytes > 0  # the carried state, not the recompute, answered
         assert "incremental_fallbacks" not in stream.metrics
         assert key(rows) == key(evaluate(STOCK, events))
 
@@ -108,7 +108,7 @@ def test_counts_widen_past_their_first_limbs() -> None:
     text = "RETURN COUNT(*), SUM(S.price), AVG(S.price) PATTERN Stock S+ WITHIN 300 s SLIDE 100 s"
     events = [{"type": "Stock", "time": i * 1.0, "price": 1e6 + i * 0.001} for i in range(400)]
     rows, stream = run(text, events, 30)
-    assert stream.live is not None
+    assert stream.carried is not None
     assert key(rows) == key(evaluate(text, events))
     assert max(r["count"] for r in rows) > 2**250
 
@@ -121,23 +121,23 @@ def test_equality_edges_and_no_edges_carry_over() -> None:
         events = [{"type": "Stock", "time": i * 0.5, "company": rnd.randrange(3), "price": rnd.randrange(5),
                    "volume": rnd.randrange(3)} for i in range(500)]
         rows, stream = run(text, events, 5)
-        assert stream.live is not None
+        assert stream.carried is not None
         assert key(rows) == key(evaluate(text, events))
 
 
 def test_a_stream_over_its_budget_falls_back_and_counts_it() -> None:
     events = stock(300, seed=5)
-    rows, stream = run(STOCK, events, 10, live_budget_bytes=1000)
-    assert stream.live is None and stream.metrics["incremental_fallbacks"] == 1
+    rows, stream = run(STOCK, events, 10, carried_budget_bytes=1000)
+    assert stream.carried is None and stream.metrics["incremental_fallbacks"] == 1
     assert key(rows) == key(evaluate(STOCK, events))
 
 
-def test_a_finer_float_scale_rebuilds_the_live_state() -> None:
+def test_a_finer_float_scale_rebuilds_the_carried_state() -> None:
     """A SUM's exact scale comes from its values: a later micro-batch with a
     finer float than any before relays the cells out (a rebuild, counted)."""
     events = stock(300, seed=6)
     for e in events[200:]:
         e["price"] /= 1024  # the same mantissas, ten more bits below the point
     rows, stream = run(STOCK, events, 10)
-    assert stream.metrics["incremental_rebuilds"] >= 1 and stream.live is not None
+    assert stream.metrics["incremental_rebuilds"] >= 1 and stream.carried is not None
     assert key(rows) == key(evaluate(STOCK, events))
