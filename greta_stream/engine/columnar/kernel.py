@@ -90,7 +90,8 @@ Events = namedtuple("Events", [
     "grs",  # (n, P) int64: key ranks of every scanned edge predicate
     "gqs",  # (n, P) int64: probes of every scanned edge predicate
     "qfrom",  # (n, nq) int64: with query lanes, the first window each query has the event as a vertex in (2**62: none)
-    "flo",  # contiguous: the first vertex of the partition's previous time stamp (a predecessor is at or after it)
+    "flo",  # contiguous: the first vertex a predecessor may be (of the partition's previous time stamp among every
+    # event of the pattern's types; -1: the previous time stamp of the vertices themselves)
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -113,7 +114,8 @@ Wiring = namedtuple("Wiring", [
     "finalq",  # (states, nq) bool: a trend of the query ends at this state
     "qlo", "qhi",  # (states,) the queries qlo..qhi-1 hold every query that has the state (a vertex's lane range)
     "strategy",  # SEMANTICS section 8: ANY_MATCH, NEXT_MATCH (taken marks) or CONTIGUOUS (`ev.flo`)
-    "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0)
+    "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0);
+    # so many pieces of a vertex join its stores (`stores.join`)
 ])
 
 
@@ -231,7 +233,7 @@ def _widened(limbs, acc, pend, nodes, gacc, out_c):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, inline="always")
-def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax, taken, nxt, vbase):  # noqa: ANN001, ANN202
+def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax, taken, nxt, vbase, strategy):  # noqa: ANN001, ANN202
     """Nodes 0..nn-1 empty, before a task (none taken, each waiting list in node order)."""
     used[:nn] = 0
     if mmprop:
@@ -239,9 +241,10 @@ def _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, mmax, taken, nxt, vbas
     storegen[:] = -1
     nv[:] = 0
     nv[:, 2] = vbase
-    for i in range(nn):
-        taken[i] = -1
-        nxt[i] = i + 1
+    if strategy == NEXT_MATCH:
+        for i in range(nn):
+            taken[i] = -1
+            nxt[i] = i + 1
 
 
 @njit(cache=True, inline="always")
@@ -315,15 +318,15 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
             sl, nslots, slot_g, gacc, gmm, ghas = _slot(slot_of, group_of_part[p], nslots, slot_g, gacc, gmm, ghas,
                                                         wiring.mmax)
         keys, nn = _layout(ev.st, ev.gr, a, b, kstate, wiring.store_src, wiring.scanned, any_scan, vbase,
-                           wiring.nq if wiring.iterate else 1)
+                           wiring.iterate if wiring.iterate else 1)
         if nn > ncap:
             ncap = max(2 * ncap, nn)
             if lanes > 1 and 0 < max_tree_words < ncap * ncell * limbs * width:
                 return -1, out_k, out_g, out_c, out_m  # too big: the caller runs again with fewer lanes
             path, nodes, nodes_mm, used, vert_ev, taken, nxt = _tree_arrays(ncap, nstore, ncell, limbs, width,
                                                                              acc_mm.shape[0])
-        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax, taken, nxt, vbase)
-        e = a
+        _clear_tree(used, nodes_mm, nn, storegen, nv, mmprop, wiring.mmax, taken, nxt, vbase, wiring.strategy)
+        e = prev = a  # prev: the first event of the time stamp before e's (contiguous)
         while e < b:
             g1 = _stamp_end(ev.newt, e, b)  # events e..g1-1: one time stamp
             v = e
@@ -334,14 +337,14 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
                     for j in range(j0, j1):
                         q = j // lanes
                         w = j - q * lanes
-                        lm[j] = w0 <= w < w1 and k0 + w >= ev.qfrom[v, q]
+                        lm[j] = w0 <= w < w1 and (wiring.iterate > 0 or k0 + w >= ev.qfrom[v, q])
                 npath = _predecessors(path, s, ev.gq[v], wiring.reads, wiring.keyed, keys, wiring.point, keys.shape[0],
                                       wiring.gen, storegen, ev.gread[v], wiring.scanned)
                 for js in range(nstore if any_scan else 0):
                     if wiring.scanned[js] and wiring.reads[s, js]:
                         while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
                             nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
-                        npath = _scan(path, npath, v, e, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                        npath = _scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
                                       vbase[js] + nv[js, 0], taken, nxt, nv)
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig, ev.mult[v],
                                wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm, wiring.startq[s])
@@ -371,5 +374,5 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
             if g1 - e > 1:
                 _join_deferred(nodes, used, pend, pend_sig, pend_mm, e, g1, k0, lanes, joins, ev, wiring, keys,
                                nodes_mm, storegen, vert_ev, vbase, nv, mmprop)
-            e = g1
+            prev, e = e, g1
     return rows, out_k, out_g, out_c, out_m

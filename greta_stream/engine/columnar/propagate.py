@@ -50,13 +50,14 @@ def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gr
 
 
 @njit(cache=True, inline="always")
-def scan(path, npath, v, e, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  # noqa: ANN001, ANN202
+def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  # noqa: ANN001, ANN202
     """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
     its edge predicates admit for event v (of time stamp e..), of v's
     generation when the store is across a middle NOT; return the new length.
 
     Under contiguous only the vertices at the partition's previous time stamp
-    (from `ev.flo[v]` on) are read. Under skip-till-next-match a vertex is
+    are read: from `ev.flo[v]` on, or from the task's time stamp before v's
+    (its first event `prev`) when every event of the pattern's types is a vertex. Under skip-till-next-match a vertex is
     read until a time stamp takes it (`taken`: the first event of that time
     stamp, whose events all may read it); once time passes it, it leaves the
     store's waiting list for good (`nxt`, from `nv[js, 2]`), so the work per
@@ -65,11 +66,15 @@ def scan(path, npath, v, e, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  #
     n_pred = wiring.pointp.shape[0]
     while first < n_pred and wiring.pred_store[first] != js:
         first += 1
+    # one order comparison (`S.price > NEXT(S).price`): its column alone, without the conjunct loops
+    lone = (first < n_pred and wiring.pointp[first] == 0 and wiring.pred_conj[first] == 0
+            and (first + 1 == n_pred or wiring.pred_store[first + 1] != js))
+    probe = ev.gqs[v, first] if lone else 0
     gen = wiring.gen[js]
     gread = ev.gread[v]
     if wiring.strategy != NEXT_MATCH:
         if wiring.strategy == CONTIGUOUS:
-            f = ev.flo[v]
+            f = ev.flo[v] if ev.flo[v] >= 0 else prev
             i = hi
             while i > lo and vert_ev[i - 1] >= f:
                 i -= 1
@@ -78,7 +83,7 @@ def scan(path, npath, v, e, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  #
             u = vert_ev[i]
             if gen and ev.gjoin[u] != gread:
                 continue
-            if _admits(u, v, ev, wiring, js, first, n_pred):
+            if ev.grs[u, first] < probe if lone else _admits(u, v, ev, wiring, js, first, n_pred):
                 path[npath] = i
                 npath += 1
         return npath
@@ -97,7 +102,8 @@ def scan(path, npath, v, e, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  #
                 nxt[prev] = nx
         else:
             u = vert_ev[i]
-            if not (gen and ev.gjoin[u] != gread) and _admits(u, v, ev, wiring, js, first, n_pred):
+            if not (gen and ev.gjoin[u] != gread) and (ev.grs[u, first] < probe if lone else
+                                                        _admits(u, v, ev, wiring, js, first, n_pred)):
                 taken[i] = e
                 path[npath] = i
                 npath += 1

@@ -82,17 +82,13 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
         _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
               vbase, nv, v, mmprop, 0)
         return
-    nq = wiring.nq
-    for q in range(nq):
-        to = q + 1
-        if to == nq:
-            if wiring.iterate != 2:
-                continue
-            to = q
-        a, b = max(j0, q * per_q), min(j1, (q + 1) * per_q)
-        if a < b:  # a scanned store gives each piece a node of its own (`scan_layout`'s pieces)
-            _join(nodes, used, val, sig, s, grv, a, b, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
-                  vbase, nv, v, mmprop, (to - q) * per_q)
+    last = (wiring.nq - 1) * per_q  # the last iteration's first lane
+    if j0 < min(j1, last):  # every iteration but the last, one up (a scanned store: a node for each piece)
+        _join(nodes, used, val, sig, s, grv, j0, min(j1, last), wiring, keys, nodes_mm, val_mm, storegen, gjoin,
+              vert_ev, vbase, nv, v, mmprop, per_q)
+    if wiring.iterate == 2 and max(j0, last) < j1:
+        _join(nodes, used, val, sig, s, grv, max(j0, last), j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin,
+              vert_ev, vbase, nv, v, mmprop, 0)
 
 
 @njit(cache=True, inline="always")
