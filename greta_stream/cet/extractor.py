@@ -225,7 +225,7 @@ class TrendExtractor(Logged):
         for (k, group) in sorted(pending, key=lambda kg: (kg[0], canonical(kg[1]))):
             parts = sorted(pending[(k, group)], key=lambda p: (p[0], p[1]))
             total = sum(p[3] for p in parts)
-            start = tb.shown(k)[0]
+            start = tb.export(tb.start(k))
             if self.counter is not None:
                 engine_total = totals.get((start, group))
                 if engine_total != total:

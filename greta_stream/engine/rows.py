@@ -77,8 +77,8 @@ class RowFinisher:
 
     def head(self, k: int, group: tuple[Any, ...]) -> dict[str, Any]:
         """Window bounds of window k and the group's columns."""
-        start, end = self.tb.shown(k)
-        row: dict[str, Any] = {"window_start": start, "window_end": end}
+        tb = self.tb
+        row: dict[str, Any] = {"window_start": tb.export(tb.start(k)), "window_end": tb.export(tb.end(k))}
         row.update(zip(self.cq.group_columns, group, strict=True))
         return row
 
@@ -95,7 +95,8 @@ class RowFinisher:
         trends, built column by column; the aggregate fields
         (`CompiledQuery.fields`) read by index: COUNT(X) from `count_of`, SUM
         and AVG from `sum_of`, MIN and MAX from `extreme_of`."""
-        bounds = {k: self.tb.shown(k) for k in set(ks)}
+        tb = self.tb
+        bounds = {k: (tb.export(tb.start(k)), tb.export(tb.end(k))) for k in set(ks)}
         names = ["window_start", "window_end", *self.cq.group_columns]
         columns: list[list[Any]] = [[bounds[k][0] for k in ks], [bounds[k][1] for k in ks]]
         columns += [[g[i] for g in groups] for i in range(len(self.cq.group_columns))]

@@ -4,9 +4,8 @@ Numeric times are seconds (int or float) and stay as given. ISO-8601
 timestamps become integer microseconds since the Unix epoch (UTC when no
 offset is given). Window k covers [k*slide, k*slide + within) in the same
 unit (docs/QUERY_LANGUAGE.md section 3); comparisons mix ints, floats and Fractions
-exactly, so no window boundary is rounded: a bound that is no int is compared
-with as the first float at or after it (`_as_time`), and only a result row
-shows it rounded to the nearest float (`Timebase.shown`).
+exactly, so no window boundary is rounded: a bound that is no int is the first
+float at or after it (`_as_time`), for comparisons and in result rows alike.
 """
 
 from __future__ import annotations
@@ -148,9 +147,10 @@ class Timebase:  # noqa: D101
         return k
 
     def start(self, k: int) -> int | float:
-        """Start of window k as an event-time value to compare times with: an
-        int when whole, else the first float at or after it as `exact()` reads
-        floats (`_as_time`). A row shows `shown(k)` instead."""
+        """Start of window k as an event-time value: an int when whole, else the
+        first float at or after it as `exact()` reads floats (`_as_time`). Times
+        compare with it exactly and a row shows it, so an event lies in a row's
+        window exactly when window_start <= time < window_end, as floats too."""
         memo = self._memo[3]
         x = memo.get(k)
         if x is None:
@@ -160,7 +160,7 @@ class Timebase:  # noqa: D101
         return x
 
     def end(self, k: int) -> int | float:
-        """End of window k to compare times with, as `start`."""
+        """End of window k as an event-time value, as `start`."""
         memo = self._memo[4]
         x = memo.get(k)
         if x is None:
@@ -168,14 +168,6 @@ class Timebase:  # noqa: D101
                 memo.clear()
             x = memo[k] = _as_time(k * self.slide + self.within)
         return x
-
-    def shown(self, k: int) -> tuple[int | float | datetime, int | float | datetime]:
-        """Window k's (start, end) as a result row shows them, in the input's
-        unit: exact when whole, else the float nearest each exact bound (one
-        rounding, as for the aggregates). Past 15 significant digits two
-        windows' bounds can round alike, so rows are ordered by k, never by
-        these values."""
-        return (self.export(_nearest(k * self.slide)), self.export(_nearest(k * self.slide + self.within)))
 
     def window_start_pane(self, k: int) -> int:
         """The index of the pane that starts where window k starts (exact)."""
@@ -242,11 +234,6 @@ def _as_time(x: Fraction) -> int | float:
     f = float(x)
     num, den = _decimal(f)
     return f if num * x.denominator >= x.numerator * den else math.nextafter(f, math.inf)
-
-
-def _nearest(x: Fraction) -> int | float:
-    """An exact bound as a row shows it: the int when whole, else the nearest float."""
-    return x.numerator if x.denominator == 1 else float(x)
 
 
 # The finest windows the vectorized bounds take: WITHIN and SLIDE of a common
