@@ -7,9 +7,10 @@ of an event's time, and two windows' bounds can round to the same float.
       floats:  ... .125 (.1)  .25 (.2)  .375 (.4) ...
       the row shows [.25, .375): the first float at or after each bound
 
-Both engines place events, close windows and order rows by the exact bounds;
-a row shows each bound as the first float that reads as it or more, so the
-events of its window are exactly those with window_start <= time < window_end."""
+Both engines (and CET's trend totals) place events, close windows and order
+rows by the exact bounds; a row shows each bound as the first float that reads
+as it or more, so the events of its window are exactly those with
+window_start <= time < window_end."""
 
 from __future__ import annotations
 
@@ -53,3 +54,16 @@ def test_trailing_negation_window_whose_end_rounds_onto_the_event(make: Any) -> 
     runner.add_many([_event(T), _event(T), _event(t)])
     assert runner.advance(t) == [{"window_start": T, "window_end": T + 0.125, "count": 2}]
     assert runner.finish() == [{"window_start": t, "window_end": T + 0.375, "count": 1}]
+
+
+def test_trend_totals_of_windows_that_share_a_start() -> None:
+    """CET records: [T+7.7, T+8.1) and [T+7.8, T+8.2) both start at T+7.75;
+    each window's total is its own (the counter's rows are matched by both bounds)."""
+    text = "RETURN TRENDS PATTERN SEQ(A a, B b+) WHERE b.v < NEXT(b).v WITHIN 0.4 s SLIDE 0.1 s"
+    events = [{"type": "A", "time": T + 7.75, "v": 0}, {"type": "B", "time": T + 7.875, "v": 0},
+              {"type": "B", "time": T + 8.125, "v": 1}]
+    rows = evaluate(text, events, mode="cet", trends="all")
+    got = [(r["window_start"], r["window_end"], r["trend"], r["total"]) for r in rows]
+    assert got[1:] == [(T + 7.75, T + 8.125, [0, 1], 1), (T + 7.75, T + 8.25, [0, 1], 3),
+                       (T + 7.75, T + 8.25, [0, 1, 2], 3), (T + 7.75, T + 8.25, [0, 2], 3)]
+    assert "total_mismatch" not in rows.metrics
