@@ -123,7 +123,8 @@ def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
     rnd = random.Random(seed)
     events = stream(seed)
     batches = batches_of(events, n_batches, seed, disorder)
-    sim = OperatorSim(shards, incremental=operator != "whole", rebuild=operator == "rebuilt")
+    # live: the stream takes each change of its query set as the service's do (a control row to every shard)
+    sim = OperatorSim(shards, incremental=operator != "whole", rebuild=operator == "rebuilt", live=True)
     running: dict[str, tuple[RunSpec, Life]] = {}
     stopped: dict[str, tuple[RunSpec, Life]] = {}
     lives: list[Life] = []
@@ -261,6 +262,21 @@ def test_a_raised_lateness_does_not_open_the_windows_a_shards_clock_closed() -> 
     assert sorted(map(key, sim.rows["q"])) == sorted(map(key, evaluate(TEXTS[1], first + after)))
 
 
+def test_a_lowered_lateness_closes_windows_in_shards_no_event_or_timer_wakes() -> None:
+    """q allows 30 s: after events up to 49 s its shard's timer waits for the watermark to pass 50 s
+    (the window 0-20 s, plus 30 s). A PATCH lowers the lateness to 5 s: the new set's control row
+    wakes the shard in the next batch, which brings no event of its own, and the windows up to 44 s
+    come out there, not when a later event or the old timer would wake it."""
+    spec = RunSpec.create(TEXTS[0], lateness_s=30)
+    events = [{"type": "Stock", "time": t, "company": t % 4, "sector": t % 2, "price": 100.0 - t % 7} for t in range(50)]
+    sim = OperatorSim(1, live=True)
+    sim.batch(QuerySet.of({"q": spec}), events)
+    assert {r["window_end"] for r in sim.rows["q"]} == {10}
+    sim.batch(QuerySet.of({"q": RunSpec.create(TEXTS[0], lateness_s=5)}), [])
+    want = [r for r in evaluate(spec, events) if r["window_end"] <= 49 - 5]
+    assert sorted(map(key, sim.rows["q"])) == sorted(map(key, want))
+
+
 def test_a_query_that_raises_fails_alone_and_is_tried_again_in_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """One query's evaluation raises: an "error" output names it, the other
     query's rows are unchanged, later batches of the same run skip it, and a
@@ -341,6 +357,7 @@ def test_an_event_far_ahead_of_the_stream_moves_no_query_watermark(ahead_s: floa
     (18766, 5, 1, 0.0, "whole"),  # a name back to an earlier text: not that life's state left in a shard
     (1034, 2, 1, 0.0, "whole"),  # a query on alone from its family's state, whose first window spec was another's
     (65535, 5, 1, 0.15, "whole"),  # a PATCH raised the lateness of a query whose shard's clock had closed windows
+    (48889, 8, 4, 0.0, "incremental"),  # a PATCH lowered the lateness below the shards' timers, then a stop
 ])
 def test_schedules_that_went_wrong(seed: int, n_batches: int, shards: int, disorder: float, operator: str) -> None:
     lives, sim = run_schedule(seed, n_batches, shards, disorder, operator)
