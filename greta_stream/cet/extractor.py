@@ -216,7 +216,7 @@ class TrendExtractor(Logged):
             slot = self._pending.setdefault((k, group), [])
             slot.append((canonical(part.key), canonical(run_key), trends, total))
 
-    def _records(self, totals: dict[tuple[Any, tuple[Any, ...]], int]) -> list[dict[str, Any]]:
+    def _records(self, totals: dict[tuple[Any, Any, tuple[Any, ...]], int]) -> list[dict[str, Any]]:
         pending, self._pending = self._pending, {}
         tb = self.plan.tb  # type: ignore[union-attr]
         finisher = RowFinisher(self.cq, tb)
@@ -225,9 +225,8 @@ class TrendExtractor(Logged):
         for (k, group) in sorted(pending, key=lambda kg: (kg[0], canonical(kg[1]))):
             parts = sorted(pending[(k, group)], key=lambda p: (p[0], p[1]))
             total = sum(p[3] for p in parts)
-            start = tb.export(tb.start(k))
             if self.counter is not None:
-                engine_total = totals.get((start, group))
+                engine_total = totals.get((tb.export(tb.start(k)), tb.export(tb.end(k)), group))
                 if engine_total != total:
                     self.metrics.inc("total_mismatch")
                 total = engine_total if engine_total is not None else total
@@ -254,9 +253,12 @@ class TrendExtractor(Logged):
                     out.append(rec)
         return out
 
-    def _totals(self, rows: list[dict[str, Any]]) -> dict[tuple[Any, tuple[Any, ...]], int]:
+    def _totals(self, rows: list[dict[str, Any]]) -> dict[tuple[Any, Any, tuple[Any, ...]], int]:
+        """COUNT(*) per (window_start, window_end, group) of the counter's rows:
+        two windows can share a start past float64's precision (never both
+        bounds, unless they hold the same events and so the same count)."""
         cols = self.counter.cq.group_columns  # type: ignore[union-attr]
-        return {(r["window_start"], tuple(r[c] for c in cols)): r[TOTAL_COLUMN] for r in rows}
+        return {(r["window_start"], r["window_end"], tuple(r[c] for c in cols)): r[TOTAL_COLUMN] for r in rows}
 
     # ----------------------------------------------------------- snapshot
     def snapshot(self) -> bytes:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import math
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from greta_stream.compiler.compiled import CompiledQuery, compile_query
@@ -234,9 +234,11 @@ class Engine(Logged):
 
     def _rows(self) -> list[dict[str, Any]]:
         pending, self._pending = self._pending, {}
-        items = [(k, g, acc) for (k, g), acc in pending.items() if acc[0]]
+        # window (its index k: two windows' bounds can print alike past float64's
+        # precision), then group
+        items = sorted(((k, g, acc) for (k, g), acc in pending.items() if acc[0]),
+                       key=lambda item: (item[0], tuple(group_order(v) for v in item[1])))
         rows = self._finished(items) if items else []
-        rows.sort(key=_row_order(self.cq))
         self.metrics.inc("rows_emitted", len(rows))
         return rows
 
@@ -320,15 +322,6 @@ def fingerprint(cq: CompiledQuery) -> str:
     from greta_stream.compiler.compiled import format_query
 
     return hashlib.sha256(format_query(cq.query).encode()).hexdigest()[:16]
-
-
-def _row_order(cq: CompiledQuery) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
-    cols = cq.group_columns
-
-    def key(row: dict[str, Any]) -> tuple[Any, ...]:
-        return (row["window_start"], tuple(group_order(row[c]) for c in cols))
-
-    return key
 
 
 def group_order(value: Any) -> tuple[int, Any]:

@@ -4,7 +4,8 @@ Numeric times are seconds (int or float) and stay as given. ISO-8601
 timestamps become integer microseconds since the Unix epoch (UTC when no
 offset is given). Window k covers [k*slide, k*slide + within) in the same
 unit (docs/QUERY_LANGUAGE.md section 3); comparisons mix ints, floats and Fractions
-exactly, so no window boundary is rounded.
+exactly, so no window boundary is rounded: a bound that is no int is the first
+float at or after it (`_as_time`), for comparisons and in result rows alike.
 """
 
 from __future__ import annotations
@@ -146,7 +147,10 @@ class Timebase:  # noqa: D101
         return k
 
     def start(self, k: int) -> int | float:
-        """Start of window k as an event-time value (int when whole, else float)."""
+        """Start of window k as an event-time value: an int when whole, else the
+        first float at or after it as `exact()` reads floats (`_as_time`). Times
+        compare with it exactly and a row shows it, so an event lies in a row's
+        window exactly when window_start <= time < window_end, as floats too."""
         memo = self._memo[3]
         x = memo.get(k)
         if x is None:
@@ -156,6 +160,7 @@ class Timebase:  # noqa: D101
         return x
 
     def end(self, k: int) -> int | float:
+        """End of window k as an event-time value, as `start`."""
         memo = self._memo[4]
         x = memo.get(k)
         if x is None:
@@ -215,9 +220,20 @@ def _ratio(t: int | float | Fraction) -> tuple[int, int]:
 
 
 def _as_time(x: Fraction) -> int | float:
-    """A bound as an event-time value. Bounds are decimals of few digits, so the
-    float compares with float times exactly as `exact()` reads them."""
-    return x.numerator if x.denominator == 1 else float(x)
+    """A bound x as an event-time value that times compare with exactly: the
+    first float that `exact()` reads as x or more (the int when x is whole). A
+    float time t is before it exactly when `exact(t) < x`, an int time (below
+    2**53) exactly when t < x. Below 15 significant digits that is the float
+    nearest x, which prints as x; past them the nearest float can read below x
+    (2**49 + 0.3 rounds to 2**49 + 0.25, which prints as 2**49 + 0.2, a time
+    inside [2**49 + 0.2, 2**49 + 0.3)) and the next float up is the first.
+    Rounding is monotone, so one step is enough: no float below the nearest
+    reads as x or more, and the one above it does."""
+    if x.denominator == 1:
+        return x.numerator
+    f = float(x)
+    num, den = _decimal(f)
+    return f if num * x.denominator >= x.numerator * den else math.nextafter(f, math.inf)
 
 
 # The finest windows the vectorized bounds take: WITHIN and SLIDE of a common

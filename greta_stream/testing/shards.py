@@ -8,7 +8,11 @@ records or with a timeout that the watermark passed, the state of each
 shard is kept between batches, and the watermark of the next batch is the
 latest event time of the earlier ones, as the operator's watermark column
 has it. The query set may change between batches (as a restarted stream's
-does): the layout grows as Spark's would from the checkpoint's.
+does): the layout grows as Spark's would from the checkpoint's. With
+`live=True` a new set reaches every shard of every slot in the batch it
+first runs in, as the control row of a stream that takes query-set changes
+(`spark.control`: the service's) does: a shard that no event and no timer
+would wake yet runs with it (a lowered lateness closes its windows then).
 
 Property tests drive it over random streams, splits and query sets and
 compare each query's rows with `evaluate`. With `incremental=True` the
@@ -39,9 +43,11 @@ _CLAMP_S = (-5_000_000_000, 5_900_000_000)  # the operator's watermark column's 
 class OperatorSim:
     """One stream's shards and their state over micro-batches (module docstring)."""
 
-    def __init__(self, shards: int = 4, *, incremental: bool = False, rebuild: bool = False) -> None:
+    def __init__(self, shards: int = 4, *, incremental: bool = False, rebuild: bool = False,
+                 live: bool = False) -> None:
         self.layout = StreamLayout(shards)
-        self.incremental, self.rebuild = incremental, rebuild
+        self.incremental, self.rebuild, self.live = incremental, rebuild, live
+        self.queries: QuerySet | None = None  # the set of the last batch (live: a new one wakes every shard)
         self.states: dict[int, tuple[int, bytes]] = {}  # key -> (state version, bytes), as Spark keeps them
         self.saved: dict[int, Saved] = {}  # incremental: key -> value state
         self.chunks: dict[int, dict[str, bytes]] = {}  # incremental: key -> map state of chunks
@@ -79,6 +85,9 @@ class OperatorSim:
                     self.layout.keys(slot)[0]
                 routed.setdefault(key, []).append(rec)
         due = {k for k, t in self.timeouts.items() if self.watermark_ms > t}
+        if self.live and queries != self.queries:  # the control row of the new set
+            due.update(every)
+        self.queries = queries
         for key in sorted(set(routed) | due):
             self._call(key, slots, routed.get(key, []), key in flushed)
         horizon = time.time() + (queries.max_future_s if queries.max_future_s is not None else math.inf)

@@ -76,6 +76,21 @@ def test_float_times_as_the_timebase_places_them(data: st.DataObject, window: tu
 
 @settings(max_examples=200, deadline=None)
 @given(data=st.data(), window=windows())
+def test_bounds_compare_with_times_as_they_are_placed(data: st.DataObject, window: tuple[Fraction, Fraction]) -> None:
+    """`Timebase.start` / `end`, the bounds the general engine and CET compare
+    times with and rows show, hold a time exactly in the windows it is placed
+    in, also past 15 significant digits where the float nearest a bound may lie
+    on the wrong side of a time."""
+    within, slide = window
+    tb = Timebase(NUMERIC, within, slide)
+    for t in data.draw(float_times(within, slide)) + data.draw(st.lists(st.integers(-(2**50), 2**50), max_size=5)):
+        first, last = tb.first_window(t), tb.last_window(t)
+        for k in (first - 1, first, last, last + 1):
+            assert (tb.start(k) <= t < tb.end(k)) == (first <= k <= last), (t, k)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), window=windows())
 def test_int_times_as_the_timebase_places_them(data: st.DataObject, window: tuple[Fraction, Fraction]) -> None:
     within, slide = window
     near = st.integers(-50_000, 50_000)
@@ -101,8 +116,12 @@ def test_timestamps_as_the_timebase_places_them(data: st.DataObject, window: tup
     (Fraction(3, 10), Fraction(1, 10), 0.7, 5, 7),
     (Fraction(1, 1000), Fraction(1, 1000), 1e-3, 1, 1),
     (Fraction(300), Fraction(11, 2), 1e15, 181818181818128, 181818181818181),  # past the float arithmetic's range
+    # 2**49 + 0.25 prints as 2**49 + 0.2: in [2**49 + 0.2, 2**49 + 0.3), whose end rounds to it
+    (Fraction(1, 10), Fraction(1, 10), 2.0**49 + 0.25, 10 * 2**49 + 2, 10 * 2**49 + 2),
 ])
 def test_times_on_bounds(within: Fraction, slide: Fraction, time: float, first: int, last: int) -> None:
     tb = Timebase(NUMERIC, within, slide)
     assert (tb.first_window(time), tb.last_window(time)) == (first, last)
+    assert tb.start(first) <= time < tb.end(last)
+    assert time < tb.start(last + 1) and tb.end(first - 1) <= time
     _check([time], tb, window_in_unit(within, slide, 1), False)

@@ -10,7 +10,7 @@ lateness keeps the state, a new text starts afresh). Each query's rows and
 late events are then what the contract gives for it alone: `evaluate` over
 the events it saw that were not behind its own watermark (the stream's
 latest event time of earlier batches less its own lateness, never going
-back).
+back, nor behind the windows its shard's clock closed: `Life.take`).
 """
 
 from __future__ import annotations
@@ -104,13 +104,27 @@ class Life:
         reached = {key(r) for r in want if r["window_end"] <= self.reach}
         assert closed <= set(got) <= reached, (self.text, set(got) - reached, closed - set(got))
 
+    def take(self, batch: list[dict], dropped: list[dict]) -> None:
+        """A batch's events, `dropped` those its shards dead-lettered as late. Behind its watermark
+        (`closed_by`) an event is late, from its reach on it is not. In between it is late in a shard whose
+        clock passed it: that shard closed windows up to its clock less the lateness of then, and a PATCH
+        that raised the lateness since does not open them again (the watermark never goes back), so such
+        an event is as its shard judged it, and never past the reach."""
+        top = max(self.closed_by, self.reach)
+        ids = {e["id"] for e in dropped}
+        assert all(e["time"] < top for e in dropped), (self.text, top, sorted(e["time"] for e in dropped))
+        for e in batch:
+            late = e["time"] < self.closed_by or (e["time"] < top and e["id"] in ids)
+            (self.late if late else self.seen).append(e)
+
 
 def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
                  operator: str = "whole") -> tuple[list[Life], OperatorSim]:
     rnd = random.Random(seed)
     events = stream(seed)
     batches = batches_of(events, n_batches, seed, disorder)
-    sim = OperatorSim(shards, incremental=operator != "whole", rebuild=operator == "rebuilt")
+    # live: the stream takes each change of its query set as the service's do (a control row to every shard)
+    sim = OperatorSim(shards, incremental=operator != "whole", rebuild=operator == "rebuilt", live=True)
     running: dict[str, tuple[RunSpec, Life]] = {}
     stopped: dict[str, tuple[RunSpec, Life]] = {}
     lives: list[Life] = []
@@ -154,11 +168,11 @@ def run_schedule(seed: int, n_batches: int, shards: int, disorder: float,
         queries = of(running, stopped)
         for spec, life in running.values():  # a query's watermark never goes back (a PATCH raising its lateness)
             life.closed_by = max(life.closed_by, stream_max - spec.lateness_s if stream_max else float("-inf"))
-            for e in batch:
-                (life.late if e["time"] < life.closed_by else life.seen).append(e)
+        dead_before = {name: len(sim.dead.get(name, [])) for name in running}
         sim.batch(queries, batch)
         stream_max = max([stream_max, *(e["time"] for e in batch)])
-        for spec, life in running.values():
+        for name, (spec, life) in running.items():
+            life.take(batch, [d["event"] for d in sim.dead.get(name, [])[dead_before[name]:] if d["reason"] == "late"])
             life.reach = max(life.reach, stream_max - spec.lateness_s)
     final = of(running, stopped)
     sim.finish(final)
@@ -228,6 +242,39 @@ def test_lateness_is_each_querys_own_when_another_query_leaves() -> None:
     sim.finish(QuerySet.of({"a": a}))
     want = evaluate(a, [*first, {"type": "Stock", "time": 100, "company": 0, "sector": 0, "price": 1.0}, *behind])
     assert sorted(map(key, sim.rows["a"])) == sorted(map(key, want))
+
+
+def test_a_raised_lateness_does_not_open_the_windows_a_shards_clock_closed() -> None:
+    """q allows no lateness: its shard closes the windows its first batch's events pass (its clock, 49 s:
+    those that end by 40 s). A PATCH then raises the lateness to 30 s: the watermark stays at 49 s (it
+    never goes back), so events at 35 s (in 20-40 s, reported) and 45 s are late, not on time by the
+    stream's 49 s less 30 s."""
+    first = [{"type": "Stock", "time": t, "company": 0, "sector": 0, "price": 100.0 - t} for t in range(50)]
+    behind = [{"type": "Stock", "time": t, "company": 0, "sector": 0, "price": 1.0} for t in (35, 45)]
+    after = [{"type": "Stock", "time": 50, "company": 0, "sector": 0, "price": 0.5}]
+    sim = OperatorSim(1)
+    sim.batch(QuerySet.of({"q": RunSpec.create(TEXTS[1], lateness_s=0)}), first)
+    assert [r["window_end"] for r in sim.rows["q"]] == [10, 20, 30, 40]
+    raised = QuerySet.of({"q": RunSpec.create(TEXTS[1], lateness_s=30)})
+    sim.batch(raised, behind + after)
+    assert [(d["reason"], d["event"]["time"]) for d in sim.dead["q"]] == [("late", 35), ("late", 45)]
+    sim.finish(raised)
+    assert sorted(map(key, sim.rows["q"])) == sorted(map(key, evaluate(TEXTS[1], first + after)))
+
+
+def test_a_lowered_lateness_closes_windows_in_shards_no_event_or_timer_wakes() -> None:
+    """q allows 30 s: after events up to 49 s its shard's timer waits for the watermark to pass 50 s
+    (the window 0-20 s, plus 30 s). A PATCH lowers the lateness to 5 s: the new set's control row
+    wakes the shard in the next batch, which brings no event of its own, and the windows up to 44 s
+    come out there, not when a later event or the old timer would wake it."""
+    spec = RunSpec.create(TEXTS[0], lateness_s=30)
+    events = [{"type": "Stock", "time": t, "company": t % 4, "sector": t % 2, "price": 100.0 - t % 7} for t in range(50)]
+    sim = OperatorSim(1, live=True)
+    sim.batch(QuerySet.of({"q": spec}), events)
+    assert {r["window_end"] for r in sim.rows["q"]} == {10}
+    sim.batch(QuerySet.of({"q": RunSpec.create(TEXTS[0], lateness_s=5)}), [])
+    want = [r for r in evaluate(spec, events) if r["window_end"] <= 49 - 5]
+    assert sorted(map(key, sim.rows["q"])) == sorted(map(key, want))
 
 
 def test_a_query_that_raises_fails_alone_and_is_tried_again_in_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -309,6 +356,8 @@ def test_an_event_far_ahead_of_the_stream_moves_no_query_watermark(ahead_s: floa
     (367, 8, 1, 0.15, "incremental"),  # a columnar middle NOT: the same, with kept chunks
     (18766, 5, 1, 0.0, "whole"),  # a name back to an earlier text: not that life's state left in a shard
     (1034, 2, 1, 0.0, "whole"),  # a query on alone from its family's state, whose first window spec was another's
+    (65535, 5, 1, 0.15, "whole"),  # a PATCH raised the lateness of a query whose shard's clock had closed windows
+    (48889, 8, 4, 0.0, "incremental"),  # a PATCH lowered the lateness below the shards' timers, then a stop
 ])
 def test_schedules_that_went_wrong(seed: int, n_batches: int, shards: int, disorder: float, operator: str) -> None:
     lives, sim = run_schedule(seed, n_batches, shards, disorder, operator)

@@ -129,9 +129,18 @@ def _windows(query: Query, events: list[Event]) -> list[Window]:
     return [Window(k * slide, k * slide + within) for k in sorted(ks)]
 
 
-def _num(value: Fraction) -> int | float:
-    """An exact number as int if integral, else float."""
-    return int(value) if value.denominator == 1 else float(value)
+def _bound(value: Fraction) -> int | float:
+    """A window bound as a row shows it: the int if integral, else the first
+    float that reads (as it prints) as the bound or more, so that float times
+    t with start <= t < end are the window's (past 15 significant digits the
+    nearest float can read below the bound: 2**49 + 0.3 rounds to a float that
+    prints as 2**49 + 0.2)."""
+    if value.denominator == 1:
+        return int(value)
+    f = float(value)
+    while Fraction(repr(f)) < value:
+        f = math.nextafter(f, math.inf)
+    return f
 
 
 def _sort_value(value: Any) -> tuple:
@@ -168,7 +177,7 @@ def _collect(
         inside = [e for e in prepared if window.start <= e.time < window.end]
         for seq, eq in window_trends(rules, query.pattern, inside, window, query.strategy):
             group = tuple(eq[attr] for attr in query.group_by)
-            out[(_num(window.start), _num(window.end), group)].append((seq, eq))
+            out[(_bound(window.start), _bound(window.end), group)].append((seq, eq))
     return {key: out[key] for key in sorted(out, key=_sort_key)}
 
 
