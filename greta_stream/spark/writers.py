@@ -106,7 +106,9 @@ class BatchWriter:
     def route(self, spark: SparkSession, batch_id: int, outputs: list[Any], state_bytes: int | None = None) -> None:
         """Write one batch's outputs (rows and dead letters of this query) to its sinks.
         Deferred CET windows become their rows first, through a Spark job (cet_distributed.py)."""
-        rows = sorted((o for o in outputs if o.kind in ("row", "deferred")), key=lambda o: (o.window_start, o.grp))
+        # by window, then group: two windows whose starts round to one float are told apart by their ends
+        rows = sorted((o for o in outputs if o.kind in ("row", "deferred")),
+                      key=lambda o: (o.window_start, o.window_end, o.grp))
         if any(o.kind == "deferred" for o in rows):
             rows = expand_outputs(spark, rows)
         # sorted: a replay gives the same order
