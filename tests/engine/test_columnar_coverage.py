@@ -18,7 +18,8 @@ from greta_stream.testing.oracle import oracle_rows
 
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, D d), A a+) WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WHERE [a.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v + NEXT(b).v < 3 WITHIN 10 s",
@@ -124,4 +125,5 @@ def test_auto_uses_columnar_where_covered() -> None:
 
 def test_only_columnar_queries() -> None:
     with pytest.raises(Unsupported):
-        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WITHIN 10 s"))
+        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e))+), B b) "
+                                    "WITHIN 10 s"))

@@ -20,6 +20,7 @@ import numpy as np
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input
 from greta_stream.engine.columnar.keys import all_ranks, generations, negated_ends, negated_starts, partitions, plain, ranks
+from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.rows import result_rows
@@ -169,6 +170,8 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     offsets = np.append(offsets, m).astype(np.int64)
     gr, gq, point = ranks(plan, cols, st)
     grs, gqs, pointp, pred_scan = all_ranks(plan, cols, st)
+    if plan.negseqs:  # a negated SEQ's predicate: a predecessor's time against the reader's latest match start
+        fill_ranks(plan, grs, gqs, t, [b[rep[order]] for b in match_starts(plan, prep)])
 
     # ---------------------------------------------- aggregate cells
     cells, sums, mms = aggregate_cells(plan, fields, cols, st)

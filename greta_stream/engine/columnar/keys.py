@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine.columnar.columns import OTHER
-from greta_stream.engine.columnar.plan import KernelPlan, State
+from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
@@ -165,7 +165,9 @@ def all_ranks(plan: KernelPlan, cols: dict[str, Any],
     m = len(st)
     if not plan.scan_edges:  # no scan, or scans without predicates (a stricter selection strategy's)
         return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
-    got = [ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst)) for j, e in plan.scan_edges]
+    none = (np.zeros(m, np.int64), np.zeros(m, np.int64), False)  # a negated SEQ's: filled by `negseqs.fill_ranks`
+    got = [none if e[0] == NOT_SEQ else ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst))
+           for j, e in plan.scan_edges]
     kinds = [UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER for (_, e), g in zip(plan.scan_edges, got)]
     return (np.stack([g[0] for g in got], axis=1), np.stack([g[1] for g in got], axis=1),
             np.array(kinds, np.int8), np.array([j for j, _ in plan.scan_edges], np.int64))

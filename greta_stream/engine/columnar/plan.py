@@ -103,6 +103,9 @@ class KernelPlan:
     # `X{n}`, `X{n,m}`, `X{n,}` (lo, hi; hi None: open): one Kleene state whose lanes count iterations
     # (`iteration_lanes`): a vertex's lane of iteration q + 1 reads its predecessors' lanes of iteration q
     iterations: tuple[int, int | None] | None = None
+    # (i, parts): `NOT SEQ(C, D, ...)` of single events between positive states i and i + 1, a scanned
+    # predicate of that step (`NOT_SEQ`): a predecessor is admitted when no match lies between (`negseqs.py`)
+    negseqs: tuple[tuple[int, tuple[State, ...]], ...] = ()
 
     @property
     def next_match(self) -> bool:
@@ -123,8 +126,9 @@ class KernelPlan:
 
     @property
     def negs(self) -> tuple[State, ...]:
-        """The negated events in state order (leading, middle, trailing)."""
-        return (*((self.neg,) if self.neg else ()), *(n for _, n in self.mids), *((self.trail,) if self.trail else ()))
+        """The negated events in state order (leading, middle, trailing), then the parts of each negated SEQ."""
+        return (*((self.neg,) if self.neg else ()), *(n for _, n in self.mids), *((self.trail,) if self.trail else ()),
+                *(p for _, parts in self.negseqs for p in parts))
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -255,7 +259,11 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         trail = _negated(parts.pop(), "a trailing")
     states: list[State] = []
     mids: list[tuple[int, State]] = []
+    negseqs: list[tuple[int, tuple[State, ...]]] = []
     for part in parts:
+        if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
+            negseqs.append((len(states) - 1, _negated_seq(part.inner)))
+            continue
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
@@ -269,7 +277,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
         states.append(State(part.alias, part.type, kleene))
-    negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else [])]
+    negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
+            *(p for _, ps in negseqs for p in ps)]
     positive = frozenset(s.alias for s in states)
     negated = frozenset(n.alias for n in negs)
     run_attrs = []
@@ -303,6 +312,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if i == j and not states[i].kleene or i != j and j != i + 1:
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
         by_pair.setdefault((i, j), []).append(_conjunct(e))
+    for k, (i, _) in enumerate(negseqs):
+        by_pair.setdefault((i, i + 1), []).append((((NOT_SEQ, ast.Literal(k), ast.Literal(k)),),))
     edge, edge_state = None, -1
     scans = []
     for (i, j), conjuncts in by_pair.items():
@@ -320,7 +331,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         raise Unsupported(f"WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds, "
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations)
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations,
+                      tuple(negseqs))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]]) -> list[Scan]:
@@ -373,6 +385,22 @@ def _scan(i: int, j: int, conjuncts: list[Conjunct]) -> Scan:
 def seconds(x: Fraction) -> Seconds:
     """A window length as a plan holds it: an int when whole (the whole-second path), else the Fraction."""
     return int(x) if x.denominator == 1 else x
+
+
+NOT_SEQ = "not-seq"  # the op of a negated SEQ's predicate in a scan (`Scan.edges`): its ranks are `negseqs.py`'s
+
+
+def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
+    """The single events of a middle `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), or
+    `Unsupported`."""
+    out = []
+    for part in seq.parts:
+        while isinstance(part, ast.Kleene):
+            part = part.inner
+        if not isinstance(part, ast.EventPattern):
+            raise Unsupported("a NOT over a SEQ of more than single events")
+        out.append(State(part.alias, part.type, False))
+    return tuple(out)
 
 
 def _negated(part: ast.Pattern, where: str) -> State:
