@@ -57,7 +57,13 @@ Started = list[tuple[StreamingQuery, StreamWriter]]  # a pipeline's streams with
 
 
 def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
-    """Start one streaming query per source; return them with their writers."""
+    """Start one streaming query per source; return them with their writers.
+
+    A new checkpoint's stream reads control rows (`spark.control`), as a service stream does,
+    though its query set changes only between runs: each start writes its set's control row,
+    which wakes every shard of every slot in the first batch, so a restart whose settings close
+    windows sooner (a lowered lateness) closes them in every shard there, not only in the shards
+    that its events or its old timers reach."""
     cfg = cfg.compile()  # each query once, here where the run begins (itself for a compiled pipeline)
     started = []
     for stream in streams(cfg):
@@ -67,7 +73,7 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> Started:
         trigger_s = None if cfg.once else cfg.trigger_interval_s
         query = start_stream(read_source(spark, stream.source), stream.query_set(), writer, checkpoint,
                              shards=cfg.shards, once=cfg.once, trigger_interval_s=trigger_s, name=stream.name,
-                             operator=cfg.operator, confine=confined(stream.source))
+                             operator=cfg.operator, confine=confined(stream.source), live=True)
         started.append((query, writer))
     return started
 
@@ -94,6 +100,12 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
         sets.prune(below=first)  # the earlier runs' sets: no shard of this run reads one
         control = (read_rows(events.sparkSession, sets), sets, first)
         writer.live = LiveSet(sets, Path(checkpoint), layout, queries, frozenset(layout.members(queries)), first)
+    elif _restarted(checkpoint):
+        log.warning("stream %s restarts from a checkpoint that reads no control rows (written by an earlier "
+                    "greta-stream, or not on a local file system): a query whose lateness is now lower than in "
+                    "its last run (%s) closes a shard's windows only when that shard next sees an event or its "
+                    "old timer fires; start from a new checkpoint to have every shard woken at each start",
+                    name, ", ".join(queries.names))
     out = stream_outputs(events, queries, layout=layout, confine=confine, control=control)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
     if once:
@@ -103,6 +115,11 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
     query = ws.start()
     log.info("started stream %s: %s", name, ", ".join(queries.names))
     return query
+
+
+def _restarted(checkpoint: str | Path) -> bool:
+    """Whether the stream has run from this checkpoint before (True where that cannot be told)."""
+    return "://" in str(checkpoint) or (Path(checkpoint) / "offsets").is_dir()
 
 
 def run(cfg: PipelineConfig, spark: SparkSession | None = None, echo: Any = print) -> dict[str, dict[str, Any]]:

@@ -1,0 +1,79 @@
+"""A `run` pipeline restarted from its checkpoint with a lowered lateness closes, in that restart, the
+windows its new watermark passed in every shard, also in one that no event of the restart reaches:
+each start wakes every shard of every slot once (a control row, `spark.control`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from greta_stream import evaluate
+from greta_stream.connectors.jsonl import dumps, loads
+from greta_stream.connectors.sinks import read_jsonl_dir
+from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+from greta_stream.runtime import RunSpec
+from greta_stream.runtime.queryset import QuerySet
+from greta_stream.spark.keying import SHARD_COLUMN, keyed_by_shard
+from greta_stream.spark.layout import open_layout
+from greta_stream.spark.pipeline import run
+
+pytestmark = pytest.mark.spark
+
+TEXT = "RETURN company, COUNT(*) PATTERN Stock S+ WHERE [company] GROUP-BY company WITHIN 10 s SLIDE 10 s"
+SHARDS = 2
+
+
+def pipeline(tmp: Path, lateness_s: float, operator: str) -> PipelineConfig:
+    return PipelineConfig(
+        source=SourceConfig(format="jsonl", path=str(tmp / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q", text=TEXT, lateness_s=lateness_s,
+                             sinks=[SinkConfig(format="jsonl", path=str(tmp / "out"))],
+                             dead_letter=SinkConfig(format="jsonl", path=str(tmp / "dead")))],
+        checkpoint=str(tmp / "chk"), once=True, shards=SHARDS, operator=operator,
+    )
+
+
+def write(folder: Path, name: str, events: list[dict], mtime: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    os.utime(path, (mtime, mtime))  # the source reads files in modification order
+
+
+def shard_of(spark, company: str) -> int:  # noqa: ANN001
+    """The shard key the stream sends `company`'s events to (as `keying` keys them)."""
+    queries = QuerySet.of({"q": RunSpec.create(TEXT)})
+    layout = open_layout(None, queries, SHARDS, SHARDS)
+    event = json.dumps({"type": "Stock", "time": 1, "company": company})
+    keyed, _ = keyed_by_shard(spark.createDataFrame([(event,)], "value string"), queries, layout)
+    return int(keyed.select(SHARD_COLUMN).first()[0])
+
+
+def key(row: dict) -> str:
+    return repr(sorted(loads(dumps(row)).items()))
+
+
+@pytest.mark.parametrize("operator", ["transformWithStateInPandas", "applyInPandasWithState"])
+def test_a_restart_with_a_lowered_lateness_closes_windows_in_shards_it_sends_no_event(
+        spark, tmp_path: Path, operator: str) -> None:  # noqa: ANN001
+    """Lateness 30 s: after events up to 45 s the window 10-20 s of both companies waits (its shards'
+    timers are set for 50 s). The restart lowers the lateness to 5 s and reads one event of company
+    "a" at 46 s: the watermark (45 s, less 5) has passed 20 s, and the window of company "b", whose
+    shard that event does not reach, comes out in this run as "a"'s does."""
+    assert shard_of(spark, "a") != shard_of(spark, "b")
+    first = [{"type": "Stock", "time": t, "company": c} for t in (11, 12, 13) for c in ("a", "b")]
+    first.append({"type": "Stock", "time": 45, "company": "a"})
+    write(tmp_path / "in", "0.jsonl", first, 1_700_000_000)
+    run(pipeline(tmp_path, 30, operator), spark=spark, echo=lambda s: None)
+    assert list(read_jsonl_dir(tmp_path / "out")) == []  # 45 s less 30: no window closed
+
+    second = [{"type": "Stock", "time": 46, "company": "a"}]
+    write(tmp_path / "in", "1.jsonl", second, 1_700_000_001)
+    run(pipeline(tmp_path, 5, operator), spark=spark, echo=lambda s: None)
+    got = list(read_jsonl_dir(tmp_path / "out"))
+    want = [r for r in evaluate(TEXT, first + second) if r["window_end"] <= 45 - 5]
+    assert {(r["company"], r["window_end"]) for r in want} == {("a", 20), ("b", 20)}
+    assert sorted(map(key, got)) == sorted(map(key, want))
