@@ -129,6 +129,8 @@ class _ChunkPickler(pickle.Pickler):
         kind = _KINDS.get(type(obj))
         if kind is None:
             return None
+        for member in getattr(obj, "members", ()):  # a group's chunks are referred to (and written) too
+            self.persistent_id(member)
         key, data = content_key(obj)
         if data is not None:
             self.store.written[key] = data
@@ -255,3 +257,78 @@ class EventLog:
 
 __all__ = ["BaseChunk", "ChunkStore", "EventChunk", "EventLog", "chunk_store", "content_key", "dumps", "loads",
            "register", "store_closed", "store_open", "tracked"]
+
+
+# ------------------------------------------------------------------ groups
+@dataclass(eq=False)
+class ChunkGroup:
+    """Chunks referred to as one: a snapshot that keeps many chunks (a long window's kept events, a
+    chunk per micro-batch) refers to groups of them that do not change (`grouped`), so that what
+    it writes per micro-batch stays small whatever the window's length. Its bytes are its members'
+    tags and keys; its members are written and referred to as chunks of their own."""
+
+    members: list[Any]
+    _key: str | None = field(default=None, repr=False)
+    _size: int = field(default=0, repr=False)
+
+    def encode(self) -> bytes:
+        return "\n".join(f"{_KINDS[type(m)][0]}:{content_key(m)[0]}" for m in self.members).encode()
+
+
+def _decode_group(data: bytes) -> ChunkGroup:
+    store = _STORE.get()
+    members = []
+    for line in data.decode().split("\n"):
+        tag, key = line.split(":", 1)
+        raw = store.source.get(key) if store is not None else None
+        if raw is None:
+            raise pickle.UnpicklingError(f"the state refers to chunk {key}, which the state store does not hold")
+        member = _DECODERS[tag](raw)
+        member._key, member._size = key, len(raw)
+        members.append(member)
+    return ChunkGroup(members)
+
+
+register(ChunkGroup, "G", _decode_group)
+
+GROUP_EVERY = 16  # a chunk whose key's number is a multiple of it starts a group: about so many per group
+
+
+def grouped(chunks: list[Any], known: dict[tuple[str, ...], ChunkGroup]) -> list[Any]:
+    """`chunks` as groups and the chunks after the last group (the latest, which change as chunks
+    come). A group starts at a chunk chosen by its key alone, so that chunks dropped or cut at the
+    front change the first group only; `known` (the groups of the last call, by their members'
+    keys) keeps a group's key, so that an unchanged group is not written again."""
+    store = _STORE.get()
+    if store is None:
+        return chunks
+    keys = []
+    for c in chunks:
+        key, data = content_key(c)
+        if data is not None:  # encoded for the first time: written, as a snapshot referring to it would
+            store.written[key] = data
+        keys.append(key)
+    starts = [i for i, k in enumerate(keys) if i == 0 or int(k[:8], 16) % GROUP_EVERY == 0]
+    out: list[Any] = []
+    seen: dict[tuple[str, ...], ChunkGroup] = {}
+    for a, b in zip(starts, starts[1:]):
+        ident = tuple(keys[a:b])
+        group = known.get(ident) or ChunkGroup(list(chunks[a:b]))
+        seen[ident] = group
+        out.append(group)
+    known.clear()
+    known.update(seen)
+    return out + list(chunks[starts[-1]:] if starts else chunks)
+
+
+def ungrouped(items: list[Any], known: dict[tuple[str, ...], ChunkGroup] | None = None) -> list[Any]:
+    """The chunks of `grouped`'s list, its groups noted in `known`."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, ChunkGroup):
+            if known is not None:
+                known[tuple(content_key(m)[0] for m in item.members)] = item
+            out.extend(item.members)
+        else:
+            out.append(item)
+    return out

@@ -94,6 +94,36 @@ def test_a_snapshot_names_its_chunks_and_restores_from_a_store() -> None:
         ColumnarStream.restore(s.passes, blob, fields=s.fields)
 
 
+def test_what_a_snapshot_holds_and_writes_does_not_grow_with_the_kept_chunks() -> None:
+    """A chunk per micro-batch over a long window: the snapshot refers to groups of chunks that do not
+    change, so its bytes and what it writes per batch stay about the same from 40 to 240 kept chunks;
+    every kept chunk stays referred to (the state store keeps it) and the stream restores from them."""
+    q = Q.replace("WITHIN 20 s SLIDE 10 s", "WITHIN 1 hour SLIDE 1 minute")
+    s = RunSpec.create(q, engine="columnar").build()
+    assert isinstance(s, ColumnarStream)
+    source: dict[str, bytes] = {}
+    evs: list[dict[str, Any]] = []
+    per_batch, rows = [], []
+    for b in range(240):
+        batch = [{"type": "Stock", "time": b * 10 + i, "company": i % 3, "sector": i % 2, "price": float((b + i) % 7)}
+                 for i in range(10)]
+        evs += batch
+        s.add_many(batch)
+        rows += s.advance(b * 10)
+        with chunk_store(source) as store:
+            blob = s.snapshot()
+        source.update(store.written)
+        per_batch.append((len(blob), sum(len(v) for k, v in store.written.items() if k in store.refs)))
+        assert {c._key for c in s._chunks} <= store.refs
+    assert len(s._chunks) > 200
+    assert per_batch[-1][0] < 2 * per_batch[39][0]  # its own bytes: groups, not a key per chunk
+    assert sum(w for _, w in per_batch[-40:]) < 2 * sum(w for _, w in per_batch[40:80])  # written per batch
+    with chunk_store({k: source[k] for k in store.refs}):
+        restored = ColumnarStream.restore(s.passes, blob, fields=s.fields)
+    rest = s.finish()
+    assert restored.finish() == rest and rows + rest == list(evaluate(q, evs, engine="columnar"))
+
+
 def test_a_long_window_keeps_each_event_in_under_a_hundred_bytes() -> None:
     q = Q.replace("WITHIN 20 s SLIDE 10 s", "WITHIN 1 hour SLIDE 1 minute")
     s = RunSpec.create(q).for_streaming().build()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from greta_stream.engine.chunks import grouped, ungrouped
 from greta_stream.engine.columnar import Input, prepare
 from greta_stream.engine.columnar.kept import compact, dumps, kept_as, kept_for, loads
 from greta_stream.engine.engine import Engine, fingerprint
@@ -28,16 +29,17 @@ def snapshot(stream: ColumnarStream) -> bytes:
         if stream.general is not None:
             state["general"], state["why"] = stream.general.snapshot(), stream.handed_over_because
         else:
-            state.update(chunks=stream._chunks, watermark=stream.front.watermark, late_before=stream.front.late_before,
-                         next_k=stream.next_k, time_kind=stream.front.time_kind, metrics=dict(stream.metrics))
+            state.update(chunks=grouped(stream._chunks, stream._groups), watermark=stream.front.watermark,
+                         late_before=stream.front.late_before, next_k=stream.next_k,
+                         time_kind=stream.front.time_kind, metrics=dict(stream.metrics))
         return dumps(state)
     state = {"format": 2, "members": [m.name for m in stream.members], **kept_as(stream.plan)}
     if stream.generals:
         state["generals"] = {name: engine.snapshot() for name, engine in stream.generals.items()}
         state["why"] = stream.handed_over_because
     else:
-        state.update(chunks=stream._chunks, watermark=stream.front.watermark, late_before=stream.front.late_before,
-                     next_ks={p.window: k for p, k in zip(stream.passes, stream.next_ks)},
+        state.update(chunks=grouped(stream._chunks, stream._groups), watermark=stream.front.watermark,
+                     late_before=stream.front.late_before, next_ks={p.window: k for p, k in zip(stream.passes, stream.next_ks)},
                      time_kind=stream.front.time_kind, metrics=dict(stream._metrics), rows=dict(stream.rows_emitted))
     return dumps(state)
 
@@ -73,7 +75,7 @@ def restore(stream: ColumnarStream, data: bytes) -> ColumnarStream:
     stream.next_ks = [state["next_ks"][p.window] for p in stream.passes]
     stream.front.validator.time_kind = state["time_kind"]
     if "chunks" in state:
-        stream._chunks = kept_for(stream.plan, state["chunks"], state)
+        stream._chunks = kept_for(stream.plan, ungrouped(state["chunks"], stream._groups), state)
     elif state["kept"] and len(next(iter(state["kept"].values()))):  # a snapshot from before chunks: raw values
         kept = {f: list(col) for f, col in state["kept"].items()}
         n = len(kept[stream.fields.type])

@@ -105,6 +105,7 @@ class ColumnarStream(Fronted):
         needed = set().union(*(self.cq.needed_by_type[t] for t in self.plan.types))
         self.names = [fields.type, fields.time, *sorted(needed - {fields.type, fields.time})]
         self._chunks: list[KeptChunk] = []
+        self._groups: dict[tuple[str, ...], Any] = {}  # the chunk groups of the last snapshot (`chunks.grouped`)
         self.next_ks: list[int | None] = [None] * len(self.passes)  # per pass: first window not reported
         self.generals: dict[str, Engine] = {}  # per member query: its general engine, once they took over
         self.handed_over_because: str | None = None  # why they took over ("" when restored: not known)
