@@ -27,6 +27,12 @@ stream's start removes the sets before its own version
 (`ControlSets.prune`); Spark deletes a row file once the batch that read it
 is committed (`cleanSource`); a worker keeps the last few sets it read.
 
+A `greta-stream run` stream reads control rows too, though its query set
+changes only between runs: each start's set (step 1) wakes every shard of
+every slot in the first batch, so a restart whose settings close windows
+sooner (a lowered lateness) closes them in every shard there, not only in
+those its events or the timers of its last run reach.
+
 Control rows are part of a micro-batch's input, so a batch that Spark
 replays sees the same changes in the same place: exactly-once holds as for
 events. A change that needs events routed where the stream does not send

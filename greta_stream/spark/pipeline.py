@@ -101,10 +101,11 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
         control = (read_rows(events.sparkSession, sets), sets, first)
         writer.live = LiveSet(sets, Path(checkpoint), layout, queries, frozenset(layout.members(queries)), first)
     elif _restarted(checkpoint):
-        log.warning("stream %s restarts from a checkpoint that reads no control rows (written by an earlier "
-                    "greta-stream, or not on a local file system): a query whose lateness is now lower than in "
-                    "its last run (%s) closes a shard's windows only when that shard next sees an event or its "
-                    "old timer fires; start from a new checkpoint to have every shard woken at each start",
+        log.warning("stream %s: its checkpoint reads no control rows (it is not on a local file system, or "
+                    "an older greta-stream began it), so its shards are not woken at start: where a query's "
+                    "lateness is lower than in its last run (%s), the windows its watermark already passed come "
+                    "out of a shard only when that shard next sees an event or the timer its last run set fires; "
+                    "start from a new local checkpoint to have every shard woken at each start",
                     name, ", ".join(queries.names))
     out = stream_outputs(events, queries, layout=layout, confine=confine, control=control)
     ws = out.writeStream.foreachBatch(writer).option("checkpointLocation", str(checkpoint)).queryName(name)
@@ -118,7 +119,7 @@ def start_stream(events: DataFrame, queries: QuerySet, writer: Any, checkpoint: 
 
 
 def _restarted(checkpoint: str | Path) -> bool:
-    """Whether the stream has run from this checkpoint before (True where that cannot be told)."""
+    """Whether the stream may have run from this checkpoint before (a remote one: it cannot be told)."""
     return "://" in str(checkpoint) or (Path(checkpoint) / "offsets").is_dir()
 
 

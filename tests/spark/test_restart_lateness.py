@@ -5,6 +5,7 @@ each start wakes every shard of every slot once (a control row, `spark.control`)
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -14,10 +15,11 @@ from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
 from greta_stream.connectors.sinks import read_jsonl_dir
 from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
+from greta_stream.pipeline.model import streams
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.keying import SHARD_COLUMN, keyed_by_shard
-from greta_stream.spark.layout import open_layout
+from greta_stream.spark.layout import StreamLayout, open_layout
 from greta_stream.spark.pipeline import run
 
 pytestmark = pytest.mark.spark
@@ -56,6 +58,22 @@ def key(row: dict) -> str:
     return repr(sorted(loads(dumps(row)).items()))
 
 
+def restart(spark, tmp: Path, operator: str) -> tuple[list[dict], list[dict]]:  # noqa: ANN001
+    """Run with lateness 30 s over events of companies "a" and "b", then again from the checkpoint with
+    5 s over one event of "a": the rows written, and the rows whose windows the restart's watermark passed."""
+    first = [{"type": "Stock", "time": t, "company": c} for t in (11, 12, 13) for c in ("a", "b")]
+    first.append({"type": "Stock", "time": 45, "company": "a"})
+    write(tmp / "in", "0.jsonl", first, 1_700_000_000)
+    run(pipeline(tmp, 30, operator), spark=spark, echo=lambda s: None)
+    assert list(read_jsonl_dir(tmp / "out")) == []  # 45 s less 30: no window closed
+    second = [{"type": "Stock", "time": 46, "company": "a"}]
+    write(tmp / "in", "1.jsonl", second, 1_700_000_001)
+    run(pipeline(tmp, 5, operator), spark=spark, echo=lambda s: None)
+    want = [r for r in evaluate(TEXT, first + second) if r["window_end"] <= 45 - 5]
+    assert {(r["company"], r["window_end"]) for r in want} == {("a", 20), ("b", 20)}
+    return list(read_jsonl_dir(tmp / "out")), want
+
+
 @pytest.mark.parametrize("operator", ["transformWithStateInPandas", "applyInPandasWithState"])
 def test_a_restart_with_a_lowered_lateness_closes_windows_in_shards_it_sends_no_event(
         spark, tmp_path: Path, operator: str) -> None:  # noqa: ANN001
@@ -64,16 +82,19 @@ def test_a_restart_with_a_lowered_lateness_closes_windows_in_shards_it_sends_no_
     "a" at 46 s: the watermark (45 s, less 5) has passed 20 s, and the window of company "b", whose
     shard that event does not reach, comes out in this run as "a"'s does."""
     assert shard_of(spark, "a") != shard_of(spark, "b")
-    first = [{"type": "Stock", "time": t, "company": c} for t in (11, 12, 13) for c in ("a", "b")]
-    first.append({"type": "Stock", "time": 45, "company": "a"})
-    write(tmp_path / "in", "0.jsonl", first, 1_700_000_000)
-    run(pipeline(tmp_path, 30, operator), spark=spark, echo=lambda s: None)
-    assert list(read_jsonl_dir(tmp_path / "out")) == []  # 45 s less 30: no window closed
-
-    second = [{"type": "Stock", "time": 46, "company": "a"}]
-    write(tmp_path / "in", "1.jsonl", second, 1_700_000_001)
-    run(pipeline(tmp_path, 5, operator), spark=spark, echo=lambda s: None)
-    got = list(read_jsonl_dir(tmp_path / "out"))
-    want = [r for r in evaluate(TEXT, first + second) if r["window_end"] <= 45 - 5]
-    assert {(r["company"], r["window_end"]) for r in want} == {("a", 20), ("b", 20)}
+    got, want = restart(spark, tmp_path, operator)
     assert sorted(map(key, got)) == sorted(map(key, want))
+
+
+def test_a_checkpoint_without_control_rows_says_its_restart_wakes_no_shard(
+        spark, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # noqa: ANN001
+    """A checkpoint whose stream reads no control rows (its layout says so, as one an older
+    greta-stream began does) cannot wake a shard at start: the restart logs a warning naming the
+    query, and the window of company "b" waits for an event or its old timer, as the warning says."""
+    (stream,) = streams(pipeline(tmp_path, 30, "transformWithStateInPandas"))
+    StreamLayout(SHARDS).save(tmp_path / "chk" / stream.name)  # control=False
+    with caplog.at_level(logging.WARNING, logger="greta_stream.pipeline"):
+        got, want = restart(spark, tmp_path, "transformWithStateInPandas")
+    warned = [r.getMessage() for r in caplog.records if "reads no control rows" in r.getMessage()]
+    assert len(warned) == 1 and "(q)" in warned[0]  # the restart's, not the first run's
+    assert sorted(map(key, got)) == sorted(map(key, [r for r in want if r["company"] == "a"]))
