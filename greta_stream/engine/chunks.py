@@ -129,15 +129,21 @@ class _ChunkPickler(pickle.Pickler):
         kind = _KINDS.get(type(obj))
         if kind is None:
             return None
-        for member in getattr(obj, "members", ()):  # a group's chunks are referred to (and written) too
-            self.persistent_id(member)
+        key = self._chunk(obj)
+        members = getattr(obj, "members", ())
+        for member in members:  # a group's chunks are referred to (and written) too
+            self._chunk(member)
+        for keys in _TRACKERS.get():  # a group as one reference (`referred` finds its members), its bytes all of theirs
+            keys[GROUP_TAG + key if members else key] = obj._size + sum(m._size for m in members)
+        return key if not kind[0] else (kind[0], key)
+
+    def _chunk(self, obj: Any) -> str:
+        """The chunk's key, its bytes written when encoded for the first time, its key referred to."""
         key, data = content_key(obj)
         if data is not None:
             self.store.written[key] = data
         self.store.refs.add(key)
-        for keys in _TRACKERS.get():
-            keys[key] = obj._size
-        return key if not kind[0] else (kind[0], key)
+        return key
 
 
 class _ChunkUnpickler(pickle.Unpickler):
@@ -278,18 +284,54 @@ class ChunkGroup:
 def _decode_group(data: bytes) -> ChunkGroup:
     store = _STORE.get()
     members = []
-    for line in data.decode().split("\n"):
-        tag, key = line.split(":", 1)
+    for tag, key in _member_keys(data):
         raw = store.source.get(key) if store is not None else None
         if raw is None:
             raise pickle.UnpicklingError(f"the state refers to chunk {key}, which the state store does not hold")
         member = _DECODERS[tag](raw)
         member._key, member._size = key, len(raw)
         members.append(member)
-    return ChunkGroup(members)
+    group = ChunkGroup(members)
+    _known(content_key(group)[0], tuple(key for _, key in _member_keys(data)))
+    return group
+
+
+def _member_keys(data: bytes) -> list[tuple[str, str]]:
+    """(tag, key) of each member of a group's bytes."""
+    return [(tag, key) for tag, key in (line.split(":", 1) for line in data.decode().split("\n"))]
 
 
 register(ChunkGroup, "G", _decode_group)
+
+GROUP_TAG = "G:"  # a group's key as a tracked reference (`tracked`, `referred`)
+_GROUPS: dict[str, tuple[str, ...]] = {}  # group key -> member keys, of the groups this process met
+MAX_GROUPS_KNOWN = 100_000
+
+
+def _known(key: str, members: tuple[str, ...]) -> None:
+    if len(_GROUPS) >= MAX_GROUPS_KNOWN:  # the oldest half goes: a group met again is read again
+        for old in list(_GROUPS)[: MAX_GROUPS_KNOWN // 2]:
+            del _GROUPS[old]
+    _GROUPS[key] = members
+
+
+def referred(refs: set[str], stored: Any) -> set[str]:
+    """The chunk keys the tracked references `refs` keep in a state store: a group's own key and its
+    members'. A group this process has not met is read from `stored` (a ChunkMap: `items()`)."""
+    out = {k for k in refs if not k.startswith(GROUP_TAG)}
+    groups = [k[len(GROUP_TAG):] for k in refs if k.startswith(GROUP_TAG)]
+    unknown = {g for g in groups if g not in _GROUPS}
+    if unknown:
+        for key, data in stored.items():
+            if key in unknown:
+                _known(key, tuple(k for _, k in _member_keys(data)))
+    for g in groups:
+        out.add(g)
+        members = _GROUPS.get(g)
+        if members is None:
+            raise KeyError(f"the state refers to chunk group {g}, which the state store does not hold")
+        out.update(members)
+    return out
 
 GROUP_EVERY = 16  # a chunk whose key's number is a multiple of it starts a group: about so many per group
 
@@ -315,6 +357,11 @@ def grouped(chunks: list[Any], known: dict[tuple[str, ...], ChunkGroup]) -> list
         ident = tuple(keys[a:b])
         group = known.get(ident) or ChunkGroup(list(chunks[a:b]))
         seen[ident] = group
+        if ident not in known:  # a new group: its bytes written now (a snapshot finds its key known)
+            gkey, gdata = content_key(group)
+            if gdata is not None:
+                store.written[gkey] = gdata
+            _known(gkey, ident)
         out.append(group)
     known.clear()
     known.update(seen)

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine import DeadLetter
+from greta_stream.engine.chunks import referred as chunk_keys
 from greta_stream.engine.columnar.kept import chunk_store, release_memory
 from greta_stream.runtime import RunSpec
 from greta_stream.runtime.multi import MultiRunner, QueryDeadLetter
@@ -186,7 +187,7 @@ def step_incremental(
         return out + state_outputs(queries, multi, shard, records, None), None, {}, sorted(before), None
     with chunk_store() as store:
         snapshot = multi.snapshot()
-    referred = set().union(*multi.refs.values()) if multi.refs else set()
+    referred = chunk_keys(set().union(*multi.refs.values()) if multi.refs else set(), stored)
     new = Saved(secrets.randbits(63), shard.header(clock_s) + zlib.compress(snapshot, 1))
     written = {k: v for k, v in store.written.items() if k not in before and k in referred}
     sizes_of = chunk_shares(multi.refs)

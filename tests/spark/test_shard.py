@@ -403,3 +403,33 @@ def test_incremental_state_writes_what_a_batch_changed_not_the_window() -> None:
     short, long = per_batch(5, True), per_batch(40, True)
     assert long < 1.5 * short
     assert per_batch(40, False) > 4 * per_batch(5, False)  # the window, rewritten whole
+
+
+def test_a_long_window_refers_to_groups_of_chunks_and_keeps_every_chunk_a_restore_needs() -> None:
+    """Batches of ten seconds over a 20-minute window: a shard's state refers to groups of its kept
+    chunks (what it writes per batch stays small), and the state store keeps every member of a group
+    it refers to. Each batch starts on a worker that has met none of the groups (no cached runner,
+    no known group: every restore reads them back), rows equal `evaluate`'s, and chunks of closed
+    windows are removed."""
+    from greta_stream.engine import chunks
+    from greta_stream.testing.shards import OperatorSim
+
+    q = QUERIES["stock"].replace("WITHIN 60 s SLIDE 20 s", "WITHIN 20 minutes SLIDE 60 s")
+    spec = RunSpec.create(q)
+    sim = OperatorSim(2, incremental=True, rebuild=True)
+    rnd = random.Random(7)
+    events = []
+    stored = []
+    for b in range(300):
+        batch = [{"type": "Stock", "time": b * 10 + i, "company": rnd.randrange(4), "sector": rnd.randrange(2),
+                  "price": float(rnd.randrange(50))} for i in range(10)]
+        events += batch
+        chunks._GROUPS.clear()
+        sim.batch(QuerySet.of({"q": spec}), batch)
+        stored.append(sum(len(c) for c in sim.chunks.values()))
+    assert chunks._GROUPS  # the last batch's restores read groups back
+    assert max(stored[-50:]) < 1.5 * max(stored[150:200])  # closed windows' chunks go: the store stays bounded
+    chunks._GROUPS.clear()
+    sim.finish(QuerySet.of({"q": spec}))
+    want = evaluate(q, events)
+    assert sorted(map(repr, sim.rows["q"])) == sorted(map(repr, want))
