@@ -210,3 +210,17 @@ def read_rows(spark: Any, sets: ControlSets) -> Any:
             # try_cast: a version that is no whole number in range is a null (no control row), as for
             # `{}`; `cast` fails the whole stream on it under Spark 4's ANSI mode
             .select(F.get_json_object("value", "$.version").try_cast("long").alias(CONTROL_COLUMN)))
+
+
+def with_rows(events: Any, rows: Any) -> Any:
+    """`events` and the control rows (`read_rows`) as one stream. A control row gives the events'
+    integral and boolean columns a value, never read (a shard drops it first: `control_rows`):
+    with nulls there, pyspark hands every shard whose batch holds a control row those columns as
+    floats and objects, so its events' integers would read as 1.0 (a group "1.0" beside "1") and
+    lose their digits past 2**53."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType, IntegralType
+
+    filled = [F.lit(False if isinstance(f.dataType, BooleanType) else 0).cast(f.dataType).alias(f.name)
+              for f in events.schema.fields if isinstance(f.dataType, (IntegralType, BooleanType))]
+    return events.unionByName(rows.select("*", *filled), allowMissingColumns=True)

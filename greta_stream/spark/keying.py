@@ -88,6 +88,8 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
     # --flush-at-end's event moves the watermark to the end of input, however far ahead it is.
     events = events.withColumn(FLUSH_COLUMN, F.coalesce(column(fields.type) == F.lit(FLUSH_TYPE), F.lit(False)))
     in_range = seconds.isNotNull() & ~F.isnan(seconds) & seconds.between(_CLAMP_S[0], _CLAMP_S[1])
+    if CONTROL_COLUMN in events.columns:  # a control row's time (0 where times are integers: `with_rows`) is none
+        in_range &= F.col(CONTROL_COLUMN).isNull()
     if queries.max_future_s is not None:
         ahead = F.unix_micros(F.current_timestamp()) / 1e6 + F.lit(queries.max_future_s)
         in_range &= (seconds <= ahead) | F.col(FLUSH_COLUMN)

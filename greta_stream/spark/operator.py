@@ -48,7 +48,7 @@ from pyspark.sql.types import (
 
 from greta_stream.pipeline.model import default_shards
 from greta_stream.runtime.queryset import QuerySet
-from greta_stream.spark.control import ControlSets, control_rows, stamped, streaming_slots, unstamped
+from greta_stream.spark.control import ControlSets, control_rows, stamped, streaming_slots, unstamped, with_rows
 from greta_stream.spark.keying import FILE_COLUMN, OPERATOR_COLUMNS, SHARD_COLUMN, SINGLE, keyed_by_shard
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
 from greta_stream.spark.records import joined_frames, named_columns, outside_outputs, shard_records
@@ -108,7 +108,7 @@ def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None =
     live = None
     if control is not None:
         rows, sets, first = control
-        events = events.unionByName(rows, allowMissingColumns=True)
+        events = with_rows(events, rows)
         live = (sets, first)
     keyed, json_input = keyed_by_shard(events, queries, layout)
     if layout.operator == INCREMENTAL:

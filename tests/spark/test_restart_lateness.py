@@ -1,6 +1,7 @@
 """A `run` pipeline restarted from its checkpoint with a lowered lateness closes, in that restart, the
 windows its new watermark passed in every shard, also in one that no event of the restart reaches:
-each start wakes every shard of every slot once (a control row, `spark.control`)."""
+each start wakes every shard of every slot once (a control row, `spark.control`). That row leaves the
+events' typed columns as they are."""
 
 from __future__ import annotations
 
@@ -28,10 +29,10 @@ TEXT = "RETURN company, COUNT(*) PATTERN Stock S+ WHERE [company] GROUP-BY compa
 SHARDS = 2
 
 
-def pipeline(tmp: Path, lateness_s: float, operator: str) -> PipelineConfig:
+def pipeline(tmp: Path, lateness_s: float, operator: str, text: str = TEXT, source: str = "jsonl") -> PipelineConfig:
     return PipelineConfig(
-        source=SourceConfig(format="jsonl", path=str(tmp / "in"), max_files_per_trigger=1),
-        queries=[QueryConfig(name="q", text=TEXT, lateness_s=lateness_s,
+        source=SourceConfig(format=source, path=str(tmp / "in"), max_files_per_trigger=1),
+        queries=[QueryConfig(name="q", text=text, lateness_s=lateness_s,
                              sinks=[SinkConfig(format="jsonl", path=str(tmp / "out"))],
                              dead_letter=SinkConfig(format="jsonl", path=str(tmp / "dead")))],
         checkpoint=str(tmp / "chk"), once=True, shards=SHARDS, operator=operator,
@@ -98,3 +99,19 @@ def test_a_checkpoint_without_control_rows_says_its_restart_wakes_no_shard(
     warned = [r.getMessage() for r in caplog.records if "reads no control rows" in r.getMessage()]
     assert len(warned) == 1 and "(q)" in warned[0]  # the restart's, not the first run's
     assert sorted(map(key, got)) == sorted(map(key, [r for r in want if r["company"] == "a"]))
+
+
+def test_the_start_s_control_row_leaves_typed_integers_integers(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Typed input (Parquet) of integer columns, read in the batch that holds the start's control row:
+    groups are "0" and "1", not "0.0", and a volume past 2**53 keeps its last digit."""
+    import pandas as pd
+
+    text = "RETURN company, COUNT(*), MAX(S.volume) PATTERN Stock S+ WHERE [company] GROUP-BY company WITHIN 10 s"
+    events = [{"type": "Stock", "time": t, "company": t % 2, "volume": 2 ** 60 + t} for t in range(1, 25)]
+    (tmp_path / "in").mkdir()
+    pd.DataFrame(events).to_parquet(tmp_path / "in" / "0.parquet", index=False)
+    run(pipeline(tmp_path, 0, "transformWithStateInPandas", text, "parquet"), spark=spark, echo=lambda s: None)
+    got = list(read_jsonl_dir(tmp_path / "out"))
+    want = [r for r in evaluate(text, events) if r["window_end"] <= 24]
+    assert {r["company"] for r in got} == {0, 1} and max(r["max_S_volume"] for r in got) == 2 ** 60 + 19
+    assert sorted(map(key, got)) == sorted(map(key, want))
