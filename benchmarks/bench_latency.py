@@ -253,7 +253,9 @@ def native_stream(get_session: Any, args: argparse.Namespace) -> None:
     from pyspark.sql import functions as F
 
     # the file sink's log of every batch is kept (Spark deletes those a compaction took in): `batch_lags` reads it
-    spark = get_session(None, app_name="bench-latency-native", kafka=args.source == "kafka",
+    from greta_stream.choices import packages_of
+
+    spark = get_session(None, app_name="bench-latency-native", packages=packages_of(["kafka"] if args.source == "kafka" else []),
                         conf={"spark.sql.streaming.fileSink.log.deletion": "false"})
     if args.source == "kafka":
         raw = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", args.bootstrap)
