@@ -380,6 +380,19 @@ def oracle_input(text: str, events: list[Any]) -> list[dict]:
     return [e for e in events if ok(e)]
 
 
+@st.composite
+def dense_events(draw: Any, types: str, n_max: int = 30, n_min: int = 0, seconds: int = 12,
+                 max_v: int = 3) -> list[dict]:
+    """A dense stream over a few `seconds` (whole and quarter seconds: many equal times) of `types`
+    (drawn with repetition: "AAB" is two A to a B), attributes v (0..max_v), f, k and g: trends run
+    through several iterations, candidates and breakers lie between vertices (sparse streams seldom)."""
+    n = draw(st.integers(min(n_min, n_max), n_max))
+    times = st.one_of(st.integers(0, seconds), st.integers(0, 4 * seconds).map(lambda q: q / 4))
+    return [{"type": draw(st.sampled_from(types)), "time": draw(times), "v": draw(st.integers(0, max_v)),
+             "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
+             "id": i} for i in range(n)]
+
+
 # ------------------------------------------------------ micro-batches
 
 

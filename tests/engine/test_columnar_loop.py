@@ -9,6 +9,7 @@ dense streams give its Kleene parts long runs (two loops, each with its own edge
 from __future__ import annotations
 
 from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
+from columnar_support import dense_events as dense
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -51,13 +52,8 @@ def _fits(edge: str, aliases: set[str], kleene: set[str], parts: tuple[str, ...]
     return x in kleene if x == y else order.index(y) == order.index(x) + 1
 
 
-@st.composite
-def dense_events(draw, n_max: int = 30) -> list[dict]:  # noqa: ANN001
-    n = draw(st.integers(0, n_max))
-    times = st.one_of(st.integers(0, 14), st.integers(0, 56).map(lambda q: q / 4))
-    return [{"type": draw(st.sampled_from("AAB")), "time": draw(times), "v": draw(st.integers(0, 4)),
-             "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
-             "id": i} for i in range(n)]
+def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    return dense(types="AAB", n_max=n_max, seconds=14, max_v=4)
 
 
 @settings(max_examples=150, **SETTINGS)

@@ -10,6 +10,7 @@ on the loop and across the negated step, GROUP-BY and equivalence attributes, ev
 from __future__ import annotations
 
 from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
+from columnar_support import dense_events as dense
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -44,13 +45,8 @@ def negseq_query(draw) -> str:  # noqa: ANN001
             + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 
 
-@st.composite
-def dense_events(draw, n_max: int = 30) -> list[dict]:  # noqa: ANN001
-    n = draw(st.integers(min(6, n_max), n_max))  # enough events for a match between two positive ones
-    times = st.one_of(st.integers(0, 9), st.integers(0, 36).map(lambda q: q / 4))
-    return [{"type": draw(st.sampled_from("AAABBCCDDE")), "time": draw(times), "v": draw(st.integers(0, 3)),
-             "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
-             "id": i} for i in range(n)]
+def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    return dense(types="AAABBCCDDE", n_max=n_max, n_min=6, seconds=9)  # n_min: room for a match between two
 
 
 @settings(max_examples=300, **SETTINGS)

@@ -13,6 +13,7 @@ count: dense streams give trends of every length).
 from __future__ import annotations
 
 from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
+from columnar_support import dense_events as dense
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -56,13 +57,8 @@ def strict_query(draw, strategies: tuple[str, ...] = STRICT) -> str:  # noqa: AN
             + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 
 
-@st.composite
-def dense_events(draw, n_max: int = 30) -> list[dict]:  # noqa: ANN001
-    n = draw(st.integers(0, n_max))
-    times = st.one_of(st.integers(0, 12), st.integers(0, 48).map(lambda q: q / 4))
-    return [{"type": draw(st.sampled_from("AAABBE")), "time": draw(times), "v": draw(st.integers(0, 3)),
-             "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
-             "id": i} for i in range(n)]
+def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    return dense(types="AAABBE", n_max=n_max)
 
 
 @settings(max_examples=200, **SETTINGS)
