@@ -99,6 +99,11 @@ def name_problems(query: CompiledQuery, typed: Mapping[str, int], other_types: M
         if close:
             problems.append(f"type {etype!r} of {_parts(query, aliases)} matches no event; "
                             f"did you mean {close!r}? (events of other types: {_most(other_types)})")
+            continue
+        own = _close(etype, [t for t, n in typed.items() if n])  # another part's type (`NOT SEQ(halt C, Halt D)`)
+        if own:
+            problems.append(f"type {etype!r} of {_parts(query, aliases)} matches no event; did you mean {own!r}? "
+                            f"({typed[own]:,} events of {own}, the type of {_parts(query, query.by_type[own])})")
     for etype, aliases in query.by_type.items():
         have = carried(etype, typed.get(etype, 0)) if typed.get(etype, 0) else None
         if have is None:

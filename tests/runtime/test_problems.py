@@ -57,10 +57,13 @@ PART = "WHERE [mapper, job] {extra}GROUP-BY mapper WITHIN 1 minute"
     ("SEQ(start S, Measurement M+, END E)", "",
      ["type 'start' of S matches no event; did you mean 'Start'? (events of other types: Start (204), End (194))",
       "type 'END' of E matches no event; did you mean 'End'? (events of other types: Start (204), End (194))"]),
-], ids=["negated-type", "negated-attribute", "two-types-of-a-seq"])
+    ("SEQ(Start S, NOT SEQ(end X, End Y), Measurement M+)", "",
+     ["type 'end' of X (under NOT) matches no event; did you mean 'End'? (194 events of End, the type of Y "
+      "(under NOT))"]),
+], ids=["negated-type", "negated-attribute", "two-types-of-a-seq", "a-type-of-another-part"])
 def test_a_mistake_in_one_part_of_the_query_is_named(engine: str, pattern: str, extra: str, says: list[str]) -> None:
     """Part by part, not only for the query as a whole: a type under a NOT, an attribute of a negated
-    alias, one type of a SEQ whose other types match."""
+    alias, one type of a SEQ whose other types match, a type that another part of the query has."""
     query = f"RETURN mapper, COUNT(*) PATTERN {pattern} {PART.format(extra=extra)}"
     with pytest.warns(UserWarning) as caught:
         rows = greta_stream.evaluate(query, CLUSTER, engine=engine)
