@@ -101,6 +101,8 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "repeat-2-5": ("AVG(S.price)", "Stock S{2,5}", EDGE),
     "repeat-2-open": ("AVG(S.price)", "Stock S{2,}", EDGE),
     "optional": ("AVG(S.price)", "SEQ(Stock A, Halt H?, Stock S+)", EDGE),
+    "lead-not-seq": ("AVG(S.price)", "SEQ(NOT SEQ(Halt C, Halt D), Stock S+)", EDGE),
+    "trail-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D))", EDGE),
 }
 
 

@@ -13,6 +13,8 @@ mixed and negative times with ties, events of another type, bad events); the
 records the oracle takes (`oracle_input`); and micro-batches: a stream split
 with its watermarks (`batches_and_watermarks`), driven through a runner
 (`drive`) and compared with the general engine driven the same way (`check`).
+Dense streams (`dense_events`) and the three tests of a dense suite
+(`differential_tests`: general engine, oracle, micro-batches).
 """
 
 from __future__ import annotations
@@ -460,6 +462,37 @@ def check(text: str, events: list[Any], plan: list[tuple[list[Any], Any]], resto
     for want, got in zip(want_calls, got_calls):
         assert_same_rows(text, events, want, got)
     assert got_dead == want_dead
+
+
+def differential_tests(query: st.SearchStrategy[str], events: Any, examples: tuple[int, int, int] = (200, 120, 60),
+                       oracle_events: int = 10) -> tuple[Any, Any, Any]:
+    """Three hypothesis tests of a dense-stream suite: the columnar engine against the general engine
+    (`events()`), the oracle (`events(n_max=oracle_events)`) and micro-batches with restores; `examples`
+    each. A test module binds them to names of its own (`test_..._equals_the_general_engine = ...`)."""
+    from hypothesis import given, settings
+
+    from greta_stream.query import parse
+    from greta_stream.testing.oracle import oracle_rows
+
+    @settings(max_examples=examples[0], **SETTINGS)
+    @given(query, events())
+    def against_general(text: str, evs: list[dict]) -> None:
+        check_against_general(text, evs)
+
+    @settings(max_examples=examples[1], **SETTINGS)
+    @given(query, events(n_max=oracle_events))
+    def against_oracle(text: str, evs: list[dict]) -> None:
+        got = evaluate(text, evs, engine="columnar")
+        assert got.engine == "columnar"
+        assert_same_rows(text, evs, oracle_rows(parse(text), evs), got, ("oracle", "columnar"))
+
+    @settings(max_examples=examples[2], **SETTINGS)
+    @given(st.data())
+    def streamed(data: st.DataObject) -> None:
+        text, evs = data.draw(query), data.draw(events())
+        check(text, evs, batches_and_watermarks(data.draw, evs), restore=data.draw(st.booleans()))
+
+    return against_general, against_oracle, streamed
 
 
 STOCK = ("RETURN sector, COUNT(*), SUM(S.price), MAX(S.price) PATTERN Stock S+ "

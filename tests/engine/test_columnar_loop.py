@@ -8,14 +8,10 @@ dense streams give its Kleene parts long runs (two loops, each with its own edge
 
 from __future__ import annotations
 
-from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
 from columnar_support import dense_events as dense
-from hypothesis import given, settings
+from columnar_support import differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
-
-from greta_stream.query import parse
-from greta_stream.testing.oracle import oracle_rows
 
 PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a"), ("A a+", "B b+")]
 EDGES = ["", "a.v > NEXT(a).v", "b.v <= NEXT(b).v", "a.v < NEXT(b).v", "(a.v > NEXT(a).v OR a.f < NEXT(a).f)"]
@@ -56,25 +52,8 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
     return dense(types="AAB", n_max=n_max, seconds=14, max_v=4)
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(loop_query(), dense_events())
-def test_a_kleene_plus_over_a_seq_equals_the_general_engine(text: str, events: list[dict]) -> None:
-    check_against_general(text, events)
-
-
-@settings(max_examples=60, **SETTINGS)
-@given(loop_query(), dense_events(n_max=9))
-def test_a_kleene_plus_over_a_seq_equals_the_oracle(text: str, events: list[dict]) -> None:
-    got = evaluate(text, events, engine="columnar")
-    assert got.engine == "columnar"
-    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
-
-
-@settings(max_examples=60, **SETTINGS)
-@given(st.data())
-def test_a_kleene_plus_over_a_seq_streamed_equals_the_general_engine(data: st.DataObject) -> None:
-    text, events = data.draw(loop_query()), data.draw(dense_events())
-    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
+(test_a_kleene_plus_over_a_seq_equals_the_general_engine, test_a_kleene_plus_over_a_seq_equals_the_oracle,
+ test_a_kleene_plus_over_a_seq_streamed_equals_the_general_engine) = differential_tests(loop_query(), dense_events, (150, 60, 60), oracle_events=9)
 
 
 def test_several_iterations_count() -> None:

@@ -12,14 +12,12 @@ count: dense streams give trends of every length).
 
 from __future__ import annotations
 
-from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
 from columnar_support import dense_events as dense
-from hypothesis import given, settings
+from columnar_support import differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
-from greta_stream.query import ast, parse
-from greta_stream.testing.oracle import oracle_rows
+from greta_stream.query import ast
 
 STRICT = (ast.NEXT_MATCH, ast.CONTIGUOUS)
 SHAPES = [  # (pattern, edge predicates it may take, aliases it aggregates)
@@ -61,25 +59,8 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
     return dense(types="AAABBE", n_max=n_max)
 
 
-@settings(max_examples=200, **SETTINGS)
-@given(strict_query(), dense_events())
-def test_strategies_and_repetitions_equal_the_general_engine(text: str, events: list[dict]) -> None:
-    check_against_general(text, events)
-
-
-@settings(max_examples=120, **SETTINGS)
-@given(strict_query(), dense_events(n_max=10))
-def test_strategies_and_repetitions_equal_the_oracle(text: str, events: list[dict]) -> None:
-    got = evaluate(text, events, engine="columnar")
-    assert got.engine == "columnar"
-    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
-
-
-@settings(max_examples=60, **SETTINGS)
-@given(st.data())
-def test_strategies_and_repetitions_streamed_equal_the_general_engine(data: st.DataObject) -> None:
-    text, events = data.draw(strict_query()), data.draw(dense_events())
-    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
+(test_strategies_and_repetitions_equal_the_general_engine, test_strategies_and_repetitions_equal_the_oracle,
+ test_strategies_and_repetitions_streamed_equal_the_general_engine) = differential_tests(strict_query(), dense_events)
 
 
 def _count(text: str, events: list[dict]) -> int:

@@ -70,3 +70,46 @@ def test_the_plan_counts_in_words() -> None:
     assert plan_units(QuerySet.of({"q": one})).explain().startswith("1 query in 1 unit;")
     two = QuerySet.of({"q": one, "r": RunSpec.create("RETURN COUNT(*) PATTERN B+ WITHIN 1 s")})
     assert plan_units(two).explain().startswith("2 queries in 2 units;")
+
+
+FAMILY_PAIRS = [  # two queries whose plans differ in one thing beyond windows and aggregates
+    ("(SEQ(A a+, B b))+", "SEQ(A a+, B b)", ""),  # the loop back over the SEQ
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", "SEQ(A a+, NOT SEQ(C c, F d), B b)", ""),  # a negated SEQ's types
+    ("A a+", "A a+", "(a.v > NEXT(a).v OR a.w > NEXT(a).w)|a.v > NEXT(a).v AND a.w > NEXT(a).w"),  # OR or AND
+    ("SEQ(A a, B b?, C c)", "SEQ(A a, B b, C c)", ""),  # an optional part
+    ("SEQ(A a, B b*, C c)", "SEQ(A a, B b+, C c)", ""),
+]
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from(FAMILY_PAIRS))
+def test_queries_whose_plans_differ_beyond_windows_are_no_family(seed: int, pair: tuple[str, str, str]) -> None:
+    """Two queries that differ in their pattern's loop, a negated SEQ, the AND/OR shape of an edge predicate
+    or an optional part are two units, each with the rows it gets alone (one family gave both the first
+    one's rows)."""
+    import random
+
+    rnd = random.Random(seed)
+    x, y, wheres = pair
+    wx, wy = wheres.split("|") if wheres else ("", "")
+    texts = {name: f"RETURN COUNT(*), SUM(a.v) PATTERN {p} " + (f"WHERE {w} " if w else "") + "WITHIN 10 s SLIDE 5 s"
+             for name, p, w in (("x", x, wx), ("y", y, wy))}
+    queries = QuerySet.of({name: spec_of(text, 0) for name, text in texts.items()})
+    assert len(plan_units(queries).units) == 2
+    events = [{"type": rnd.choice("ABCDF"), "time": t + rnd.choice([0, 0.5]), "v": rnd.randrange(5),
+               "w": rnd.randrange(5)} for t in range(80)]
+    rows, _ = drive(queries, [events], 1)
+    for name, text in texts.items():
+        alone, _ = drive(QuerySet.of({name: spec_of(text, 0)}), [events], 1)
+        assert sorted(map(key, rows[name])) == sorted(map(key, alone[name])), name
+        assert alone[name]
+
+
+def test_the_family_key_holds_every_field_of_the_plan_but_the_query_and_windows() -> None:
+    """A field added to the columnar plan goes into the family key (or is named as left out on purpose)."""
+    import dataclasses
+
+    from greta_stream.engine.columnar import KernelPlan
+    from greta_stream.runtime.plan.keys import FAMILY_FIELDS, NOT_FAMILY_FIELDS
+
+    assert {f.name for f in dataclasses.fields(KernelPlan)} == FAMILY_FIELDS | NOT_FAMILY_FIELDS

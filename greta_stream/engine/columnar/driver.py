@@ -20,7 +20,7 @@ import numpy as np
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input
 from greta_stream.engine.columnar.keys import all_ranks, generations, negated_ends, negated_starts, partitions, plain, ranks
-from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts
+from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts, seq_bounds
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.rows import result_rows
@@ -116,6 +116,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     group_by = cq.group_by if group_by is None else group_by
     kmin, kmax = prep.kmin, prep.kmax
     kneg, kend = negated_starts(plan, prep), negated_ends(plan, prep)
+    seq_bounds(plan, prep, kneg, kend)
     gens = generations(plan, prep)
     if k_from is not None:
         kmin = np.maximum(kmin, k_from)

@@ -1,13 +1,14 @@
 """Which queries the columnar engine covers, and its kernel's plan of one (`columnar_plan`).
 
 A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
-once or Kleene (one event type may stand at several positions), with a
-leading, a trailing and middle `NOT`s of one event each, or a Kleene plus
-over such a SEQ without NOTs (`(SEQ(A+, B))+`); partitions by any
+once or Kleene, optional or not (`X?`, `X*`; one event type may stand at
+several positions), with a leading, a trailing and middle `NOT`s of one event
+each or of a SEQ of single events (`negseqs.py`), or a Kleene plus over such
+a SEQ without NOTs or optional parts (`(SEQ(A+, B))+`); partitions by any
 GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
 of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
-scanned); local predicates; MIN/MAX of any alias (propagated along the
+scanned; an optional part's neighbours are adjacent too); local predicates; MIN/MAX of any alias (propagated along the
 graph's edges for a SEQ or a negation); windows of whole seconds or
 milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`; under each
 selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
@@ -27,14 +28,15 @@ is two vertices, one per state, at one time stamp).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
-from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.columnar.edges import Conjunct, conjunct
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -46,6 +48,7 @@ class State:
     alias: str
     type: str
     kleene: bool
+    optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,10 @@ class KernelPlan:
     # (i, parts): `NOT SEQ(C, D, ...)` of single events between positive states i and i + 1, a scanned
     # predicate of that step (`NOT_SEQ`): a predecessor is admitted when no match lies between (`negseqs.py`)
     negseqs: tuple[tuple[int, tuple[State, ...]], ...] = ()
+    # a leading `NOT SEQ(C, D, ...)` and a trailing one, of single events: bounds on the windows in which a
+    # trend may start (after the latest start of a match ending before its first event) and end
+    lead_seq: tuple[State, ...] = ()
+    trail_seq: tuple[State, ...] = ()
 
     @property
     def next_match(self) -> bool:
@@ -126,9 +133,10 @@ class KernelPlan:
 
     @property
     def negs(self) -> tuple[State, ...]:
-        """The negated events in state order (leading, middle, trailing), then the parts of each negated SEQ."""
+        """The negated events in state order (leading, middle, trailing), then the parts of each negated SEQ
+        (middle ones, then the leading and the trailing one)."""
         return (*((self.neg,) if self.neg else ()), *(n for _, n in self.mids), *((self.trail,) if self.trail else ()),
-                *(p for _, parts in self.negseqs for p in parts))
+                *(p for _, parts in self.negseqs for p in parts), *self.lead_seq, *self.trail_seq)
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -173,6 +181,16 @@ class KernelPlan:
         """MIN/MAX travel along edges (a SEQ or a negation: not every event is on a trend)."""
         return len(self.states) > 1 or bool(self.negs) or self.iterations is not None
 
+    def predecessors(self, i: int) -> tuple[int, ...]:
+        """The states right before state i > 0 on a trend: i - 1, and past optional parts the ones before it."""
+        return tuple(_before(self.states, i))
+
+    def _first_required(self) -> int:
+        return next((i for i, s in enumerate(self.states) if not s.optional), len(self.states) - 1)
+
+    def _last_required(self) -> int:
+        return max((i for i, s in enumerate(self.states) if not s.optional), default=0)
+
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
         """The kernel's wiring: (start, final, store_src, reads, keyed store,
         generation stores, the store of each scan); see `kernel.run`. A Kleene state reads its own
@@ -201,28 +219,29 @@ class KernelPlan:
         after = {i for i, _ in self.mids}
         gen: list[int] = []
         for i in range(1, n):
-            own = (i - 1, i) in scan_of
-            if i - 1 in after or own:  # across a middle NOT or with predicates: a store of its own
-                src.append(i - 1)
-                if i - 1 in after:
-                    gen.append(len(src) - 1)
-                if own:
-                    scanned[scan_of[(i - 1, i)]] = len(src) - 1
-                reads.append((i, len(src) - 1))
-                continue
-            if i - 1 not in total:
-                src.append(i - 1)
-                total[i - 1] = len(src) - 1
-            reads.append((i, total[i - 1]))
+            for p in self.predecessors(i):
+                own = (p, i) in scan_of
+                if p in after or own:  # across a middle NOT or with predicates: a store of its own
+                    src.append(p)
+                    if p in after:
+                        gen.append(len(src) - 1)
+                    if own:
+                        scanned[scan_of[(p, i)]] = len(src) - 1
+                    reads.append((i, len(src) - 1))
+                    continue
+                if p not in total:
+                    src.append(p)
+                    total[p] = len(src) - 1
+                reads.append((i, total[p]))
         if self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
             if n - 1 not in total:
                 src.append(n - 1)
                 total[n - 1] = len(src) - 1
             reads.append((0, total[n - 1]))
         start = np.zeros(n, np.bool_)
-        start[0] = True
+        start[:self._first_required() + 1] = True  # optional parts first: a trend may start after them
         final = np.zeros(n, np.bool_)
-        final[n - 1] = True
+        final[self._last_required():] = True
         table = np.zeros((n, len(src)), np.bool_)
         for i, j in reads:
             table[i, j] = True
@@ -251,34 +270,14 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if isinstance(pattern, ast.Repeat) and isinstance(pattern.inner, ast.EventPattern) and pattern.lo >= 1:
         iterations = (pattern.lo, pattern.hi)  # `X{n,m}`: one Kleene state, a lane per iteration count
         pattern = ast.Kleene(pattern.inner)
-    parts = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
-    neg = trail = None
-    if isinstance(parts[0], ast.Not):  # leading NOT of one event: a bound on where trends may start
-        neg = _negated(parts.pop(0), "a leading")
-    if isinstance(parts[-1], ast.Not):  # trailing NOT of one event: a bound on where trends may end
-        trail = _negated(parts.pop(), "a trailing")
-    states: list[State] = []
-    mids: list[tuple[int, State]] = []
-    negseqs: list[tuple[int, tuple[State, ...]]] = []
-    for part in parts:
-        if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
-            negseqs.append((len(states) - 1, _negated_seq(part.inner)))
-            continue
-        if isinstance(part, ast.Not):  # between two positive parts: a generation store
-            mids.append((len(states) - 1, _negated(part, "a middle")))
-            continue
-        if isinstance(part, ast.Repeat):
-            raise Unsupported("a counted or optional repetition ({n,m}, ?, *) inside a SEQ or of a group")
-        kleene = isinstance(part, ast.Kleene)
-        while isinstance(part, ast.Kleene):
-            part = part.inner
-        if isinstance(part, ast.Not):
-            raise Unsupported("negation under a Kleene plus")
-        if not isinstance(part, ast.EventPattern):
-            raise Unsupported("a Kleene plus or SEQ over more than one event type")
-        states.append(State(part.alias, part.type, kleene))
+    parts: list[ast.Pattern] = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
+    neg, lead_seq = _end_not(parts, 0, "a leading")  # a bound on where trends start
+    trail, trail_seq = _end_not(parts, -1, "a trailing")  # a bound on where trends end
+    states, mids, negseqs = _positions(parts)
+    if loop and any(s.optional for s in states):
+        raise Unsupported("an optional part under a Kleene plus")
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
-            *(p for _, ps in negseqs for p in ps)]
+            *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
     positive = frozenset(s.alias for s in states)
     negated = frozenset(n.alias for n in negs)
     run_attrs = []
@@ -309,9 +308,9 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
             raise Unsupported("an edge predicate of a negated alias")
         i, j = index[x], index[y]
-        if i == j and not states[i].kleene or i != j and j != i + 1:
+        if i == j and not states[i].kleene or i != j and (j < i or any(not s.optional for s in states[i + 1:j])):
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
-        by_pair.setdefault((i, j), []).append(_conjunct(e))
+        by_pair.setdefault((i, j), []).append(conjunct(e))
     for k, (i, _) in enumerate(negseqs):
         by_pair.setdefault((i, i + 1), []).append((((NOT_SEQ, ast.Literal(k), ast.Literal(k)),),))
     edge, edge_state = None, -1
@@ -332,51 +331,73 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations,
-                      tuple(negseqs))
+                      tuple(negseqs), lead_seq, trail_seq)
+
+
+def _end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
+    """A leading (`at` 0) or trailing (-1) NOT taken off `parts`: (its event, or its SEQ's events)."""
+    part = parts[at]
+    if not isinstance(part, ast.Not):
+        return None, ()
+    parts.pop(at)
+    if isinstance(part.inner, ast.Seq):
+        return None, _negated_seq(part.inner)
+    return _negated(part, where), ()
+
+
+def _positions(parts: list[ast.Pattern]) -> tuple[list[State], list[tuple[int, State]],
+                                                  list[tuple[int, tuple[State, ...]]]]:
+    """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i)."""
+    states: list[State] = []
+    mids: list[tuple[int, State]] = []
+    negseqs: list[tuple[int, tuple[State, ...]]] = []
+    for part in parts:
+        if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
+            negseqs.append((len(states) - 1, _negated_seq(part.inner)))
+            continue
+        if isinstance(part, ast.Not):  # between two positive parts: a generation store
+            mids.append((len(states) - 1, _negated(part, "a middle")))
+            continue
+        optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
+        if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
+            assert isinstance(part, ast.Repeat)
+            part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
+        if isinstance(part, ast.Repeat):
+            raise Unsupported("a counted repetition ({n,m}, {0,m} with m > 1) inside a SEQ or of a group")
+        kleene = isinstance(part, ast.Kleene)
+        while isinstance(part, ast.Kleene):
+            part = part.inner
+        if isinstance(part, ast.Not):
+            raise Unsupported("negation under a Kleene plus")
+        if not isinstance(part, ast.EventPattern):
+            raise Unsupported("a Kleene plus or SEQ over more than one event type")
+        states.append(State(part.alias, part.type, kleene, optional))
+    return states, mids, negseqs
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]]) -> list[Scan]:
     """A scanned store for every transition, with its edge predicates or none: under the stricter
     strategies a predecessor is admitted vertex by vertex, and each transition takes its own
     (a Kleene state's loop and its step to the next state read two stores)."""
-    pairs = [(i, i) for i, s in enumerate(states) if s.kleene] + [(i - 1, i) for i in range(1, len(states))]
+    pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
+    pairs += [(p, i) for i in range(1, len(states)) for p in _before(states, i)]
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
 
 
-Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
-MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
-
-
-def _conjunct(e: ast.Expr) -> Conjunct:
-    """An edge predicate as an OR of ANDs of comparisons `f(X) op g(NEXT(Y))`, or `Unsupported`."""
-    clauses = _dnf(e)
-    if sum(len(c) for c in clauses) > MAX_COMPARISONS:
-        raise Unsupported(f"an edge predicate of more than {MAX_COMPARISONS} comparisons written out as an OR of ANDs")
-    out = []
-    for clause in clauses:
-        sides = tuple(edge_sides(c, unequal=True) for c in clause)
-        if any(side is None for side in sides):
-            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
-        out.append(tuple(side for side in sides if side is not None))
-    return tuple(out)
-
-
-def _dnf(e: ast.Expr) -> list[list[ast.Expr]]:
-    """`e`'s clauses (OR-ed) of comparisons (AND-ed)."""
-    if isinstance(e, ast.Binary) and e.op == "OR":
-        return _dnf(e.left) + _dnf(e.right)
-    if isinstance(e, ast.Binary) and e.op == "AND":
-        right = _dnf(e.right)
-        return [a + b for a in _dnf(e.left) for b in right]
-    return [[e]]
+def _before(states: Sequence[State], i: int) -> list[int]:
+    """The states right before state i > 0 on a trend (`KernelPlan.predecessors`)."""
+    out = [i - 1]
+    while out[-1] > 0 and states[out[-1]].optional:
+        out.append(out[-1] - 1)
+    return out
 
 
 def _scan(i: int, j: int, conjuncts: list[Conjunct]) -> Scan:
     """The scanned store of the predicates `conjuncts` from state i to state j."""
     edges: list[tuple[str, ast.Expr, ast.Expr]] = []
     where: list[tuple[int, int]] = []
-    for k, conjunct in enumerate(conjuncts):
-        for c, clause in enumerate(conjunct):
+    for k, clauses in enumerate(conjuncts):
+        for c, clause in enumerate(clauses):
             edges += clause
             where += [(k, c)] * len(clause)
     return Scan(i, j, tuple(edges), tuple(where))
@@ -404,11 +425,14 @@ def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
 
 
 def _negated(part: ast.Pattern, where: str) -> State:
-    """The one event of a NOT part, or `Unsupported`."""
+    """The one event of a NOT part (`NOT C+` is `NOT C`: one event of it makes a match), or `Unsupported`."""
     assert isinstance(part, ast.Not)
-    if not isinstance(part.inner, ast.EventPattern):
+    inner = part.inner
+    while isinstance(inner, ast.Kleene):
+        inner = inner.inner
+    if not isinstance(inner, ast.EventPattern):
         raise Unsupported(f"{where} NOT of more than one event")
-    return State(part.inner.alias, part.inner.type, False)
+    return State(inner.alias, inner.type, False)
 
 
 def _pair(e: ast.Expr, states: list[State]) -> tuple[str, str]:

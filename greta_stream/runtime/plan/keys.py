@@ -14,6 +14,7 @@ from typing import Any
 from greta_stream.compiler.expressions import format_expr
 from greta_stream.engine.columnar import KernelPlan
 from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.columnar.plan import State
 from greta_stream.engine.columnar.union import union_key
 from greta_stream.query import ast
 from greta_stream.runtime.spec import RunSpec
@@ -31,19 +32,34 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     def canon(e: ast.Expr) -> str:
         return format_expr(_renamed(e, index, single))
 
-    edges = tuple((op, canon(x), canon(y)) for op, x, y in plan.all_edges)
+    def kinds(states: tuple[State, ...]) -> tuple[tuple[str, bool, bool], ...]:
+        return tuple((s.type, s.kleene, s.optional) for s in states)
+
+    def edges(es: tuple[tuple[str, ast.Expr, ast.Expr], ...]) -> tuple[tuple[str, str, str], ...]:
+        return tuple((op, canon(x), canon(y)) for op, x, y in es)
+
     # Validation may differ (one query aggregates an attribute another does not read):
     # the family validates with what any of them asks and splits at the first record
     # they would judge differently (`ColumnarStream._judged`).
     return (
-        tuple((s.type, s.kleene) for s in plan.states), None if plan.neg is None else plan.neg.type,
+        kinds(plan.states), None if plan.neg is None else plan.neg.type,
         None if plan.trail is None else plan.trail.type, tuple((i, n.type) for i, n in plan.mids),
-        edges, plan.edge_state, tuple(sorted((i, canon(e)) for i, e in plan.local)),
+        tuple((i, kinds(parts)) for i, parts in plan.negseqs), kinds(plan.lead_seq), kinds(plan.trail_seq), plan.loop,
+        edges((plan.edge,) if plan.edge else ()), plan.edge_state,
+        tuple((sc.src, sc.dst, edges(sc.edges), sc.groups) for sc in plan.scans),
+        tuple(sorted((i, canon(e)) for i, e in plan.local)),
         frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots
         tuple(spec.query.group_by), plan.strategy, plan.iterations,
     )
+
+
+# The plan's fields `family_key` holds (all but the query itself and its window spec, which may differ
+# within a family): a new field of `KernelPlan` goes in the key or says here why it need not.
+FAMILY_FIELDS = frozenset({"states", "neg", "trail", "mids", "negseqs", "lead_seq", "trail_seq", "loop", "edge",
+                           "edge_state", "scans", "local", "part_attrs", "strategy", "iterations"})
+NOT_FAMILY_FIELDS = frozenset({"cq", "within", "slide"})
 
 
 def union_group_key(spec: RunSpec) -> tuple[Any, ...] | None:

@@ -1,0 +1,35 @@
+"""Edge predicates as the columnar plan holds them: an OR of ANDs of comparisons `f(X) op g(NEXT(Y))`
+(`conjunct`), each clause admitting a predecessor when all its comparisons hold."""
+
+from __future__ import annotations
+
+from greta_stream.compiler.expressions import edge_sides
+from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.query import ast
+
+Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
+MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
+
+
+def conjunct(e: ast.Expr) -> Conjunct:
+    """An edge predicate as an OR of ANDs of comparisons `f(X) op g(NEXT(Y))`, or `Unsupported`."""
+    clauses = _dnf(e)
+    if sum(len(c) for c in clauses) > MAX_COMPARISONS:
+        raise Unsupported(f"an edge predicate of more than {MAX_COMPARISONS} comparisons written out as an OR of ANDs")
+    out = []
+    for clause in clauses:
+        sides = tuple(edge_sides(c, unequal=True) for c in clause)
+        if any(side is None for side in sides):
+            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
+        out.append(tuple(side for side in sides if side is not None))
+    return tuple(out)
+
+
+def _dnf(e: ast.Expr) -> list[list[ast.Expr]]:
+    """`e`'s clauses (OR-ed) of comparisons (AND-ed)."""
+    if isinstance(e, ast.Binary) and e.op == "OR":
+        return _dnf(e.left) + _dnf(e.right)
+    if isinstance(e, ast.Binary) and e.op == "AND":
+        right = _dnf(e.right)
+        return [a + b for a in _dnf(e.left) for b in right]
+    return [[e]]
