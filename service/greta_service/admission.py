@@ -73,6 +73,8 @@ class Admission:
 
         def state_bytes(self, query_id: str, persisted: dict[str, int] | None = None) -> int: ...
 
+        def states_bytes(self, query_ids: list[str]) -> int: ...
+
     def compile(self, text: str, mode: str | None = None) -> RunSpec:
         """The query's run spec with its mode resolved; raises ServiceError (422) with every problem."""
         if len(text) > self.settings.max_query_chars:
@@ -120,7 +122,9 @@ class Admission:
 
     def _admit(self, rec: QueryRecord, query: Any, replacing: str | None) -> None:
         """The checks of `rec` against the other queries: Delta tables, limits, budget, name (under `lock`)."""
-        others = [r for r in self.store.list_queries() if r.id != replacing and r.name != rec.name]
+        registered = [r for r in self.store.list_queries() if r.id != replacing]  # one read: a change costs
+        # a pass over the registered queries, not one per check
+        others = [r for r in registered if r.name != rec.name]
         shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
                                       for r in others for s in (*r.sinks, *([r.dead_letter] if r.dead_letter else []))
                                       if s.get("format") == "delta"]
@@ -134,15 +138,16 @@ class Admission:
                                                               self.settings.data_dir)])
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        self._limits(rec, replacing)
+        self._limits(rec, registered)
 
-    def _limits(self, rec: QueryRecord, replacing: str | None = None) -> None:
+    def _limits(self, rec: QueryRecord, registered: list[QueryRecord]) -> None:
+        """Shards, operator, CET and the state budget against the `registered` queries (but the one replaced)."""
         s = self.settings
         shards = rec.options.get("shards")
         if shards is not None and shards > s.max_shards:
             raise config_error(f"shards = {shards} is over the limit of {s.max_shards} (max_shards)")
         key = stream_key(rec)
-        others = [q for q in self.store.list_queries() if q.id != replacing and stream_key(q) == key]
+        others = [q for q in registered if stream_key(q) == key]
         for option, what in (("shards", "shards"), ("operator", "as its operator")):
             asked, stream = rec.options.get(option), stream_setting(self.checkpoint(key), others, option)
             if asked is not None and stream is not None and asked != stream:
@@ -152,9 +157,8 @@ class Admission:
         trends = rec.options.get("max_trends")
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
-        existing = [q for q in self.store.list_queries() if q.id != replacing]
-        persisted = self.store.state_bytes()
-        used = sum(self.state_bytes(q.id, persisted) for q in existing)
+        existing = registered
+        used = self.states_bytes([q.id for q in existing])
         if used >= s.state_budget_bytes:
             raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
                                     f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")

@@ -84,7 +84,8 @@ class _QueryCollector(Collector):
             by_status.add_metric([status], statuses.count(status))
         yield by_status
         persisted = self.registry.store.state_bytes()
-        progress = {r.id: self.registry.progress(r, persisted) for r in records}
+        handles = self.registry.handles()
+        progress = {r.id: self.registry.progress(r, persisted, handles) for r in records}
         labels = ["id", "query", "stream"]
 
         def values(r: Any) -> list[str]:

@@ -80,15 +80,16 @@ class Monitoring:
         if name.startswith(STREAM_PREFIX):
             self.stream_progress.setdefault(name[len(STREAM_PREFIX):], StreamProgress()).observe(report)
 
-    def progress(self, rec: QueryRecord, persisted: dict[str, int] | None = None) -> dict[str, Any]:
+    def progress(self, rec: QueryRecord, persisted: dict[str, int] | None = None,
+                 handles: dict[str, StreamHandle] | None = None) -> dict[str, Any]:
         """A query's progress: its stream's latest reports (kept as they come: no call into
-        Spark) and the store's counts."""
-        handle = self.stream_of(rec.id)
+        Spark) and the store's counts. `handles`: each query's stream (`handles`), when many are read."""
+        handle = self.stream_of(rec.id) if handles is None else handles.get(rec.id)
         out = progress(self.stream_progress.get(handle.key) if handle is not None else None, self.store.counts(rec.id))
         if out.get("watermark_s") is not None:  # the stream's latest event time less the query's own lateness
             lateness = rec.options.get("lateness_s", rec.options.get("watermark_delay_s")) or 0
             out["watermark_s"] -= float(lateness)
-        out["state_bytes"] = self.state_bytes(rec.id, persisted)
+        out["state_bytes"] = self._bytes(rec.id, handle, persisted)
         writer = handle.writer.writers.get(rec.id) if handle is not None else None
         spool = writer.spool if writer is not None else Spool(self.checkpoint(stream_key(rec)) / "queries" / rec.id
                                                               / "spool")
@@ -137,10 +138,21 @@ class Monitoring:
         """The bytes a query's state takes: as its running stream's shards last reported
         them, else as its last batch left them (stored: a stopped, restarted or patched
         query keeps counting). A state that queries share counts once, split between them."""
-        handle = self.stream_of(query_id)
+        return self._bytes(query_id, self.stream_of(query_id), persisted)
+
+    def _bytes(self, query_id: str, handle: StreamHandle | None, persisted: dict[str, int] | None) -> int:
         if handle is not None and handle.writer.knows(query_id):
             return handle.writer.state_bytes(query_id)
         return (persisted if persisted is not None else self.store.state_bytes()).get(query_id, 0)
+
+    def handles(self) -> dict[str, StreamHandle]:
+        """The stream of each query that runs on one, in one pass over the streams."""
+        return {q: h for h in list(self.streams.values()) for q in h.query_ids}
+
+    def states_bytes(self, query_ids: list[str]) -> int:
+        """`state_bytes` of the queries summed, finding each one's stream in one pass over the streams."""
+        handles, persisted = self.handles(), self.store.state_bytes()
+        return sum(self._bytes(q, handles.get(q), persisted) for q in query_ids)
 
     def monitor_once(self) -> None:
         """Restart streams that died (or fail their queries), and fail queries whose state is over the limit."""

@@ -223,9 +223,10 @@ class Registry(Admission, Monitoring):
     def stream_of(self, query_id: str) -> StreamHandle | None:
         return next((h for h in self.streams.values() if query_id in h.query_ids), None)
 
-    def _members(self, key: str) -> list[QueryRecord]:
-        """The queries that should run on stream `key` now, in registration order."""
-        recs = [r for r in self.store.list_queries()
+    def _members(self, key: str, recs: list[QueryRecord] | None = None) -> list[QueryRecord]:
+        """The queries that should run on stream `key` now (of `recs`, default: every registered one),
+        in registration order."""
+        recs = [r for r in (self.store.list_queries() if recs is None else recs)
                 if stream_key(r) == key and r.desired == "running" and r.status != "failed"]
         return sorted(recs, key=lambda r: r.created_at)
 
@@ -234,10 +235,10 @@ class Registry(Admission, Monitoring):
         when it runs and can take the change (`runner.change_stream`), else by restarting it.
         It resumes from its checkpoint, each query that ran on it keeps its state, a new
         query starts at the stream's position. Raises when the stream cannot start."""
-        members = self._members(key)
+        mine = [r for r in self.store.list_queries() if stream_key(r) == key]
+        members = self._members(key, mine)
         # stopped and failed queries keep their state in the stream, to go on from it when started again
-        paused_recs = [r for r in self.store.list_queries()
-                       if stream_key(r) == key and (r.status == "failed" or r.desired == "stopped")]
+        paused_recs = [r for r in mine if r.status == "failed" or r.desired == "stopped"]
         paused = tuple(r.id for r in paused_recs)
         specs = dict(specs or {})
         for rec in members:

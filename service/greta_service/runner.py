@@ -21,6 +21,7 @@ Built on the public pieces of `greta_stream.spark` only (`read_source`,
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -70,8 +71,24 @@ def stream_key(rec: QueryRecord) -> str:
     """The stream a query runs on: one per (source, field names); a backfill has its own."""
     if rec.options.get("backfill"):
         return f"backfill-{rec.id}"
-    text = json.dumps({"source": rec.source, "fields": rec.options.get("fields") or {}}, sort_keys=True, default=str)
-    return "source-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    fields = rec.options.get("fields") or {}
+    known = _KEYS.get(id(rec.source))
+    # a record's copies share its source (`Store.list_queries` copies records, not their dicts): the key
+    # computed once serves each, checked against a copy of what it was computed from
+    if known is not None and known[0] is rec.source and known[1] == rec.source and known[2] == fields:
+        return known[3]
+    text = json.dumps({"source": rec.source, "fields": fields}, sort_keys=True, default=str)
+    key = "source-" + hashlib.sha256(text.encode()).hexdigest()[:12]
+    if len(_KEYS) >= MAX_KEYS:
+        _KEYS.clear()
+    _KEYS[id(rec.source)] = (rec.source, copy.deepcopy(rec.source), copy.deepcopy(fields), key)
+    return key
+
+
+# id(source dict) -> (that dict, a copy of it, the field names, its stream key); the dict is held, so its id
+# names no other object while it is here
+_KEYS: dict[int, tuple[dict[str, Any], dict[str, Any], Any, str]] = {}
+MAX_KEYS = 100_000
 
 
 @dataclass

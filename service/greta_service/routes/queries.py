@@ -7,6 +7,7 @@ FastAPI runs them in its thread pool (Spark and SQLite calls block).
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 from fastapi import APIRouter, Response, status
 
@@ -36,14 +37,15 @@ def query_columns(text: str, mode: str) -> tuple[list[str], list[str]]:
     return spec.columns, list(spec.group_columns)
 
 
-def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] | None = None) -> QueryInfo:
+def query_info(registry: Registry, rec: QueryRecord, persisted: dict[str, int] | None = None,
+               handles: dict[str, Any] | None = None) -> QueryInfo:
     status, error = registry.status(rec)
     return QueryInfo(
         id=rec.id, name=rec.name, text=rec.text, mode=rec.mode, status=status, error=error,  # type: ignore[arg-type]
         source=rec.source, sinks=rec.sinks, dead_letter=rec.dead_letter, options=rec.options,
         columns=query_columns(rec.text, rec.mode)[0], group_columns=query_columns(rec.text, rec.mode)[1],
         created_at=rec.created_at,
-        progress=Progress(**registry.progress(rec, persisted)),
+        progress=Progress(**registry.progress(rec, persisted, handles)),
     )
 
 
@@ -86,7 +88,8 @@ def _deprecated(options: QueryOptions, response: Response) -> list[str]:
 def list_queries(registry: RegistryDep) -> QueryList:
     """Every registered query with its status and progress."""
     persisted = registry.store.state_bytes()  # read once for the whole list
-    return QueryList(queries=[query_info(registry, r, persisted) for r in registry.store.list_queries()])
+    handles = registry.handles()
+    return QueryList(queries=[query_info(registry, r, persisted, handles) for r in registry.store.list_queries()])
 
 
 @router.get("/{query_id}", responses=errors(404))
