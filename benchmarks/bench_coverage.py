@@ -103,6 +103,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "optional": ("AVG(S.price)", "SEQ(Stock A, Halt H?, Stock S+)", EDGE),
     "lead-not-seq": ("AVG(S.price)", "SEQ(NOT SEQ(Halt C, Halt D), Stock S+)", EDGE),
     "trail-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D))", EDGE),
+    "nested-not": ("AVG(A.price)", "(SEQ(Stock A+, NOT Halt H, Stock B))+", "A.price > NEXT(A).price"),
 }
 
 

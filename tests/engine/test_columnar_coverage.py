@@ -31,6 +31,7 @@ UNCOVERED = [
 
 # Shapes the columnar engine took over from the general engine: same rows as both it and the oracle.
 WIDENED = [
+    "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, NOT C c, B b))+ WHERE a.v < NEXT(a).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, D d), A a+) WITHIN 10 s",
     "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, B b, NOT SEQ(C c+, D d)) WITHIN 10 s SLIDE 2 s",
     "RETURN COUNT(*), MAX(b.v) PATTERN SEQ(A a, B b?, C c) WHERE a.v < NEXT(c).v WITHIN 10 s",

@@ -1,4 +1,5 @@
-"""A Kleene plus over a SEQ (`(SEQ(A+, B))+`, GRETA's template looping back from the SEQ's end to its start)
+"""A Kleene plus over a SEQ (`(SEQ(A+, B))+`, GRETA's template looping back from the SEQ's end to its start;
+middle NOTs of one event or of a SEQ in it, each iteration's)
 on the columnar engine, against the general engine, the oracle and through micro-batches with restores.
 
 Dense streams of two types over a few seconds, so that trends run through several iterations of the SEQ:
@@ -62,3 +63,45 @@ def test_several_iterations_count() -> None:
     events = [{"type": t, "time": i, "v": 0, "f": 0.5, "k": 0, "g": 0, "id": i} for i, t in enumerate("ABAB")]
     rows = evaluate("RETURN COUNT(*) PATTERN (SEQ(A a+, B b))+ WITHIN 10 s", events, engine="columnar")
     assert rows.engine == "columnar" and [r["count"] for r in rows] == [5]
+
+
+NEGATED = [  # (SEQ with middle NOTs, edge predicates it may take): each iteration's steps across its NOTs
+    ("(SEQ(A a+, NOT C c, B b))+", ["a.v < NEXT(a).v", "a.v >= NEXT(b).v"]),
+    ("(SEQ(A a+, NOT SEQ(C c, D d), B b))+", ["a.v > NEXT(a).v"]),
+    ("(SEQ(A a, NOT C c, A b+, NOT D d, B e))+", ["b.v <= NEXT(b).v"]),
+    ("(SEQ(A a+, NOT B c, B b))+", ["a.v != NEXT(a).v"]),  # the negated type is the last part's
+]
+
+
+@st.composite
+def loop_not_query(draw) -> str:  # noqa: ANN001
+    pattern, edges = draw(st.sampled_from(NEGATED))
+    where = [e for e in edges if draw(st.integers(0, 2))] + (["c.v > 1"] if draw(st.booleans()) else [])
+    if draw(st.booleans()):
+        where.append("[k]")
+    within = draw(st.integers(3, 12))
+    return (f"RETURN COUNT(*), SUM(a.v), MAX(a.f) PATTERN {pattern} "
+            + (f"WHERE {' AND '.join(where)} " if where else "") + f"WITHIN {within} s SLIDE {draw(st.integers(1, 3))} s")
+
+
+def negated_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    return dense(types="AAABBCD", n_max=n_max, seconds=14, max_v=4)
+
+
+(test_a_kleene_plus_over_a_seq_with_nots_equals_the_general_engine,
+ test_a_kleene_plus_over_a_seq_with_nots_equals_the_oracle,
+ test_a_kleene_plus_over_a_seq_with_nots_streamed_equals_the_general_engine) = differential_tests(
+    loop_not_query(), negated_events, (150, 60, 40), oracle_events=9)
+
+
+def test_a_not_between_parts_holds_in_every_iteration_but_not_across_the_loop() -> None:
+    """a1 b2 c3 a4 b5: `(SEQ(A, NOT C, B))+` has a1 b2, a4 b5 and a1 b2 a4 b5 (c3 lies between b2 and a4, an
+    adjacency of the loop, not of the SEQ); with c between a4 and b5 instead, only a1 b2."""
+    def count(types: str) -> int:
+        events = [{"type": t, "time": i + 1} for i, t in enumerate(types)]
+        rows = evaluate("RETURN COUNT(*) PATTERN (SEQ(A a, NOT C c, B b))+ WITHIN 10 s", events, engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    assert count("ABCAB") == 3
+    assert count("ABACB") == 1

@@ -4,7 +4,7 @@ A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
 once or Kleene, optional or not (`X?`, `X*`; one event type may stand at
 several positions), with a leading, a trailing and middle `NOT`s of one event
 each or of a SEQ of single events (`negseqs.py`), or a Kleene plus over such
-a SEQ without NOTs or optional parts (`(SEQ(A+, B))+`); partitions by any
+a SEQ without optional parts (`(SEQ(A+, B))+`, its middle NOTs each iteration's); partitions by any
 GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
 of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
@@ -261,8 +261,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         while isinstance(inner, ast.Kleene):
             inner = inner.inner
         if isinstance(inner, ast.Seq):
-            if any(isinstance(p, ast.Not) for p in inner.parts):
-                raise Unsupported("negation under a Kleene plus")
+            if isinstance(inner.parts[0], ast.Not) or isinstance(inner.parts[-1], ast.Not):
+                raise Unsupported("a leading or trailing NOT under a Kleene plus")  # middle ones: each iteration's
             pattern, loop = inner, True
     if loop and q.strategy != ast.ANY_MATCH:
         raise Unsupported(f"a Kleene plus over a SEQ under SEMANTICS {q.strategy}")
