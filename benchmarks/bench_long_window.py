@@ -86,7 +86,10 @@ half if none do); ``state B``: median state bytes per steady batch;
 ``fill B/b``: their growth per batch while the window fills (least-squares
 slope); ``RSS MB``; ``B/kept`` = RSS / kept events (a fixed 150-800 MB of
 interpreters and libraries is in it); ``Δ B/kept`` (engine): (RSS at the
-end - RSS before the first batch) / kept; ``headroom x``: steady event
+end - RSS before the first batch - the bytes of the map state's values,
+which stand in for Spark's state store and live in its JVM) / kept, the
+worker's memory per kept event, and beside it (``store B/kept``) the state
+store's bytes per kept event; ``headroom x``: steady event
 seconds / their summed batch seconds; ``wall x`` (run): all event seconds /
 wall seconds from the first batch's start to the last batch's end (from
 when the progress lines arrived: startup left out, time between batches
@@ -199,7 +202,7 @@ QUERIES = {q.name: q for q in [
 COMPANIES, SECTORS = 100, 10
 COLUMNS = [("mode", 6), ("window", 6), ("slide", 5), ("rate ev/s", 9), ("ev/batch", 8), ("batches", 7),
            ("kept ev", 10), ("med ms", 8), ("max ms", 8), ("state B", 11), ("fill B/b", 9), ("RSS MB", 7),
-           ("B/kept", 7), ("Δ B/kept", 8), ("headroom x", 10), ("wall x", 7), ("note", 4)]
+           ("B/kept", 7), ("Δ B/kept", 8), ("store B/kept", 12), ("headroom x", 10), ("wall x", 7), ("note", 4)]
 TARGET_RATIO = 1.5  # the bound on long / short window (state bytes per batch, batch ms)
 
 
@@ -325,7 +328,7 @@ def engine_child(conn: Any, case: Case, seed: int, shards: int, operator: str = 
         conn.send(("batch", {"events": int(cols["time"].size), "ms": ms, "rows": rows, "state": written}))
         if cols["time"].size:
             watermark_ms = max(watermark_ms, math.floor(float(cols["time"][-1]) * 1000))
-    conn.send(("end", {"rss": vm_rss(), "rss0": rss0,
+    conn.send(("end", {"rss": vm_rss(), "rss0": rss0, "store": sum(len(v) for c in chunks for v in c.values()),
                        "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
@@ -565,7 +568,10 @@ def summarize(case: Case, result: dict[str, Any], mode: str) -> dict[str, Any]:
     rss = result.get("rss")
     fig["rss_mb"] = rss / 2**20 if rss else None
     fig["bytes_per_kept"] = rss / case.kept if rss else None
-    fig["delta_bytes_per_kept"] = (rss - result["rss0"]) / case.kept if rss and result.get("rss0") else None
+    # the map state's values stand in for Spark's state store (RocksDB, in the JVM): not the worker's memory
+    store = result.get("store") or 0
+    fig["delta_bytes_per_kept"] = (rss - result["rss0"] - store) / case.kept if rss and result.get("rss0") else None
+    fig["store_bytes_per_kept"] = store / case.kept if result.get("rss0") else None
     fig["headroom"] = case.batch_s * len(ms) / (sum(ms) / 1000) if ms and sum(ms) else None
     wall = result.get("wall_s")
     fig["wall_headroom"] = min(case.duration_s, case.batch_s * len(batches)) / wall if wall else None
@@ -590,7 +596,7 @@ def row(fig: dict[str, Any]) -> list[str]:
             _num(fig["events_per_batch"]), str(fig["batches_done"]), _num(fig["kept"]), _num(fig["median_ms"], ",.1f"),
             _num(fig["max_ms"], ",.1f"), _num(fig["state_bytes"]), _num(fig["fill_bytes_per_batch"]),
             _num(fig["rss_mb"]), _num(fig["bytes_per_kept"]), _num(fig["delta_bytes_per_kept"]),
-            _num(fig["headroom"], ",.2f"), _num(fig["wall_headroom"], ",.2f"), note]
+            _num(fig.get("store_bytes_per_kept")), _num(fig["headroom"], ",.2f"), _num(fig["wall_headroom"], ",.2f"), note]
 
 
 def targets(figs: list[dict[str, Any]], query: str = "q1") -> list[str]:
