@@ -14,6 +14,8 @@ from columnar_support import differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
+from greta_stream.query import ast
+
 PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a"), ("A a+", "B b+")]
 EDGES = ["", "a.v > NEXT(a).v", "b.v <= NEXT(b).v", "a.v < NEXT(b).v", "(a.v > NEXT(a).v OR a.f < NEXT(a).f)"]
 AGGS = ["COUNT(*)", "SUM(a.v)", "MAX(a.f)", "MIN(b.v)", "AVG(b.f)", "COUNT(a)"]
@@ -35,7 +37,8 @@ def loop_query(draw) -> str:  # noqa: ANN001
     slide = draw(st.integers(1, within))
     seq = f"SEQ({', '.join(parts)})"
     pattern = f"({seq})+" if draw(st.integers(0, 3)) else seq  # mostly the loop; the SEQ alone, densely
-    return (f"RETURN {group + ', ' if group else ''}{', '.join(aggs)} PATTERN {pattern} "
+    strategy = draw(st.sampled_from(ast.STRATEGIES))  # the loop's step back is a transition of its own
+    return (f"RETURN {group + ', ' if group else ''}{', '.join(aggs)} PATTERN {pattern} SEMANTICS {strategy} "
             + (f"WHERE {' AND '.join(where)} " if where else "")
             + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 
@@ -80,7 +83,8 @@ def loop_not_query(draw) -> str:  # noqa: ANN001
     if draw(st.booleans()):
         where.append("[k]")
     within = draw(st.integers(3, 12))
-    return (f"RETURN COUNT(*), SUM(a.v), MAX(a.f) PATTERN {pattern} "
+    strategy = draw(st.sampled_from(ast.STRATEGIES))
+    return (f"RETURN COUNT(*), SUM(a.v), MAX(a.f) PATTERN {pattern} SEMANTICS {strategy} "
             + (f"WHERE {' AND '.join(where)} " if where else "") + f"WITHIN {within} s SLIDE {draw(st.integers(1, 3))} s")
 
 

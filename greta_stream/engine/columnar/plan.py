@@ -233,7 +233,11 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        if self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
+        if self.loop and (n - 1, 0) in scan_of:  # under a stricter strategy: a scanned store of its own
+            src.append(n - 1)
+            scanned[scan_of[(n - 1, 0)]] = len(src) - 1
+            reads.append((0, len(src) - 1))
+        elif self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
             if n - 1 not in total:
                 src.append(n - 1)
                 total[n - 1] = len(src) - 1
@@ -264,8 +268,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             if isinstance(inner.parts[0], ast.Not) or isinstance(inner.parts[-1], ast.Not):
                 raise Unsupported("a leading or trailing NOT under a Kleene plus")  # middle ones: each iteration's
             pattern, loop = inner, True
-    if loop and q.strategy != ast.ANY_MATCH:
-        raise Unsupported(f"a Kleene plus over a SEQ under SEMANTICS {q.strategy}")
     iterations = None
     if isinstance(pattern, ast.Repeat) and isinstance(pattern.inner, ast.EventPattern) and pattern.lo >= 1:
         iterations = (pattern.lo, pattern.hi)  # `X{n,m}`: one Kleene state, a lane per iteration count
@@ -323,7 +325,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         else:
             scans.append(_scan(i, j, conjuncts))
     if q.strategy != ast.ANY_MATCH:
-        edge, edge_state, scans = None, -1, _every_transition(states, by_pair)
+        edge, edge_state, scans = None, -1, _every_transition(states, by_pair, loop)
     within, slide = cq.window.within, cq.window.slide
     den = math.lcm(within.denominator, slide.denominator)
     if den > MAX_WINDOW_DEN or 10**6 % den:
@@ -375,12 +377,15 @@ def _positions(parts: list[ast.Pattern]) -> tuple[list[State], list[tuple[int, S
     return states, mids, negseqs
 
 
-def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]]) -> list[Scan]:
+def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
+                      loop: bool) -> list[Scan]:
     """A scanned store for every transition, with its edge predicates or none: under the stricter
     strategies a predecessor is admitted vertex by vertex, and each transition takes its own
-    (a Kleene state's loop and its step to the next state read two stores)."""
+    (a Kleene state's loop and its step to the next state read two stores; with a Kleene plus over
+    the SEQ, its step from the last state back to the first too)."""
     pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
     pairs += [(p, i) for i in range(1, len(states)) for p in _before(states, i)]
+    pairs += [(len(states) - 1, 0)] if loop else []
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
 
 
