@@ -26,10 +26,28 @@ def conjunct(e: ast.Expr) -> Conjunct:
 
 
 def _dnf(e: ast.Expr) -> list[list[ast.Expr]]:
-    """`e`'s clauses (OR-ed) of comparisons (AND-ed)."""
+    """`e`'s clauses (OR-ed) of comparisons (AND-ed); a NOT goes down to the comparisons (De Morgan)."""
+    if isinstance(e, ast.Unary) and e.op == "NOT":
+        e = _negation(e.operand)
     if isinstance(e, ast.Binary) and e.op == "OR":
         return _dnf(e.left) + _dnf(e.right)
     if isinstance(e, ast.Binary) and e.op == "AND":
         right = _dnf(e.right)
         return [a + b for a in _dnf(e.left) for b in right]
     return [[e]]
+
+
+_OPPOSITE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "=": "!=", "!=": "="}
+
+
+def _negation(e: ast.Expr) -> ast.Expr:
+    """`NOT e` without the NOT where it goes down to comparisons, which it turns around: the columnar engine
+    compares finite numbers only (a NaN hands the run to the general engine), where `NOT (a > b)` is
+    `a <= b`; else `NOT e` as it was."""
+    if isinstance(e, ast.Binary) and e.op in ("AND", "OR"):
+        return ast.Binary("OR" if e.op == "AND" else "AND", _negation(e.left), _negation(e.right), e.span)
+    if isinstance(e, ast.Binary) and e.op in _OPPOSITE:
+        return ast.Binary(_OPPOSITE[e.op], e.left, e.right, e.span)
+    if isinstance(e, ast.Unary) and e.op == "NOT":
+        return e.operand
+    return ast.Unary("NOT", e)
