@@ -249,6 +249,9 @@ class QueryInfo(BaseModel):
 
 class QueryList(BaseModel):
     queries: list[QueryInfo]
+    total: int = Field(0, description="registered queries in all (`queries` is a page of them when `limit` is given)")
+    offset: int = 0
+    next_offset: int | None = Field(None, description="the next page's offset; null: this page is the last")
 
 
 class ResultsPage(BaseModel):

@@ -150,6 +150,26 @@ def test_bad_query_answers_422_with_positions_and_registers_nothing(api: httpx.C
     assert r.json()["explain"] == compile_query(Q1).explain()
 
 
+def test_the_list_of_queries_comes_in_pages(api: httpx.Client, q1: dict) -> None:
+    """`GET /queries?limit=&offset=` gives a page of the whole list, in its order, with the total and the
+    next page's offset; a bad page is a 422."""
+    whole = api.get("/queries").json()
+    assert whole["total"] == len(whole["queries"]) >= 1 and whole["next_offset"] is None
+    ids, pages, offset = [q["id"] for q in whole["queries"]], [], 0
+    while offset is not None:
+        r = api.get("/queries", params={"limit": 1, "offset": offset})
+        assert r.status_code == 200, r.text
+        page = r.json()
+        assert page["total"] == len(ids) and page["offset"] == offset and len(page["queries"]) == 1
+        pages += [q["id"] for q in page["queries"]]
+        offset = page["next_offset"]
+    assert pages == ids
+    past = api.get("/queries", params={"limit": 5, "offset": len(ids)})
+    assert past.status_code == 200 and past.json()["queries"] == [] and past.json()["next_offset"] is None
+    assert api.get("/queries", params={"limit": 0}).status_code == 422
+    assert api.get("/queries", params={"offset": -1}).status_code == 422
+
+
 def test_validate_takes_the_body_of_a_registration_and_tells_of_deprecated_names(api: httpx.Client,
                                                                                   service: Service) -> None:
     """The body of `POST /queries` as it is: checked as a registration would be, nothing registered; a

@@ -7,9 +7,9 @@ FastAPI runs them in its thread pool (Spark and SQLite calls block).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from greta_service.registry import Registry
 from greta_service.routes.deps import Mutating, QueryId, RegistryDep, errors
@@ -85,11 +85,17 @@ def _deprecated(options: QueryOptions, response: Response) -> list[str]:
 
 
 @router.get("")
-def list_queries(registry: RegistryDep) -> QueryList:
-    """Every registered query with its status and progress."""
+def list_queries(registry: RegistryDep, limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+                 offset: Annotated[int, Query(ge=0)] = 0) -> QueryList:
+    """Every registered query with its status and progress, in registration order; with `limit`, a page of
+    them from `offset` (`next_offset` names the next page): with thousands of queries, a page reads only
+    its own queries' progress."""
+    records = registry.store.list_queries()
+    end = len(records) if limit is None else min(len(records), offset + limit)
     persisted = registry.store.state_bytes()  # read once for the whole list
     handles = registry.handles()
-    return QueryList(queries=[query_info(registry, r, persisted, handles) for r in registry.store.list_queries()])
+    return QueryList(queries=[query_info(registry, r, persisted, handles) for r in records[offset:end]],
+                     total=len(records), offset=offset, next_offset=end if end < len(records) else None)
 
 
 @router.get("/{query_id}", responses=errors(404))
