@@ -125,9 +125,9 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     positive = np.unique(plan.slot_of_state()[:len(plan.states)])
     inside = np.flatnonzero((kmin <= kmax) & np.isin(prep.state, positive))
     rep, st = expand(plan, prep.state, inside)  # the vertices: one per event and state of its type
-    # contiguous with events that are no vertices (failing their local predicates, negated): each vertex's
+    # contiguous with events that are no vertices (failing their local predicates, negated): each event's
     # previous time stamp from all of them; else the kernel's previous time stamp is the vertices' own
-    floor = previous_stamps(plan, prep, kmin, kmax)[rep] if plan.contiguous and (plan.local or plan.negs) else None
+    stamps = previous_stamps(plan, prep, kmin, kmax) if plan.contiguous and (plan.local or plan.negs) else None
     t, kmin, kmax, kneg, kend = prep.t[rep], kmin[rep], kmax[rep], kneg[rep], kend[rep]
     cols = {a: subset(c, rep) for a, c in prep.cols.items()}
     if plan.local and (plan.shared_slots or plan.contiguous):  # each state's own predicates (contiguous: the
@@ -135,7 +135,6 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
         keep = local_mask(plan, cols, st, slots=False)
         rep, st, t, kmin, kmax, kneg, kend = rep[keep], st[keep], t[keep], kmin[keep], kmax[keep], kneg[keep], kend[keep]
         cols = {a: subset(c, keep) for a, c in cols.items()}
-        floor = floor[keep] if floor is not None else None
     qfrom = None
     if lanes is not None:  # a vertex no query takes (its types, predicates, windows) is left out
         qfrom = lanes.first_windows(st, t, cols, prep)
@@ -160,7 +159,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     order = np.lexsort((t, pid))
     t, kmin, kmax, pid, st, kneg, kend = t[order], kmin[order], kmax[order], pid[order], st[order], kneg[order], kend[order]
     gjoin, gread = gjoin[order], gread[order]
-    flo = first_at(pid, t, floor[order]) if floor is not None else np.full(len(t), -1, np.int64)
+    flo = first_at(pid, t, stamps[rep[order]]) if stamps is not None else np.full(len(t), -1, np.int64)
     cols = {a: subset(c, order) for a, c in cols.items()}
     m = len(t)
     qfrom = kmin[:, None] if qfrom is None else qfrom[order]

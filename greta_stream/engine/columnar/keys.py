@@ -46,8 +46,7 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
     """(key of every event, sorted keys of the events of `NOT n`, the
     partition code of every event, which events the sorted keys are): a key
     is (partition of the common attributes, time rank) as one sortable int."""
-    code = _codes(prep.cols, plan.cq.common, len(prep.t))  # the NOT's partitions
-    _, rank = np.unique(prep.t, return_inverse=True)
+    code, _, rank = partition_times(plan, prep)  # the NOT's partitions
     key = code * (int(rank.max()) + 1) + rank
     is_neg = prep.state == plan.types.index(n.type)
     if plan.shared_slots or plan.contiguous:  # its type stands elsewhere too (or the preparation kept every
@@ -55,6 +54,14 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
         is_neg &= local_mask(plan, prep.cols, np.full(len(prep.t), plan.state_of_neg(n)), slots=False)
     order = np.argsort(key[is_neg], kind="stable")
     return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
+
+
+def partition_times(plan: KernelPlan, prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per prepared event, its partition of the common attributes (the NOTs' partitions) as a code, and
+    the distinct times with each event's rank among them: (code, times, rank)."""
+    code = _codes(prep.cols, plan.cq.common, len(prep.t))
+    times, rank = np.unique(prep.t, return_inverse=True)
+    return code, times, rank.astype(np.int64)
 
 
 def negated_ends(plan: KernelPlan, prep: Prepared) -> np.ndarray:

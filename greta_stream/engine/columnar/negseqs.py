@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from greta_stream.engine.columnar.keys import _codes
+from greta_stream.engine.columnar.keys import partition_times
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
 from greta_stream.engine.timebase import window_bounds
@@ -29,9 +29,7 @@ class Matches:
 
     def __init__(self, plan: KernelPlan, prep: Prepared) -> None:
         self.plan, self.prep = plan, prep
-        self.code = _codes(prep.cols, plan.cq.common, len(prep.t))
-        self.times, self.rank = np.unique(prep.t, return_inverse=True)
-        self.rank = self.rank.astype(np.int64)
+        self.code, self.times, self.rank = partition_times(plan, prep)
 
     def latest_starts(self, parts: tuple[State, ...]) -> np.ndarray:
         """Per event: the time rank of the latest start of a match ending strictly before it (-1: none)."""
