@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 COLUMNS = ["mode", "window", "slide", "rate ev/s", "ev/batch", "batches", "kept ev", "med ms", "max ms", "state B",
-           "fill B/b", "RSS MB", "B/kept", "Δ B/kept", "headroom x", "wall x", "note"]
+           "fill B/b", "RSS MB", "B/kept", "Δ B/kept", "store B/kept", "headroom x", "wall x", "note"]
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +54,7 @@ def test_engine_mode_both_sweeps(bench: Callable[..., str]) -> None:
         assert row["mode"] == "engine" and row["wall x"] == "-", row
         check(row)
         assert 0 < number(row["Δ B/kept"]) < number(row["B/kept"]), row
+        assert 0 < number(row["store B/kept"]) < number(row["B/kept"]), row  # the map state's values
     assert "engine: bytes per kept event (RSS / kept): 30s@40:" in out, out
     assert "engine: headroom of 1h / 1m at 2,000 ev/s: not in this run" in out, out
 
@@ -66,4 +67,4 @@ def test_run_mode_one_small_run(bench: Callable[..., str]) -> None:
     (row,) = rows
     assert [row[c] for c in COLUMNS[:7]] == ["run", "1m", "1s", "40", "800", "5", "2,400"], row
     check(row)
-    assert row["Δ B/kept"] == "-" and number(row["wall x"]) > 0, row
+    assert row["Δ B/kept"] == row["store B/kept"] == "-" and number(row["wall x"]) > 0, row
