@@ -84,9 +84,9 @@ def _deprecated(options: QueryOptions, response: Response) -> list[str]:
     return options.deprecations
 
 
-@router.get("")
+@router.get("", responses=errors(422))
 def list_queries(registry: RegistryDep, limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
-                 offset: Annotated[int, Query(ge=0)] = 0) -> QueryList:
+                 offset: Annotated[int, Query(ge=0, le=2**62)] = 0) -> QueryList:
     """Every registered query with its status and progress, in registration order; with `limit`, a page of
     them from `offset` (`next_offset` names the next page): with thousands of queries, a page reads only
     its own queries' progress."""
