@@ -50,6 +50,15 @@ Mutating endpoints need the `X-API-Key` header when the service has an API key
 query errors carry the 1-based line and column in the query text."""
 
 
+def spark_conf(s: Settings) -> dict[str, str]:
+    """The Spark settings the service's session takes from its own."""
+    # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
+    conf = {"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))}
+    if s.spark_driver_memory:
+        conf["spark.driver.memory"] = s.spark_driver_memory
+    return conf
+
+
 def create_app(settings: Settings | None = None, *, restore_registry: bool = False) -> FastAPI:
     """The service's app; its registry checked first (`ConfigError`: the start is refused, saying what to do),
     and with `restore_registry` an empty or unreadable one restored from its backup. uvicorn's routine lines
@@ -156,10 +165,8 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
         from greta_stream.spark import get_session, on_progress
 
         s = registry.settings
-        # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
         registry.spark = get_session(s.spark_master, app_name="greta-stream-service",
-                                     shuffle_partitions=s.spark_shuffle_partitions,
-                                     conf={"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))})
+                                     shuffle_partitions=s.spark_shuffle_partitions, conf=spark_conf(s))
         def observe(report: dict[str, Any]) -> None:  # every micro-batch of every stream
             metrics.observe(report)
             registry.observe(report)

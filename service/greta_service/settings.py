@@ -40,6 +40,9 @@ class Settings(BaseModel):
     store_url: str | None = Field(None, description="results store; default sqlite:///<data_dir>/greta.sqlite")
     spark_master: str | None = None
     spark_shuffle_partitions: int | None = Field(None, ge=1)
+    spark_driver_memory: str | None = Field(None, pattern=r"^[0-9]+[kmgtKMGT]?$", description="the Spark JVM's "
+                                            "heap (`spark.driver.memory`, e.g. 4g; default Spark's 1g): every "
+                                            "stream's plans and progress live there, so many sources need more")
     log_level: str = "info"
     # Request and query limits.
     max_request_bytes: int = Field(1 << 20, ge=1024)

@@ -210,3 +210,14 @@ def test_a_registration_may_not_write_another_querys_delta_table(tmp_path: Path)
     registry.prepare(request("b", {"format": "delta", "path": "tables/u"}))  # its own table: fine
     registry.prepare(request("a", {"format": "delta", "path": "tables/t"}), replacing=first.id)  # a PATCH of a
     store.close()
+
+
+def test_the_spark_heap_is_a_setting_the_session_takes() -> None:
+    """`spark_driver_memory` goes to the session as `spark.driver.memory` (with many streams the default 1g
+    JVM heap runs out); left out, Spark's default stands; a size that is not one is refused."""
+    from greta_service.app import spark_conf
+
+    assert spark_conf(Settings(spark_driver_memory="4g"))["spark.driver.memory"] == "4g"
+    assert "spark.driver.memory" not in spark_conf(Settings())
+    with pytest.raises(ValueError, match="spark_driver_memory"):
+        Settings(spark_driver_memory="lots")
