@@ -51,3 +51,18 @@ def _negation(e: ast.Expr) -> ast.Expr:
     if isinstance(e, ast.Unary) and e.op == "NOT":
         return e.operand
     return ast.Unary("NOT", e)
+
+
+def edge_pair(e: ast.Expr, only: str | None) -> tuple[str, str]:
+    """(X, Y) of an edge predicate over `X.a` and `NEXT(Y).b` (an unqualified attribute is alias `only`'s,
+    the pattern's one alias)."""
+    x = {r.alias or only for r in ast.expr_refs(e) if not r.next}
+    y = {r.alias or only for r in ast.expr_refs(e) if r.next}
+    if len(x) != 1 or len(y) != 1:
+        raise Unsupported("an edge predicate over more than one pair of aliases")
+    return str(x.pop()), str(y.pop())
+
+
+def is_edge(e: ast.Expr) -> bool:
+    """`e` reads a NEXT: an edge predicate."""
+    return any(r.next for r in ast.expr_refs(e))

@@ -36,7 +36,7 @@ import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
-from greta_stream.engine.columnar.edges import Conjunct, conjunct
+from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -302,11 +302,11 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         return index[alias]
 
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
-    local = tuple((state_of(e), e) for e in conditions if not _is_edge(e))
-    edges = [e for e in conditions if _is_edge(e)]  # the parser splits AND into predicates
+    local = tuple((state_of(e), e) for e in conditions if not is_edge(e))
+    edges = [e for e in conditions if is_edge(e)]  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     for e in edges:
-        x, y = _pair(e, states)
+        x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
             raise Unsupported("an edge predicate of a negated alias")
         i, j = index[x], index[y]
@@ -438,18 +438,3 @@ def _negated(part: ast.Pattern, where: str) -> State:
     if not isinstance(inner, ast.EventPattern):
         raise Unsupported(f"{where} NOT of more than one event")
     return State(inner.alias, inner.type, False)
-
-
-def _pair(e: ast.Expr, states: list[State]) -> tuple[str, str]:
-    """(X, Y) of an edge predicate over `X.a` and `NEXT(Y).b` (an unqualified
-    attribute is the one alias's)."""
-    only = states[0].alias if len(states) == 1 else None
-    x = {r.alias or only for r in ast.expr_refs(e) if not r.next}
-    y = {r.alias or only for r in ast.expr_refs(e) if r.next}
-    if len(x) != 1 or len(y) != 1:
-        raise Unsupported("an edge predicate over more than one pair of aliases")
-    return str(x.pop()), str(y.pop())
-
-
-def _is_edge(e: ast.Expr) -> bool:
-    return any(r.next for r in ast.expr_refs(e))
