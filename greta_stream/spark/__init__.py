@@ -22,13 +22,14 @@ from greta_stream.spark.layout import StreamLayout, read_layout
 from greta_stream.spark.operator import batch_outputs, stream_outputs
 from greta_stream.spark.pipeline import BatchWriter, Spool, StreamWriter, confined, read_source, start, start_stream
 from greta_stream.spark.progress import event_rows, on_progress
-from greta_stream.spark.session import get_session
+from greta_stream.spark.session import forget_session, get_session, jvm_gone
 from greta_stream.spark.shard import end_of_input
 from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
 
 __all__ = [
     "BatchWriter", "batch_outputs", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamLayout",
-    "StreamWriter", "TrendOutputs", "check_session", "end_of_input", "event_rows", "get_session", "on_progress",
+    "StreamWriter", "TrendOutputs", "check_session", "end_of_input", "event_rows", "forget_session", "get_session",
+    "jvm_gone", "on_progress",
     "read_layout", "read_source",
     "Spool", "confined", "start", "start_stream",
     "stream_outputs", "streams", "trend_aggregates",

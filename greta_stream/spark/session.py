@@ -114,6 +114,43 @@ def _quiet_gateway(options: dict[str, str]) -> None:
     SparkContext._ensure_initialized(gateway=gateway)
 
 
+def jvm_gone(spark: SparkSession) -> str | None:
+    """Why the JVM behind `spark` can run nothing more (it exited, or its SparkContext stopped), or None
+    while it can. A JVM this process did not start (spark-submit's) is only asked about its context."""
+    from pyspark import SparkContext
+    proc = getattr(SparkContext._gateway, "proc", None)
+    code = proc.poll() if proc is not None else None
+    if code is not None:
+        return f"Spark's JVM exited with code {code}"
+    try:
+        stopped = spark.sparkContext._jsc.sc().isStopped()  # type: ignore[union-attr]
+    except Exception as exc:  # noqa: BLE001 - a gateway that no longer answers
+        return f"Spark's JVM does not answer: {type(exc).__name__}"
+    return "Spark's context stopped" if stopped else None
+
+
+def forget_session() -> None:
+    """Drop this process's handles on a JVM that is gone or broken (`jvm_gone`): it is killed if it still
+    runs, and the next `get_session` starts a new one. Streams and DataFrames of the old one are dead."""
+    from pyspark import SparkContext
+    from pyspark.sql import SQLContext
+    gateway = SparkContext._gateway
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        with contextlib.suppress(Exception):
+            proc.wait(timeout=30)
+    with contextlib.suppress(Exception):
+        gateway.shutdown()  # type: ignore[union-attr]  # its sockets and callback server
+    with SparkContext._lock:
+        SparkContext._active_spark_context = None
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
+
+
 def _filter_stderr(stream: IO[bytes]) -> None:
     dropped = False
     for line in iter(stream.readline, b""):

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from greta_service.guards import (
     SINK_OPTIONS,
     SOURCE_OPTIONS,
+    Place,
     check_kafka_hosts,
     check_options,
     check_path_given,
@@ -38,6 +39,8 @@ from greta_stream.client import ServiceError
 from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
 from greta_stream.pipeline.validation import RENAMED
+
+MAX_KNOWN_PLACES = 100_000  # records whose places `Admission._places` keeps (then it starts again)
 
 
 def query_error(exc: QueryError) -> ServiceError:
@@ -67,6 +70,7 @@ class Admission:
     settings: Settings
     store: Store
     lock: threading.RLock
+    _known_places: dict[str, tuple[QueryRecord, list[Place]]]  # id -> (the record, its places): `_places`
 
     if TYPE_CHECKING:  # the registry's own (`Registry`, `Monitoring`)
         def checkpoint(self, key: str) -> Path: ...
@@ -122,7 +126,7 @@ class Admission:
 
     def _admit(self, rec: QueryRecord, query: Any, replacing: str | None) -> None:
         """The checks of `rec` against the other queries: Delta tables, limits, budget, name (under `lock`)."""
-        registered = [r for r in self.store.list_queries() if r.id != replacing]  # one read: a change costs
+        registered = [r for r in self.store.records() if r.id != replacing]  # one read: a change costs
         # a pass over the registered queries, not one per check
         others = [r for r in registered if r.name != rec.name]
         shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
@@ -134,11 +138,22 @@ class Admission:
             raise ServiceError(409, shared)
         try:  # no folder written where another is read or written (`guards.check_places`)
             check_places(places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir),
-                         [p for r in others for p in places(r.name, r.source, r.sinks, r.dead_letter,
-                                                              self.settings.data_dir)])
+                         [p for r in others for p in self._places(r)])
         except ConfigError as exc:
             raise config_error(str(exc)) from None
         self._limits(rec, registered)
+
+    def _places(self, rec: QueryRecord) -> list[Place]:
+        """The places of a registered record, found once per record the store holds (`Store.records` gives
+        the same objects until a record changes): a change costs a lookup per other query, not its paths."""
+        known = self._known_places.get(rec.id)
+        if known is not None and known[0] is rec:
+            return known[1]
+        if len(self._known_places) >= MAX_KNOWN_PLACES:
+            self._known_places.clear()
+        found = places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir)
+        self._known_places[rec.id] = (rec, found)
+        return found
 
     def _limits(self, rec: QueryRecord, registered: list[QueryRecord]) -> None:
         """Shards, operator, CET and the state budget against the `registered` queries (but the one replaced)."""

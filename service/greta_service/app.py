@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import typing
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -42,6 +43,9 @@ from greta_stream.pipeline.validation import model_in, unknown_key
 
 log = logging.getLogger("greta_service")
 
+JVM_LOSSES = 3  # Spark's JVM lost this many times in JVM_LOSS_WINDOW_S: the service stays down (`_recover`)
+JVM_LOSS_WINDOW_S = 1800
+
 DESCRIPTION = """Register GRETA event trend aggregation queries, run them on Spark Structured
 Streaming, and read their results while the streams run.
 
@@ -53,7 +57,12 @@ query errors carry the 1-based line and column in the query text."""
 def spark_conf(s: Settings) -> dict[str, str]:
     """The Spark settings the service's session takes from its own."""
     # a stream stuck in a batch (a Kafka sink at a dead port) is interrupted after this long
-    conf = {"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000))}
+    conf = {"spark.sql.streaming.stopTimeout": str(int(s.stop_timeout_s * 1000)),
+            # what the JVM keeps of past batches, for a UI the service does not run and reports it takes from
+            # its listener (`on_progress`): Spark's defaults (1,000 SQL executions and jobs, 100 reports a
+            # stream) fill the heap with a hundred streams each running a batch a second
+            "spark.sql.ui.retainedExecutions": "100", "spark.ui.retainedJobs": "100",
+            "spark.ui.retainedStages": "100", "spark.sql.streaming.numRecentProgressUpdates": "5"}
     if s.spark_driver_memory:
         conf["spark.driver.memory"] = s.spark_driver_memory
     return conf
@@ -141,7 +150,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     app.state.metrics = ServiceMetrics(registry)
     stopping = threading.Event()
     boot = threading.Thread(target=_boot, args=(registry, app.state.metrics), name="greta-boot", daemon=True)
-    monitor = threading.Thread(target=_monitor, args=(registry, stopping), name="greta-monitor", daemon=True)
+    monitor = threading.Thread(target=_monitor, args=(registry, app.state.metrics, stopping), name="greta-monitor",
+                               daemon=True)
     boot.start()
     monitor.start()
     try:
@@ -180,14 +190,42 @@ def _boot(registry: Registry, metrics: ServiceMetrics) -> None:
         log.error("service failed to start: %s", registry.startup_error)
 
 
-def _monitor(registry: Registry, stopping: threading.Event) -> None:
+def _monitor(registry: Registry, metrics: ServiceMetrics, stopping: threading.Event) -> None:
+    losses: list[float] = []  # when Spark's JVM was found gone
     while not stopping.wait(registry.settings.monitor_interval_s):
         if not registry.ready.is_set():
             continue
         try:
-            registry.monitor_once()
+            from greta_stream.spark import jvm_gone
+
+            gone = jvm_gone(registry.spark)
+            if gone is not None:
+                _recover(registry, metrics, gone, losses)
+            else:
+                registry.monitor_once()
         except Exception as exc:  # never let the monitor die
             log.warning("monitor: %s", short_error(exc))
+
+
+def _recover(registry: Registry, metrics: ServiceMetrics, why: str, losses: list[float]) -> None:
+    """Spark's JVM is gone (out of heap, killed): start a new one, whose streams resume from their checkpoints
+    (no row lost: the sinks are exactly-once), unless it went `JVM_LOSSES` times in `JVM_LOSS_WINDOW_S`:
+    then the service stays down (`/readyz` 503, its queries failed) saying what to do."""
+    from greta_stream.spark import forget_session
+
+    now = time.monotonic()
+    losses[:] = [t for t in losses if now - t < JVM_LOSS_WINDOW_S] + [now]
+    registry.lost_spark(why)
+    forget_session()
+    if len(losses) >= JVM_LOSSES:
+        registry.startup_error = (f"{why}, the {len(losses)}th time in {JVM_LOSS_WINDOW_S // 60} minutes: the service "
+                                  "stays down. Its log says why (an OutOfMemoryError: give Spark more heap with "
+                                  "spark_driver_memory); restart the service, its queries resume from their checkpoints")
+        log.error("%s", registry.startup_error)
+        return
+    log.error("%s: every stream stopped with it. A new JVM starts, and the streams resume from their checkpoints "
+              "(their queries are starting until then)", why)
+    _boot(registry, metrics)
 
 
 async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:

@@ -77,7 +77,7 @@ class _QueryCollector(Collector):
         self.registry = registry
 
     def collect(self) -> Iterator[Any]:
-        records = self.registry.store.list_queries()
+        records = self.registry.store.records()  # read only
         by_status = GaugeMetricFamily("greta_queries", "registered queries by status", labels=["status"])
         statuses = [self.registry.status(r)[0] for r in records]
         for status in STATUSES:

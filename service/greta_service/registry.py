@@ -20,6 +20,7 @@ The parts: `admission` (the registration's checks, `Admission`) and
 
 from __future__ import annotations
 
+import copy
 import logging
 import shutil
 import threading
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from greta_service.admission import Admission, config_error, implied_mode, query_error, request_error
+from greta_service.guards import Place
 from greta_service.monitoring import SAMPLE_TTL_S, Monitoring
 from greta_service.recheck import recheck, refuse_start, source_refusal
 from greta_service.runner import (
@@ -44,6 +46,7 @@ from greta_service.settings import Settings
 from greta_service.store import QueryRecord, Store
 from greta_stream import RunSpec, run_fingerprint
 from greta_stream.client import ServiceError  # one error type, the API's and its client's: status, detail, errors
+from greta_stream.spark import jvm_gone
 
 __all__ = ["SAMPLE_TTL_S", "Registry", "ServiceError", "config_error", "implied_mode", "query_error", "request_error"]
 
@@ -72,6 +75,7 @@ class Registry(Admission, Monitoring):
         self._stream_locks: dict[str, threading.RLock] = {}
         self.ready = threading.Event()
         self.startup_error: str | None = None
+        self.spark_lost: str | None = None  # why Spark's JVM went, while a new one starts (`lost_spark`)
         self.pending: set[str] = set()  # streams whose queries changed while Spark was starting (`started`)
         # what the records already in a query's source say of its names, until its stream reads input
         # (`_problem`): by query id, with the registration it was read for; the records by source, a while
@@ -79,6 +83,7 @@ class Registry(Admission, Monitoring):
         self._samples: dict[str, tuple[float, Any]] = {}
         self.restarts: dict[str, list[float]] = {}  # streams restarted after dying (`Monitoring._may_restart`)
         self.restart_due: dict[str, float] = {}  # streams that died, to restart then (`Monitoring.monitor_once`)
+        self._known_places: dict[str, tuple[QueryRecord, list[Place]]] = {}  # `Admission._places`
 
 
     # -- life cycle ---------------------------------------------------------
@@ -107,6 +112,7 @@ class Registry(Admission, Monitoring):
         """Spark is up and the registry's streams resumed: apply what changed meanwhile, then take changes live."""
         with self.lock:
             self.ready.set()  # from here on, a change applies itself (`_change`)
+            self.spark_lost = None
             keys = sorted(self.pending)
             self.pending.clear()
         for key in keys:
@@ -136,6 +142,7 @@ class Registry(Admission, Monitoring):
             except Exception as exc:
                 self._forget(rec.id)
                 self._restart_quietly(key)  # the stream's other queries go on without it
+                self._spark_down()
                 raise config_error(f"the query could not start: {short_error(exc)}") from None
         return rec, spec
 
@@ -193,7 +200,7 @@ class Registry(Admission, Monitoring):
             try:
                 self._restart(key)
             except Exception as exc:
-                self._mark(rec, "failed", short_error(exc))
+                rec = self._mark(rec, "failed", short_error(exc))
                 self._restart_quietly(key)
                 raise ServiceError(409, f"the query could not start: {rec.error}") from None
             return rec
@@ -226,7 +233,7 @@ class Registry(Admission, Monitoring):
     def _members(self, key: str, recs: list[QueryRecord] | None = None) -> list[QueryRecord]:
         """The queries that should run on stream `key` now (of `recs`, default: every registered one),
         in registration order."""
-        recs = [r for r in (self.store.list_queries() if recs is None else recs)
+        recs = [r for r in (self.store.records() if recs is None else recs)
                 if stream_key(r) == key and r.desired == "running" and r.status != "failed"]
         return sorted(recs, key=lambda r: r.created_at)
 
@@ -235,7 +242,7 @@ class Registry(Admission, Monitoring):
         when it runs and can take the change (`runner.change_stream`), else by restarting it.
         It resumes from its checkpoint, each query that ran on it keeps its state, a new
         query starts at the stream's position. Raises when the stream cannot start."""
-        mine = [r for r in self.store.list_queries() if stream_key(r) == key]
+        mine = [r for r in self.store.records() if stream_key(r) == key]  # read only: `_mark` copies
         members = self._members(key, mine)
         # stopped and failed queries keep their state in the stream, to go on from it when started again
         paused_recs = [r for r in mine if r.status == "failed" or r.desired == "stopped"]
@@ -316,9 +323,12 @@ class Registry(Admission, Monitoring):
             self._stop_stream(key)
             shutil.rmtree(self.checkpoint(key), ignore_errors=True)
 
-    def _mark(self, rec: QueryRecord, status: str, error: str | None) -> None:
+    def _mark(self, rec: QueryRecord, status: str, error: str | None) -> QueryRecord:
+        """Save a copy of `rec` (it may be one the store's `records` gave, to read only) with a new status."""
+        rec = copy.copy(rec)
         rec.status, rec.error = status, error
         self.store.save_query(rec)
+        return rec
 
     def checkpoint(self, key: str) -> Path:
         return self.settings.checkpoint_dir / key
@@ -340,6 +350,23 @@ class Registry(Admission, Monitoring):
                     log.error("stream %s could not resume: %s", key, short_error(exc))
                     for rec in self._members(key):
                         self._mark(rec, "failed", short_error(exc))
+
+    def _spark_down(self) -> None:
+        """A 503 when a change failed because Spark's JVM is gone (the monitor starts a new one): retry."""
+        why = jvm_gone(self.spark) if self.spark is not None else None
+        if why is not None:
+            raise ServiceError(503, f"{why}: the service starts a new one and resumes the streams from their "
+                                    "checkpoints. Retry once /readyz answers 200")
+
+    def lost_spark(self, why: str) -> None:
+        """Spark's JVM is gone (`why`) and every stream with it: forget them, and be starting again
+        (`/readyz` 503, changes kept for `started`) until a new JVM resumes the streams."""
+        with self.lock:
+            self.ready.clear()
+            self.spark_lost = why
+            self.streams.clear()  # `resume_all` starts each again
+            self.restart_due.clear()
+            self.spark = None
 
     def shutdown(self) -> None:
         """Stop the streams but keep their queries' desired state: a restart resumes them."""

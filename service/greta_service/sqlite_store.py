@@ -66,6 +66,7 @@ class SQLiteStore(Store):
         # the registry as this process last wrote or read it (id -> record, its JSON text): a service
         # owns its store, so a list or a backup reads memory, not every record's row again
         self._records: dict[str, tuple[QueryRecord, str]] | None = None
+        self._order: list[QueryRecord] | None = None  # its records in registration order, kept until a change
         self._records_lock = threading.Lock()
         # each query's counts over the batches read so far (and the last batch id read): a read adds
         # the batches written since, so it does not grow with the stream's age (batch records stay)
@@ -91,7 +92,7 @@ class SQLiteStore(Store):
             yield db
         except BaseException:
             db.execute("ROLLBACK")
-            self._records = None  # the registry in memory may hold what was rolled back: read it again
+            self._records = self._order = None  # the registry in memory may hold what was rolled back: read it again
             raise
         db.execute("COMMIT")
 
@@ -107,6 +108,7 @@ class SQLiteStore(Store):
                 (rec.id, rec.name, text),
             )
             self._cached(db)[rec.id] = (copy.copy(rec), text)
+            self._order = None
             self._back_up(db)
 
     def _cached(self, db: sqlite3.Connection) -> dict[str, tuple[QueryRecord, str]]:
@@ -126,6 +128,7 @@ class SQLiteStore(Store):
                 db.execute("INSERT INTO queries (id, name, record) VALUES (?, ?, ?) ON CONFLICT (id) DO "
                            "UPDATE SET name = excluded.name, record = excluded.record", (rec.id, rec.name, text))
                 cached[rec.id] = (copy.copy(rec), text)
+            self._order = None
             self._back_up(db)
 
     def check(self, *, whole: bool = False) -> None:
@@ -136,11 +139,11 @@ class SQLiteStore(Store):
         if problems != [("ok",)]:
             raise sqlite3.DatabaseError("; ".join(str(p[0]) for p in problems[:3]))
         with self._records_lock:
-            self._records = None
+            self._records = self._order = None
             try:
                 self._cached(db)
             except (ValueError, TypeError) as exc:
-                self._records = None
+                self._records = self._order = None
                 raise sqlite3.DatabaseError(f"a query record cannot be read: {exc}") from exc
 
     @property
@@ -163,9 +166,14 @@ class SQLiteStore(Store):
         return copy.copy(found[0]) if found is not None else None
 
     def list_queries(self) -> list[QueryRecord]:
+        return [copy.copy(rec) for rec in self.records()]  # a caller may change its own
+
+    def records(self) -> list[QueryRecord]:
         with self._records_lock:
-            records = [copy.copy(rec) for rec, _ in self._cached(self._conn()).values()]  # a caller may change its own
-        return sorted(records, key=lambda r: (r.created_at, r.id))
+            if self._order is None:  # none yet, or changed since
+                self._order = sorted((rec for rec, _ in self._cached(self._conn()).values()),
+                                     key=lambda r: (r.created_at, r.id))
+            return list(self._order)
 
     def delete_query(self, query_id: str) -> None:
         with self._records_lock, self._tx() as db:
@@ -174,6 +182,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
             self._cached(db).pop(query_id, None)
+            self._order = None
             self._back_up(db)
         self._recount(query_id)
 

@@ -75,6 +75,11 @@ class RegistryStore(ABC):
     @abstractmethod
     def list_queries(self) -> list[QueryRecord]: ...
 
+    def records(self) -> list[QueryRecord]:
+        """The records in registration order, to read only (a caller that changes one copies it first):
+        `list_queries` without a copy of each, for the checks that read every record at each change."""
+        return self.list_queries()
+
     @abstractmethod
     def delete_query(self, query_id: str) -> None:
         """Forget the query and every result it wrote."""

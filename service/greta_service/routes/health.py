@@ -26,7 +26,9 @@ def readyz(registry: RegistryDep, request: Request) -> JSONResponse:
     if registry.startup_error:
         return JSONResponse(Health(status="failed", detail=registry.startup_error).model_dump(), status_code=503)
     if not registry.ready.is_set():
-        return JSONResponse(Health(status="starting", detail=moved).model_dump(), status_code=503)
+        lost = registry.spark_lost and f"{registry.spark_lost}: a new one starts, and the streams resume from " \
+            "their checkpoints"
+        return JSONResponse(Health(status="starting", detail=lost or moved).model_dump(), status_code=503)
     return JSONResponse(Health(status="ready", detail=moved).model_dump())
 
 

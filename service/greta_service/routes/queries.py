@@ -90,7 +90,7 @@ def list_queries(registry: RegistryDep, limit: Annotated[int | None, Query(ge=1,
     """Every registered query with its status and progress, in registration order; with `limit`, a page of
     them from `offset` (`next_offset` names the next page): with thousands of queries, a page reads only
     its own queries' progress."""
-    records = registry.store.list_queries()
+    records = registry.store.records()  # read only
     end = len(records) if limit is None else min(len(records), offset + limit)
     persisted = registry.store.state_bytes()  # read once for the whole list
     handles = registry.handles()
