@@ -29,6 +29,7 @@ from greta_service.guards import (
     recursive,
 )
 from greta_service.patch import merge_patch
+from greta_service.roster import Roster
 from greta_service.runner import query_config, run_spec, stream_key, stream_setting
 from greta_service.schemas import QueryCreate
 from greta_service.settings import Settings
@@ -36,7 +37,6 @@ from greta_service.store import QueryRecord, Store
 from greta_stream import ConfigError, Limits, QueryError, RunSpec
 from greta_stream.choices import PATH_FORMATS
 from greta_stream.client import ServiceError
-from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
 from greta_stream.pipeline.validation import RENAMED
 
@@ -71,6 +71,7 @@ class Admission:
     store: Store
     lock: threading.RLock
     _known_places: dict[str, tuple[QueryRecord, list[Place]]]  # id -> (the record, its places): `_places`
+    _roster: Roster | None  # the registry as of its last change that was read (`roster`)
 
     if TYPE_CHECKING:  # the registry's own (`Registry`, `Monitoring`)
         def checkpoint(self, key: str) -> Path: ...
@@ -125,23 +126,31 @@ class Admission:
         return rec, query, spec
 
     def _admit(self, rec: QueryRecord, query: Any, replacing: str | None) -> None:
-        """The checks of `rec` against the other queries: Delta tables, limits, budget, name (under `lock`)."""
-        registered = [r for r in self.store.records() if r.id != replacing]  # one read: a change costs
-        # a pass over the registered queries, not one per check
-        others = [r for r in registered if r.name != rec.name]
-        shared = delta_tables_shared([(r.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
-                                      for r in others for s in (*r.sinks, *([r.dead_letter] if r.dead_letter else []))
-                                      if s.get("format") == "delta"]
+        """The checks of `rec` against the other queries: Delta tables, folders, limits, budget, name (under
+        `lock`), read from the registry's `roster`: lookups, not a pass of each check over every query."""
+        roster = self.roster()
+        gone = roster.by_id.get(replacing) if replacing is not None else None
+        but = frozenset((rec.name, *((gone.name,) if gone is not None else ())))  # the query itself
+        shared = delta_tables_shared([d for d in roster.folders.delta if d[0] not in but]
                                      + [(rec.name, s) for s in (*query.sinks, *([query.dead_letter]
                                                                                if query.dead_letter else []))])
         if shared:
             raise ServiceError(409, shared)
         try:  # no folder written where another is read or written (`guards.check_places`)
-            check_places(places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir),
-                         [p for r in others for p in self._places(r)])
+            mine = places(rec.name, rec.source, rec.sinks, rec.dead_letter, self.settings.data_dir)
+            check_places(mine, roster.folders.near(mine, but))
         except ConfigError as exc:
             raise config_error(str(exc)) from None
-        self._limits(rec, registered)
+        self._limits(rec, roster, replacing)
+
+    def roster(self) -> Roster:
+        """The registered queries by stream and name, with their folders (`roster.Roster`): built again after
+        each change of the registry, from the places each record had (`_places`)."""
+        version, known = self.store.version, self._roster
+        if known is not None and version is not None and known.version == version:
+            return known
+        self._roster = Roster.of(version, self.store.records(), self.settings.data_dir, self._places)
+        return self._roster
 
     def _places(self, rec: QueryRecord) -> list[Place]:
         """The places of a registered record, found once per record the store holds (`Store.records` gives
@@ -155,14 +164,14 @@ class Admission:
         self._known_places[rec.id] = (rec, found)
         return found
 
-    def _limits(self, rec: QueryRecord, registered: list[QueryRecord]) -> None:
-        """Shards, operator, CET and the state budget against the `registered` queries (but the one replaced)."""
+    def _limits(self, rec: QueryRecord, roster: Roster, replacing: str | None) -> None:
+        """Shards, operator, CET and the state budget against the registered queries but the one replaced."""
         s = self.settings
         shards = rec.options.get("shards")
         if shards is not None and shards > s.max_shards:
             raise config_error(f"shards = {shards} is over the limit of {s.max_shards} (max_shards)")
         key = stream_key(rec)
-        others = [q for q in registered if stream_key(q) == key]
+        others = [q for q in roster.by_stream.get(key, ()) if q.id != replacing]
         for option, what in (("shards", "shards"), ("operator", "as its operator")):
             asked, stream = rec.options.get(option), stream_setting(self.checkpoint(key), others, option)
             if asked is not None and stream is not None and asked != stream:
@@ -172,12 +181,11 @@ class Admission:
         trends = rec.options.get("max_trends")
         if trends is not None and trends > s.max_cet_trends:
             raise config_error(f"max_trends = {trends} is over the limit of {s.max_cet_trends} (max_cet_trends)")
-        existing = registered
-        used = self.states_bytes([q.id for q in existing])
+        used = self.states_bytes([q for q in roster.by_id if q != replacing])
         if used >= s.state_budget_bytes:
             raise ServiceError(429, f"the registered queries' state takes {used:,} bytes, the budget is "
                                     f"{s.state_budget_bytes:,} (state_budget_bytes): stop or delete a query first")
-        if any(q.name == rec.name for q in existing):
+        if roster.names.get(rec.name, replacing) != replacing:
             raise ServiceError(409, f"a query named {rec.name!r} is already registered")
 
     def _guarded(self, spec: dict[str, Any], what: str) -> dict[str, Any]:

@@ -15,18 +15,15 @@ it (`Registry._restart`): a source the guards refuse is read by no stream.
 
 from __future__ import annotations
 
-import bisect
 import json
 import logging
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from greta_service.guards import Place, check_places, places
+from greta_service.guards import check_places, places
+from greta_service.roster import Folders, delta_of
 from greta_service.store import QueryRecord
 from greta_stream import ConfigError
 from greta_stream.client import ServiceError
-from greta_stream.pipeline import SinkConfig
 from greta_stream.pipeline.model import delta_tables_shared
 
 if TYPE_CHECKING:
@@ -38,7 +35,7 @@ log = logging.getLogger("greta_service")
 def recheck(registry: Registry) -> dict[str, str]:
     """Fail every registered query the guards refuse now (module docstring); their errors by id. A source
     is checked once for the queries that share it (its tree walked once)."""
-    passed = _Passed()
+    passed = Folders()
     sources: dict[str, str | None] = {}
     failed: dict[str, str] = {}
     for rec in registry.store.list_queries():  # in registration order
@@ -61,7 +58,7 @@ def recheck(registry: Registry) -> dict[str, str]:
 def refusal(registry: Registry, rec: QueryRecord) -> str | None:
     """Why the guards refuse `rec` now, against every other registered query but the failed ones (of two in
     conflict, the one that runs or stands stopped keeps its folders); None: they do not."""
-    others = _Passed()
+    others = Folders()
     for other in registry.store.list_queries():
         if other.id != rec.id and other.status != "failed":
             others.add(other, registry.settings.data_dir)
@@ -88,48 +85,7 @@ def source_refusal(registry: Registry, rec: QueryRecord) -> str | None:
     return None
 
 
-@dataclass
-class _Passed:
-    """The folders and Delta tables of the queries a query is checked against; `near` finds the folders
-    that can conflict with one (it, those above it, those below it) without a pass over all of them."""
-
-    places: list[Place] = field(default_factory=list)
-    delta: list[tuple[str, Any]] = field(default_factory=list)
-    _at: dict[str, list[int]] = field(default_factory=dict)  # folder -> indexes into `places`
-    _sorted: list[str] = field(default_factory=list)  # the folders, sorted: those below one are a run
-
-    def add(self, rec: QueryRecord, data_dir: Path) -> None:
-        self.put(places(rec.name, rec.source, rec.sinks, rec.dead_letter, data_dir))
-        self.delta += _delta(rec)
-
-    def put(self, new: list[Place]) -> None:
-        for place in new:
-            if place.folder not in self._at:
-                bisect.insort(self._sorted, place.folder)
-            self._at.setdefault(place.folder, []).append(len(self.places))
-            self.places.append(place)
-
-    def near(self, new: list[Place]) -> list[Place]:
-        """The places that are, lie inside or hold a folder of `new`, in the order they were added, the first
-        of each folder, role and format only (a thousand queries of one source: one place); `check_places`
-        names the same conflict with them as with all of them."""
-        found: set[int] = set()
-        for place in new:
-            folder = place.folder
-            above = [folder] + [str(p) for p in PurePosixPath(folder).parents]
-            for f in above:
-                found.update(self._at.get(f, ()))
-            below = folder.rstrip("/") + "/"
-            for f in self._sorted[bisect.bisect_left(self._sorted, below):bisect.bisect_left(self._sorted, below[:-1] + "0")]:
-                found.update(self._at[f])
-        first: dict[tuple[str, str, str], Place] = {}  # one of each: the earliest names the conflict
-        for i in sorted(found):
-            p = self.places[i]
-            first.setdefault((p.folder, p.role, p.format), p)
-        return list(first.values())
-
-
-def _problem(registry: Registry, rec: QueryRecord, others: _Passed) -> str | None:
+def _problem(registry: Registry, rec: QueryRecord, others: Folders) -> str | None:
     """Why the guards refuse the sinks and dead letters of `rec`, or its folders against `others`."""
     try:
         for what, spec in (*(("sink", s) for s in rec.sinks), ("dead_letter", rec.dead_letter)):
@@ -137,7 +93,7 @@ def _problem(registry: Registry, rec: QueryRecord, others: _Passed) -> str | Non
                 registry._paths(registry._guarded(dict(spec), what), what)
         mine = places(rec.name, rec.source, rec.sinks, rec.dead_letter, registry.settings.data_dir)
         check_places(mine, others.near(mine))
-        shared = delta_tables_shared([*others.delta, *_delta(rec)])
+        shared = delta_tables_shared([*others.delta, *delta_of(rec)])
         if shared:
             return str(shared)
     except ServiceError as exc:
@@ -147,9 +103,3 @@ def _problem(registry: Registry, rec: QueryRecord, others: _Passed) -> str | Non
     except Exception as exc:  # noqa: BLE001 - a record no check can read (an edited registry): not started
         return f"the query's registration cannot be checked: {type(exc).__name__}: {exc}"
     return None
-
-
-def _delta(rec: QueryRecord) -> list[tuple[str, Any]]:
-    """The Delta tables a query writes, as `delta_tables_shared` takes them."""
-    return [(rec.name, SinkConfig(format="delta", path=s.get("path"), table=s.get("table")))
-            for s in (*rec.sinks, *([rec.dead_letter] if rec.dead_letter else [])) if s.get("format") == "delta"]

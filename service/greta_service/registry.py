@@ -31,6 +31,7 @@ from greta_service.admission import Admission, config_error, implied_mode, query
 from greta_service.guards import Place
 from greta_service.monitoring import SAMPLE_TTL_S, Monitoring
 from greta_service.recheck import recheck, refuse_start, source_refusal
+from greta_service.roster import Roster
 from greta_service.runner import (
     StreamHandle,
     StreamProgress,
@@ -84,6 +85,7 @@ class Registry(Admission, Monitoring):
         self.restarts: dict[str, list[float]] = {}  # streams restarted after dying (`Monitoring._may_restart`)
         self.restart_due: dict[str, float] = {}  # streams that died, to restart then (`Monitoring.monitor_once`)
         self._known_places: dict[str, tuple[QueryRecord, list[Place]]] = {}  # `Admission._places`
+        self._roster: Roster | None = None  # `Admission.roster`
 
 
     # -- life cycle ---------------------------------------------------------
@@ -233,7 +235,7 @@ class Registry(Admission, Monitoring):
     def _members(self, key: str, recs: list[QueryRecord] | None = None) -> list[QueryRecord]:
         """The queries that should run on stream `key` now (of `recs`, default: every registered one),
         in registration order."""
-        recs = [r for r in (self.store.records() if recs is None else recs)
+        recs = [r for r in (self.roster().by_stream.get(key, []) if recs is None else recs)
                 if stream_key(r) == key and r.desired == "running" and r.status != "failed"]
         return sorted(recs, key=lambda r: r.created_at)
 
@@ -242,7 +244,7 @@ class Registry(Admission, Monitoring):
         when it runs and can take the change (`runner.change_stream`), else by restarting it.
         It resumes from its checkpoint, each query that ran on it keeps its state, a new
         query starts at the stream's position. Raises when the stream cannot start."""
-        mine = [r for r in self.store.records() if stream_key(r) == key]  # read only: `_mark` copies
+        mine = list(self.roster().by_stream.get(key, []))  # read only: `_mark` copies
         members = self._members(key, mine)
         # stopped and failed queries keep their state in the stream, to go on from it when started again
         paused_recs = [r for r in mine if r.status == "failed" or r.desired == "stopped"]

@@ -67,6 +67,7 @@ class SQLiteStore(Store):
         # owns its store, so a list or a backup reads memory, not every record's row again
         self._records: dict[str, tuple[QueryRecord, str]] | None = None
         self._order: list[QueryRecord] | None = None  # its records in registration order, kept until a change
+        self._version = 0  # one more at each change of the records (`version`)
         self._records_lock = threading.Lock()
         # each query's counts over the batches read so far (and the last batch id read): a read adds
         # the batches written since, so it does not grow with the stream's age (batch records stay)
@@ -92,7 +93,8 @@ class SQLiteStore(Store):
             yield db
         except BaseException:
             db.execute("ROLLBACK")
-            self._records = self._order = None  # the registry in memory may hold what was rolled back: read it again
+            self._records = None
+            self._changed()  # the registry in memory may hold what was rolled back: read it again
             raise
         db.execute("COMMIT")
 
@@ -108,7 +110,7 @@ class SQLiteStore(Store):
                 (rec.id, rec.name, text),
             )
             self._cached(db)[rec.id] = (copy.copy(rec), text)
-            self._order = None
+            self._changed()
             self._back_up(db)
 
     def _cached(self, db: sqlite3.Connection) -> dict[str, tuple[QueryRecord, str]]:
@@ -128,7 +130,7 @@ class SQLiteStore(Store):
                 db.execute("INSERT INTO queries (id, name, record) VALUES (?, ?, ?) ON CONFLICT (id) DO "
                            "UPDATE SET name = excluded.name, record = excluded.record", (rec.id, rec.name, text))
                 cached[rec.id] = (copy.copy(rec), text)
-            self._order = None
+            self._changed()
             self._back_up(db)
 
     def check(self, *, whole: bool = False) -> None:
@@ -139,11 +141,13 @@ class SQLiteStore(Store):
         if problems != [("ok",)]:
             raise sqlite3.DatabaseError("; ".join(str(p[0]) for p in problems[:3]))
         with self._records_lock:
-            self._records = self._order = None
+            self._records = None
+            self._changed()
             try:
                 self._cached(db)
             except (ValueError, TypeError) as exc:
-                self._records = self._order = None
+                self._records = None
+                self._changed()
                 raise sqlite3.DatabaseError(f"a query record cannot be read: {exc}") from exc
 
     @property
@@ -168,6 +172,15 @@ class SQLiteStore(Store):
     def list_queries(self) -> list[QueryRecord]:
         return [copy.copy(rec) for rec in self.records()]  # a caller may change its own
 
+    def _changed(self) -> None:
+        """The records changed (under `_records_lock`): sorted again when read, and a new `version`."""
+        self._order = None
+        self._version += 1
+
+    @property
+    def version(self) -> int:
+        return self._version
+
     def records(self) -> list[QueryRecord]:
         with self._records_lock:
             if self._order is None:  # none yet, or changed since
@@ -182,7 +195,7 @@ class SQLiteStore(Store):
             db.execute("DELETE FROM batches WHERE query_id = ?", (query_id,))
             db.execute("DELETE FROM query_state WHERE query_id = ?", (query_id,))
             self._cached(db).pop(query_id, None)
-            self._order = None
+            self._changed()
             self._back_up(db)
         self._recount(query_id)
 

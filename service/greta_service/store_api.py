@@ -75,6 +75,12 @@ class RegistryStore(ABC):
     @abstractmethod
     def list_queries(self) -> list[QueryRecord]: ...
 
+    @property
+    def version(self) -> int | None:
+        """A number that changes with each change of the records (a cache of what they say is good while it
+        stays), or None when the store cannot say (then nothing is cached)."""
+        return None
+
     def records(self) -> list[QueryRecord]:
         """The records in registration order, to read only (a caller that changes one copies it first):
         `list_queries` without a copy of each, for the checks that read every record at each change."""

@@ -404,9 +404,12 @@ def test_the_services_own_files_and_shared_folders_are_422_on_post_and_patch(ser
             assert f"is inside the source folder {in_a!r} of this query" in r.json()["detail"]
             assert not Path(tmp).is_dir()
             assert api.post("/queries/paths-b/stop").status_code == 200
+            assert api.delete("/queries/paths-a").status_code == 204  # its folders are free again at once
+            r = api.post("/queries", json=body(service, "paths-c", sinks=[{"format": "jsonl", "path": out_a}]))
+            assert r.status_code == 201, r.text
         finally:
-            assert api.delete("/queries/paths-a").status_code == 204
-            api.delete("/queries/paths-b")
+            for name in ("paths-a", "paths-b", "paths-c"):
+                api.delete(f"/queries/{name}")
 
 
 # ------------------------------------------------- 6. a Parquet file linked from out of its source folder

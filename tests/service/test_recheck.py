@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from greta_service.guards import Place, check_places
-from greta_service.recheck import _Passed, recheck, refusal
+from greta_service.recheck import recheck, refusal
 from greta_service.registry import Registry
+from greta_service.roster import Folders
 from greta_service.settings import Settings
 from greta_service.store import QueryRecord, SQLiteStore
 from greta_stream import ConfigError
@@ -50,7 +51,7 @@ def test_the_later_of_two_queries_in_conflict_fails_and_the_others_pass(tmp_path
 def test_the_places_near_a_query_name_the_conflict_all_of_them_would(seed: int) -> None:
     rng = random.Random(seed)
     folders = ["/", "/a", "/a/b", "/a/b/c", "/a/bc", "/a/b-c", "/b", "/b/a", "/ab", "/a/b/c/d"]
-    passed = _Passed()
+    passed = Folders()
     everything: list[Place] = []
     for n in range(rng.randint(1, 12)):
         mine = [Place(rng.choice(folders), rng.choice(["source", "sink", "dead_letter"]), rng.choice(["jsonl", "delta"]),
