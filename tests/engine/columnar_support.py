@@ -32,6 +32,7 @@ from problems_support import evaluate  # greta_stream.evaluate, its problem warn
 from greta_stream import compile_query
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar.stream import ColumnarStream
+from greta_stream.query import ast
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -393,6 +394,24 @@ def dense_events(draw: Any, types: str, n_max: int = 30, n_min: int = 0, seconds
     return [{"type": draw(st.sampled_from(types)), "time": draw(times), "v": draw(st.integers(0, max_v)),
              "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)), "g": draw(st.integers(0, 1)),
              "id": i} for i in range(n)]
+
+
+def dense_query(draw: Any, pattern: str, edges: list[str], locals_: list[str], items: list[str],
+                strategies: tuple[str, ...] = ast.STRATEGIES) -> str:
+    """A query over `dense_events` of `pattern`: some of its `edges` (each twice as likely in as out) and of
+    the `locals_` of its aliases, maybe `[k]`, maybe GROUP-BY g (then g first among the `items`), a
+    strategy of `strategies`, a window of 3 to 12 s sliding 1 s up to all of it."""
+    aliases = {w.rstrip("+*?,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
+    where = [e for e in edges if draw(st.integers(0, 2))]
+    where += [p for p in locals_ if p[0] in aliases and draw(st.integers(0, 1))]
+    if draw(st.booleans()):
+        where.append("[k]")
+    group = draw(st.sampled_from(["", "g"]))
+    within = draw(st.integers(3, 12))
+    slide = draw(st.integers(1, within))
+    return (f"RETURN {', '.join([*([group] if group else []), *items])} PATTERN {pattern} "
+            f"SEMANTICS {draw(st.sampled_from(strategies))} " + (f"WHERE {' AND '.join(where)} " if where else "")
+            + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 
 
 # ------------------------------------------------------ micro-batches

@@ -11,11 +11,9 @@ on the loop and across the negated step, GROUP-BY and equivalence attributes, ev
 from __future__ import annotations
 
 from columnar_support import dense_events as dense
-from columnar_support import differential_tests
+from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
-
-from greta_stream.query import ast
 
 SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
@@ -34,18 +32,7 @@ LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 @st.composite
 def negseq_query(draw) -> str:  # noqa: ANN001
     pattern, edges = draw(st.sampled_from(SHAPES))
-    aliases = {w.rstrip("+,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
-    where = [e for e in edges if draw(st.integers(0, 2))]
-    where += [p for p in LOCALS if p[0] in aliases and draw(st.integers(0, 1))]
-    if draw(st.booleans()):
-        where.append("[k]")
-    group = draw(st.sampled_from(["", "g"]))
-    items = [*([group] if group else []), "COUNT(*)", "SUM(b.v)", "MAX(a.f)", "AVG(a.v)"]
-    within = draw(st.integers(3, 12))
-    slide = draw(st.integers(1, within))
-    return (f"RETURN {', '.join(items)} PATTERN {pattern} SEMANTICS {draw(st.sampled_from(ast.STRATEGIES))} "
-            + (f"WHERE {' AND '.join(where)} " if where else "")
-            + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
+    return dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", "SUM(b.v)", "MAX(a.f)", "AVG(a.v)"])
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:

@@ -11,7 +11,7 @@ selection strategy (each step over an optional part is a transition of its own, 
 from __future__ import annotations
 
 from columnar_support import dense_events as dense
-from columnar_support import differential_tests
+from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
@@ -33,19 +33,8 @@ LOCALS = ["a.v > 0", "b.f < 2", "c.v > 1"]
 @st.composite
 def optional_query(draw) -> str:  # noqa: ANN001
     pattern, edges = draw(st.sampled_from(SHAPES))
-    aliases = {w.rstrip("+*?,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
-    where = [e for e in edges if draw(st.integers(0, 2))]
-    where += [p for p in LOCALS if p[0] in aliases and draw(st.integers(0, 1))]
-    if draw(st.booleans()):
-        where.append("[k]")
-    group = draw(st.sampled_from(["", "g"]))
-    items = [*([group] if group else []), "COUNT(*)", "SUM(a.v)", "MAX(a.f)", "AVG(c.v)" if "c" in aliases
-             else "MIN(b.v)"]
-    within = draw(st.integers(3, 12))
-    slide = draw(st.integers(1, within))
-    return (f"RETURN {', '.join(items)} PATTERN {pattern} SEMANTICS {draw(st.sampled_from(ast.STRATEGIES))} "
-            + (f"WHERE {' AND '.join(where)} " if where else "")
-            + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
+    items = ["COUNT(*)", "SUM(a.v)", "MAX(a.f)", "AVG(c.v)" if "C c" in pattern else "MIN(b.v)"]
+    return dense_query(draw, pattern, edges, LOCALS, items)
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:

@@ -13,7 +13,7 @@ count: dense streams give trends of every length).
 from __future__ import annotations
 
 from columnar_support import dense_events as dense
-from columnar_support import differential_tests
+from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
@@ -41,18 +41,8 @@ def strict_query(draw, strategies: tuple[str, ...] = STRICT) -> str:  # noqa: AN
     pattern, edges, agg = draw(st.sampled_from(SHAPES))
     if "{" in pattern:  # a counted repetition runs under skip-till-any-match too
         strategies = ast.STRATEGIES
-    aliases = {w.rstrip("+,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
-    where = [e for e in edges if draw(st.integers(0, 2))]
-    where += [p for p in LOCALS if p[0] in aliases and draw(st.integers(0, 1))]
-    if draw(st.booleans()):
-        where.append("[k]")
-    group = draw(st.sampled_from(["", "g"]))
-    items = [*([group] if group else []), "COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"AVG({agg}.v)"]
-    within = draw(st.integers(3, 12))
-    slide = draw(st.integers(1, within))
-    return (f"RETURN {', '.join(items)} PATTERN {pattern} SEMANTICS {draw(st.sampled_from(strategies))} "
-            + (f"WHERE {' AND '.join(where)} " if where else "")
-            + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
+    return dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"AVG({agg}.v)"],
+                       strategies)
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
