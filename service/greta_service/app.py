@@ -43,8 +43,7 @@ from greta_stream.pipeline.validation import model_in, unknown_key
 
 log = logging.getLogger("greta_service")
 
-JVM_LOSSES = 3  # Spark's JVM lost this many times in JVM_LOSS_WINDOW_S: the service stays down (`_recover`)
-JVM_LOSS_WINDOW_S = 1800
+JVM_LOSS_WINDOW_S = 1800  # Spark's JVM lost `spark_restarts` + 1 times in this many seconds: the service stays down
 
 DESCRIPTION = """Register GRETA event trend aggregation queries, run them on Spark Structured
 Streaming, and read their results while the streams run.
@@ -209,18 +208,20 @@ def _monitor(registry: Registry, metrics: ServiceMetrics, stopping: threading.Ev
 
 def _recover(registry: Registry, metrics: ServiceMetrics, why: str, losses: list[float]) -> None:
     """Spark's JVM is gone (out of heap, killed): start a new one, whose streams resume from their checkpoints
-    (no row lost: the sinks are exactly-once), unless it went `JVM_LOSSES` times in `JVM_LOSS_WINDOW_S`:
-    then the service stays down (`/readyz` 503, its queries failed) saying what to do."""
+    (no row lost: the sinks are exactly-once), unless it went more than `spark_restarts` times in
+    `JVM_LOSS_WINDOW_S`: then the service stays down (`/readyz` 503, its queries failed) saying what to do."""
     from greta_stream.spark import forget_session
 
     now = time.monotonic()
     losses[:] = [t for t in losses if now - t < JVM_LOSS_WINDOW_S] + [now]
     registry.lost_spark(why)
     forget_session()
-    if len(losses) >= JVM_LOSSES:
-        registry.startup_error = (f"{why}, the {len(losses)}th time in {JVM_LOSS_WINDOW_S // 60} minutes: the service "
-                                  "stays down. Its log says why (an OutOfMemoryError: give Spark more heap with "
-                                  "spark_driver_memory); restart the service, its queries resume from their checkpoints")
+    if len(losses) > registry.settings.spark_restarts:
+        times = "once" if len(losses) == 1 else f"{len(losses)} times"
+        registry.startup_error = (f"{why} ({times} in {JVM_LOSS_WINDOW_S // 60} minutes, spark_restarts = "
+                                  f"{registry.settings.spark_restarts}): the service stays down. Its log says why (an "
+                                  "OutOfMemoryError: give Spark more heap with spark_driver_memory); restart the "
+                                  "service, and its queries resume from their checkpoints")
         log.error("%s", registry.startup_error)
         return
     log.error("%s: every stream stopped with it. A new JVM starts, and the streams resume from their checkpoints "

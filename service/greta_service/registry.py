@@ -94,7 +94,7 @@ class Registry(Admission, Monitoring):
     def starting(self) -> bool:
         """Spark is not up yet: changes are validated and kept, and applied when it is (`started`)."""
         if self.startup_error:
-            raise ServiceError(503, f"the service failed to start: {self.startup_error}")
+            raise ServiceError(503, self.down())
         return not self.ready.is_set()
 
     def status(self, rec: QueryRecord) -> tuple[str, str | None]:
@@ -107,8 +107,12 @@ class Registry(Admission, Monitoring):
         if rec.status != "running" or rec.desired != "running" or self.ready.is_set():
             return rec.status, rec.error
         if self.startup_error:
-            return "failed", f"the service failed to start: {self.startup_error}"
+            return "failed", self.down()
         return "starting", None
+
+    def down(self) -> str:
+        """Why the service runs no query (`startup_error` set): Spark did not start, or its JVM was lost."""
+        return str(self.startup_error) if self.spark_lost else f"the service failed to start: {self.startup_error}"
 
     def started(self) -> None:
         """Spark is up and the registry's streams resumed: apply what changed meanwhile, then take changes live."""

@@ -54,6 +54,9 @@ class Settings(BaseModel):
     stream_restarts: int = Field(3, ge=0, description="a stream that dies (a Python worker lost under load, say) "
                                  "is restarted from its checkpoint this many times within 10 minutes before its "
                                  "queries are failed")
+    spark_restarts: int = Field(2, ge=0, description="Spark's JVM lost (out of heap, killed) is replaced by a new "
+                                "one, every stream resuming from its checkpoint, this many times within 30 minutes; "
+                                "lost once more, the service stays down (/readyz 503) saying what to do")
     max_cet_trends: int = Field(10_000, ge=1, description="per query: max_trends of CET mode")
     max_page_rows: int = Field(1000, ge=1)
     max_windows_per_event: int = Field(1_000, ge=1, description="per query: windows each event is in "

@@ -149,3 +149,28 @@ def test_a_lost_jvm_is_replaced_and_every_stream_resumes_with_no_row_lost(tmp_pa
         assert "Spark's JVM exited" in service.log.read_text(errors="replace")
     finally:
         service.stop(hard=True)
+
+
+def test_a_jvm_lost_more_often_than_spark_restarts_leaves_the_service_down_saying_so(tmp_path: Path,
+                                                                                    subprocesses: None) -> None:
+    service = Service(tmp_path)
+    service.config.write_text(service.config.read_text() + "spark_restarts = 0\n")
+    service.start()
+    try:
+        src = tmp_path / "in"
+        write_file(src, "events-0.jsonl", sample_events()[:50])
+        with service.client() as api:
+            r = api.post("/queries", json={"name": "q1-down", "text": Q1, "source": {"format": "jsonl", "path": str(src)}})
+            assert r.status_code == 201, r.text
+            (java,) = _jvm(service)
+            os.kill(java, signal.SIGKILL)
+            down = wait_for(lambda: (r := api.get("/readyz")).json()["status"] == "failed" and r, "the service down",
+                            service)
+            assert down.status_code == 503 and "stays down" in down.json()["detail"], down.text
+            info = api.get("/queries/q1-down").json()
+            assert info["status"] == "failed" and "spark_driver_memory" in info["error"], info
+            r = api.post("/queries", json={"name": "q1-later", "text": Q1, "source": {"format": "jsonl", "path": str(src)}})
+            assert r.status_code == 503 and "stays down" in r.json()["detail"], r.text
+            assert not _jvm(service)  # no new JVM
+    finally:
+        service.stop(hard=True)
