@@ -134,7 +134,7 @@ def session_for(cfg: PipelineConfig) -> SparkSession:
     """A session on the pipeline's master with the Spark packages its sources and sinks need."""
     from greta_stream.spark.session import get_session
 
-    return get_session(cfg.master, packages=packages(cfg))
+    return get_session(cfg.master, packages=packages(cfg), shards=cfg.shards)
 
 
 def drive(spark: SparkSession, cfg: PipelineConfig, echo: Any,

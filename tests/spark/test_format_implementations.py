@@ -53,3 +53,11 @@ def test_a_session_asks_spark_for_the_packages_of_a_run_that_are_not_fetched(tmp
     assert fetched["spark.jars"] == str(folder / "jars" / "spark-sql-kafka.jar")
     assert fetched["spark.jars.packages"] == f"io.delta:delta-spark_{line}_2.13:{delta_version}"
     assert fetched["spark.jars.ivy"] == str(package_dir(DELTA))
+
+
+def test_a_run_with_fewer_shards_than_cores_gets_one_operator_partition_a_shard() -> None:
+    from greta_stream.spark.session import operator_partitions
+
+    assert operator_partitions(2) == 2 and operator_partitions(8, shards=16) == 8  # one a core
+    assert operator_partitions(2, shards=1) == 1 and operator_partitions(8, shards=3) == 3  # no task without a shard
+    assert operator_partitions(2, shards=1, asked=4) == 4  # a session asked for its own
