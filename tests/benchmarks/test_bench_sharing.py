@@ -24,13 +24,12 @@ def test_bench_multiquery_smoke(bench: Callable[..., str]) -> None:
 
 @pytest.mark.spark
 def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
-    out = bench("bench_sharing.py", "--run-config", "--sizes", "4", "--events", "3000", "--files", "2")
+    out = bench("bench_sharing.py", "--run-config", "--sizes", "4", "--events", "3000", "--files", "2", "--no-floor")
     rows = [ln.split() for ln in out.splitlines() if ln.startswith("4 ")]
-    assert [r[3] for r in rows] == ["on", "off", "floor"], out
-    assert [r[-1] for r in rows] == ["same", "same", "-"], out
-    assert all(int(r[5].replace(",", "")) > 0 for r in rows[:2]), out  # rows written through the sinks
-    assert int(rows[2][1]) <= 2 * 10, out  # the floor: one event of each of the 10 types per file
-    assert "floor / off" in out, out
+    assert [r[3] for r in rows] == ["on", "off"], out  # the floor's run (a third Spark start) left out here
+    assert [r[-1] for r in rows] == ["same", "same"], out
+    assert all(int(r[5].replace(",", "")) > 0 for r in rows), out  # rows written through the sinks
+    assert "floor / off" not in out, out
 
 
 def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:

@@ -10,6 +10,7 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from service_helpers import (
@@ -62,6 +63,19 @@ def _jvm(service: Service) -> list[int]:
     return _under(service, lambda c: c.split(" ", 1)[0].endswith("java"))
 
 
+def _batches(api: Any, query_id: str) -> int:
+    return int(api.get(f"/queries/{query_id}").json()["progress"]["batches"])
+
+
+def _registered(api: Any, service: Service, spec: dict[str, Any]) -> str:
+    """`spec` registered (201), once its stream has run a first batch: its id."""
+    r = api.post("/queries", json=spec)
+    assert r.status_code == 201, r.text
+    query_id: str = r.json()["id"]
+    wait_for(lambda: _batches(api, query_id) >= 1, "a first batch", service)
+    return query_id
+
+
 def test_a_stream_that_dies_restarts_from_its_checkpoint_with_no_row_lost(tmp_path: Path, subprocesses: None) -> None:
     service = Service(tmp_path)
     service.start()
@@ -74,11 +88,7 @@ def test_a_stream_that_dies_restarts_from_its_checkpoint_with_no_row_lost(tmp_pa
         spec = {"name": "q1-recovers", "text": Q1,
                 "source": {"format": "jsonl", "path": str(src), "max_files_per_trigger": 1}}
         with service.client() as api:
-            r = api.post("/queries", json=spec)
-            assert r.status_code == 201, r.text
-            query_id = r.json()["id"]
-            wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["batches"] >= 1, "a first batch",
-                     service)
+            query_id = _registered(api, service, spec)
             for k in range(1, 8):  # a file a micro-batch: batches run while the workers go
                 write_file(src, f"events-{k}.jsonl", chunks[k], stamp=base + k)
             deadline = time.monotonic() + 120
@@ -113,14 +123,9 @@ def test_a_lost_jvm_is_replaced_and_every_stream_resumes_with_no_row_lost(tmp_pa
         write_file(src, "events-0.jsonl", chunks[0], stamp=base)
         spec = {"name": "q1-jvm", "text": Q1, "source": {"format": "jsonl", "path": str(src)}}
         with service.client() as api:
-            r = api.post("/queries", json=spec)
-            assert r.status_code == 201, r.text
-            query_id = r.json()["id"]
-            wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["batches"] >= 1, "a first batch",
-                     service)
+            query_id = _registered(api, service, spec)
             write_file(src, "events-1.jsonl", chunks[1], stamp=base + 1)
-            wait_for(lambda: api.get(f"/queries/{query_id}").json()["progress"]["batches"] >= 2, "a second batch",
-                     service)
+            wait_for(lambda: _batches(api, query_id) >= 2, "a second batch", service)
             (java,) = _jvm(service)
             os.kill(java, signal.SIGKILL)
             ready = wait_for(lambda: (r := api.get("/readyz")).status_code == 503 and r.json(), "/readyz 503",
