@@ -35,20 +35,10 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 		--output out/q1_stock.jsonl --dead-letter out/dead_letters.jsonl
 	@echo "results: out/q1_stock.jsonl ($$(wc -l < out/q1_stock.jsonl) rows)"
 
-# The tests that start no process (no JVM, no service, no CLI: tests/conftest.py refuses them one) use the
-# CPU while the others mostly wait on their processes: `make test` runs the two parts side by side.
-IN_PROCESS := not spark and not kafka and not service and not browser and not subprocess
-
 test: install setup-jvm setup-system  ## the layering contract and the type checks, then the default test suite (what CI runs; setup-system installs a headless browser with apt for the page test)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/mypy
-	@echo "the tests that start no process run beside the others; their report follows the others' (log: out/tests-in-process.log)"
-	@mkdir -p out; \
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "$(IN_PROCESS)" > out/tests-in-process.log 2>&1 & in_process=$$!; \
-	$(BIN)/python -m pytest -q -m "not ($(IN_PROCESS))"; others=$$?; \
-	wait $$in_process; alone=$$?; \
-	echo; echo "== the tests that start no process (out/tests-in-process.log) =="; cat out/tests-in-process.log; \
-	test $$others -eq 0 -a $$alone -eq 0
+	$(BIN)/python -m pytest -q
 
 test-fast: install  ## the fast tier: no JVM, no subprocess (engines, compiler, pipeline model, oracle differentials at a modest example count)
 	GRETA_HYPOTHESIS_SCALE=0.5 $(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser and not slow and not subprocess"
