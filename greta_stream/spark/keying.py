@@ -22,8 +22,6 @@ FILE_COLUMN = "__greta_file"  # a file source's row: the file it was read from (
 SECONDS_COLUMN = "__greta_s"  # the event time the watermark column holds, as double seconds (null: none)
 SHARD_COLUMN = "__greta_shard"
 FLUSH_COLUMN = "__greta_flush"  # the row is --flush-at-end's event: every shard gets it
-_JSON_PREFIX = "__greta_json_"  # a field parsed out of the JSON text (`keyed_by_shard`), dropped again
-_RAW_SECONDS = "__greta_time_s"  # the event time as double seconds, before the watermark's checks
 BAD_UTF8_COLUMN = "__greta_bad_utf8"  # JSON text that was not valid UTF-8 (repaired in `value`, dead-lettered)
 # the operator's own columns, dropped from a shard's typed rows (`records.shard_records`)
 OPERATOR_COLUMNS = [TS_COLUMN, SECONDS_COLUMN, SHARD_COLUMN, FLUSH_COLUMN, FILE_COLUMN, CONTROL_COLUMN]
@@ -52,24 +50,12 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
         # Text that is not valid UTF-8 would fail the hand-over to Python: repaired here, dead-lettered there
         events = events.withColumn(BAD_UTF8_COLUMN, ~F.is_valid_utf8("value")).withColumn("value", F.make_valid_utf8("value"))
 
-    parsed: dict[str, str] = {}
-    if json_input:
-        # Each field the plan reads is parsed out of the JSON text once, into a column of its own
-        # (dropped again below): one parse a row, and a smaller plan for Spark to optimize at every
-        # micro-batch than a `get_json_object` at each place that reads a field
-        wanted = [fields.time, fields.type,
-                  *[a for slot in layout.members(queries) for a in layout.slots[slot]]]
-        parsed = {name: f"{_JSON_PREFIX}{i}" for i, name in enumerate(dict.fromkeys(wanted))}
-        events = events.select("*", F.json_tuple("value", *parsed).alias(*parsed.values()))
-
     def column(name: str) -> Column:
         if json_input:
-            return F.col(parsed[name])
+            return F.get_json_object(F.col("value"), f"$.{name}")
         return F.col(f"`{name}`")
 
-    # as a column of its own, as the parsed fields are: the watermark's checks read it four times
-    events = events.withColumn(_RAW_SECONDS, _event_seconds(events, column(fields.time), json_input, fields.time))
-    seconds = F.col(_RAW_SECONDS)
+    seconds = _event_seconds(events, column(fields.time), json_input, fields.time)
     n = layout.shards
     slot_keys = []
     for slot in layout.members(queries):
@@ -110,7 +96,7 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
     events = events.withColumn(SECONDS_COLUMN, F.when(in_range, seconds))
     keyed = events.withColumn(TS_COLUMN, F.timestamp_seconds(F.col(SECONDS_COLUMN) + _HORIZON_S))
     keyed = keyed.withWatermark(TS_COLUMN, f"{_HORIZON_S * 1000} milliseconds")
-    return keyed.withColumn(SHARD_COLUMN, shard).drop(_RAW_SECONDS, *parsed.values()), json_input
+    return keyed.withColumn(SHARD_COLUMN, shard), json_input
 
 
 def _event_seconds(events: DataFrame, col: Column, json_input: bool, time_field: str) -> Column:
