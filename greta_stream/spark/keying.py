@@ -52,6 +52,9 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
 
     def column(name: str) -> Column:
         if json_input:
+            # get_json_object, not json_tuple or from_json: of a key given twice (a dead letter, `hostile`) it
+            # reads the first value, where json_tuple reads the last: `"time": 5, ..., "time": 900` would
+            # move the watermark to 900 and make the events after it late
             return F.get_json_object(F.col("value"), f"$.{name}")
         return F.col(f"`{name}`")
 
