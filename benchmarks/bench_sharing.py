@@ -287,18 +287,16 @@ def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], fil
         table.header()
         outputs: dict[str, dict[str, list[str]]] = {}
         walls: dict[str, float] = {}
-        for label, sharing in (("on", True), ("off", False), ("floor", False))[:3 if floor else 2]:
+        runs = [("on", True), ("off", False)] + ([("floor", False)] if floor else [])
+        for label, sharing in runs:
             run = root / label
             src = run / "in"
             src.mkdir(parents=True)
             n = 0
             for i in range(files):
                 part = events[i * size:(i + 1) * size]
-                if label == "floor":  # the first event of each type (a query with none of its types is an error)
-                    firsts: dict[str, dict[str, Any]] = {}
-                    for e in part:
-                        firsts.setdefault(e["type"], e)
-                    part = sorted(firsts.values(), key=lambda e: e["time"])
+                if label == "floor":
+                    part = floor_part(part)
                 n += len(part)
                 (src / f"part-{i:03d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in part))
             walls[label], outputs[label] = _run_config_once(run, src, queries, sharing)
@@ -312,6 +310,15 @@ def run_config(events: list[dict[str, Any]], queries: list[tuple[str, str]], fil
         return outputs["on"] == outputs["off"]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def floor_part(part: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The floor's file: the first event of each type in `part`, in time order (a query with none of its
+    types is an error)."""
+    firsts: dict[str, dict[str, Any]] = {}
+    for e in part:
+        firsts.setdefault(e["type"], e)
+    return sorted(firsts.values(), key=lambda e: e["time"])
 
 
 def _run_config_once(run: Path, src: Path, queries: list[tuple[str, str]],

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -30,6 +34,29 @@ def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
     assert [r[-1] for r in rows] == ["same", "same"], out
     assert all(int(r[5].replace(",", "")) > 0 for r in rows), out  # rows written through the sinks
     assert "floor / off" not in out, out
+
+
+def _bench_sharing() -> ModuleType:
+    """benchmarks/bench_sharing.py as a module, in this process."""
+    name = "greta_bench_sharing"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).parents[2] / "benchmarks" / "bench_sharing.py")
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def test_the_floors_files_hold_the_first_event_of_each_type() -> None:
+    """What `--run-config`'s floor run reads (the smoke test above leaves that run out): per file, one event of
+    each of the 10 types, the first of its type, in time order."""
+    bench = _bench_sharing()
+    events = bench.ticker_events(3000, seed=0, rate=50.0, bursty=False)
+    for part in (events[:1500], events[1500:]):
+        floor = bench.floor_part(part)
+        assert sorted(e["type"] for e in floor) == sorted({e["type"] for e in part}) and len(floor) <= 10
+        assert all(e is next(f for f in part if f["type"] == e["type"]) for e in floor)
+        assert [e["time"] for e in floor] == sorted(e["time"] for e in floor)
 
 
 def test_bench_sharing_lanes(bench: Callable[..., str]) -> None:

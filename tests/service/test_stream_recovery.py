@@ -18,6 +18,7 @@ from service_helpers import (
     Q1,
     Service,
     all_results,
+    batches_over,
     normalized,
     sample_events,
     settled,
@@ -63,16 +64,12 @@ def _jvm(service: Service) -> list[int]:
     return _under(service, lambda c: c.split(" ", 1)[0].endswith("java"))
 
 
-def _batches(api: Any, query_id: str) -> int:
-    return int(api.get(f"/queries/{query_id}").json()["progress"]["batches"])
-
-
 def _registered(api: Any, service: Service, spec: dict[str, Any]) -> str:
     """`spec` registered (201), once its stream has run a first batch: its id."""
     r = api.post("/queries", json=spec)
     assert r.status_code == 201, r.text
     query_id: str = r.json()["id"]
-    wait_for(lambda: _batches(api, query_id) >= 1, "a first batch", service)
+    wait_for(batches_over(api, query_id, 0), "a first batch", service)
     return query_id
 
 
@@ -125,7 +122,7 @@ def test_a_lost_jvm_is_replaced_and_every_stream_resumes_with_no_row_lost(tmp_pa
         with service.client() as api:
             query_id = _registered(api, service, spec)
             write_file(src, "events-1.jsonl", chunks[1], stamp=base + 1)
-            wait_for(lambda: _batches(api, query_id) >= 2, "a second batch", service)
+            wait_for(batches_over(api, query_id, 1), "a second batch", service)
             (java,) = _jvm(service)
             os.kill(java, signal.SIGKILL)
             ready = wait_for(lambda: (r := api.get("/readyz")).status_code == 503 and r.json(), "/readyz 503",
