@@ -374,7 +374,7 @@ def test_a_misspelled_attribute_is_an_error_that_names_it(tmp_path: Path) -> Non
     q = "RETURN sector, COUNT(*), AVG(S.prize) PATTERN Stock S+ WHERE [sector] GROUP-BY sector WITHIN 1 minute"
     res = cli("evaluate", "-q", q, "-e", "samples/stock/events.jsonl", "--no-progress")
     assert res.returncode == 1 and res.stdout == ""
-    assert "2,000 dead letters: 2,000 missing_attribute (Stock events need attribute 'prize')" in res.stderr
+    assert "2,000 dead letters: 2,000 missing_attribute (attribute 'prize' is missing (the query needs it on Stock events))" in res.stderr
     assert ("error: attribute 'prize' of S is on no Stock event (they have company, id, price, sector, time, type, "
             "volume); did you mean 'price'?") in res.stderr
     src = tmp_path / "e.jsonl"

@@ -130,7 +130,9 @@ class Validator:
             return None
         for attr in sorted(needed):
             if record.get(attr) is None:
-                return DeadLetter("missing_attribute", record, f"{etype} events need attribute {attr!r}", etype, attr)
+                said = "is null" if attr in record else "is missing"
+                return DeadLetter("missing_attribute", record,
+                                  f"attribute {attr!r} {said} (the query needs it on {etype} events)", etype, attr)
         for attr in sorted(self.numeric[etype]):
             v = record[attr]
             if isinstance(v, bool) or not isinstance(v, (int, float)):

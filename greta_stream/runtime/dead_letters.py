@@ -25,6 +25,8 @@ from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.ingest import DeadLetter
 
 _ATTRS_KEPT = 500  # attribute names remembered per type (what the events have); past it, no guess
+_DETAILS_KEPT = 20  # distinct details counted per reason; later new ones count as "other"
+_DETAILS_SHOWN = 3  # the most common details a summary names per reason
 
 
 @dataclass
@@ -33,12 +35,14 @@ class DeadLetters:
 
     by_reason: Counter[str] = field(default_factory=Counter)
     first_detail: dict[str, str] = field(default_factory=dict)
+    details: dict[str, Counter[str]] = field(default_factory=dict)  # reason -> detail -> letters (bounded)
     missing: Counter[tuple[str, str]] = field(default_factory=Counter)  # (type, attribute) -> events
     have: dict[str, set[str]] = field(default_factory=dict)  # type -> attributes its dead events have
 
     def add(self, dl: DeadLetter) -> None:
         self.by_reason[dl.reason] += 1
         self.first_detail.setdefault(dl.reason, dl.detail)
+        self._count_detail(dl.reason, dl.detail, 1)
         if dl.reason == "missing_attribute" and dl.event_type is not None and dl.attribute is not None:
             self.missing[(dl.event_type, dl.attribute)] += 1
             if isinstance(dl.record, dict):
@@ -51,6 +55,9 @@ class DeadLetters:
         self.by_reason.update(other.by_reason)
         for reason, detail in other.first_detail.items():
             self.first_detail.setdefault(reason, detail)
+        for reason, counted in other.details.items():
+            for detail, n in counted.items():
+                self._count_detail(reason, detail, n)
         self.missing.update(other.missing)
         for etype, attrs in other.have.items():
             self.have.setdefault(etype, set()).update(attrs)
@@ -60,13 +67,30 @@ class DeadLetters:
     def total(self) -> int:
         return sum(self.by_reason.values())
 
+    def _count_detail(self, reason: str, detail: str, n: int) -> None:
+        counted = self.details.setdefault(reason, Counter())
+        if detail in counted or len(counted) < _DETAILS_KEPT:
+            counted[detail] += n
+
     def summary(self) -> str:
-        """`12 dead letters: 10 missing_attribute (Stock events need attribute 'prize'), 2 malformed (...)`; "" for none."""
+        """`12 dead letters: 10 missing_attribute (Stock events need attribute 'prize'), 2 malformed (...)`; "" for none.
+        A reason whose letters say different things names its most common details with their counts:
+        `2 missing_attribute (1: attribute 'price' is null ...; 1: attribute 'company' is missing ...)`."""
         if not self.total:
             return ""
-        parts = [f"{n:,} {reason}" + (f" ({self.first_detail[reason]})" if self.first_detail.get(reason) else "")
-                 for reason, n in self.by_reason.most_common()]
+        parts = [f"{n:,} {reason}" + self._said(reason, n) for reason, n in self.by_reason.most_common()]
         return f"{self.total:,} dead letter{'s' if self.total != 1 else ''}: " + ", ".join(parts)
+
+    def _said(self, reason: str, n: int) -> str:
+        counted = self.details.get(reason, Counter())
+        if len(counted) <= 1 or len(counted) >= _DETAILS_KEPT:  # one wording, or one per letter (`late`): the first
+            return f" ({self.first_detail[reason]})" if self.first_detail.get(reason) else ""
+        shown = counted.most_common(_DETAILS_SHOWN)
+        said = [f"{k:,}: {detail}" for detail, k in shown]
+        rest = n - sum(k for _, k in shown)
+        if rest:
+            said.append(f"{rest:,} other")
+        return f" ({'; '.join(said)})"
 
     def carried(self, etype: str, typed: int) -> set[str] | None:
         """The attributes the `typed` events of `etype` carry, as far as the dead letters tell:

@@ -123,10 +123,7 @@ class BatchWriter:
         for o in outputs:
             if o.kind == "dead":
                 reasons[o.reason] = reasons.get(o.reason, 0) + 1
-                if o.reason == "missing_attribute" or o.reason not in self.dead_letters.first_detail:  # what it says
-                    self.dead_letters.add(DeadLetter.from_dict(loads(o.payload)))
-                else:
-                    self.dead_letters.by_reason[o.reason] += 1
+                self.dead_letters.add(DeadLetter.from_dict(loads(o.payload)))
         if dead:
             log.warning("[%s] batch %d: %d dead letters %s", self.name, batch_id, len(dead), reasons)
         if self.on_batch is not None:

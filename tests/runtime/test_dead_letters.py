@@ -46,3 +46,30 @@ def test_a_validator_names_the_type_and_attribute_of_what_it_refuses(recwarn: py
     assert rows.problems == [] and not recwarn.list
     assert [(d.reason, d.event_type, d.attribute) for d in rows.dead_letters] == [
         ("missing_attribute", "Stock", "prize"), ("wrong_type", "Stock", "prize")]
+
+
+def test_a_null_and_an_absent_attribute_are_told_apart_and_the_summary_counts_each_wording() -> None:
+    """Real records: a null price, no company at all. The summary of the two letters names both, each with
+    its count, not the first letter's wording for both."""
+    events = [{"type": "Stock", "time": 1, "company": "A", "price": None},
+              {"type": "Stock", "time": 2, "price": 3.5},
+              {"type": "Stock", "time": 3, "company": "A", "price": None},
+              {"type": "Stock", "time": 4, "company": "A", "price": 39}]
+    rows = greta_stream.evaluate("RETURN company, COUNT(*) PATTERN Stock S+ WHERE [company] AND "
+                                 "S.price > NEXT(S).price GROUP-BY company WITHIN 10 s", events)
+    details = [d.detail for d in rows.dead_letters]
+    assert details == ["attribute 'price' is null (the query needs it on Stock events)",
+                       "attribute 'company' is missing (the query needs it on Stock events)",
+                       "attribute 'price' is null (the query needs it on Stock events)"]
+    assert tally(rows.dead_letters).summary() == (
+        "3 dead letters: 3 missing_attribute (2: attribute 'price' is null (the query needs it on Stock events); "
+        "1: attribute 'company' is missing (the query needs it on Stock events))")
+    # one wording: as it says; one wording per letter (times behind a watermark): the first, not a list of them
+    assert tally(rows.dead_letters[:1]).summary() == (
+        "1 dead letter: 1 missing_attribute (attribute 'price' is null (the query needs it on Stock events))")
+    late = [DeadLetter("late", {"time": t}, f"time {t} is behind the watermark 900") for t in range(40)]
+    assert tally(late).summary() == "40 dead letters: 40 late (time 0 is behind the watermark 900)"
+    few = tally(late[:5])
+    assert few.summary() == ("5 dead letters: 5 late (1: time 0 is behind the watermark 900; 1: time 1 is behind "
+                             "the watermark 900; 1: time 2 is behind the watermark 900; 2 other)")
+    assert tally(rows.dead_letters).merge(few).summary().startswith("8 dead letters: 5 late (1: time 0")
