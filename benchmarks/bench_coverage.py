@@ -104,6 +104,8 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "lead-not-seq": ("AVG(S.price)", "SEQ(NOT SEQ(Halt C, Halt D), Stock S+)", EDGE),
     "trail-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D))", EDGE),
     "nested-not": ("AVG(A.price)", "(SEQ(Stock A+, NOT Halt H, Stock B))+", "A.price > NEXT(A).price"),
+    "seq-repeat": ("AVG(S.price)", "SEQ(Stock A, Stock S{2,4}, Stock B)", f"{EDGE} AND A.price < NEXT(S).price"),
+    "seq-upto": ("AVG(S.price)", "SEQ(Stock A, Halt H{0,3}, Stock S+)", EDGE),
 }
 
 

@@ -401,7 +401,7 @@ def dense_query(draw: Any, pattern: str, edges: list[str], locals_: list[str], i
     """A query over `dense_events` of `pattern`: some of its `edges` (each twice as likely in as out) and of
     the `locals_` of its aliases, maybe `[k]`, maybe GROUP-BY g (then g first among the `items`), a
     strategy of `strategies`, a window of 3 to 12 s sliding 1 s up to all of it."""
-    aliases = {w.rstrip("+*?,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
+    aliases = {w.split("{")[0].rstrip("+*?,)") for w in pattern.replace("(", " ").split() if w[0].islower()}
     where = [e for e in edges if draw(st.integers(0, 2))]
     where += [p for p in locals_ if p[0] in aliases and draw(st.integers(0, 1))]
     if draw(st.booleans()):

@@ -237,6 +237,15 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
     return rep_all[order], states[order]
 
 
+def collapsed(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndarray:
+    """(stores,) bool: the stores of a counted state inside a SEQ that only the states after it read
+    (`KernelPlan.stores` gives them stores of their own): they hold its iteration counts n.. in lane n."""
+    c = plan.counted
+    if c < 0:
+        return np.zeros(len(store_src), np.bool_)
+    return (store_src == c) & ~reads[c]
+
+
 def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
                lanes_q=None):
     """The kernel over every partition and block of windows, in threads over
@@ -268,7 +277,9 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
                            np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,
                            np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi,
                            kernel.NEXT_MATCH if plan.next_match else kernel.CONTIGUOUS if plan.contiguous
-                           else kernel.ANY_MATCH, 0 if plan.iterations is None else 1 if plan.iterations[1] else 2)
+                           else kernel.ANY_MATCH, 0 if plan.iterations is None else 1 if plan.iterations[1] else 2,
+                           max(plan.counted, 0), collapsed(plan, store_src, reads),
+                           plan.iterations[0] if plan.iterations else 0)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1

@@ -116,6 +116,9 @@ Wiring = namedtuple("Wiring", [
     "strategy",  # SEMANTICS section 8: ANY_MATCH, NEXT_MATCH (taken marks) or CONTIGUOUS (`ev.flo`)
     "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0);
     # so many pieces of a vertex join its stores (`stores.join`)
+    "counted",  # the state whose vertices join their stores a lane up (`X{n,m}`'s; `iterations.py`)
+    "collapse",  # (stores,) bool: a store of the counted state that later states read: iterations lo.. in lane lo
+    "lo",  # the counted state's least number of iterations (n of `X{n,m}`)
 ])
 
 

@@ -14,7 +14,8 @@ milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`; under each
 selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
 weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
-pattern (`iterations`). Anything else raises `Unsupported` saying why, and
+pattern or as one part of a SEQ without a leading or trailing NOT (`X{0,m}` too; `iterations`).
+Anything else raises `Unsupported` saying why, and
 the caller runs the general engine.
 
 Numbering: the kernel's *states* are the positive positions 0..n-1 and then
@@ -37,18 +38,9 @@ import numpy as np
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
+from greta_stream.engine.columnar.parts import State, end_not, positions
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
-
-
-@dataclass(frozen=True)
-class State:
-    """One position of the pattern: an event type under an alias, once or Kleene."""
-
-    alias: str
-    type: str
-    kleene: bool
-    optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
 
 
 @dataclass(frozen=True)
@@ -113,6 +105,9 @@ class KernelPlan:
     # trend may start (after the latest start of a match ending before its first event) and end
     lead_seq: tuple[State, ...] = ()
     trail_seq: tuple[State, ...] = ()
+    # the state of a counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`, with `iterations`): every lane of
+    # a trend counts B's iterations so far (`iterations.py`); -1: none, or `X{n,m}` as the whole pattern
+    counted: int = -1
 
     @property
     def next_match(self) -> bool:
@@ -129,6 +124,8 @@ class KernelPlan:
         if self.iterations is None:
             return 1
         lo, hi = self.iterations
+        if self.counted >= 0:  # inside a SEQ: 0..m iterations (0..n, the last n or more)
+            return (hi if hi is not None else lo) + 1
         return hi if hi is not None else lo
 
     @property
@@ -221,7 +218,8 @@ class KernelPlan:
         for i in range(1, n):
             for p in self.predecessors(i):
                 own = (p, i) in scan_of
-                if p in after or own:  # across a middle NOT or with predicates: a store of its own
+                # across a middle NOT, with predicates, or from a counted repetition (`iterations.py`): its own
+                if p in after or own or p == self.counted:
                     src.append(p)
                     if p in after:
                         gen.append(len(src) - 1)
@@ -273,11 +271,20 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         iterations = (pattern.lo, pattern.hi)  # `X{n,m}`: one Kleene state, a lane per iteration count
         pattern = ast.Kleene(pattern.inner)
     parts: list[ast.Pattern] = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
-    neg, lead_seq = _end_not(parts, 0, "a leading")  # a bound on where trends start
-    trail, trail_seq = _end_not(parts, -1, "a trailing")  # a bound on where trends end
-    states, mids, negseqs = _positions(parts)
+    neg, lead_seq = end_not(parts, 0, "a leading")  # a bound on where trends start
+    trail, trail_seq = end_not(parts, -1, "a trailing")  # a bound on where trends end
+    found: list[tuple[int, int, int | None] | None] = [None]
+    states, mids, negseqs = positions(parts, found)
     if loop and any(s.optional for s in states):
         raise Unsupported("an optional part under a Kleene plus")
+    counted = -1
+    if found[0] is not None:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
+        if loop:
+            raise Unsupported("a counted repetition under a Kleene plus")
+        if neg or lead_seq or trail or trail_seq:
+            raise Unsupported("a counted repetition in a SEQ with a leading or trailing NOT")
+        counted, lo, hi = found[0]
+        iterations = (lo, hi)
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
     positive = frozenset(s.alias for s in states)
@@ -333,48 +340,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations,
-                      tuple(negseqs), lead_seq, trail_seq)
-
-
-def _end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
-    """A leading (`at` 0) or trailing (-1) NOT taken off `parts`: (its event, or its SEQ's events)."""
-    part = parts[at]
-    if not isinstance(part, ast.Not):
-        return None, ()
-    parts.pop(at)
-    if isinstance(part.inner, ast.Seq):
-        return None, _negated_seq(part.inner)
-    return _negated(part, where), ()
-
-
-def _positions(parts: list[ast.Pattern]) -> tuple[list[State], list[tuple[int, State]],
-                                                  list[tuple[int, tuple[State, ...]]]]:
-    """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i)."""
-    states: list[State] = []
-    mids: list[tuple[int, State]] = []
-    negseqs: list[tuple[int, tuple[State, ...]]] = []
-    for part in parts:
-        if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
-            negseqs.append((len(states) - 1, _negated_seq(part.inner)))
-            continue
-        if isinstance(part, ast.Not):  # between two positive parts: a generation store
-            mids.append((len(states) - 1, _negated(part, "a middle")))
-            continue
-        optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
-        if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
-            assert isinstance(part, ast.Repeat)
-            part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
-        if isinstance(part, ast.Repeat):
-            raise Unsupported("a counted repetition ({n,m}, {0,m} with m > 1) inside a SEQ or of a group")
-        kleene = isinstance(part, ast.Kleene)
-        while isinstance(part, ast.Kleene):
-            part = part.inner
-        if isinstance(part, ast.Not):
-            raise Unsupported("negation under a Kleene plus")
-        if not isinstance(part, ast.EventPattern):
-            raise Unsupported("a Kleene plus or SEQ over more than one event type")
-        states.append(State(part.alias, part.type, kleene, optional))
-    return states, mids, negseqs
+                      tuple(negseqs), lead_seq, trail_seq, counted)
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
@@ -414,27 +380,3 @@ def seconds(x: Fraction) -> Seconds:
 
 
 NOT_SEQ = "not-seq"  # the op of a negated SEQ's predicate in a scan (`Scan.edges`): its ranks are `negseqs.py`'s
-
-
-def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
-    """The single events of a middle `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), or
-    `Unsupported`."""
-    out = []
-    for part in seq.parts:
-        while isinstance(part, ast.Kleene):
-            part = part.inner
-        if not isinstance(part, ast.EventPattern):
-            raise Unsupported("a NOT over a SEQ of more than single events")
-        out.append(State(part.alias, part.type, False))
-    return tuple(out)
-
-
-def _negated(part: ast.Pattern, where: str) -> State:
-    """The one event of a NOT part (`NOT C+` is `NOT C`: one event of it makes a match), or `Unsupported`."""
-    assert isinstance(part, ast.Not)
-    inner = part.inner
-    while isinstance(inner, ast.Kleene):
-        inner = inner.inner
-    if not isinstance(inner, ast.EventPattern):
-        raise Unsupported(f"{where} NOT of more than one event")
-    return State(inner.alias, inner.type, False)

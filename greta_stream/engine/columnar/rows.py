@@ -74,7 +74,9 @@ def result_rows(cq: CompiledQuery, out: Any, field_of: Sequence[int] | None = No
         values = (mins if kind == "min" else maxs)[:, j]
         if vkind == MIXED:  # a whole value of ints beside floats that are never whole was an int
             return [int(v) if math.isfinite(v) and v.is_integer() else v for v in values.tolist()]
-        return values.astype(np.int64).tolist() if vkind == INT else values.tolist()
+        if vkind == INT:  # +-inf: no event of the alias on the row's trends (the finisher writes None)
+            return np.where(np.isfinite(values), values, 0).astype(np.int64).tolist()
+        return values.tolist()
 
     groups = [group_values[g] for g in gids.tolist()]
     return finisher.rows(ks.tolist(), groups, exact_ints(cells[:, 0, :]), count_of, sum_of, extreme_of)
