@@ -38,6 +38,8 @@ SHAPES += [  # a counted repetition inside a SEQ: its lanes count the part's ite
     ("SEQ(A a, B b{0,2}, B c)", ["a.v <= NEXT(c).v", "b.v != NEXT(b).v", "b.f < NEXT(c).f"], "b"),
     ("SEQ(A a{2,}, NOT E e, B b)", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
     ("SEQ(B b, A a{1,3})", ["b.v < NEXT(a).v", "a.v <= NEXT(a).v"], "a"),
+    ("SEQ(NOT E e, B b{2,}, A a)", ["b.v < NEXT(b).v"], "b"),
+    ("SEQ(A a, B b{1,3}, NOT E e)", ["a.v >= NEXT(b).v"], "b"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1"]
 

@@ -77,11 +77,12 @@ def to_group(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm)
 
 
 @njit(cache=True)
-def to_group_q(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm, per_q, lm, finalq):  # noqa: ANN001, ANN202
+def to_group_q(gacc, gmm, ghas, sl, acc, sig, mmval, mmax, j0, j1, mmprop, acc_mm, per_q, lm, finalq, wend):  # noqa: ANN001, ANN202
     """`_to_group` with query lanes: only the lanes of queries whose trends end
-    at the vertex's state (`finalq`), where it is their vertex (`lm`)."""
+    at the vertex's state (`finalq`), where it is their vertex (`lm`), in windows before `wend`
+    (a trailing NOT's: the first whose end passes its next match)."""
     for j in range(j0, j1):
-        if not lm[j] or not finalq[j // per_q]:
+        if not lm[j] or not finalq[j // per_q] or j % per_q >= wend:
             continue
         for c in range(acc.shape[0]):
             for lb in range(sig[c]):

@@ -363,7 +363,7 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
                         _neutral_mm(acc_mm, lm, j0, j1, wiring.mmax)
                 if wiring.final[s] and wiring.masked:
                     _to_group_q(gacc, gmm, ghas, sl, acc, sig, ev.mmval[v], wiring.mmax, j0, j1, mmprop, acc_mm,
-                                lanes, lm, wiring.finalq[s])
+                                lanes, lm, wiring.finalq[s], min(ev.kend[v] - k0 + 1, lanes))
                 elif wiring.final[s]:
                     je = min(j1, ev.kend[v] - k0 + 1)  # a trailing NOT: the windows it may end trends in
                     if je > j0:

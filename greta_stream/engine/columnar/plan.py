@@ -14,7 +14,7 @@ milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`; under each
 selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
 weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
-pattern or as one part of a SEQ without a leading or trailing NOT (`X{0,m}` too; `iterations`).
+pattern or as one part of a SEQ (`X{0,m}` too; `iterations`).
 Anything else raises `Unsupported` saying why, and
 the caller runs the general engine.
 
@@ -281,8 +281,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if found[0] is not None:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
         if loop:
             raise Unsupported("a counted repetition under a Kleene plus")
-        if neg or lead_seq or trail or trail_seq:
-            raise Unsupported("a counted repetition in a SEQ with a leading or trailing NOT")
         counted, lo, hi = found[0]
         iterations = (lo, hi)
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),

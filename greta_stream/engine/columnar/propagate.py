@@ -156,7 +156,7 @@ def vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, o
     With query lanes (`masked`; lane = query * per_q + window), a lane the
     event is not a vertex of for its query (`lm` false) is zero, and the
     event starts a trend only in its queries' lanes that start at its state
-    (`startq[query]`; a union has no leading NOT: `first_lane` is not read)."""
+    (`startq[query]`), in its windows from `first_lane` on (a union has no leading NOT: -1)."""
     ncell = acc.shape[0]
     # 1. how many limbs each cell's sum can need: fewer than 2**32 values of
     # `used` limbs carry into one more; cell c adds count * value (ndig digits)
@@ -178,7 +178,7 @@ def vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, ndig, o
                 for c in range(ncell):
                     for lb in range(hi[c]):
                         acc[c, lb, j] = 0
-            elif startq[j // per_q]:
+            elif startq[j // per_q] and j % per_q >= first_lane:  # after a leading NOT's latest match
                 acc[0, 0, j] += 1
     elif starts:
         for j in range(max(j0, first_lane), j1):
