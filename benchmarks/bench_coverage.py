@@ -106,6 +106,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "nested-not": ("AVG(A.price)", "(SEQ(Stock A+, NOT Halt H, Stock B))+", "A.price > NEXT(A).price"),
     "seq-repeat": ("AVG(S.price)", "SEQ(Stock A, Stock S{2,4}, Stock B)", f"{EDGE} AND A.price < NEXT(S).price"),
     "seq-upto": ("AVG(S.price)", "SEQ(Stock A, Halt H{0,3}, Stock S+)", EDGE),
+    "group-repeat": ("AVG(A.price)", "(SEQ(Stock A+, Stock B)){2,3}", "A.price > NEXT(A).price"),
 }
 
 

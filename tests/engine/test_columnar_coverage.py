@@ -39,6 +39,7 @@ WIDENED = [
     "RETURN COUNT(*), SUM(b.v), MIN(b.v) PATTERN SEQ(A a, B b{0,2}, C c) WHERE a.v < NEXT(c).v WITHIN 10 s SLIDE 2 s",
     "RETURN COUNT(*), AVG(b.v) PATTERN SEQ(A a, B b{2,}, C c) WHERE b.v <= NEXT(b).v WITHIN 10 s",
     "RETURN COUNT(*), MAX(b.v) PATTERN SEQ(NOT C c, A a, B b{2,3}, NOT D d) WITHIN 10 s SLIDE 2 s",
+    "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, B b)){2,3} WHERE a.v < NEXT(a).v WITHIN 10 s",
     "RETURN COUNT(*), MIN(b.v) PATTERN SEQ(A a*, B b+, C c?) WITHIN 10 s SLIDE 5 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b+) WHERE a.v < NEXT(a).v AND b.v < NEXT(b).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WHERE a.v < NEXT(a).v AND a.v < NEXT(b).v WITHIN 10 s",

@@ -6,8 +6,8 @@ stricter strategies depends on the events between two vertices (a candidate that
 event failing its local predicate or of a negated type that breaks contiguity), which sparse random
 streams (test_strategies.py) seldom hold. Each shape is a single Kleene or a SEQ the engine covers, with
 and without edge and local predicates, a middle, leading or trailing NOT, GROUP-BY and equivalence
-attributes; and `X{n}`, `X{n,m}`, `X{n,}`, as the whole pattern and inside a SEQ (`{0,m}` too), under
-each of the three strategies (a lane per iteration count: dense streams give trends of every length).
+attributes; and `X{n}`, `X{n,m}`, `X{n,}`, as the whole pattern and inside a SEQ (`{0,m}` too), and of a
+group as the whole pattern, under each of the three strategies (a lane per iteration count: dense streams give trends of every length).
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ SHAPES += [  # a counted repetition inside a SEQ: its lanes count the part's ite
     ("SEQ(B b, A a{1,3})", ["b.v < NEXT(a).v", "a.v <= NEXT(a).v"], "a"),
     ("SEQ(NOT E e, B b{2,}, A a)", ["b.v < NEXT(b).v"], "b"),
     ("SEQ(A a, B b{1,3}, NOT E e)", ["a.v >= NEXT(b).v"], "b"),
+    # a counted group as the whole pattern: the loop's step counts iterations
+    ("(SEQ(A a+, B b)){2,3}", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
+    ("(SEQ(A a, NOT E e, B b+)){2,}", ["b.v != NEXT(b).v"], "b"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1"]
 

@@ -237,13 +237,21 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
     return rep_all[order], states[order]
 
 
-def collapsed(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndarray:
-    """(stores,) bool: the stores of a counted state inside a SEQ that only the states after it read
-    (`KernelPlan.stores` gives them stores of their own): they hold its iteration counts n.. in lane n."""
-    c = plan.counted
-    if c < 0:
-        return np.zeros(len(store_src), np.bool_)
-    return (store_src == c) & ~reads[c]
+def lifts(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndarray:
+    """(stores,) int8: how the counted state's vertices join each store (`stores.join`): 1 an
+    iteration up (`X{n,m}`'s own store, B's in `SEQ(A, B{n,m}, C)` as B reads it, the loop's store of
+    `(SEQ(A, B)){n,m}`), 2 counts n.. in lane n (B's as C reads it), 0 as they are."""
+    out = np.zeros(len(store_src), np.int8)
+    if plan.iterations is None:
+        return out
+    if plan.loop:  # the group's loop: the store the first state reads of the last
+        out[(store_src == len(plan.states) - 1) & reads[0] & ~reads[len(plan.states) - 1]] = 1
+        return out
+    c = max(plan.counted, 0)
+    mine = store_src == c
+    out[mine & reads[c]] = 1
+    out[mine & ~reads[c]] = 2
+    return out
 
 
 def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
@@ -278,7 +286,7 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
                            np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi,
                            kernel.NEXT_MATCH if plan.next_match else kernel.CONTIGUOUS if plan.contiguous
                            else kernel.ANY_MATCH, 0 if plan.iterations is None else 1 if plan.iterations[1] else 2,
-                           max(plan.counted, 0), collapsed(plan, store_src, reads),
+                           len(plan.states) - 1 if plan.loop else max(plan.counted, 0), lifts(plan, store_src, reads),
                            plan.iterations[0] if plan.iterations else 0)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1

@@ -15,6 +15,10 @@ reads in lane q what has q iterations. The stores that the states after B read a
 every count n..m in lane n (`stores.join`: `wiring.collapse`): C and the states after it keep one lane,
 n, where a trend may go on and end, whatever B's count. `X{n,}` takes lanes 0..n: B's lane n (n + 1 or more)
 joins its stores in lane n itself (n or more). An optional `B{0,m}` lets C read A's lane 0.
+
+A counted group as the whole pattern (`(SEQ(A, B+)){2,3}`: a `loop` with `iterations`) counts the
+loop's steps: every state is in every lane, and only the loop's store (B's vertices as the next A
+reads them) moves up a lane, so lane q holds the trends in their iteration q + 1.
 """
 
 from __future__ import annotations
@@ -44,10 +48,6 @@ class IterationLanes:
 
     @property
     def startq(self) -> np.ndarray:
-        if self.plan.counted < 0:
-            out = np.zeros((1, self.nq), np.bool_)
-            out[0, 0] = True
-            return out
         start, *_ = self.plan.stores()
         out = np.zeros((len(start), self.nq), np.bool_)
         out[:, 0] = start  # no iteration before a trend starts; one at the counted state
@@ -57,12 +57,11 @@ class IterationLanes:
     def finalq(self) -> np.ndarray:
         assert self.plan.iterations is not None
         lo = self.plan.iterations[0]
-        if self.plan.counted < 0:
-            out = np.zeros((1, self.nq), np.bool_)
-            out[0, lo - 1:] = True
-            return out
         _, final, *_ = self.plan.stores()
         out = np.zeros((len(final), self.nq), np.bool_)
+        if self.plan.counted < 0:  # `X{n,m}`, `(SEQ(A, B)){n,m}`: lane q ends trends of q + 1 iterations
+            out[final, lo - 1:] = True
+            return out
         c = self.plan.counted
         out[:c, 0] = final[:c] & (lo == 0)  # `SEQ(A, B{0,m})`: A ends the trends without a B
         out[c, max(lo - 1, 0):] = final[c]  # lane q: q + 1 iterations (the open one's last: n + 1 or more)
@@ -71,9 +70,9 @@ class IterationLanes:
 
     @property
     def qlo(self) -> np.ndarray:
-        if self.plan.counted < 0:
-            return np.zeros(1, np.int64)
         out = np.zeros(len(self.plan.states), np.int64)
+        if self.plan.counted < 0:
+            return out
         out[self.plan.counted + 1:] = self.lo
         return out
 
@@ -83,10 +82,10 @@ class IterationLanes:
 
     @property
     def qhi(self) -> np.ndarray:
-        if self.plan.counted < 0:
-            return np.full(1, self.nq, np.int64)
-        c = self.plan.counted
         out = np.full(len(self.plan.states), self.nq, np.int64)
+        if self.plan.counted < 0:
+            return out
+        c = self.plan.counted
         out[:c] = 1  # before the counted state: no iteration yet
         out[c] = self.nq - 1 if not self.open else self.nq  # at most m iterations (open: lane n, n + 1 or more)
         out[c + 1:] = self.lo + 1  # after it: n..m iterations, all in lane n

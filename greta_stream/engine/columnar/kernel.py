@@ -117,7 +117,7 @@ Wiring = namedtuple("Wiring", [
     "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0);
     # so many pieces of a vertex join its stores (`stores.join`)
     "counted",  # the state whose vertices join their stores a lane up (`X{n,m}`'s; `iterations.py`)
-    "collapse",  # (stores,) bool: a store of the counted state that later states read: iterations lo.. in lane lo
+    "lift",  # (stores,) int8: how the counted state joins it: 0 as is, 1 an iteration up, 2 counts lo.. in lane lo
     "lo",  # the counted state's least number of iterations (n of `X{n,m}`)
 ])
 

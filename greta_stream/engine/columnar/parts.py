@@ -51,7 +51,7 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
         if isinstance(part, ast.Repeat):  # `X{n,m}`, `X{0,m}`, `X{n,}` of one type: a Kleene state with lanes
             if not isinstance(part.inner, ast.EventPattern):
-                raise Unsupported("a counted repetition of a group")
+                raise Unsupported("a counted repetition of a group inside a SEQ")
             if any(c is not None for c in counted):
                 raise Unsupported("two counted repetitions in one SEQ")
             counted[0] = (len(states), part.lo, part.hi)

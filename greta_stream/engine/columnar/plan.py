@@ -14,7 +14,8 @@ milliseconds, or finer down to `timebase.MAX_WINDOW_DEN`; under each
 selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
 weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
-pattern or as one part of a SEQ (`X{0,m}` too; `iterations`).
+pattern or as one part of a SEQ (`X{0,m}` too), and of a SEQ as the whole pattern
+(`(SEQ(A+, B)){2,3}`: the Kleene plus's loop, counted; `iterations`).
 Anything else raises `Unsupported` saying why, and
 the caller runs the general engine.
 
@@ -235,6 +236,9 @@ class KernelPlan:
             src.append(n - 1)
             scanned[scan_of[(n - 1, 0)]] = len(src) - 1
             reads.append((0, len(src) - 1))
+        elif self.loop and self.iterations is not None:  # `(SEQ(A, B)){2,3}`: a loop store of its own, a lane up
+            src.append(n - 1)
+            reads.append((0, len(src) - 1))
         elif self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
             if n - 1 not in total:
                 src.append(n - 1)
@@ -267,6 +271,11 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                 raise Unsupported("a leading or trailing NOT under a Kleene plus")  # middle ones: each iteration's
             pattern, loop = inner, True
     iterations = None
+    if isinstance(pattern, ast.Repeat) and isinstance(pattern.inner, ast.Seq) and pattern.lo >= 1:
+        inner_seq = pattern.inner  # `(SEQ(A, B)){2,3}`: the loop's step from B to A counts iterations
+        if isinstance(inner_seq.parts[0], ast.Not) or isinstance(inner_seq.parts[-1], ast.Not):
+            raise Unsupported("a leading or trailing NOT in a counted repetition of a group")
+        iterations, pattern, loop = (pattern.lo, pattern.hi), inner_seq, True
     if isinstance(pattern, ast.Repeat) and isinstance(pattern.inner, ast.EventPattern) and pattern.lo >= 1:
         iterations = (pattern.lo, pattern.hi)  # `X{n,m}`: one Kleene state, a lane per iteration count
         pattern = ast.Kleene(pattern.inner)
@@ -276,7 +285,9 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     found: list[tuple[int, int, int | None] | None] = [None]
     states, mids, negseqs = positions(parts, found)
     if loop and any(s.optional for s in states):
-        raise Unsupported("an optional part under a Kleene plus")
+        raise Unsupported("an optional part under a Kleene plus or in a counted repetition of a group")
+    if loop and iterations is not None and len(states) < 2:
+        raise Unsupported("a counted repetition of a group of one event")
     counted = -1
     if found[0] is not None:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
         if loop:

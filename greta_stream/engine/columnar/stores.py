@@ -78,12 +78,15 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
     With iteration lanes (`wiring.iterate`; `per_q` lanes per iteration count), its lanes of
     iteration q go to the nodes' lanes of iteration q + 1 (what a successor extends): the last
     iteration's nowhere (`X{n,m}`: no trend goes on), or to themselves (`X{n,}`: n or more). Only the
-    counted state's vertices move up: in a SEQ the others keep their lanes. A store the states after
-    it read (`wiring.collapse`) takes every iteration count n..m in one lane, n's (`iterations.py`)."""
+    counted state's vertices move up, and only into the stores `wiring.lift` marks 1 (in a SEQ the other
+    states keep their lanes; a counted group moves up at its loop's step); a store marked 2 (what the
+    states after a counted part read) takes every iteration count n.. in one lane, n's (`iterations.py`)."""
     if not wiring.iterate or s != wiring.counted:
         _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
               vbase, nv, v, mmprop, 0, 0, True)
         return
+    _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
+          vbase, nv, v, mmprop, 0, 0, True)  # the stores it joins as it is (a group's own loop of B+)
     last = (wiring.nq - 1) * per_q  # the last iteration's first lane
     if j0 < min(j1, last):  # every iteration but the last, one up (a scanned store: a node for each piece)
         _join(nodes, used, val, sig, s, grv, j0, min(j1, last), wiring, keys, nodes_mm, val_mm, storegen, gjoin,
@@ -91,10 +94,8 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
     if wiring.iterate == 2 and max(j0, last) < j1:
         _join(nodes, used, val, sig, s, grv, max(j0, last), j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin,
               vert_ev, vbase, nv, v, mmprop, 0, 1, True)
-    if not wiring.collapse.any():
-        return
     lo, fresh = wiring.lo, True
-    for q in range(max(lo - 1, 0), wiring.nq):  # lane q: q + 1 iterations (n or more), to lane n
+    for q in range(max(lo - 1, 0), wiring.nq if (wiring.lift == 2).any() else 0):  # lane q: q + 1 iterations
         a, b = max(j0, q * per_q), min(j1, (q + 1) * per_q)
         if a < b:
             _join(nodes, used, val, sig, s, grv, a, b, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
@@ -104,14 +105,14 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
 
 @njit(cache=True, inline="always")
 def _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev, vbase,  # noqa: ANN001, ANN202
-          nv, v, mmprop, shift, only, fresh):
-    """`join`'s lanes j0..j1-1 of `val` into the nodes' lanes from j0 + shift: of every store of s
-    (`only` 0), of those that are not `wiring.collapse` (1) or are (2); a scanned store's vertex takes
-    a node of its own when `fresh`, else adds to the one it took last."""
+          nv, v, mmprop, shift, lift, fresh):
+    """`join`'s lanes j0..j1-1 of `val` into the nodes' lanes from j0 + shift, of the stores of s that
+    `wiring.lift` marks `lift`; a scanned store's vertex takes a node of its own when `fresh`, else adds
+    to the one it took last."""
     m = keys.shape[0]
     store_src, keyed = wiring.store_src, wiring.keyed
     for js in range(store_src.shape[0]):
-        if store_src[js] != s or only == 1 and wiring.collapse[js] or only == 2 and not wiring.collapse[js]:
+        if store_src[js] != s or wiring.lift[js] != lift:
             continue
         if wiring.scanned[js]:  # a node of its own, in join order
             if fresh:
