@@ -40,6 +40,7 @@ SHAPES += [  # a counted repetition inside a SEQ: its lanes count the part's ite
     ("SEQ(B b, A a{1,3})", ["b.v < NEXT(a).v", "a.v <= NEXT(a).v"], "a"),
     ("SEQ(NOT E e, B b{2,}, A a)", ["b.v < NEXT(b).v"], "b"),
     ("SEQ(A a, B b{1,3}, NOT E e)", ["a.v >= NEXT(b).v"], "b"),
+    ("SEQ(A a{2}, B b{0,2}, A c{1,2})", ["a.v >= NEXT(a).v", "b.v < NEXT(c).v"], "c"),
     # a counted group as the whole pattern: the loop's step counts iterations
     ("(SEQ(A a+, B b)){2,3}", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
     ("(SEQ(A a, NOT E e, B b+)){2,}", ["b.v != NEXT(b).v"], "b"),

@@ -238,20 +238,28 @@ def expand(plan: KernelPlan, slots: np.ndarray, rows: np.ndarray) -> tuple[np.nd
 
 
 def lifts(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndarray:
-    """(stores,) int8: how the counted state's vertices join each store (`stores.join`): 1 an
+    """(stores,) int8: how a counted state's vertices join each store (`stores.join`): 1 an
     iteration up (`X{n,m}`'s own store, B's in `SEQ(A, B{n,m}, C)` as B reads it, the loop's store of
-    `(SEQ(A, B)){n,m}`), 2 counts n.. in lane n (B's as C reads it), 0 as they are."""
+    `(SEQ(A, B)){n,m}`), 2 counts n.. in lane 0 (B's as C reads it), 0 as they are."""
     out = np.zeros(len(store_src), np.int8)
-    if plan.iterations is None:
+    if plan.iterations is not None and plan.loop:  # the group's loop: the store the first state reads of the last
+        last = len(plan.states) - 1
+        out[(store_src == last) & reads[0] & ~reads[last]] = 1
         return out
-    if plan.loop:  # the group's loop: the store the first state reads of the last
-        out[(store_src == len(plan.states) - 1) & reads[0] & ~reads[len(plan.states) - 1]] = 1
-        return out
-    c = max(plan.counted, 0)
-    mine = store_src == c
-    out[mine & reads[c]] = 1
-    out[mine & ~reads[c]] = 2
+    for c, _, _, _ in plan.counted_states:
+        mine = store_src == c
+        out[mine & reads[c]] = 1
+        out[mine & ~reads[c]] = 2
     return out
+
+
+def counting(plan: KernelPlan) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
+    """`kernel.Wiring`'s iterate, counted, ctop and clo (`iterations.py`)."""
+    n = len(plan.states)
+    counted, ctop, clo = np.zeros(n, np.int8), np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for c, lo, hi, top in plan.counted_states:
+        counted[c], ctop[c], clo[c] = 1 if hi is not None else 2, top, lo
+    return int(counted.max()) if n else 0, counted, ctop, clo
 
 
 def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
@@ -285,9 +293,7 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
                            np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,
                            np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi,
                            kernel.NEXT_MATCH if plan.next_match else kernel.CONTIGUOUS if plan.contiguous
-                           else kernel.ANY_MATCH, 0 if plan.iterations is None else 1 if plan.iterations[1] else 2,
-                           len(plan.states) - 1 if plan.loop else max(plan.counted, 0), lifts(plan, store_src, reads),
-                           plan.iterations[0] if plan.iterations else 0)
+                           else kernel.ANY_MATCH, *counting(plan), lifts(plan, store_src, reads))
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1

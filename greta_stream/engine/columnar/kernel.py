@@ -116,9 +116,10 @@ Wiring = namedtuple("Wiring", [
     "strategy",  # SEMANTICS section 8: ANY_MATCH, NEXT_MATCH (taken marks) or CONTIGUOUS (`ev.flo`)
     "iterate",  # the nq lanes are iteration counts of `X{n,m}` (1; 2: the last is n or more), not queries (0);
     # so many pieces of a vertex join its stores (`stores.join`)
-    "counted",  # the state whose vertices join their stores a lane up (`X{n,m}`'s; `iterations.py`)
-    "lift",  # (stores,) int8: how the counted state joins it: 0 as is, 1 an iteration up, 2 counts lo.. in lane lo
-    "lo",  # the counted state's least number of iterations (n of `X{n,m}`)
+    "counted",  # (states,) int8: the vertices join some stores a lane up (`iterations.py`): 1, 2 open (`X{n,}`)
+    "ctop",  # (states,) int: a counted state's last lane (its last iteration's: X{n,m}'s goes no further)
+    "clo",  # (states,) int: a counted state's least number of iterations (n of `X{n,m}`)
+    "lift",  # (stores,) int8: how a counted state joins it: 0 as is, 1 an iteration up, 2 counts n.. in lane 0
 ])
 
 

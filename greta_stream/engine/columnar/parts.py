@@ -1,5 +1,5 @@
 """The positions of a SEQ's parts as the columnar kernel numbers them (`plan.columnar_plan`): its
-positive states, its negations of one event or of a SEQ of single events, and its counted repetition."""
+positive states, its negations of one event or of a SEQ of single events, and its counted repetitions."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None
     return _negated(part, where), ()
 
 
-def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None] | None]
+def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]]
                ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i);
-    `counted[0]`: (state, lo, hi) of its counted repetition, if any."""
+    `counted` gets (state, lo, hi) of each counted repetition."""
     states: list[State] = []
     mids: list[tuple[int, State]] = []
     negseqs: list[tuple[int, tuple[State, ...]]] = []
@@ -52,9 +52,7 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if isinstance(part, ast.Repeat):  # `X{n,m}`, `X{0,m}`, `X{n,}` of one type: a Kleene state with lanes
             if not isinstance(part.inner, ast.EventPattern):
                 raise Unsupported("a counted repetition of a group inside a SEQ")
-            if any(c is not None for c in counted):
-                raise Unsupported("two counted repetitions in one SEQ")
-            counted[0] = (len(states), part.lo, part.hi)
+            counted.append((len(states), part.lo, part.hi))
             optional, part = part.optional, ast.Kleene(part.inner)
         kleene = isinstance(part, ast.Kleene)
         while isinstance(part, ast.Kleene):

@@ -106,9 +106,9 @@ class KernelPlan:
     # trend may start (after the latest start of a match ending before its first event) and end
     lead_seq: tuple[State, ...] = ()
     trail_seq: tuple[State, ...] = ()
-    # the state of a counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`, with `iterations`): every lane of
-    # a trend counts B's iterations so far (`iterations.py`); -1: none, or `X{n,m}` as the whole pattern
-    counted: int = -1
+    # (state, lo, hi) of each counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`; `iterations` is the first's):
+    # a lane counts the iterations of the part a trend is in, or is 0 between them (`iterations.py`)
+    counts: tuple[tuple[int, int, int | None], ...] = ()
 
     @property
     def next_match(self) -> bool:
@@ -124,10 +124,19 @@ class KernelPlan:
         counting n or more); 1 without a repetition."""
         if self.iterations is None:
             return 1
+        return max(top for _, _, _, top in self.counted_states) + 1
+
+    @property
+    def counted_states(self) -> tuple[tuple[int, int, int | None, int], ...]:
+        """(state, lo, hi, top) of each state whose lanes count iterations, top its last lane: the one
+        state of `X{n,m}` (lanes 0..m-1: 1..m iterations), the last state of a counted group (its loop's
+        step counts), or each counted part inside a SEQ (lanes 0..m, or 0..n, the last n or more)."""
+        if self.iterations is None:
+            return ()
+        if self.counts:
+            return tuple((c, lo, hi, hi if hi is not None else lo) for c, lo, hi in self.counts)
         lo, hi = self.iterations
-        if self.counted >= 0:  # inside a SEQ: 0..m iterations (0..n, the last n or more)
-            return (hi if hi is not None else lo) + 1
-        return hi if hi is not None else lo
+        return ((len(self.states) - 1 if self.loop else 0, lo, hi, (hi if hi is not None else lo) - 1),)
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -220,7 +229,7 @@ class KernelPlan:
             for p in self.predecessors(i):
                 own = (p, i) in scan_of
                 # across a middle NOT, with predicates, or from a counted repetition (`iterations.py`): its own
-                if p in after or own or p == self.counted:
+                if p in after or own or any(p == c for c, _, _ in self.counts):
                     src.append(p)
                     if p in after:
                         gen.append(len(src) - 1)
@@ -282,18 +291,16 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     parts: list[ast.Pattern] = list(pattern.parts) if isinstance(pattern, ast.Seq) else [pattern]
     neg, lead_seq = end_not(parts, 0, "a leading")  # a bound on where trends start
     trail, trail_seq = end_not(parts, -1, "a trailing")  # a bound on where trends end
-    found: list[tuple[int, int, int | None] | None] = [None]
+    found: list[tuple[int, int, int | None]] = []
     states, mids, negseqs = positions(parts, found)
     if loop and any(s.optional for s in states):
         raise Unsupported("an optional part under a Kleene plus or in a counted repetition of a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
-    counted = -1
-    if found[0] is not None:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
+    if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
         if loop:
             raise Unsupported("a counted repetition under a Kleene plus")
-        counted, lo, hi = found[0]
-        iterations = (lo, hi)
+        iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
     positive = frozenset(s.alias for s in states)
@@ -349,7 +356,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations,
-                      tuple(negseqs), lead_seq, trail_seq, counted)
+                      tuple(negseqs), lead_seq, trail_seq, tuple(found))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],

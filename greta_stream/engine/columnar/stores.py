@@ -80,26 +80,26 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
     iteration's nowhere (`X{n,m}`: no trend goes on), or to themselves (`X{n,}`: n or more). Only the
     counted state's vertices move up, and only into the stores `wiring.lift` marks 1 (in a SEQ the other
     states keep their lanes; a counted group moves up at its loop's step); a store marked 2 (what the
-    states after a counted part read) takes every iteration count n.. in one lane, n's (`iterations.py`)."""
-    if not wiring.iterate or s != wiring.counted:
+    states after a counted part read) takes every iteration count n.. in lane 0 (`iterations.py`)."""
+    if not wiring.iterate or not wiring.counted[s]:
         _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
               vbase, nv, v, mmprop, 0, 0, True)
         return
     _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
           vbase, nv, v, mmprop, 0, 0, True)  # the stores it joins as it is (a group's own loop of B+)
-    last = (wiring.nq - 1) * per_q  # the last iteration's first lane
+    last = wiring.ctop[s] * per_q  # the last iteration's first lane
     if j0 < min(j1, last):  # every iteration but the last, one up (a scanned store: a node for each piece)
         _join(nodes, used, val, sig, s, grv, j0, min(j1, last), wiring, keys, nodes_mm, val_mm, storegen, gjoin,
               vert_ev, vbase, nv, v, mmprop, per_q, 1, True)
-    if wiring.iterate == 2 and max(j0, last) < j1:
+    if wiring.counted[s] == 2 and max(j0, last) < j1:
         _join(nodes, used, val, sig, s, grv, max(j0, last), j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin,
               vert_ev, vbase, nv, v, mmprop, 0, 1, True)
-    lo, fresh = wiring.lo, True
-    for q in range(max(lo - 1, 0), wiring.nq if (wiring.lift == 2).any() else 0):  # lane q: q + 1 iterations
+    lo, fresh = wiring.clo[s], True
+    for q in range(max(lo - 1, 0), wiring.ctop[s] + 1 if (wiring.lift == 2).any() else 0):  # q + 1 iterations
         a, b = max(j0, q * per_q), min(j1, (q + 1) * per_q)
-        if a < b:
+        if a < b:  # to lane 0: what follows the part
             _join(nodes, used, val, sig, s, grv, a, b, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
-                  vbase, nv, v, mmprop, (lo - q) * per_q, 2, fresh)
+                  vbase, nv, v, mmprop, -q * per_q, 2, fresh)
             fresh = False
 
 
