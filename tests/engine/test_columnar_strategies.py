@@ -6,8 +6,9 @@ stricter strategies depends on the events between two vertices (a candidate that
 event failing its local predicate or of a negated type that breaks contiguity), which sparse random
 streams (test_strategies.py) seldom hold. Each shape is a single Kleene or a SEQ the engine covers, with
 and without edge and local predicates, a middle, leading or trailing NOT, GROUP-BY and equivalence
-attributes; and `X{n}`, `X{n,m}`, `X{n,}`, as the whole pattern and inside a SEQ (`{0,m}` too), and of a
-group as the whole pattern, under each of the three strategies (a lane per iteration count: dense streams give trends of every length).
+attributes; and `X{n}`, `X{n,m}`, `X{n,}` under each of the three strategies (a lane per iteration
+count: dense streams give trends of every length; counted parts inside a SEQ and counted groups:
+test_columnar_counted.py).
 """
 
 from __future__ import annotations
@@ -33,18 +34,6 @@ SHAPES = [  # (pattern, edge predicates it may take, aliases it aggregates)
 REPEATED = ["A a{2}", "A a{3}", "A a{2,3}", "A a{1,3}", "A a{2,}", "A a{3,}", "A a{2,5}"]
 SHAPES += [(p, ["a.v > NEXT(a).v", "a.v <= NEXT(a).v", "(a.v > NEXT(a).v OR a.f < NEXT(a).f)"], "a")
            for p in REPEATED]
-SHAPES += [  # a counted repetition inside a SEQ: its lanes count the part's iterations on the whole trend
-    ("SEQ(A a, B b{2,3}, A c)", ["b.v > NEXT(b).v", "a.v < NEXT(b).v", "b.v >= NEXT(c).v"], "b"),
-    ("SEQ(A a, B b{0,2}, B c)", ["a.v <= NEXT(c).v", "b.v != NEXT(b).v", "b.f < NEXT(c).f"], "b"),
-    ("SEQ(A a{2,}, NOT E e, B b)", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
-    ("SEQ(B b, A a{1,3})", ["b.v < NEXT(a).v", "a.v <= NEXT(a).v"], "a"),
-    ("SEQ(NOT E e, B b{2,}, A a)", ["b.v < NEXT(b).v"], "b"),
-    ("SEQ(A a, B b{1,3}, NOT E e)", ["a.v >= NEXT(b).v"], "b"),
-    ("SEQ(A a{2}, B b{0,2}, A c{1,2})", ["a.v >= NEXT(a).v", "b.v < NEXT(c).v"], "c"),
-    # a counted group as the whole pattern: the loop's step counts iterations
-    ("(SEQ(A a+, B b)){2,3}", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
-    ("(SEQ(A a, NOT E e, B b+)){2,}", ["b.v != NEXT(b).v"], "b"),
-]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1"]
 
 
