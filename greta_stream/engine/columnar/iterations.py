@@ -57,9 +57,10 @@ class IterationLanes:
             out[final, lo - 1:] = True
             return out
         out[:, 0] = final  # outside the counted parts: lane 0, every part before done (`stores.join`'s collapse)
+        qhi = self.qhi
         for c, lo, _, _ in self.plan.counted_states:  # lane q: q + 1 iterations (open: the last, n + 1 or more)
-            out[c, :] = False
-            out[c, max(lo - 1, 0):self.qhi[c]] = final[c]
+            out[c, 0] = False
+            out[c, max(lo - 1, 0):qhi[c]] = final[c]
         return out
 
     @property

@@ -19,7 +19,6 @@ class State:
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
 
 
-
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
     """A leading (`at` 0) or trailing (-1) NOT taken off `parts`: (its event, or its SEQ's events)."""
     part = parts[at]

@@ -85,8 +85,9 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
         _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
               vbase, nv, v, mmprop, 0, 0, True)
         return
-    _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
-          vbase, nv, v, mmprop, 0, 0, True)  # the stores it joins as it is (a group's own loop of B+)
+    if _lifted(wiring, s, 0):  # the stores it joins as it is (a group's own loop of B+)
+        _join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
+              vbase, nv, v, mmprop, 0, 0, True)
     last = wiring.ctop[s] * per_q  # the last iteration's first lane
     if j0 < min(j1, last):  # every iteration but the last, one up (a scanned store: a node for each piece)
         _join(nodes, used, val, sig, s, grv, j0, min(j1, last), wiring, keys, nodes_mm, val_mm, storegen, gjoin,
@@ -94,13 +95,24 @@ def join(nodes, used, val, sig, s, grv, j0, j1, wiring, keys, nodes_mm, val_mm, 
     if wiring.counted[s] == 2 and max(j0, last) < j1:
         _join(nodes, used, val, sig, s, grv, max(j0, last), j1, wiring, keys, nodes_mm, val_mm, storegen, gjoin,
               vert_ev, vbase, nv, v, mmprop, 0, 1, True)
-    lo, fresh = wiring.clo[s], True
-    for q in range(max(lo - 1, 0), wiring.ctop[s] + 1 if (wiring.lift == 2).any() else 0):  # q + 1 iterations
+    if not _lifted(wiring, s, 2):
+        return
+    fresh = True
+    for q in range(max(wiring.clo[s] - 1, 0), wiring.ctop[s] + 1):  # lane q: q + 1 iterations, to lane 0
         a, b = max(j0, q * per_q), min(j1, (q + 1) * per_q)
-        if a < b:  # to lane 0: what follows the part
+        if a < b:
             _join(nodes, used, val, sig, s, grv, a, b, wiring, keys, nodes_mm, val_mm, storegen, gjoin, vert_ev,
                   vbase, nv, v, mmprop, -q * per_q, 2, fresh)
             fresh = False
+
+
+@njit(cache=True, inline="always")
+def _lifted(wiring, s, lift):  # noqa: ANN001, ANN202
+    """Some store of state s is marked `lift` (`wiring.lift`)."""
+    for js in range(wiring.store_src.shape[0]):  # noqa: SIM110 (numba: no generator in any())
+        if wiring.store_src[js] == s and wiring.lift[js] == lift:
+            return True
+    return False
 
 
 @njit(cache=True, inline="always")
