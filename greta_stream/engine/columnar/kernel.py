@@ -199,7 +199,7 @@ def _tree_arrays(ncap, nstore, ncell, limbs, width, mmw):  # noqa: ANN001, ANN20
     path = np.zeros(ncap + 1 + nstore, np.int64)  # the nodes an event reads
     nodes = np.zeros((ncap, ncell, limbs, width), np.uint64)
     nodes_mm = np.zeros((ncap, mmw, width), np.float64)
-    used = np.zeros((ncap, ncell), np.int64)  # per node and cell: limbs in use
+    used = np.zeros((ncap, ncell + 1), np.int64)  # per node and cell: limbs in use; last: lanes written below
     vert_ev = np.zeros(ncap, np.int64)  # a scanned store's node: the event of its vertex
     taken = np.zeros(ncap, np.int64)  # skip-till-next-match: the time stamp (first event) that took the vertex
     nxt = np.zeros(ncap, np.int64)  # skip-till-next-match: the next vertex of its store still waiting

@@ -47,8 +47,11 @@ def add_node(nodes, used, i, val, j0, j1, sig, shift=0):  # noqa: ANN001, ANN202
     """nodes[i] lanes j0 + shift..j1 + shift - 1 += val lanes j0..j1-1, cell c over its limbs 0..sig[c]-1.
     Limbs at or past used[i, c] of a node are not kept zero (a tree is reused
     from task to task without clearing): they are cleared, all lanes, when
-    first needed."""
+    first needed. used[i, -1]: the node's lanes from there on are zero (`take_node` reads below it)."""
     n = j1 - j0
+    top = used.shape[1] - 1
+    if j1 + shift > used[i, top]:
+        used[i, top] = j1 + shift
     for c in range(sig.shape[0]):
         u = used[i, c]
         if sig[c] > u:
@@ -68,14 +71,19 @@ def add_node(nodes, used, i, val, j0, j1, sig, shift=0):  # noqa: ANN001, ANN202
 
 @njit(cache=True)
 def take_node(acc, nodes, used, i, j0, j1):  # noqa: ANN001, ANN202
-    """acc lanes j0..j1-1 += nodes[i] (each cell's used limbs)."""
+    """acc lanes j0..j1-1 += nodes[i] (each cell's used limbs), up to the node's last lane written
+    (`used[i, -1]`): an earlier vertex's windows, an iteration count its state never reaches."""
+    ncell = acc.shape[0]
+    j1 = min(j1, used[i, ncell])
     n = j1 - j0
+    if n <= 0:
+        return
     if n == 1:
-        for c in range(used.shape[1]):
+        for c in range(ncell):
             for lb in range(used[i, c]):
                 acc[c, lb, j0] += nodes[i, c, lb, j0]
         return
-    for c in range(used.shape[1]):
+    for c in range(ncell):
         for lb in range(used[i, c]):
             dst = acc[c, lb, j0:j1]
             src = nodes[i, c, lb, j0:j1]
