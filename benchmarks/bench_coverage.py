@@ -107,6 +107,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-repeat": ("AVG(S.price)", "SEQ(Stock A, Stock S{2,4}, Stock B)", f"{EDGE} AND A.price < NEXT(S).price"),
     "seq-upto": ("AVG(S.price)", "SEQ(Stock A, Halt H{0,3}, Stock S+)", EDGE),
     "group-repeat": ("AVG(A.price)", "(SEQ(Stock A+, Stock B)){2,3}", "A.price > NEXT(A).price"),
+    "diff-edge": ("AVG(S.price)", "Stock S+", "S.price - NEXT(S).price > 0.05"),
 }
 
 

@@ -24,7 +24,7 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a+, B b) WHERE [a.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v + NEXT(b).v < 3 WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v * NEXT(b).v < 3 WITHIN 10 s",  # a NEXT value as a factor
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
 ]
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from greta_stream.compiler.expressions import edge_sides
+from greta_stream.engine.columnar.bounds import bounded
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.query import ast
 
@@ -18,9 +19,10 @@ def conjunct(e: ast.Expr) -> Conjunct:
         raise Unsupported(f"an edge predicate of more than {MAX_COMPARISONS} comparisons written out as an OR of ANDs")
     out = []
     for clause in clauses:
-        sides = tuple(edge_sides(c, unequal=True) for c in clause)
+        sides = tuple(edge_sides(c, unequal=True) or bounded(c) for c in clause)
         if any(side is None for side in sides):
-            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
+            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y), nor monotone in X's "
+                              "part (a product or quotient of the two events' values, X on both sides)")
         out.append(tuple(side for side in sides if side is not None))
     return tuple(out)
 

@@ -12,11 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from greta_stream.engine.columnar import bounds
 from greta_stream.engine.columnar.columns import OTHER
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
+from greta_stream.query import ast
 
 NO_BOUND = -(2**62)  # no window bound from a negated event
 
@@ -209,7 +211,12 @@ def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, edge: tu
     mine = (st == src) | (st == dst)
     values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
     key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
-    probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
+    if op in (bounds.UP, bounds.DOWN):  # `S.price - NEXT(S).price > 0.5`: key >= T (or <= T) per successor
+        assert isinstance(y_side, ast.Binary)  # the comparison as written (`bounds.bounded`)
+        probe = bounds.threshold(y_side, x_side, op == bounds.UP, values, key)
+        op = ">=" if op == bounds.UP else "<="
+    else:
+        probe = np.broadcast_to(np.asarray(vector_eval(y_side, values), dtype=np.float64), (m,))
     if op in (">", ">="):  # admitted keys are the large ones: reverse the order
         key, probe, op = -key, -probe, "<" if op == ">" else "<="
     return key, probe, op
