@@ -46,6 +46,9 @@ QUERIES = {
     # a counted repetition inside a SEQ: its lanes count B's iterations over the whole trend
     "counted": "RETURN g, COUNT(*), SUM(A.v), MAX(B.v) PATTERN SEQ(B, A{2,3}, NOT E, C) "
                "WHERE [g] AND A.v <= NEXT(A).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # a counted group inside a SEQ (its loop's store a lane up), with arithmetic across its two events
+    "group": "RETURN g, COUNT(*), SUM(C.v), MIN(B.v) PATTERN SEQ(A, (SEQ(B, C)){1,2}, D) "
+             "WHERE [g] AND B.v - NEXT(C).v < 2 GROUP-BY g WITHIN 24 s SLIDE 4 s",
 }
 
 

@@ -243,8 +243,11 @@ def lifts(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndar
     `(SEQ(A, B)){n,m}`), 2 counts n.. in lane 0 (B's as C reads it), 0 as they are."""
     out = np.zeros(len(store_src), np.int8)
     if plan.iterations is not None and plan.loop:  # the group's loop: the store the first state reads of the last
-        last = len(plan.states) - 1
-        out[(store_src == last) & reads[0] & ~reads[last]] = 1
+        first, last = plan.loop
+        mine = (store_src == last) & ~reads[last]
+        out[mine & reads[first]] = 1
+        if plan.counts:  # a counted group inside a SEQ (`SEQ(A, (SEQ(B, C)){2,3}, D)`): D reads counts n.. in lane 0
+            out[mine & ~reads[first]] = 2
         return out
     for c, _, _, _ in plan.counted_states:
         mine = store_src == c

@@ -18,7 +18,10 @@ more). An optional `B{0,m}` lets C read A's lane 0.
 
 A counted group as the whole pattern (`(SEQ(A, B+)){2,3}`: a `loop` with `iterations`) counts the
 loop's steps: every state is in every lane, and only the loop's store (B's vertices as the next A
-reads them) moves up a lane, so lane q holds the trends in their iteration q + 1.
+reads them) moves up a lane, so lane q holds the trends in their iteration q + 1. Inside a SEQ
+(`SEQ(X, (SEQ(A, B+)){2,3}, Y)`: a `loop` over states 1..2 and B in `counts`) the group's states are
+in its lanes, X and Y in lane 0: A's first iteration reads X's lane 0, the loop's store moves up a
+lane, and the store Y reads of B takes every count n..m in lane 0, as for a counted event.
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ class IterationLanes:
         out[:] = 1  # outside the counted parts: lane 0
         for c, _, hi, top in self.plan.counted_states:  # at most m iterations (open: lane n, n + 1 or more)
             out[c] = top if hi is not None else top + 1
+        if self.plan.loop:  # a counted group inside a SEQ: each of its states in each of its lanes
+            first, last = self.plan.loop
+            out[first:last + 1] = out[last]
         return out
 
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:

@@ -92,7 +92,9 @@ class KernelPlan:
     trail: State | None = None  # the trailing `NOT N` of `SEQ(..., NOT N)`, one event
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
     scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
-    loop: bool = False  # a Kleene plus over the SEQ (`(SEQ(A+, B))+`): its first state reads its last's vertices
+    # (first, last): a Kleene plus over a SEQ, the whole pattern (`(SEQ(A+, B))+`) or a part of it (`SEQ(A,
+    # (SEQ(B, C))+, D)`): its first state also reads its last's vertices (the next iteration); None: no loop
+    loop: tuple[int, int] | None = None
     # SEMANTICS section 8: under skip-till-next-match and contiguous every transition is a scanned store
     # (a predecessor is weighed vertex by vertex: `kernel.run`'s taken marks, or the previous time stamp)
     strategy: str = ast.ANY_MATCH
@@ -136,7 +138,7 @@ class KernelPlan:
         if self.counts:
             return tuple((c, lo, hi, hi if hi is not None else lo) for c, lo, hi in self.counts)
         lo, hi = self.iterations
-        return ((len(self.states) - 1 if self.loop else 0, lo, hi, (hi if hi is not None else lo) - 1),)
+        return ((self.loop[1] if self.loop else 0, lo, hi, (hi if hi is not None else lo) - 1),)
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -241,18 +243,19 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        if self.loop and (n - 1, 0) in scan_of:  # under a stricter strategy: a scanned store of its own
-            src.append(n - 1)
-            scanned[scan_of[(n - 1, 0)]] = len(src) - 1
-            reads.append((0, len(src) - 1))
+        first, last = self.loop or (0, n - 1)
+        if self.loop and (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
+            src.append(last)
+            scanned[scan_of[(last, first)]] = len(src) - 1
+            reads.append((first, len(src) - 1))
         elif self.loop and self.iterations is not None:  # `(SEQ(A, B)){2,3}`: a loop store of its own, a lane up
-            src.append(n - 1)
-            reads.append((0, len(src) - 1))
-        elif self.loop:  # the first state also reads the last one's vertices: the next iteration of the SEQ
-            if n - 1 not in total:
-                src.append(n - 1)
-                total[n - 1] = len(src) - 1
-            reads.append((0, total[n - 1]))
+            src.append(last)
+            reads.append((first, len(src) - 1))
+        elif self.loop:  # its first state also reads its last one's vertices: the next iteration of the SEQ
+            if last not in total:
+                src.append(last)
+                total[last] = len(src) - 1
+            reads.append((first, total[last]))
         start = np.zeros(n, np.bool_)
         start[:self._first_required() + 1] = True  # optional parts first: a trend may start after them
         final = np.zeros(n, np.bool_)
@@ -270,7 +273,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
-    pattern, loop = q.pattern, False
+    pattern, loop = q.pattern, False  # the whole pattern a Kleene plus over a SEQ
     if isinstance(pattern, ast.Kleene):  # `(SEQ(A+, B))+`: GRETA's template loops back from B to A
         inner = pattern.inner
         while isinstance(inner, ast.Kleene):
@@ -292,14 +295,18 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     neg, lead_seq = end_not(parts, 0, "a leading")  # a bound on where trends start
     trail, trail_seq = end_not(parts, -1, "a trailing")  # a bound on where trends end
     found: list[tuple[int, int, int | None]] = []
-    states, mids, negseqs = positions(parts, found)
-    if loop and any(s.optional for s in states):
+    loops: list[tuple[int, int]] = []
+    states, mids, negseqs = positions(parts, found, loops)
+    span = (0, len(states) - 1) if loop else (loops[0] if loops else None)  # `SEQ(A, (SEQ(B, C))+, D)`: 1..2
+    if loop and loops:
+        raise Unsupported("a Kleene plus over a SEQ inside another")
+    if span and any(s.optional for s in states):
         raise Unsupported("an optional part under a Kleene plus or in a counted repetition of a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
-    if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`)
-        if loop:
-            raise Unsupported("a counted repetition under a Kleene plus")
+    if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
+        if loop or (span and (len(found) > 1 or found[0][0] != span[1])):
+            raise Unsupported("a counted repetition under or beside a Kleene plus over a SEQ")
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
@@ -348,26 +355,26 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         else:
             scans.append(_scan(i, j, conjuncts))
     if q.strategy != ast.ANY_MATCH:
-        edge, edge_state, scans = None, -1, _every_transition(states, by_pair, loop)
+        edge, edge_state, scans = None, -1, _every_transition(states, by_pair, span)
     within, slide = cq.window.within, cq.window.slide
     den = math.lcm(within.denominator, slide.denominator)
     if den > MAX_WINDOW_DEN or 10**6 % den:
         raise Unsupported(f"WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds, "
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
-                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), loop, q.strategy, iterations,
+                      (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
                       tuple(negseqs), lead_seq, trail_seq, tuple(found))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
-                      loop: bool) -> list[Scan]:
+                      loop: tuple[int, int] | None) -> list[Scan]:
     """A scanned store for every transition, with its edge predicates or none: under the stricter
     strategies a predecessor is admitted vertex by vertex, and each transition takes its own
     (a Kleene state's loop and its step to the next state read two stores; with a Kleene plus over
     the SEQ, its step from the last state back to the first too)."""
     pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
     pairs += [(p, i) for i in range(1, len(states)) for p in _before(states, i)]
-    pairs += [(len(states) - 1, 0)] if loop else []
+    pairs += [(loop[1], loop[0])] if loop else []
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
 
 
