@@ -326,7 +326,7 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path, broker: Any) -> dict
     text = QUERY.format(within=args.within, slide=args.slide)
     topic = None
     if broker is not None:
-        topic = f"stock-{kind}-{os.getpid()}"
+        topic = f"stock-{kind}-{os.getpid()}-{tmp.name}"  # a topic per run and round: each reads its own events
         broker.create_topics([topic], partitions=1)
         send = kafka_sender(broker.bootstrap, topic)
     else:
