@@ -110,6 +110,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "diff-edge": ("AVG(S.price)", "Stock S+", "S.price - NEXT(S).price > 0.05"),
     "seq-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B))+, Stock Y)", "A.price > NEXT(A).price"),
     "seq-group": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B)){2,3}, Stock Y)", "A.price > NEXT(A).price"),
+    "loop-optional": ("AVG(A.price)", "(SEQ(Stock A+, Halt H?))+", "A.price > NEXT(A).price"),
 }
 
 

@@ -10,10 +10,11 @@ dense streams give its Kleene parts long runs (two loops, each with its own edge
 from __future__ import annotations
 
 from columnar_support import dense_events as dense
-from columnar_support import differential_tests
+from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
+from greta_stream import RunSpec
 from greta_stream.query import ast
 
 PARTS = [("A a+", "B b"), ("A a", "A b+"), ("A a+", "A b"), ("A a", "B b+", "A c"), ("B b", "A a"), ("A a+", "B b+")]
@@ -109,3 +110,41 @@ def test_a_not_between_parts_holds_in_every_iteration_but_not_across_the_loop() 
 
     assert count("ABCAB") == 3
     assert count("ABACB") == 1
+
+
+OPTIONAL = [  # (a Kleene plus over a SEQ with optional parts, edge predicates it may take, alias it aggregates)
+    ("(SEQ(A a+, B b?))+", ["a.v > NEXT(a).v", "a.v <= NEXT(b).v"], "a"),
+    ("(SEQ(A a, B b?))+", ["a.v < NEXT(b).v"], "a"),
+    ("(SEQ(A a?, B b))+", ["a.f >= NEXT(b).f"], "b"),
+    ("(SEQ(A a, B b?, C c))+", ["a.v < NEXT(c).v", "b.v != NEXT(c).v"], "c"),
+    ("(SEQ(A a?, B b+, C c?))+", ["b.v >= NEXT(b).v", "b.v < NEXT(c).v"], "b"),
+    ("(SEQ(B b, A a*))+", ["a.v > NEXT(a).v", "b.v < NEXT(a).v"], "a"),
+]
+
+
+@st.composite
+def loop_optional_query(draw) -> str:  # noqa: ANN001
+    pattern, edges, agg = draw(st.sampled_from(OPTIONAL))
+    return dense_query(draw, pattern, edges, ["a.v > 0", "b.f < 2", "c.v < 3"],
+                       ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"AVG({agg}.v)"], ast.STRATEGIES)
+
+
+def optional_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    return dense(types="AABBC", n_max=n_max, seconds=14, max_v=4)
+
+
+(test_a_kleene_plus_over_a_seq_with_optional_parts_equals_the_general_engine,
+ test_a_kleene_plus_over_a_seq_with_optional_parts_equals_the_oracle,
+ test_a_kleene_plus_over_a_seq_with_optional_parts_streamed_equals_the_general_engine) = differential_tests(
+    loop_optional_query(), optional_events, (300, 200, 80), oracle_events=9)
+
+
+def test_a_trend_counts_once_however_it_is_cut_into_iterations() -> None:
+    """a1 a2 b3: `(SEQ(A+, B?))+` reads a1 a2 as one iteration (A+ of two) or two (B left out of the first):
+    one trend. The trends: a1, a2, a1 a2, a1 b3, a2 b3, a1 a2 b3 (b3 alone is none: an iteration starts at
+    A): 6."""
+    events = [{"type": t, "time": i + 1} for i, t in enumerate("AAB")]
+    text = "RETURN COUNT(*) PATTERN (SEQ(A a+, B b?))+ WITHIN 10 s"
+    assert RunSpec.create(text).columnar_refusal == ""
+    rows = evaluate(text, events, engine="columnar")
+    assert rows.engine == "columnar" and sum(r["count"] for r in rows) == 6

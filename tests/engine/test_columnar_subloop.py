@@ -62,7 +62,7 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 @pytest.mark.parametrize("pattern, why", [
     ("SEQ(A a, (SEQ(B b, C c))+, (SEQ(D d, E e))+)", "a Kleene plus over a SEQ inside another"),
     ("SEQ(A a{2}, (SEQ(B b, C c))+)", "a counted repetition under or beside a Kleene plus over a SEQ"),
-    ("SEQ(A a, (SEQ(B b, C c?))+, D d)", "an optional part under a Kleene plus"),
+    ("SEQ(A a, (SEQ(B b, C c?))+, D d)", "an optional part in a Kleene plus or counted repetition over a SEQ"),
     ("SEQ(A a, (SEQ(B b, NOT SEQ(E e, D x), C c))+)", "a NOT of a SEQ under a Kleene plus inside a SEQ"),
     ("SEQ(A a, (SEQ(B b, C c)){0,2}, D d)", "an optional group inside a SEQ"),
     ("SEQ(A a, (SEQ(B b, C c))?, D d)", "an optional group inside a SEQ"),

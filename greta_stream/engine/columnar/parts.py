@@ -104,7 +104,7 @@ def _loop(seq: ast.Seq) -> tuple[list[State], list[tuple[int, State]]]:
     if negseqs:
         raise Unsupported("a NOT of a SEQ under a Kleene plus inside a SEQ")
     if any(s.optional for s in states):
-        raise Unsupported("an optional part under a Kleene plus or in a counted repetition of a group")
+        raise Unsupported("an optional part in a Kleene plus or counted repetition over a SEQ inside a SEQ")
     return states, mids
 
 

@@ -243,19 +243,19 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        first, last = self.loop or (0, n - 1)
-        if self.loop and (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
-            src.append(last)
-            scanned[scan_of[(last, first)]] = len(src) - 1
-            reads.append((first, len(src) - 1))
-        elif self.loop and self.iterations is not None:  # `(SEQ(A, B)){2,3}`: a loop store of its own, a lane up
-            src.append(last)
-            reads.append((first, len(src) - 1))
-        elif self.loop:  # its first state also reads its last one's vertices: the next iteration of the SEQ
-            if last not in total:
+        for last, first in _loop_steps(self.states, self.loop):
+            if (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
                 src.append(last)
-                total[last] = len(src) - 1
-            reads.append((first, total[last]))
+                scanned[scan_of[(last, first)]] = len(src) - 1
+                reads.append((first, len(src) - 1))
+            elif self.iterations is not None:  # `(SEQ(A, B)){2,3}`: a loop store of its own, a lane up
+                src.append(last)
+                reads.append((first, len(src) - 1))
+            else:  # its first state also reads its last one's vertices: the next iteration of the SEQ
+                if last not in total:
+                    src.append(last)
+                    total[last] = len(src) - 1
+                reads.append((first, total[last]))
         start = np.zeros(n, np.bool_)
         start[:self._first_required() + 1] = True  # optional parts first: a trend may start after them
         final = np.zeros(n, np.bool_)
@@ -300,8 +300,9 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     span = (0, len(states) - 1) if loop else (loops[0] if loops else None)  # `SEQ(A, (SEQ(B, C))+, D)`: 1..2
     if loop and loops:
         raise Unsupported("a Kleene plus over a SEQ inside another")
-    if span and any(s.optional for s in states):
-        raise Unsupported("an optional part under a Kleene plus or in a counted repetition of a group")
+    if span and any(s.optional for s in states) and (not loop or iterations is not None):
+        raise Unsupported("an optional part in a counted repetition of a group, or beside a Kleene plus over a "
+                          "SEQ inside a SEQ")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
@@ -374,8 +375,26 @@ def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[C
     the SEQ, its step from the last state back to the first too)."""
     pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
     pairs += [(p, i) for i in range(1, len(states)) for p in _before(states, i)]
-    pairs += [(loop[1], loop[0])] if loop else []
+    pairs += _loop_steps(states, loop)
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
+
+
+def _loop_steps(states: Sequence[State], loop: tuple[int, int] | None) -> list[tuple[int, int]]:
+    """The loop's steps (end, start): from a state that may end an iteration of the looped group (its last,
+    and past optional parts the ones before) back to one that may start the next (its first, and past
+    optional parts the ones after), but for a step that is already a transition: in `(SEQ(A+, B?))+`
+    A back to A is A's own loop (a trend counts once, however it is cut into iterations)."""
+    if not loop:
+        return []
+    first, last = loop
+    ends, starts = [last], [first]
+    while ends[-1] > first and states[ends[-1]].optional:
+        ends.append(ends[-1] - 1)
+    while starts[-1] < last and states[starts[-1]].optional:
+        starts.append(starts[-1] + 1)
+    steps = {(p, i) for i in range(1, len(states)) for p in _before(states, i)}
+    steps |= {(i, i) for i, s in enumerate(states) if s.kleene}
+    return [(e, s) for e in ends for s in starts if (e, s) not in steps]
 
 
 def _before(states: Sequence[State], i: int) -> list[int]:
