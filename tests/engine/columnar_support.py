@@ -414,6 +414,30 @@ def dense_query(draw: Any, pattern: str, edges: list[str], locals_: list[str], i
             + (f"GROUP-BY {group} " if group else "") + f"WITHIN {within} s SLIDE {slide} s")
 
 
+Shape = tuple[str, list[str], str]  # (pattern, edge predicates it may take, alias its aggregates read)
+
+
+def shape_queries(shapes: list[Shape], locals_: list[str], items: list[str]) -> st.SearchStrategy[str]:
+    """`dense_query`s of one of `shapes`, under each strategy; `items` with `{agg}` for the shape's alias."""
+    @st.composite
+    def query(draw: Any) -> str:
+        pattern, edges, agg = draw(st.sampled_from(shapes))
+        return dense_query(draw, pattern, edges, locals_, [i.format(agg=agg) for i in items], ast.STRATEGIES)
+
+    return query()
+
+
+def assert_columnar_shapes(shapes: list[Shape], with_edges: bool = False) -> None:
+    """Each shape runs on the columnar engine under each strategy (`with_edges`: with all its edge predicates)."""
+    from greta_stream import RunSpec
+
+    for pattern, edges, _ in shapes:
+        where = f"WHERE {' AND '.join(edges)} " if with_edges and edges else ""
+        for strategy in ast.STRATEGIES:
+            text = f"RETURN COUNT(*) PATTERN {pattern} SEMANTICS {strategy} {where}WITHIN 10 s"
+            assert RunSpec.create(text).columnar_refusal == "", text
+
+
 # ------------------------------------------------------ micro-batches
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from columnar_support import dense_query, differential_tests
+from columnar_support import assert_columnar_shapes, differential_tests, shape_queries
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -21,7 +21,7 @@ from problems_support import evaluate
 from greta_stream import RunSpec
 from greta_stream.engine.columnar import bounds
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
-from greta_stream.query import ast, parse
+from greta_stream.query import parse
 
 SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("A x+", ["x.f - NEXT(x).f >= 0.1", "(x.v - NEXT(x).v) * 2 >= NEXT(x).f"], "x"),
@@ -34,13 +34,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "x.v < 3"]
 FLOATS = [0.1, 0.2, 0.3, 0.6, 0.7, 1, 2, 0.30000000000000004]
-
-
-@st.composite
-def bound_query(draw) -> str:  # noqa: ANN001
-    pattern, edges, agg = draw(st.sampled_from(SHAPES))
-    return dense_query(draw, pattern, edges, LOCALS,
-                       ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"AVG({agg}.f)"], ast.STRATEGIES)
+BOUND_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "AVG({agg}.f)"])
 
 
 def rounding_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
@@ -51,14 +45,12 @@ def rounding_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 
 (test_bounded_edges_equal_the_general_engine, test_bounded_edges_equal_the_oracle,
- test_bounded_edges_streamed_equal_the_general_engine) = differential_tests(bound_query(), rounding_events,
+ test_bounded_edges_streamed_equal_the_general_engine) = differential_tests(BOUND_QUERY, rounding_events,
                                                                             examples=(300, 200, 80))
 
 
 def test_every_shape_runs_on_the_columnar_engine() -> None:
-    for pattern, edges, _ in SHAPES:
-        text = f"RETURN COUNT(*) PATTERN {pattern} WHERE {' AND '.join(edges)} WITHIN 10 s"
-        assert RunSpec.create(text).columnar_refusal == "", text
+    assert_columnar_shapes(SHAPES, with_edges=True)
 
 
 @pytest.mark.parametrize("where", [

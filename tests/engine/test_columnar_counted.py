@@ -11,13 +11,12 @@ right neighbours.
 
 from __future__ import annotations
 
+from columnar_support import assert_columnar_shapes, differential_tests, shape_queries
 from columnar_support import dense_events as dense
-from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
 from greta_stream import RunSpec
-from greta_stream.query import ast
 
 SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, B b{2,3}, A c)", ["b.v > NEXT(b).v", "a.v < NEXT(b).v", "b.v >= NEXT(c).v"], "b"),
@@ -37,13 +36,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("(SEQ(B b, A a, A c+)){2}", ["c.v >= NEXT(c).v"], "c"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1", "c.v < 3"]
-
-
-@st.composite
-def counted_query(draw) -> str:  # noqa: ANN001
-    pattern, edges, agg = draw(st.sampled_from(SHAPES))
-    return dense_query(draw, pattern, edges, LOCALS,
-                       ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", "MIN(a.v)", f"AVG({agg}.v)"], ast.STRATEGIES)
+COUNTED_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "MIN(a.v)", "AVG({agg}.v)"])
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
@@ -51,16 +44,13 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 
 (test_counted_parts_equal_the_general_engine, test_counted_parts_equal_the_oracle,
- test_counted_parts_streamed_equal_the_general_engine) = differential_tests(counted_query(), dense_events,
+ test_counted_parts_streamed_equal_the_general_engine) = differential_tests(COUNTED_QUERY, dense_events,
                                                                             examples=(400, 250, 100))
 
 
 def test_every_shape_runs_on_the_columnar_engine_and_an_optional_group_in_a_seq_does_not() -> None:
     """(A group counted inside a SEQ: test_columnar_subloop.py.)"""
-    for pattern, _, _ in SHAPES:
-        for strategy in ast.STRATEGIES:
-            text = f"RETURN COUNT(*) PATTERN {pattern} SEMANTICS {strategy} WITHIN 10 s"
-            assert RunSpec.create(text).columnar_refusal == "", text
+    assert_columnar_shapes(SHAPES)
     refused = RunSpec.create("RETURN COUNT(*) PATTERN SEQ(A a, (SEQ(B b, C c)){0,2}) WITHIN 10 s").columnar_refusal
     assert "an optional group inside a SEQ" in refused
 

@@ -10,7 +10,7 @@ dense streams give its Kleene parts long runs (two loops, each with its own edge
 from __future__ import annotations
 
 from columnar_support import dense_events as dense
-from columnar_support import dense_query, differential_tests
+from columnar_support import differential_tests, shape_queries
 from hypothesis import strategies as st
 from problems_support import evaluate
 
@@ -120,13 +120,8 @@ OPTIONAL = [  # (a Kleene plus over a SEQ with optional parts, edge predicates i
     ("(SEQ(A a?, B b+, C c?))+", ["b.v >= NEXT(b).v", "b.v < NEXT(c).v"], "b"),
     ("(SEQ(B b, A a*))+", ["a.v > NEXT(a).v", "b.v < NEXT(a).v"], "a"),
 ]
-
-
-@st.composite
-def loop_optional_query(draw) -> str:  # noqa: ANN001
-    pattern, edges, agg = draw(st.sampled_from(OPTIONAL))
-    return dense_query(draw, pattern, edges, ["a.v > 0", "b.f < 2", "c.v < 3"],
-                       ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"AVG({agg}.v)"], ast.STRATEGIES)
+OPTIONAL_QUERY = shape_queries(OPTIONAL, ["a.v > 0", "b.f < 2", "c.v < 3"],
+                               ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "AVG({agg}.v)"])
 
 
 def optional_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
@@ -136,7 +131,7 @@ def optional_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 (test_a_kleene_plus_over_a_seq_with_optional_parts_equals_the_general_engine,
  test_a_kleene_plus_over_a_seq_with_optional_parts_equals_the_oracle,
  test_a_kleene_plus_over_a_seq_with_optional_parts_streamed_equals_the_general_engine) = differential_tests(
-    loop_optional_query(), optional_events, (300, 200, 80), oracle_events=9)
+    OPTIONAL_QUERY, optional_events, (300, 200, 80), oracle_events=9)
 
 
 def test_a_trend_counts_once_however_it_is_cut_into_iterations() -> None:

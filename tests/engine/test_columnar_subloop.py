@@ -12,13 +12,12 @@ NEXT(d).v`: out of its last) check that each step meets the right neighbours.
 from __future__ import annotations
 
 import pytest
+from columnar_support import assert_columnar_shapes, differential_tests, shape_queries
 from columnar_support import dense_events as dense
-from columnar_support import dense_query, differential_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
 from greta_stream import RunSpec
-from greta_stream.query import ast
 
 SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, (SEQ(B b, C c))+, D d)", ["a.v < NEXT(b).v", "b.v <= NEXT(c).v", "c.v >= NEXT(d).v"], "c"),
@@ -34,13 +33,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, (SEQ(C c, B b)){3,}, NOT E e)", ["c.v >= NEXT(b).v"], "c"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1", "c.v < 3", "d.v != 1"]
-
-
-@st.composite
-def subloop_query(draw) -> str:  # noqa: ANN001
-    pattern, edges, agg = draw(st.sampled_from(SHAPES))
-    return dense_query(draw, pattern, edges, LOCALS,
-                       ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", "MIN(c.v)", f"AVG({agg}.v)"], ast.STRATEGIES)
+SUBLOOP_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "MIN(c.v)", "AVG({agg}.v)"])
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
@@ -48,15 +41,12 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 
 (test_a_loop_inside_a_seq_equals_the_general_engine, test_a_loop_inside_a_seq_equals_the_oracle,
- test_a_loop_inside_a_seq_streamed_equals_the_general_engine) = differential_tests(subloop_query(), dense_events,
+ test_a_loop_inside_a_seq_streamed_equals_the_general_engine) = differential_tests(SUBLOOP_QUERY, dense_events,
                                                                                    examples=(400, 250, 100))
 
 
 def test_every_shape_runs_on_the_columnar_engine() -> None:
-    for pattern, _, _ in SHAPES:
-        for strategy in ast.STRATEGIES:
-            text = f"RETURN COUNT(*) PATTERN {pattern} SEMANTICS {strategy} WITHIN 10 s"
-            assert RunSpec.create(text).columnar_refusal == "", text
+    assert_columnar_shapes(SHAPES)
 
 
 @pytest.mark.parametrize("pattern, why", [
