@@ -20,9 +20,12 @@ def conjunct(e: ast.Expr) -> Conjunct:
     out = []
     for clause in clauses:
         sides = tuple(edge_sides(c, unequal=True) or bounded(c) for c in clause)
-        if any(side is None for side in sides):
-            raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y), nor monotone in X's "
-                              "part (a product or quotient of the two events' values, X on both sides)")
+        for c, side in zip(clause, sides):
+            if side is None and is_edge(c):  # arithmetic across the two events the kernel cannot order by
+                raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y), nor monotone in "
+                                  "X's part (a product or quotient of the two events' values, X on both sides)")
+            if side is None:  # a comparison of one event under an OR with edge comparisons
+                raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
         out.append(tuple(side for side in sides if side is not None))
     return tuple(out)
 
