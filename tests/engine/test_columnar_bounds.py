@@ -96,7 +96,7 @@ def test_the_bound_admits_exactly_the_values_the_comparison_holds_for(where: str
             assert _holds(where, a, b) == (key >= tb if up else key <= tb), (where, a, b, tb)
         if np.isfinite(tb):
             past = np.nextafter(tb, -np.inf if up else np.inf)
-            at = bounds._holds(e, x, np.array([tb, past]), {"f": np.array([b, b])}).tolist()
+            at = bounds.holds(e, x, np.array([tb, past]), {"f": np.array([b, b])}).tolist()
             assert at == [True, False], (where, b, tb)
 
 

@@ -54,17 +54,18 @@ def threshold(e: ast.Binary, x: ast.Expr, up: bool, values: Mapping[str, np.ndar
     """T per event (its NEXT(Y) values in `values`): the least float x at which `e` holds (`up`; +inf: at
     none, -inf: at all within 2**53), or the greatest (not `up`)."""
     m = len(keys)
-    _check_magnitude(e, x, values, keys)
+    fixed = _fixed(e, values, m)  # the parts without X, once: the bisection evaluates e some 60 times
+    _check_magnitude(e, x, fixed, keys)
     lo = np.full(m, _ordered(-EXACT_FLOAT), np.int64)
     hi = np.full(m, _ordered(EXACT_FLOAT), np.int64)
-    at_lo, at_hi = _holds(e, x, _float(lo), values), _holds(e, x, _float(hi), values)
+    at_lo, at_hi = _holds(e, x, _float(lo), fixed), _holds(e, x, _float(hi), fixed)
     if up:
         out = np.where(at_lo, -np.inf, np.where(at_hi, np.nan, np.inf))
     else:
         out = np.where(at_hi, np.inf, np.where(at_lo, np.nan, -np.inf))
     todo = np.isnan(out)
     lo, hi = lo[todo], hi[todo]
-    sub = {a: v[todo] for a, v in values.items()}
+    sub = {n: v[todo] for n, v in fixed.items()}
     while (lo + 1 < hi).any():  # the flip lies between lo and hi (ordered float bits; hi - lo may overflow)
         mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)
         held = _holds(e, x, _float(mid), sub)
@@ -76,35 +77,51 @@ def threshold(e: ast.Binary, x: ast.Expr, up: bool, values: Mapping[str, np.ndar
     return out
 
 
-def _holds(e: ast.Binary, x: ast.Expr, at: np.ndarray, values: Mapping[str, np.ndarray]) -> np.ndarray:
-    left, right = _eval(e.left, x, at, values), _eval(e.right, x, at, values)
+def _fixed(e: ast.Expr, values: Mapping[str, np.ndarray], m: int) -> dict[ast.Expr, np.ndarray]:
+    """The values per event of each largest part of `e` without X's attributes (NEXT(Y)'s, constants)."""
+    if not _reads_x(e):
+        return {e: np.broadcast_to(np.asarray(vector_eval(e, values), np.float64), (m,))}
+    if isinstance(e, ast.Unary):
+        return _fixed(e.operand, values, m)
+    if isinstance(e, ast.Binary):
+        return {**_fixed(e.left, values, m), **_fixed(e.right, values, m)}
+    return {}
+
+
+def holds(e: ast.Binary, x: ast.Expr, at: np.ndarray, values: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Per event, whether `e` holds with its part `x` at `at` (the event's NEXT(Y) values in `values`)."""
+    return _holds(e, x, at, _fixed(e, values, len(at)))
+
+
+def _holds(e: ast.Binary, x: ast.Expr, at: np.ndarray, fixed: Mapping[ast.Expr, np.ndarray]) -> np.ndarray:
+    left, right = _eval(e.left, x, at, fixed), _eval(e.right, x, at, fixed)
     if np.isnan(left).any() or np.isnan(right).any():
         raise Unsupported("an edge predicate that is not a number at some value")
     return np.asarray({"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[e.op](left, right))
 
 
-def _eval(e: ast.Expr, x: ast.Expr, at: np.ndarray, values: Mapping[str, np.ndarray]) -> np.ndarray:
-    """`e` with its part `x` at `at` and NEXT(Y)'s attributes from `values` (errors rise as overflow, not Python's)."""
+def _eval(e: ast.Expr, x: ast.Expr, at: np.ndarray, fixed: Mapping[ast.Expr, np.ndarray]) -> np.ndarray:
+    """`e` with its part `x` at `at` and its parts without X from `fixed` (errors rise as overflow, not Python's)."""
     if e == x:
         return at
-    if not _reads_x(e):
-        return np.broadcast_to(np.asarray(vector_eval(e, values), np.float64), at.shape)
+    if e in fixed:
+        return fixed[e]
     with np.errstate(all="ignore"):
         if isinstance(e, ast.Unary):
-            return -_eval(e.operand, x, at, values)
+            return -_eval(e.operand, x, at, fixed)
         assert isinstance(e, ast.Binary)
-        a, b = _eval(e.left, x, at, values), _eval(e.right, x, at, values)
+        a, b = _eval(e.left, x, at, fixed), _eval(e.right, x, at, fixed)
         return a + b if e.op == "+" else a - b if e.op == "-" else a * b if e.op == "*" else a / b
 
 
-def _check_magnitude(e: ast.Binary, x: ast.Expr, values: Mapping[str, np.ndarray], keys: np.ndarray) -> None:
+def _check_magnitude(e: ast.Binary, x: ast.Expr, fixed: Mapping[ast.Expr, np.ndarray], keys: np.ndarray) -> None:
     """Every value the comparison computes for the batch's events stays within 2**53 (where float64 is
     exact for ints, as Python's int arithmetic is): a bound per part, from the largest key and values."""
     def bound(n: ast.Expr) -> float:
         if n == x:
             return float(np.abs(keys).max(initial=0.0))
-        if not _reads_x(n):
-            return float(np.abs(np.asarray(vector_eval(n, values))).max(initial=0.0))
+        if n in fixed:
+            return float(np.abs(fixed[n]).max(initial=0.0))
         if isinstance(n, ast.Unary):
             return bound(n.operand)
         assert isinstance(n, ast.Binary)
