@@ -19,6 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from greta_stream.engine.columnar.columns import EXACT_FLOAT, Unsupported
+from greta_stream.engine.columnar.vector import COMPARE
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.query import ast
 
@@ -97,7 +98,7 @@ def _holds(e: ast.Binary, x: ast.Expr, at: np.ndarray, fixed: Mapping[ast.Expr, 
     left, right = _eval(e.left, x, at, fixed), _eval(e.right, x, at, fixed)
     if np.isnan(left).any() or np.isnan(right).any():
         raise Unsupported("an edge predicate that is not a number at some value")
-    return np.asarray({"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}[e.op](left, right))
+    return np.asarray(COMPARE[e.op](left, right))
 
 
 def _eval(e: ast.Expr, x: ast.Expr, at: np.ndarray, fixed: Mapping[ast.Expr, np.ndarray]) -> np.ndarray:

@@ -57,7 +57,7 @@ def _eval(e: ast.Expr, cols: Mapping[str, np.ndarray]) -> np.ndarray | float:
 _SCALAR = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
-_COMPARE = {
+COMPARE = {
     "=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
 }
 
@@ -73,7 +73,7 @@ def predicate(e: ast.Expr, numbers: Mapping[str, np.ndarray], raw: Callable[[str
     if isinstance(e, ast.Binary) and e.op in ("AND", "OR"):
         a, b = predicate(e.left, numbers, raw, m), predicate(e.right, numbers, raw, m)
         return a & b if e.op == "AND" else a | b
-    if isinstance(e, ast.Binary) and e.op in _COMPARE:
+    if isinstance(e, ast.Binary) and e.op in COMPARE:
         text = _string_side(e)
         if text is not None:
             ref, lit, flipped = text
@@ -84,7 +84,7 @@ def predicate(e: ast.Expr, numbers: Mapping[str, np.ndarray], raw: Callable[[str
             out = np.fromiter((bool(op(lit, v) if flipped else op(v, lit)) for v in values), bool, len(values))
             return out
         left, right = evaluate(e.left, numbers), evaluate(e.right, numbers)
-        return np.broadcast_to(_COMPARE[e.op](left, right), (m,)).copy()
+        return np.broadcast_to(COMPARE[e.op](left, right), (m,)).copy()
     raise Unsupported("local predicate shape")
 
 
