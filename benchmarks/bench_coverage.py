@@ -111,6 +111,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B))+, Stock Y)", "A.price > NEXT(A).price"),
     "seq-group": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B)){2,3}, Stock Y)", "A.price > NEXT(A).price"),
     "loop-optional": ("AVG(A.price)", "(SEQ(Stock A+, Halt H?))+", "A.price > NEXT(A).price"),
+    "seq-optgroup": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B))?, Stock Y)", "A.price > NEXT(A).price"),
 }
 
 

@@ -18,7 +18,7 @@ from greta_stream.testing.oracle import oracle_rows
 
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, NOT E e, D d), A a+) WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a, (SEQ(B b, C c)){0,2}) WITHIN 10 s",  # an optional group
+    "RETURN COUNT(*) PATTERN SEQ(A a, (SEQ(B b, C c)){0,2}) WITHIN 10 s",  # a counted optional group
     "RETURN COUNT(*) PATTERN (SEQ(A a, B b?)){2} WITHIN 10 s",  # an optional part in a counted group
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s",

@@ -49,6 +49,10 @@ QUERIES = {
     # a counted group inside a SEQ (its loop's store a lane up), with arithmetic across its two events
     "group": "RETURN g, COUNT(*), SUM(C.v), MIN(B.v) PATTERN SEQ(A, (SEQ(B, C)){1,2}, D) "
              "WHERE [g] AND B.v - NEXT(C).v < 2 GROUP-BY g WITHIN 24 s SLIDE 4 s",
+    # an optional group (taken whole or stepped over: A.v < NEXT(D).v only where it is) and a second
+    # looped group in the same SEQ
+    "optional-group": "RETURN g, COUNT(*), SUM(D.v), MAX(B.v) PATTERN SEQ(A, (SEQ(B, C))?, D, (SEQ(E, B b2))+) "
+                      "WHERE [g] AND A.v < NEXT(D).v GROUP-BY g WITHIN 24 s SLIDE 4 s",
 }
 
 

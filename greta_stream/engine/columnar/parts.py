@@ -1,8 +1,10 @@
 """The positions of a SEQ's parts as the columnar kernel numbers them (`plan.columnar_plan`): its
-positive states, its negations of one event or of a SEQ of single events, and its counted repetitions."""
+positive states, its negations of one event or of a SEQ of single events, its counted repetitions, looped
+groups and optional parts; and what follows from where the optional parts stand (`before`, `edge_states`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from greta_stream.engine.columnar.columns import Unsupported
@@ -31,21 +33,35 @@ def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None
 
 
 def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]],
-              loops: list[tuple[int, int]] | None = None,
+              loops: list[tuple[int, int]] | None = None, skips: list[tuple[int, int]] | None = None,
               ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i);
     `counted` gets (state, lo, hi) of each counted repetition, `loops` (first, last) of a Kleene plus over
-    a SEQ among the parts (`SEQ(A, (SEQ(B, C))+, D)`: (1, 2))."""
+    a SEQ among the parts (`SEQ(A, (SEQ(B, C))+, D)`: (1, 2)), `skips` (first, last) of each optional group
+    (`SEQ(A, (SEQ(B, C))?, D)`: (1, 2); `(SEQ(B, C))*` is in `loops` too). None: the parts take none."""
     states: list[State] = []
     mids: list[tuple[int, State]] = []
     negseqs: list[tuple[int, tuple[State, ...]]] = []
     for part in parts:
+        group = _optional_group(part)
+        if group is not None:  # `(SEQ(B, C))?`, `(SEQ(B, C))*`: a trend steps over the whole group or none of it
+            body, looped = group
+            if skips is None or looped and loops is None:
+                raise Unsupported("an optional group inside a group")
+            first = len(states)
+            inner, inner_mids = _loop(body, "in an optional group")
+            mids += [(first + i, n) for i, n in inner_mids]
+            states += inner
+            skips.append((first, len(states) - 1))
+            if looped:  # `*`: a loop from C back to B as well
+                loops.append((first, len(states) - 1))  # type: ignore[union-attr]
+            continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
-            if loops is None or loops:
+            if loops is None:
                 raise Unsupported("a Kleene plus over a SEQ inside another")
             first = len(states)
-            inner, inner_mids = _loop(seq)
+            inner, inner_mids = _loop(seq, "under a Kleene plus")
             mids += [(first + i, n) for i, n in inner_mids]
             states += inner
             loops.append((first, len(states) - 1))
@@ -60,8 +76,8 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
-        if isinstance(part, ast.Repeat) and isinstance(part.inner, ast.Seq):  # optional: `_loop_seq` takes the rest
-            raise Unsupported("an optional group inside a SEQ (`(SEQ(B, C))?`, `(SEQ(B, C)){0,2}`)")
+        if isinstance(part, ast.Repeat) and isinstance(part.inner, ast.Seq):  # the rest: `_optional_group`, `_loop_seq`
+            raise Unsupported("a counted optional group inside a SEQ (`(SEQ(B, C)){0,2}`)")
         optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
@@ -92,19 +108,31 @@ def _loop_seq(part: ast.Pattern) -> ast.Seq | None:
     return part if isinstance(part, ast.Seq) else None
 
 
-def _loop(seq: ast.Seq) -> tuple[list[State], list[tuple[int, State]]]:
-    """The states and middle NOTs of a SEQ under a Kleene plus inside a SEQ: events, Kleene events and NOTs of
-    one event between them; else `Unsupported`."""
+def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool] | None:
+    """(the SEQ, whether it loops) of an optional group: `(SEQ(B, C))?`, or `(SEQ(B, C))*` (`((SEQ(B, C))+)?`
+    alike), else None."""
+    if not isinstance(part, ast.Repeat) or not part.optional or part.hi not in (1, None):
+        return None
+    inner, looped = part.inner, part.hi is None
+    while isinstance(inner, ast.Kleene):
+        inner, looped = inner.inner, True
+    return (inner, looped) if isinstance(inner, ast.Seq) else None
+
+
+def _loop(seq: ast.Seq, where: str) -> tuple[list[State], list[tuple[int, State]]]:
+    """The states and middle NOTs of a SEQ that is a group inside a SEQ (`where` it stands: under a Kleene
+    plus, in an optional group): events, Kleene events and NOTs of one event between them; else
+    `Unsupported`."""
     if isinstance(seq.parts[0], ast.Not) or isinstance(seq.parts[-1], ast.Not):
-        raise Unsupported("a leading or trailing NOT under a Kleene plus")
+        raise Unsupported(f"a leading or trailing NOT {where}")
     counted: list[tuple[int, int, int | None]] = []
     states, mids, negseqs = positions(list(seq.parts), counted)
     if counted:
-        raise Unsupported("a counted repetition under a Kleene plus")
+        raise Unsupported(f"a counted repetition {where}")
     if negseqs:
-        raise Unsupported("a NOT of a SEQ under a Kleene plus inside a SEQ")
-    if any(s.optional for s in states):
-        raise Unsupported("an optional part in a Kleene plus or counted repetition over a SEQ inside a SEQ")
+        raise Unsupported(f"a NOT of a SEQ {where} inside a SEQ")
+    if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `plan._loop_steps`
+        raise Unsupported(f"an optional part {where}")
     return states, mids
 
 
@@ -130,3 +158,29 @@ def _negated(part: ast.Pattern, where: str) -> State:
     if not isinstance(inner, ast.EventPattern):
         raise Unsupported(f"{where} NOT of more than one event")
     return State(inner.alias, inner.type, False)
+
+
+def before(states: Sequence[State], i: int, skips: Sequence[tuple[int, int]] = ()) -> list[int]:
+    """The states right before state i > 0 on a trend (`plan.KernelPlan.predecessors`): i - 1, and past each
+    optional part that ends there (an optional event, or a group as a whole) the state before it."""
+    over = {last: first for first, last in optional_parts(states, skips)}
+    out = [i - 1]
+    while out[-1] in over and over[out[-1]] > 0:
+        out.append(over[out[-1]] - 1)
+    return out
+
+
+def edge_states(states: Sequence[State], skips: Sequence[tuple[int, int]], end: int) -> list[int]:
+    """The states a trend may start at (`end` 0: the first, and past each optional part that begins there
+    the state after it) or end at (`end` -1: the last, and the ones before optional parts at the end)."""
+    parts, n = optional_parts(states, skips), len(states)
+    past = {first: last + 1 for first, last in parts} if end == 0 else {last: first - 1 for first, last in parts}
+    out = [end % n]
+    while out[-1] in past and 0 <= past[out[-1]] < n:
+        out.append(past[out[-1]])
+    return out
+
+
+def optional_parts(states: Sequence[State], skips: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(first, last) of each part a trend may step over: each optional event, each optional group."""
+    return [(i, i) for i, s in enumerate(states) if s.optional] + list(skips)

@@ -4,7 +4,7 @@ A single Kleene pattern `X+` (nested `+` included) or a SEQ of events, each
 once or Kleene, optional or not (`X?`, `X*`; one event type may stand at
 several positions), with a leading, a trailing and middle `NOT`s of one event
 each or of a SEQ of single events (`negseqs.py`), or a Kleene plus over such
-a SEQ without optional parts (`(SEQ(A+, B))+`, its middle NOTs each iteration's); partitions by any
+a SEQ (`(SEQ(A+, B?))+`, its middle NOTs each iteration's; as parts of a SEQ, several: `loops`); partitions by any
 GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
 of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
@@ -15,7 +15,8 @@ selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
 weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
 pattern or as one part of a SEQ (`X{0,m}` too), and of a SEQ as the whole pattern
-(`(SEQ(A+, B)){2,3}`: the Kleene plus's loop, counted; `iterations`).
+(`(SEQ(A+, B)){2,3}`: the Kleene plus's loop, counted; `iterations`), and an optional group as a part of
+a SEQ (`SEQ(A, (SEQ(B, C))?, D)`, `(SEQ(B, C))*`: `skips`).
 Anything else raises `Unsupported` saying why, and
 the caller runs the general engine.
 
@@ -39,7 +40,7 @@ import numpy as np
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
-from greta_stream.engine.columnar.parts import State, end_not, positions
+from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -111,6 +112,11 @@ class KernelPlan:
     # (state, lo, hi) of each counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`; `iterations` is the first's):
     # a lane counts the iterations of the part a trend is in, or is 0 between them (`iterations.py`)
     counts: tuple[tuple[int, int, int | None], ...] = ()
+    # (first, last) of each optional group (`SEQ(A, (SEQ(B, C))?, D)`: (1, 2)): a trend steps over all of
+    # its states or none, so D's predecessors are C and A, never B (an optional event `B?` is its own group)
+    skips: tuple[tuple[int, int], ...] = ()
+    # (first, last) of every looped group, `loop` first (`SEQ((SEQ(A, B))+, C, (SEQ(D, E))+)`: two; none counted)
+    loops: tuple[tuple[int, int], ...] = ()
 
     @property
     def next_match(self) -> bool:
@@ -192,13 +198,7 @@ class KernelPlan:
 
     def predecessors(self, i: int) -> tuple[int, ...]:
         """The states right before state i > 0 on a trend: i - 1, and past optional parts the ones before it."""
-        return tuple(_before(self.states, i))
-
-    def _first_required(self) -> int:
-        return next((i for i, s in enumerate(self.states) if not s.optional), len(self.states) - 1)
-
-    def _last_required(self) -> int:
-        return max((i for i, s in enumerate(self.states) if not s.optional), default=0)
+        return tuple(before(self.states, i, self.skips))
 
     def stores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, np.ndarray]:
         """The kernel's wiring: (start, final, store_src, reads, keyed store,
@@ -243,7 +243,7 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        for last, first in _loop_steps(self.states, self.loop):
+        for last, first in _loop_steps(self.states, self.loops, self.skips):
             if (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
                 src.append(last)
                 scanned[scan_of[(last, first)]] = len(src) - 1
@@ -257,9 +257,9 @@ class KernelPlan:
                     total[last] = len(src) - 1
                 reads.append((first, total[last]))
         start = np.zeros(n, np.bool_)
-        start[:self._first_required() + 1] = True  # optional parts first: a trend may start after them
+        start[edge_states(self.states, self.skips, 0)] = True  # optional parts first: a trend may start after them
         final = np.zeros(n, np.bool_)
-        final[self._last_required():] = True
+        final[edge_states(self.states, self.skips, -1)] = True
         table = np.zeros((n, len(src)), np.bool_)
         for i, j in reads:
             table[i, j] = True
@@ -296,13 +296,19 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     trail, trail_seq = end_not(parts, -1, "a trailing")  # a bound on where trends end
     found: list[tuple[int, int, int | None]] = []
     loops: list[tuple[int, int]] = []
-    states, mids, negseqs = positions(parts, found, loops)
+    skips: list[tuple[int, int]] = []
+    states, mids, negseqs = positions(parts, found, loops, skips)
+    if skips and (loop or found):
+        raise Unsupported("an optional group under a Kleene plus or counted repetition, or beside a counted "
+                          "repetition")
     span = (0, len(states) - 1) if loop else (loops[0] if loops else None)  # `SEQ(A, (SEQ(B, C))+, D)`: 1..2
+    every_loop = ((0, len(states) - 1),) if loop else tuple(loops)
     if loop and loops:
         raise Unsupported("a Kleene plus over a SEQ inside another")
-    if span and any(s.optional for s in states) and (not loop or iterations is not None):
-        raise Unsupported("an optional part in a counted repetition of a group, or beside a Kleene plus over a "
-                          "SEQ inside a SEQ")
+    if len(loops) > 1 and found:
+        raise Unsupported("a counted repetition beside two looped groups")
+    if span and any(s.optional for s in states) and (iterations is not None or found):
+        raise Unsupported("an optional part in or beside a counted repetition of a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
@@ -341,7 +347,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
             raise Unsupported("an edge predicate of a negated alias")
         i, j = index[x], index[y]
-        if i == j and not states[i].kleene or i != j and (j < i or any(not s.optional for s in states[i + 1:j])):
+        if i == j and not states[i].kleene or i != j and (j < i or i not in before(states, j, skips)):
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
         by_pair.setdefault((i, j), []).append(conjunct(e))
     for k, (i, _) in enumerate(negseqs):
@@ -356,7 +362,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         else:
             scans.append(_scan(i, j, conjuncts))
     if q.strategy != ast.ANY_MATCH:
-        edge, edge_state, scans = None, -1, _every_transition(states, by_pair, span)
+        edge, edge_state, scans = None, -1, _every_transition(states, by_pair, every_loop, skips)
     within, slide = cq.window.within, cq.window.slide
     den = math.lcm(within.denominator, slide.denominator)
     if den > MAX_WINDOW_DEN or 10**6 % den:
@@ -364,44 +370,37 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
-                      tuple(negseqs), lead_seq, trail_seq, tuple(found))
+                      tuple(negseqs), lead_seq, trail_seq, tuple(found), tuple(skips), every_loop)
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
-                      loop: tuple[int, int] | None) -> list[Scan]:
+                      loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]]) -> list[Scan]:
     """A scanned store for every transition, with its edge predicates or none: under the stricter
     strategies a predecessor is admitted vertex by vertex, and each transition takes its own
     (a Kleene state's loop and its step to the next state read two stores; with a Kleene plus over
     the SEQ, its step from the last state back to the first too)."""
     pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
-    pairs += [(p, i) for i in range(1, len(states)) for p in _before(states, i)]
-    pairs += _loop_steps(states, loop)
+    pairs += [(p, i) for i in range(1, len(states)) for p in before(states, i, skips)]
+    pairs += _loop_steps(states, loops, skips)
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
 
 
-def _loop_steps(states: Sequence[State], loop: tuple[int, int] | None) -> list[tuple[int, int]]:
-    """The loop's steps (end, start): from a state that may end an iteration of the looped group (its last,
-    and past optional parts the ones before) back to one that may start the next (its first, and past
+def _loop_steps(states: Sequence[State], loops: Sequence[tuple[int, int]],
+                skips: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """The steps (end, start) of each looped group: from a state that may end an iteration (its last, and
+    past optional parts the ones before) back to one that may start the next (its first, and past
     optional parts the ones after), but for a step that is already a transition: in `(SEQ(A+, B?))+`
     A back to A is A's own loop (a trend counts once, however it is cut into iterations)."""
-    if not loop:
-        return []
-    first, last = loop
-    ends, starts = [last], [first]
-    while ends[-1] > first and states[ends[-1]].optional:
-        ends.append(ends[-1] - 1)
-    while starts[-1] < last and states[starts[-1]].optional:
-        starts.append(starts[-1] + 1)
-    steps = {(p, i) for i in range(1, len(states)) for p in _before(states, i)}
+    steps = {(p, i) for i in range(1, len(states)) for p in before(states, i, skips)}
     steps |= {(i, i) for i, s in enumerate(states) if s.kleene}
-    return [(e, s) for e in ends for s in starts if (e, s) not in steps]
-
-
-def _before(states: Sequence[State], i: int) -> list[int]:
-    """The states right before state i > 0 on a trend (`KernelPlan.predecessors`)."""
-    out = [i - 1]
-    while out[-1] > 0 and states[out[-1]].optional:
-        out.append(out[-1] - 1)
+    out = []
+    for first, last in loops:
+        ends, starts = [last], [first]
+        while ends[-1] > first and states[ends[-1]].optional:
+            ends.append(ends[-1] - 1)
+        while starts[-1] < last and states[starts[-1]].optional:
+            starts.append(starts[-1] + 1)
+        out += [(e, s) for e in ends for s in starts if (e, s) not in steps]
     return out
 
 

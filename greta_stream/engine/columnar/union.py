@@ -77,7 +77,7 @@ def core_of(plan: KernelPlan) -> int:
         raise Unsupported("a negation (its bounds are per query)")
     if plan.loop:
         raise Unsupported("a Kleene plus over a SEQ")
-    if any(s.optional for s in plan.states):
+    if plan.skips or any(s.optional for s in plan.states):
         raise Unsupported("an optional part (?, *)")
     if any(sc.src != sc.dst for sc in plan.scans):
         raise Unsupported("an edge predicate between two positions")

@@ -51,14 +51,15 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         frozenset(plan.part_attrs), spec.fields, spec.lateness_s, spec.max_future_s, spec.time_kind,
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots
-        tuple(spec.query.group_by), plan.strategy, plan.iterations, plan.counts,
+        tuple(spec.query.group_by), plan.strategy, plan.iterations, plan.counts, plan.skips, plan.loops,
     )
 
 
 # The plan's fields `family_key` holds (all but the query itself and its window spec, which may differ
 # within a family): a new field of `KernelPlan` goes in the key or says here why it need not.
 FAMILY_FIELDS = frozenset({"states", "neg", "trail", "mids", "negseqs", "lead_seq", "trail_seq", "loop", "edge",
-                           "edge_state", "scans", "local", "part_attrs", "strategy", "iterations", "counts"})
+                           "edge_state", "scans", "local", "part_attrs", "strategy", "iterations", "counts",
+                           "skips", "loops"})
 NOT_FAMILY_FIELDS = frozenset({"cq", "within", "slide"})
 
 
