@@ -31,7 +31,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, NOT SEQ(E e, B d), B b{2}, A c)", ["b.v > NEXT(b).v"], "b"),
     ("SEQ(A a{2}, B b{0,2}, A c{1,2})", ["a.v >= NEXT(a).v", "b.v < NEXT(c).v"], "c"),
     ("SEQ(B x, A a{1,2}, NOT E e, B b{1,3}, A c)", ["a.v < NEXT(b).v"], "b"),
-    ("(SEQ(A a+, B b)){2,3}", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f"], "a"),
+    ("(SEQ(A a+, B b)){2,3}", ["a.v > NEXT(a).v", "a.f <= NEXT(b).f", "b.v < NEXT(a).v"], "a"),
     ("(SEQ(A a, NOT E e, B b+)){2,}", ["b.v != NEXT(b).v"], "b"),
     ("(SEQ(B b, A a, A c+)){2}", ["c.v >= NEXT(c).v"], "c"),
 ]

@@ -114,8 +114,8 @@ def test_a_not_between_parts_holds_in_every_iteration_but_not_across_the_loop() 
 
 OPTIONAL = [  # (a Kleene plus over a SEQ with optional parts, edge predicates it may take, alias it aggregates)
     ("(SEQ(A a+, B b?))+", ["a.v > NEXT(a).v", "a.v <= NEXT(b).v"], "a"),
-    ("(SEQ(A a, B b?))+", ["a.v < NEXT(b).v"], "a"),
-    ("(SEQ(A a?, B b))+", ["a.f >= NEXT(b).f"], "b"),
+    ("(SEQ(A a, B b?))+", ["a.v < NEXT(b).v", "a.v < NEXT(a).v", "b.v > NEXT(a).v"], "a"),  # the loop's steps too
+    ("(SEQ(A a?, B b))+", ["a.f >= NEXT(b).f", "b.v <= NEXT(b).v", "b.f != NEXT(a).f"], "b"),
     ("(SEQ(A a, B b?, C c))+", ["a.v < NEXT(c).v", "b.v != NEXT(c).v"], "c"),
     ("(SEQ(A a?, B b+, C c?))+", ["b.v >= NEXT(b).v", "b.v < NEXT(c).v"], "b"),
     ("(SEQ(B b, A a*))+", ["a.v > NEXT(a).v", "b.v < NEXT(a).v"], "a"),

@@ -29,6 +29,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, (SEQ(B b, C c))*, D d)", ["b.v <= NEXT(c).v", "a.v < NEXT(b).v", "a.f <= NEXT(d).f"], "c"),
     ("SEQ((SEQ(A a, B b+))*, (SEQ(C c, D d))?, A x)", ["b.v >= NEXT(b).v", "d.v < NEXT(x).v"], "b"),
     ("SEQ(NOT E e, A a, (SEQ(B b, C c))?, D d, NOT E x)", ["c.f < NEXT(d).f"], "a"),
+    ("SEQ(A a, (SEQ(B b, NOT SEQ(E e, D x), C c))?, D d)", ["a.v < NEXT(d).v", "b.v != NEXT(c).v"], "d"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1", "c.v < 3", "d.v != 1", "x.v > 0"]
 GROUP_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "MIN(a.v)", "AVG({agg}.v)"])

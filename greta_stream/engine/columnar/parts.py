@@ -49,8 +49,9 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             if skips is None or looped and loops is None:
                 raise Unsupported("an optional group inside a group")
             first = len(states)
-            inner, inner_mids = _loop(body, "in an optional group")
+            inner, inner_mids, inner_negseqs = _loop(body, "in an optional group")
             mids += [(first + i, n) for i, n in inner_mids]
+            negseqs += [(first + i, ps) for i, ps in inner_negseqs]
             states += inner
             skips.append((first, len(states) - 1))
             if looped:  # `*`: a loop from C back to B as well
@@ -61,8 +62,9 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             if loops is None:
                 raise Unsupported("a Kleene plus over a SEQ inside another")
             first = len(states)
-            inner, inner_mids = _loop(seq, "under a Kleene plus")
+            inner, inner_mids, inner_negseqs = _loop(seq, "under a Kleene plus")
             mids += [(first + i, n) for i, n in inner_mids]
+            negseqs += [(first + i, ps) for i, ps in inner_negseqs]
             states += inner
             loops.append((first, len(states) - 1))
             if isinstance(part, ast.Repeat):  # C's lanes count the loop's iterations (`iterations.py`)
@@ -119,9 +121,10 @@ def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool] | None:
     return (inner, looped) if isinstance(inner, ast.Seq) else None
 
 
-def _loop(seq: ast.Seq, where: str) -> tuple[list[State], list[tuple[int, State]]]:
-    """The states and middle NOTs of a SEQ that is a group inside a SEQ (`where` it stands: under a Kleene
-    plus, in an optional group): events, Kleene events and NOTs of one event between them; else
+def _loop(seq: ast.Seq, where: str
+          ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
+    """The states, middle NOTs and middle NOT SEQs of a SEQ that is a group inside a SEQ (`where` it stands:
+    under a Kleene plus, in an optional group): events, Kleene events and NOTs between them; else
     `Unsupported`."""
     if isinstance(seq.parts[0], ast.Not) or isinstance(seq.parts[-1], ast.Not):
         raise Unsupported(f"a leading or trailing NOT {where}")
@@ -129,11 +132,9 @@ def _loop(seq: ast.Seq, where: str) -> tuple[list[State], list[tuple[int, State]
     states, mids, negseqs = positions(list(seq.parts), counted)
     if counted:
         raise Unsupported(f"a counted repetition {where}")
-    if negseqs:
-        raise Unsupported(f"a NOT of a SEQ {where} inside a SEQ")
     if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `plan._loop_steps`
         raise Unsupported(f"an optional part {where}")
-    return states, mids
+    return states, mids, negseqs
 
 
 def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:

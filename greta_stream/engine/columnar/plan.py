@@ -342,12 +342,14 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     local = tuple((state_of(e), e) for e in conditions if not is_edge(e))
     edges = [e for e in conditions if is_edge(e)]  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
+    steps = set(_loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
             raise Unsupported("an edge predicate of a negated alias")
         i, j = index[x], index[y]
-        if i == j and not states[i].kleene or i != j and (j < i or i not in before(states, j, skips)):
+        if (i, j) not in steps and (i == j and not states[i].kleene or i != j and
+                                    (j < i or i not in before(states, j, skips))):
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
         by_pair.setdefault((i, j), []).append(conjunct(e))
     for k, (i, _) in enumerate(negseqs):
@@ -356,8 +358,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     scans = []
     for (i, j), conjuncts in by_pair.items():
         one = conjuncts[0]
-        if (edge is None and i == j and len(conjuncts) == 1 and len(one) == 1 and len(one[0]) == 1
-                and one[0][0][0] != "!="):
+        if (edge is None and i == j and states[i].kleene and len(conjuncts) == 1 and len(one) == 1
+                and len(one[0]) == 1 and one[0][0][0] != "!="):
             edge, edge_state = one[0][0], i  # one comparison on a loop: indexed (the first such loop)
         else:
             scans.append(_scan(i, j, conjuncts))
