@@ -112,6 +112,10 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-group": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B)){2,3}, Stock Y)", "A.price > NEXT(A).price"),
     "loop-optional": ("AVG(A.price)", "(SEQ(Stock A+, Halt H?))+", "A.price > NEXT(A).price"),
     "seq-optgroup": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B))?, Stock Y)", "A.price > NEXT(A).price"),
+    "two-loops": ("AVG(A.price)", "SEQ((SEQ(Stock A+, Stock B))+, (SEQ(Stock C, Stock D))+)",
+                  "A.price > NEXT(A).price"),
+    "loop-step-edge": ("AVG(A.price)", "(SEQ(Stock A+, Stock B))+",
+                       "A.price > NEXT(A).price AND B.price < NEXT(A).price"),
 }
 
 
