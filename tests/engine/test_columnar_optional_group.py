@@ -4,8 +4,9 @@ each strategy.
 
 A trend takes every state of the group or none of them (`plan.skips`): D's predecessors are C and, past
 the group, A, never B; a trend may start past a leading group and end before a trailing one, never inside
-one. `*` loops the group as well (`plan.loop`). Edge predicates across the group (`a.v < NEXT(d).v`) hold
-only where the group is left out, those into and out of it only where it is taken.
+one. `*` loops the group as well (`plan.loop`), and `{0,m}` counts its iterations 1..m as a counted group
+inside a SEQ does (`iterations.py`) while D reads A's lane 0 past it. Edge predicates across the group
+(`a.v < NEXT(d).v`) hold only where the group is left out, those into and out of it only where it is taken.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ((SEQ(A a, B b+))*, (SEQ(C c, D d))?, A x)", ["b.v >= NEXT(b).v", "d.v < NEXT(x).v"], "b"),
     ("SEQ(NOT E e, A a, (SEQ(B b, C c))?, D d, NOT E x)", ["c.f < NEXT(d).f"], "a"),
     ("SEQ(A a, (SEQ(B b, NOT SEQ(E e, D x), C c))?, D d)", ["a.v < NEXT(d).v", "b.v != NEXT(c).v"], "d"),
+    ("SEQ(A a, (SEQ(B b, C c)){0,2}, D d)", ["a.v < NEXT(d).v", "c.v < NEXT(b).v", "c.f >= NEXT(d).f"], "c"),
+    ("SEQ(A a, (SEQ(B b+, NOT E e, C c)){0,3})", ["b.v <= NEXT(b).v", "a.v < NEXT(b).v"], "b"),
+    ("SEQ(A a, (SEQ(B b, C c))?, D d, (SEQ(B x, C y)){0,2}, A z)", ["d.v < NEXT(z).v", "y.v >= NEXT(x).v"], "d"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1", "c.v < 3", "d.v != 1", "x.v > 0"]
 GROUP_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "MIN(a.v)", "AVG({agg}.v)"])
@@ -49,9 +53,10 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 
 
 @pytest.mark.parametrize("pattern, why", [
-    ("SEQ(A a, (SEQ(B b, C c)){0,2}, D d)", "a counted optional group inside a SEQ"),
+    ("SEQ(A a, B x?, (SEQ(B b, C c)){0,2}, D d)", "an optional part in or beside a counted repetition of a group"),
     ("SEQ(A a, (SEQ(B b, C c?))?, D d)", "an optional part in an optional group"),
     ("SEQ(A a, (SEQ(B b, C c))?, (SEQ(B x, D d)){2})", "beside a counted repetition"),
+    ("SEQ(A a, (SEQ(B b, C c)){0,2}, (SEQ(B x, D d)){2})", "beside a counted repetition"),
     ("SEQ(A a{2}, (SEQ(B b, C c))?, D d)", "beside a counted repetition"),
     ("(SEQ(A a, (SEQ(B b, C c))?))+", "an optional group under a Kleene plus"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))?))+)", "an optional group inside a group"),

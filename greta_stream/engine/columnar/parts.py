@@ -44,8 +44,8 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
     negseqs: list[tuple[int, tuple[State, ...]]] = []
     for part in parts:
         group = _optional_group(part)
-        if group is not None:  # `(SEQ(B, C))?`, `(SEQ(B, C))*`: a trend steps over the whole group or none of it
-            body, looped = group
+        if group is not None:  # `(SEQ(B, C))?`, `(SEQ(B, C))*`, `{0,m}`: a trend steps over the whole group or none
+            body, looped, most = group
             if skips is None or looped and loops is None:
                 raise Unsupported("an optional group inside a group")
             first = len(states)
@@ -56,6 +56,8 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             skips.append((first, len(states) - 1))
             if looped:  # `*`: a loop from C back to B as well
                 loops.append((first, len(states) - 1))  # type: ignore[union-attr]
+            if most is not None:  # `{0,m}`: the group 1..m times (C's lanes, `iterations.py`) or stepped over
+                counted.append((len(states) - 1, 1, most))
             continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
@@ -78,8 +80,6 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
-        if isinstance(part, ast.Repeat) and isinstance(part.inner, ast.Seq):  # the rest: `_optional_group`, `_loop_seq`
-            raise Unsupported("a counted optional group inside a SEQ (`(SEQ(B, C)){0,2}`)")
         optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
@@ -110,15 +110,17 @@ def _loop_seq(part: ast.Pattern) -> ast.Seq | None:
     return part if isinstance(part, ast.Seq) else None
 
 
-def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool] | None:
-    """(the SEQ, whether it loops) of an optional group: `(SEQ(B, C))?`, or `(SEQ(B, C))*` (`((SEQ(B, C))+)?`
-    alike), else None."""
-    if not isinstance(part, ast.Repeat) or not part.optional or part.hi not in (1, None):
+def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool, int | None] | None:
+    """(the SEQ, whether it loops, the most iterations it counts) of an optional group: `(SEQ(B, C))?`,
+    `(SEQ(B, C))*` (`((SEQ(B, C))+)?` alike), `(SEQ(B, C)){0,m}` (m > 1: counted 1..m); else None."""
+    if not isinstance(part, ast.Repeat) or not part.optional:
         return None
-    inner, looped = part.inner, part.hi is None
+    inner, looped, most = part.inner, part.hi != 1, part.hi if part.hi is not None and part.hi > 1 else None
+    if most is not None and not isinstance(inner, ast.Seq):
+        return None
     while isinstance(inner, ast.Kleene):
         inner, looped = inner.inner, True
-    return (inner, looped) if isinstance(inner, ast.Seq) else None
+    return (inner, looped, most) if isinstance(inner, ast.Seq) else None
 
 
 def _loop(seq: ast.Seq, where: str

@@ -16,7 +16,7 @@ weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
 pattern or as one part of a SEQ (`X{0,m}` too), and of a SEQ as the whole pattern
 (`(SEQ(A+, B)){2,3}`: the Kleene plus's loop, counted; `iterations`), and an optional group as a part of
-a SEQ (`SEQ(A, (SEQ(B, C))?, D)`, `(SEQ(B, C))*`: `skips`).
+a SEQ (`SEQ(A, (SEQ(B, C))?, D)`, `(SEQ(B, C))*`, `(SEQ(B, C)){0,m}`: `skips`).
 Anything else raises `Unsupported` saying why, and
 the caller runs the general engine.
 
@@ -298,9 +298,10 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     loops: list[tuple[int, int]] = []
     skips: list[tuple[int, int]] = []
     states, mids, negseqs = positions(parts, found, loops, skips)
-    if skips and (loop or found):
+    if skips and (loop or found and (len(found) > 1 or (found[0][0], found[0][0]) in skips
+                                     or all(last != found[0][0] for _, last in skips))):
         raise Unsupported("an optional group under a Kleene plus or counted repetition, or beside a counted "
-                          "repetition")
+                          "repetition")  # its own count, `(SEQ(B, C)){0,m}`, it takes
     span = (0, len(states) - 1) if loop else (loops[0] if loops else None)  # `SEQ(A, (SEQ(B, C))+, D)`: 1..2
     every_loop = ((0, len(states) - 1),) if loop else tuple(loops)
     if loop and loops:
