@@ -48,31 +48,23 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             body, looped, most = group
             if skips is None or looped and loops is None:
                 raise Unsupported("an optional group inside a group")
-            first = len(states)
-            inner, inner_mids, inner_negseqs = _loop(body, "in an optional group")
-            mids += [(first + i, n) for i, n in inner_mids]
-            negseqs += [(first + i, ps) for i, ps in inner_negseqs]
-            states += inner
-            skips.append((first, len(states) - 1))
+            span = _take_group(body, "in an optional group", states, mids, negseqs)
+            skips.append(span)
             if looped:  # `*`: a loop from C back to B as well
-                loops.append((first, len(states) - 1))  # type: ignore[union-attr]
+                loops.append(span)  # type: ignore[union-attr]
             if most is not None:  # `{0,m}`: the group 1..m times (C's lanes, `iterations.py`) or stepped over
-                counted.append((len(states) - 1, 1, most))
+                counted.append((span[1], 1, most))
             continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
             if loops is None:
                 raise Unsupported("a Kleene plus over a SEQ inside another")
-            first = len(states)
-            inner, inner_mids, inner_negseqs = _loop(seq, "under a Kleene plus")
-            mids += [(first + i, n) for i, n in inner_mids]
-            negseqs += [(first + i, ps) for i, ps in inner_negseqs]
-            states += inner
-            loops.append((first, len(states) - 1))
+            span = _take_group(seq, "under a Kleene plus", states, mids, negseqs)
+            loops.append(span)
             if isinstance(part, ast.Repeat):  # C's lanes count the loop's iterations (`iterations.py`)
-                if len(inner) < 2:
+                if span[0] == span[1]:
                     raise Unsupported("a counted repetition of a group of one event")
-                counted.append((len(states) - 1, part.lo, part.hi))
+                counted.append((span[1], part.lo, part.hi))
             continue
         if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
             negseqs.append((len(states) - 1, _negated_seq(part.inner)))
@@ -121,6 +113,17 @@ def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool, int | None] | Non
     while isinstance(inner, ast.Kleene):
         inner, looped = inner.inner, True
     return (inner, looped, most) if isinstance(inner, ast.Seq) else None
+
+
+def _take_group(seq: ast.Seq, where: str, states: list[State], mids: list[tuple[int, State]],
+                negseqs: list[tuple[int, tuple[State, ...]]]) -> tuple[int, int]:
+    """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands; its (first, last) state."""
+    first = len(states)
+    inner, inner_mids, inner_negseqs = _loop(seq, where)
+    mids += [(first + i, n) for i, n in inner_mids]
+    negseqs += [(first + i, ps) for i, ps in inner_negseqs]
+    states += inner
+    return first, len(states) - 1
 
 
 def _loop(seq: ast.Seq, where: str
