@@ -94,7 +94,8 @@ class KernelPlan:
     mids: tuple[tuple[int, State], ...] = ()  # (i, N): `NOT N` between positive states i and i + 1
     scans: tuple[Scan, ...] = ()  # the stores scanned vertex by vertex, with their edge predicates
     # (first, last): a Kleene plus over a SEQ, the whole pattern (`(SEQ(A+, B))+`) or a part of it (`SEQ(A,
-    # (SEQ(B, C))+, D)`): its first state also reads its last's vertices (the next iteration); None: no loop
+    # (SEQ(B, C))+, D)`): its first state also reads its last's vertices (the next iteration); of several,
+    # the counted one (its lanes); None: no loop, or none counted beside a counted event (`loops` has them)
     loop: tuple[int, int] | None = None
     # SEMANTICS section 8: under skip-till-next-match and contiguous every transition is a scanned store
     # (a predecessor is weighed vertex by vertex: `kernel.run`'s taken marks, or the previous time stamp)
@@ -115,7 +116,7 @@ class KernelPlan:
     # (first, last) of each optional group (`SEQ(A, (SEQ(B, C))?, D)`: (1, 2)): a trend steps over all of
     # its states or none, so D's predecessors are C and A, never B (an optional event `B?` is its own group)
     skips: tuple[tuple[int, int], ...] = ()
-    # (first, last) of every looped group, `loop` first (`SEQ((SEQ(A, B))+, C, (SEQ(D, E))+)`: two; none counted)
+    # (first, last) of every looped group, `loop` first (`SEQ((SEQ(A, B))+, C, (SEQ(D, E))+)`: two)
     loops: tuple[tuple[int, int], ...] = ()
 
     @property
@@ -298,18 +299,20 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     loops: list[tuple[int, int]] = []
     skips: list[tuple[int, int]] = []
     states, mids, negseqs = positions(parts, found, loops, skips)
-    if skips and (loop or found and (len(found) > 1 or (found[0][0], found[0][0]) in skips
-                                     or all(last != found[0][0] for _, last in skips))):
-        raise Unsupported("an optional group under a Kleene plus or counted repetition, or beside a counted "
-                          "repetition")  # its own count, `(SEQ(B, C)){0,m}`, it takes
-    span = (0, len(states) - 1) if loop else (loops[0] if loops else None)  # `SEQ(A, (SEQ(B, C))+, D)`: 1..2
-    every_loop = ((0, len(states) - 1),) if loop else tuple(loops)
+    if skips and (loop or len(found) > 1):
+        raise Unsupported("an optional group under a Kleene plus or counted repetition, or beside two counted "
+                          "repetitions")
+    # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
+    # (with a counted event beside looped groups, none: `loop` is the group whose lanes count, if any)
+    counted = next((lp for lp in loops if found and lp[1] == found[0][0]), None)
+    span = (0, len(states) - 1) if loop else (counted or (loops[0] if loops and not found else None))
+    every_loop = ((span,) if span else ()) + tuple(lp for lp in loops if lp != span)
     if loop and loops:
         raise Unsupported("a Kleene plus over a SEQ inside another")
-    if len(loops) > 1 and found:
-        raise Unsupported("a counted repetition beside two looped groups")
-    if span and any(s.optional for s in states) and (iterations is not None or found):
-        raise Unsupported("an optional part in or beside a counted repetition of a group")
+    if len(found) > 1 and loops:
+        raise Unsupported("two counted repetitions, one of them a group")
+    if span and (loop and iterations is not None or counted) and any(s.optional for s in states[span[0]:span[1] + 1]):
+        raise Unsupported("an optional part in a counted repetition of a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's

@@ -75,7 +75,7 @@ def core_of(plan: KernelPlan) -> int:
         raise Unsupported(f"SEMANTICS {plan.strategy} (a union weighs no predecessor one by one)")
     if plan.negs:
         raise Unsupported("a negation (its bounds are per query)")
-    if plan.loop:
+    if plan.loops:
         raise Unsupported("a Kleene plus over a SEQ")
     if plan.skips or any(s.optional for s in plan.states):
         raise Unsupported("an optional part (?, *)")
