@@ -190,3 +190,22 @@ def edge_states(states: Sequence[State], skips: Sequence[tuple[int, int]], end: 
 def optional_parts(states: Sequence[State], skips: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """(first, last) of each part a trend may step over: each optional event, each optional group."""
     return [(i, i) for i, s in enumerate(states) if s.optional] + list(skips)
+
+
+def same_value_edges(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]],
+                     aliases: frozenset[str], attr: str) -> list[ast.Expr]:
+    """An equivalence attribute of some positive aliases only (`[a.k]`, `[b.k, c.k]`) as edge predicates
+    `X.k = NEXT(Y).k` on every step between them: exact where the aliases stand at consecutive required
+    positions (and a looped group among them stands there whole), so that the trend's events bound to them
+    are consecutive in it; else `Unsupported`."""
+    at = sorted(i for i, s in enumerate(states) if s.alias in aliases)
+    first, last = at[0], at[-1]
+    if (at != list(range(first, last + 1)) or any(states[i].optional for i in at)
+            or any(f <= last and first <= g for f, g in skips)
+            or any(f <= last and first <= g and not first <= f <= g <= last for f, g in loops)):
+        raise Unsupported("equivalence attributes of some positive aliases only, not at consecutive required "
+                          "positions")
+    steps = [(i, i + 1) for i in range(first, last)] + [(i, i) for i in at if states[i].kleene]
+    steps += [(g, f) for f, g in loops if first <= f <= g <= last]
+    return [ast.Binary("=", ast.AttrRef(states[i].alias, attr), ast.AttrRef(states[j].alias, attr, next=True))
+            for i, j in steps]

@@ -40,7 +40,7 @@ import numpy as np
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
-from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions
+from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions, same_value_edges
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -323,11 +323,16 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
     positive = frozenset(s.alias for s in states)
     negated = frozenset(n.alias for n in negs)
-    run_attrs = []
+    run_attrs, same = [], []
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
-        if not positive <= c.aliases or c.aliases & negated:
-            raise Unsupported("equivalence attributes of some positive aliases only")
-        run_attrs.append(c.attr)
+        if c.aliases & negated:
+            raise Unsupported("equivalence attributes of a negated alias and not of every alias")
+        if positive <= c.aliases:
+            run_attrs.append(c.attr)
+        elif q.strategy != ast.ANY_MATCH:  # a candidate must lie in the trend's run, whatever came before
+            raise Unsupported(f"equivalence attributes of some positive aliases only, under SEMANTICS {q.strategy}")
+        else:  # `[a.k]` of some positive aliases: the same value along every step between them
+            same += same_value_edges(states, every_loop, skips, c.aliases, c.attr)
     if run_attrs and q.strategy == ast.CONTIGUOUS:  # an event of another run breaks contiguity too
         raise Unsupported("equivalence attributes of some aliases only under SEMANTICS contiguous")
     index = {s.alias: i for i, s in enumerate(states)}
@@ -344,7 +349,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
 
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
     local = tuple((state_of(e), e) for e in conditions if not is_edge(e))
-    edges = [e for e in conditions if is_edge(e)]  # the parser splits AND into predicates
+    edges = [e for e in conditions if is_edge(e)] + same  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     steps = set(_loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
     for e in edges:
