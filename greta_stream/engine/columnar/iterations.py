@@ -62,8 +62,9 @@ class IterationLanes:
         out[:, 0] = final  # outside the counted parts: lane 0, every part before done (`stores.join`'s collapse)
         qhi = self.qhi
         for c, lo, _, _ in self.plan.counted_states:  # lane q: q + 1 iterations (open: the last, n + 1 or more)
-            out[c, 0] = False
-            out[c, max(lo - 1, 0):qhi[c]] = final[c]
+            for e in {c, *self.plan.iteration_ends()} if c == (self.plan.loop or (0, -1))[1] else {c}:
+                out[e, 0] = False
+                out[e, max(lo - 1, 0):qhi[e]] = final[e]
         return out
 
     @property

@@ -147,6 +147,18 @@ class KernelPlan:
         lo, hi = self.iterations
         return ((self.loop[1] if self.loop else 0, lo, hi, (hi if hi is not None else lo) - 1),)
 
+    def iteration_ends(self) -> tuple[int, ...]:
+        """The states of the counted group (`loop` with `iterations`) that may end one of its iterations:
+        its last, and past optional parts the ones before; () without a counted group."""
+        if self.iterations is None or not self.loop:
+            return ()
+        return tuple(sorted({e for e, s in self.loop_steps() if self.loop[0] <= s <= self.loop[1]}
+                            | {self.loop[1]}))
+
+    def loop_steps(self) -> list[tuple[int, int]]:
+        """(end, start) of every looped group's step back (`_loop_steps`)."""
+        return _loop_steps(self.states, self.loops, self.skips)
+
     @property
     def negs(self) -> tuple[State, ...]:
         """The negated events in state order (leading, middle, trailing), then the parts of each negated SEQ
@@ -228,11 +240,13 @@ class KernelPlan:
                 reads.append((i, len(src) - 1))
         after = {i for i, _ in self.mids}
         gen: list[int] = []
+        out_of = set(self.iteration_ends()) if self.counts else set()  # a counted group's, read after it
+        group_end = self.loop[1] if self.loop else n
         for i in range(1, n):
             for p in self.predecessors(i):
                 own = (p, i) in scan_of
                 # across a middle NOT, with predicates, or from a counted repetition (`iterations.py`): its own
-                if p in after or own or any(p == c for c, _, _ in self.counts):
+                if p in after or own or any(p == c for c, _, _ in self.counts) or p in out_of and i > group_end:
                     src.append(p)
                     if p in after:
                         gen.append(len(src) - 1)
@@ -311,8 +325,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         raise Unsupported("a Kleene plus over a SEQ inside another")
     if len(found) > 1 and loops:
         raise Unsupported("two counted repetitions, one of them a group")
-    if span and (loop and iterations is not None or counted) and any(s.optional for s in states[span[0]:span[1] + 1]):
-        raise Unsupported("an optional part in a counted repetition of a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
