@@ -21,7 +21,7 @@ import pytest
 
 from greta_stream import evaluate
 from greta_stream.connectors.jsonl import dumps, loads
-from greta_stream.demo.broker import KafkaBroker, consume_all, produce
+from greta_stream.demo.broker import KafkaBroker, consume_all, end_offsets, produce
 from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig
 from greta_stream.spark.kafka import KafkaSink, Message, SinkLog, row_key
 from greta_stream.spark.pipeline import start
@@ -188,17 +188,28 @@ def test_broker_restart_under_a_running_query(spark, kafka_broker: KafkaBroker, 
     cfg = pipeline(tmp_path, kafka_broker.bootstrap, source, results, dead, ["down"], once=False)
     running = start(spark, cfg)
     restarts = 0
+
+    def restarted_if_failed() -> None:
+        nonlocal running, restarts
+        if any(q.exception() is not None for q, _ in running):
+            _stop(running)
+            running, restarts = start(spark, cfg), restarts + 1
+
     try:
         wait_for(lambda: _batches_done(running) >= 1, "a first micro-batch")
         kafka_broker.restart()
         produce(kafka_broker.bootstrap, source, events[half:], key=company)
+        ends = end_offsets(kafka_broker.bootstrap, source)
+
+        def read_through() -> bool:  # every event read before the flush moves the watermark past them all:
+            restarted_if_failed()  # a partition read later than the flush's would see its events late
+            return any(_read_up_to(q.lastProgress, source) == ends for q, _ in running)
+
+        wait_for(read_through, "every event read", timeout_s=180, every_s=1)
         produce(kafka_broker.bootstrap, source, [FLUSH])
 
         def all_there() -> bool:
-            nonlocal running, restarts
-            if any(q.exception() is not None for q, _ in running):
-                _stop(running)
-                running, restarts = start(spark, cfg), restarts + 1
+            restarted_if_failed()
             keys = {m["key"] for m in consume_all(kafka_broker.bootstrap, results)}
             return len(keys) >= expected
 
@@ -208,6 +219,16 @@ def test_broker_restart_under_a_running_query(spark, kafka_broker: KafkaBroker, 
     print(f"query restarts while the broker restarted: {restarts}")
     assert restarts <= 3
     assert_exactly_once(consume_all(kafka_broker.bootstrap, results), events, ["down"])
+
+
+def _read_up_to(progress: dict[str, Any] | None, topic: str) -> dict[int, int] | None:
+    """The offsets of `topic` a stream's last micro-batch read up to, per partition (None: none yet)."""
+    for src in (progress or {}).get("sources", []):
+        offsets = src.get("endOffset")
+        offsets = json.loads(offsets) if isinstance(offsets, str) else offsets
+        if isinstance(offsets, dict) and topic in offsets:
+            return {int(p): int(o) for p, o in offsets[topic].items()}
+    return None
 
 
 def _batches_done(running: list[Any]) -> int:
