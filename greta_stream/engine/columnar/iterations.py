@@ -61,8 +61,9 @@ class IterationLanes:
             return out
         out[:, 0] = final  # outside the counted parts: lane 0, every part before done (`stores.join`'s collapse)
         qhi = self.qhi
+        ends = self.plan.iteration_ends()  # a counted group's: its last state's lanes end trends at each of them
         for c, lo, _, _ in self.plan.counted_states:  # lane q: q + 1 iterations (open: the last, n + 1 or more)
-            for e in {c, *self.plan.iteration_ends()} if c == (self.plan.loop or (0, -1))[1] else {c}:
+            for e in ends if c in ends else (c,):
                 out[e, 0] = False
                 out[e, max(lo - 1, 0):qhi[e]] = final[e]
         return out
