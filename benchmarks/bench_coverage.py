@@ -117,8 +117,10 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "loop-step-edge": ("AVG(A.price)", "(SEQ(Stock A+, Stock B))+",
                        "A.price > NEXT(A).price AND B.price < NEXT(A).price"),
     "group-optional-in": ("AVG(A.price)", "(SEQ(Stock A, Halt H?)){2,3}", "A.price > NEXT(A).price"),
-    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
+    # a product or quotient of the two events' values: a pair program in a scanned store
     "product-edge": ("AVG(S.price)", "Stock S+", "S.price * NEXT(S).volume > S.volume * 100"),
+    "ratio-edge": ("AVG(S.price)", "Stock S+", "NEXT(S).price / S.price < 0.999"),
+    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
     "not-seq-edge": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                      f"{EDGE} AND C.price < NEXT(D).price"),
 }

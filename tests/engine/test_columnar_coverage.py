@@ -23,7 +23,7 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a, B b, C d) WHERE [a.k, d.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v * NEXT(b).v < 3 WITHIN 10 s",  # a NEXT value as a factor
+    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE NEXT(b).v / (a.v - NEXT(b).f) < 3 WITHIN 10 s",  # a mixed divisor
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
 ]
 
@@ -65,6 +65,7 @@ WIDENED = [
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v OR X.f < NEXT(X).f WITHIN 10 s",
     "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, B b))+ WHERE a.v < NEXT(a).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v * NEXT(b).v < 3 WITHIN 10 s",  # a NEXT value as a factor
 ]
 
 

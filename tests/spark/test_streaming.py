@@ -53,6 +53,9 @@ QUERIES = {
     # looped group in the same SEQ
     "optional-group": "RETURN g, COUNT(*), SUM(D.v), MAX(B.v) PATTERN SEQ(A, (SEQ(B, C))?, D, (SEQ(E, B b2))+) "
                       "WHERE [g] AND A.v < NEXT(D).v GROUP-BY g WITHIN 24 s SLIDE 4 s",
+    # a quotient of the two events' prices (a pair program, judged pair by pair in a scanned store)
+    "ratio": "RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] "
+             "AND NEXT(S).price / S.price < 0.995 GROUP-BY sector WITHIN 60 s SLIDE 20 s",
 }
 
 

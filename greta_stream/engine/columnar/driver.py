@@ -19,8 +19,18 @@ import numpy as np
 
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input
-from greta_stream.engine.columnar.keys import all_ranks, generations, negated_ends, negated_starts, partitions, plain, ranks
+from greta_stream.engine.columnar.keys import (
+    all_ranks,
+    generations,
+    negated_ends,
+    negated_starts,
+    pair_programs,
+    partitions,
+    plain,
+    ranks,
+)
 from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts, seq_bounds
+from greta_stream.engine.columnar.pairs import Programs
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.rows import result_rows
@@ -170,6 +180,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     offsets = np.append(offsets, m).astype(np.int64)
     gr, gq, point = ranks(plan, cols, st)
     grs, gqs, pointp, pred_scan = all_ranks(plan, cols, st)
+    progs = pair_programs(plan, cols, st)
     if plan.negseqs:  # a negated SEQ's predicate: a predecessor's time against the reader's latest match start
         fill_ranks(plan, grs, gqs, t, [b[rep[order]] for b in match_starts(plan, prep)])
 
@@ -186,9 +197,9 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     from greta_stream.engine.columnar import kernel
 
     vertices = kernel.Events(kmin, kmax, newt, st, kneg, gr, gq, mult, mmval, kend, gjoin, gread, grs, gqs, qfrom,
-                             flo)
-    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, pointp, pred_scan, mmax, ncell,
-                                                    group_of_part, threads, lanes)
+                             flo, progs.values)
+    parts_k, parts_g, parts_c, parts_m = run_kernel(plan, offsets, vertices, point, (pointp, progs), pred_scan, mmax,
+                                                    ncell, group_of_part, threads, lanes)
     return KernelOutput(parts_k, parts_g, parts_c, parts_m, cells, sums, mms, group_values, prep.time_kind)
 
 
@@ -270,14 +281,17 @@ def counting(plan: KernelPlan) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]
     return int(counted.max()) if n else 0, counted, ctop, clo
 
 
-def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
+def run_kernel(plan, offsets, ev, point, compare, pred_scan, mmax, ncell, group_of_part, threads=None,  # noqa: ANN001, ANN202
                lanes_q=None):
     """The kernel over every partition and block of windows, in threads over
     ranges of tasks of about equal events: (window, group id, cells, MIN/MAX)
     per (group, window), a window's row in two pieces where a block was split
-    between threads (`result_rows` adds them). `lanes_q`: the query lanes of
-    one traversal for several queries (`QueryLanes`)."""
+    between threads (`result_rows` adds them). `compare`: how each scanned
+    predicate compares, and the pair programs (`all_ranks`, `pair_programs`).
+    `lanes_q`: the query lanes of one traversal for several queries (`QueryLanes`)."""
     from greta_stream.engine.columnar import blocks, kernel
+
+    pointp, progs = compare
 
     kmin, kmax, mult = ev.kmin, ev.kmax, ev.mult
     m = len(kmin)
@@ -301,7 +315,8 @@ def run_kernel(plan, offsets, ev, point, pointp, pred_scan, mmax, ncell, group_o
                            np.zeros(len(start), np.int64) if lanes_q is None else lanes_q.qlo,
                            np.ones(len(start), np.int64) if lanes_q is None else lanes_q.qhi,
                            kernel.NEXT_MATCH if plan.next_match else kernel.CONTIGUOUS if plan.contiguous
-                           else kernel.ANY_MATCH, *counting(plan), lifts(plan, store_src, reads))
+                           else kernel.ANY_MATCH, *counting(plan), lifts(plan, store_src, reads), progs.steps,
+                           progs.at)
     n_groups = int(group_of_part.max()) + 1 if len(group_of_part) else 1
     cores = os.cpu_count() or 1
     workers = min(cores, threads or cores, MAX_THREADS) if m >= PARALLEL_EVENTS else 1
@@ -362,9 +377,10 @@ def compile_kernels() -> Path:
     none = np.zeros((1, 0), np.int64)
     vertices = kernel.Events(one, one.copy(), np.ones(1, bool), one.copy(), one.copy(), one.copy(), one.copy(),
                         np.zeros((1, 0, 1), np.uint64), np.zeros((1, 0), np.float64), one.copy(), one.copy(),
-                        one.copy(), none, none.copy(), one.copy()[:, None], one.copy())
-    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, np.zeros(0, np.int8), np.zeros(0, np.int64),
-               np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
+                        one.copy(), none, none.copy(), one.copy()[:, None], one.copy(), np.zeros((1, 0), np.float64))
+    progs = Programs(np.zeros((1, 0), np.float64), np.zeros((0, 2), np.int64), np.zeros(1, np.int64))
+    run_kernel(plan, np.array([0, 1], np.int64), vertices, False, (np.zeros(0, np.int8), progs),
+               np.zeros(0, np.int64), np.zeros(0, np.bool_), 1, np.zeros(1, np.int64))
     kernel.normalize_rows(np.zeros((1, 1, 1), np.uint64))
     return Path(kernel.__file__).parent
 

@@ -1,11 +1,14 @@
 """Edge predicates as the columnar plan holds them: an OR of ANDs of comparisons `f(X) op g(NEXT(Y))`
-(`conjunct`), each clause admitting a predecessor when all its comparisons hold."""
+(`conjunct`), each clause admitting a predecessor when all its comparisons hold; a comparison that
+mixes the two events' values past that (`S.price * NEXT(S).volume > 1000`) is a pair program
+(`pairs.py`), which only a scanned store reads."""
 
 from __future__ import annotations
 
 from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.bounds import bounded
 from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.columnar.pairs import pair_side
 from greta_stream.query import ast
 
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
@@ -19,11 +22,10 @@ def conjunct(e: ast.Expr) -> Conjunct:
         raise Unsupported(f"an edge predicate of more than {MAX_COMPARISONS} comparisons written out as an OR of ANDs")
     out = []
     for clause in clauses:
-        sides = tuple(edge_sides(c, unequal=True) or bounded(c) for c in clause)
+        sides = tuple(edge_sides(c, unequal=True) or bounded(c) or pair_side(c) for c in clause)
         for c, side in zip(clause, sides):
-            if side is None and is_edge(c):  # arithmetic across the two events the kernel cannot order by
-                raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y), nor monotone in "
-                                  "X's part (a product or quotient of the two events' values, X on both sides)")
+            if side is None and is_edge(c):
+                raise Unsupported("an edge predicate that is not a comparison of numbers of X with NEXT(Y)")
             if side is None:  # a comparison of one event under an OR with edge comparisons
                 raise Unsupported("an edge predicate that is not a comparison of X with NEXT(Y)")
         out.append(tuple(side for side in sides if side is not None))

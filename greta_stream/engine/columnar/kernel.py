@@ -92,6 +92,7 @@ Events = namedtuple("Events", [
     "qfrom",  # (n, nq) int64: with query lanes, the first window each query has the event as a vertex in (2**62: none)
     "flo",  # contiguous: the first vertex a predecessor may be (of the partition's previous time stamp among every
     # event of the pattern's types; -1: the previous time stamp of the vertices themselves)
+    "pv",  # (n, parts) float64: the parts of the scanned pair comparisons (`pairs.Programs.values`)
 ])
 # How the states read and feed the stores (`KernelPlan.stores`), and the cells.
 Wiring = namedtuple("Wiring", [
@@ -120,6 +121,7 @@ Wiring = namedtuple("Wiring", [
     "ctop",  # (states,) int: a counted state's last lane (its last iteration's: X{n,m}'s goes no further)
     "clo",  # (states,) int: a counted state's least number of iterations (n of `X{n,m}`)
     "lift",  # (stores,) int8: how a counted state joins it: 0 as is, 1 an iteration up, 2 counts n.. in lane 0
+    "steps", "steps_at",  # the pair comparisons' programs: scanned predicate p's are steps[steps_at[p]:steps_at[p+1]]
 ])
 
 
@@ -174,6 +176,16 @@ def _joining(wiring):  # noqa: ANN001, ANN202
     for js in range(wiring.store_src.shape[0]):
         joins[wiring.store_src[js]] = True
     return joins
+
+
+@njit(cache=True, inline="always")
+def _paired(wiring):  # noqa: ANN001, ANN202
+    """Per store: some scanned predicate of it is a pair comparison (`pairs.py`)."""
+    paired = np.zeros(wiring.store_src.shape[0], np.bool_)
+    for q in range(wiring.pointp.shape[0]):
+        if wiring.pointp[q] == 3:
+            paired[wiring.pred_store[q]] = True
+    return paired
 
 
 @njit(cache=True, inline="always")
@@ -305,6 +317,8 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
     kstate = wiring.store_src[wiring.keyed] if wiring.keyed >= 0 else -1
     any_scan = wiring.scanned.any()
     joins = _joining(wiring)  # events of the state join some store
+    paired = _paired(wiring)  # a scanned store with pair comparisons
+    unjudged = np.zeros((0, 0), np.bool_)  # what `_scan` judges of a store without pair comparisons: nothing
     rows, nslots, cur_blk = 0, 0, -1
     for x in range(t_lo, t_hi + 1):
         blk = task[x, 0] if x < t_hi else -1
@@ -348,8 +362,12 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
                     if wiring.scanned[js] and wiring.reads[s, js]:
                         while nv[js, 1] < nv[js, 0] and ev.kmax[vert_ev[vbase[js] + nv[js, 1]]] < w0 + k0:
                             nv[js, 1] += 1  # a vertex none of whose windows is the event's: never again
-                        npath = _scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
-                                      vbase[js] + nv[js, 0], taken, nxt, nv)
+                        if paired[js]:
+                            npath = _scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                                          vbase[js] + nv[js, 0], taken, nxt, nv, unjudged, True)
+                        else:
+                            npath = _scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, vbase[js] + nv[js, 1],
+                                          vbase[js] + nv[js, 0], taken, nxt, nv, unjudged, False)
                 over = _vertex(acc, nodes, used, path, npath, hi, sig, carry, j0, j1, limbs, wiring.ndig, ev.mult[v],
                                wiring.start[s], max(ev.kneg[v] - k0, -1), wiring.masked, lanes, lm, wiring.startq[s])
                 if over:  # a count needs more limbs: widen every array by half and redo this event

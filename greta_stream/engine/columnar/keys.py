@@ -14,6 +14,7 @@ import pandas as pd
 
 from greta_stream.engine.columnar import bounds
 from greta_stream.engine.columnar.columns import OTHER
+from greta_stream.engine.columnar.pairs import PAIR, Programs, programs
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
@@ -162,24 +163,33 @@ def _ranks(key: np.ndarray, probe: np.ndarray, op: str) -> tuple[np.ndarray, np.
     return gr, gq, False
 
 
-ORDER, EQUAL, UNEQUAL = 0, 1, 2  # how a scanned edge predicate compares ranks (`propagate.scan`)
+ORDER, EQUAL, UNEQUAL, PAIRED = 0, 1, 2, 3  # how a scanned edge predicate compares (`propagate.scan`)
 
 
 def all_ranks(plan: KernelPlan, cols: dict[str, Any],
               st: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(ranks, probes, comparison kind, scan) of every scanned edge predicate, one
     column each (`KernelPlan.scan_edges`); empty columns without a scan. The kind
-    is ORDER (`rank < probe`), EQUAL (`rank == probe`) or UNEQUAL (`!=`: `rank !=
-    probe`, where a probe no key equals is -1 and admits every key)."""
+    is ORDER (`rank < probe`), EQUAL (`rank == probe`), UNEQUAL (`!=`: `rank !=
+    probe`, where a probe no key equals is -1 and admits every key) or PAIRED (its
+    pair program, `pair_programs`, without ranks)."""
     m = len(st)
     if not plan.scan_edges:  # no scan, or scans without predicates (a stricter selection strategy's)
         return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
     none = (np.zeros(m, np.int64), np.zeros(m, np.int64), False)  # a negated SEQ's: filled by `negseqs.fill_ranks`
-    got = [none if e[0] == NOT_SEQ else ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst))
+    got = [none if e[0] in (NOT_SEQ, PAIR) else ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst))
            for j, e in plan.scan_edges]
-    kinds = [UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER for (_, e), g in zip(plan.scan_edges, got)]
+    kinds = [PAIRED if e[0] == PAIR else UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER
+             for (_, e), g in zip(plan.scan_edges, got)]
     return (np.stack([g[0] for g in got], axis=1), np.stack([g[1] for g in got], axis=1),
             np.array(kinds, np.int8), np.array([j for j, _ in plan.scan_edges], np.int64))
+
+
+def pair_programs(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> Programs:
+    """The programs of the plan's pair comparisons (`pairs.py`), one slot per scanned edge predicate."""
+    read = {r.attr for _, e in plan.scan_edges if e[0] == PAIR for r in ast.expr_refs(e[1])}
+    values = {a: cols[a].values.astype(np.float64) for a in read}
+    return programs([(e, plan.scans[j].src, plan.scans[j].dst) for j, e in plan.scan_edges], values, st)
 
 
 def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

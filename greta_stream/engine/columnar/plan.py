@@ -40,6 +40,7 @@ import numpy as np
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
+from greta_stream.engine.columnar.pairs import PAIR
 from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions, same_value_edges
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
@@ -380,7 +381,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     for (i, j), conjuncts in by_pair.items():
         one = conjuncts[0]
         if (edge is None and i == j and states[i].kleene and len(conjuncts) == 1 and len(one) == 1
-                and len(one[0]) == 1 and one[0][0][0] != "!="):
+                and len(one[0]) == 1 and one[0][0][0] not in ("!=", PAIR)):
             edge, edge_state = one[0][0], i  # one comparison on a loop: indexed (the first such loop)
         else:
             scans.append(_scan(i, j, conjuncts))

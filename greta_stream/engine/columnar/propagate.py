@@ -13,6 +13,7 @@ from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
 from greta_stream.engine.columnar.limbs import normalize as _normalize
 from greta_stream.engine.columnar.limbs import significant as _significant
 from greta_stream.engine.columnar.limbs import take_node as _take_node
+from greta_stream.engine.columnar.pairs import judge as _judge_pairs
 
 ANY_MATCH, NEXT_MATCH, CONTIGUOUS = 0, 1, 2  # `kernel.Wiring.strategy` (SEMANTICS section 8)
 
@@ -50,7 +51,7 @@ def predecessors(path, s, probe, reads, keyed, keys, point, m, gen, storegen, gr
 
 
 @njit(cache=True, inline="always")
-def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv):  # noqa: ANN001, ANN202
+def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, nv, judged, paired):  # noqa: ANN001, ANN202
     """Append to `path` the vertices (nodes lo..hi-1) of scanned store js that
     its edge predicates admit for event v (of time stamp e..), of v's
     generation when the store is across a middle NOT; return the new length.
@@ -61,7 +62,12 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
     read until a time stamp takes it (`taken`: the first event of that time
     stamp, whose events all may read it); once time passes it, it leaves the
     store's waiting list for good (`nxt`, from `nv[js, 2]`), so the work per
-    event follows the vertices still waiting for their next event."""
+    event follows the vertices still waiting for their next event.
+
+    With pair comparisons (`paired`, which the kernel passes as a constant: a
+    store without them keeps no trace of their code, which would slow its loop
+    threefold) each is first judged for every vertex at once (`pairs.judge`);
+    `judged` is an empty array the kernel passes otherwise."""
     first = 0
     n_pred = wiring.pointp.shape[0]
     while first < n_pred and wiring.pred_store[first] != js:
@@ -72,18 +78,20 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
     probe = ev.gqs[v, first] if lone else 0
     gen = wiring.gen[js]
     gread = ev.gread[v]
+    if wiring.strategy == CONTIGUOUS:
+        f = ev.flo[v] if ev.flo[v] >= 0 else prev
+        i = hi
+        while i > lo and vert_ev[i - 1] >= f:
+            i -= 1
+        lo = i
+    if paired:
+        judged = _judge(v, ev.pv, wiring, js, first, n_pred, vert_ev, lo, hi)
     if wiring.strategy != NEXT_MATCH:
-        if wiring.strategy == CONTIGUOUS:
-            f = ev.flo[v] if ev.flo[v] >= 0 else prev
-            i = hi
-            while i > lo and vert_ev[i - 1] >= f:
-                i -= 1
-            lo = i
         for i in range(lo, hi):
             u = vert_ev[i]
             if gen and ev.gjoin[u] != gread:
                 continue
-            if ev.grs[u, first] < probe if lone else _admits(u, v, ev, wiring, js, first, n_pred):
+            if ev.grs[u, first] < probe if lone else _admits(u, i - lo, v, ev, wiring, js, first, n_pred, judged, paired):
                 path[npath] = i
                 npath += 1
         return npath
@@ -103,7 +111,7 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
         else:
             u = vert_ev[i]
             if not (gen and ev.gjoin[u] != gread) and (ev.grs[u, first] < probe if lone else
-                                                        _admits(u, v, ev, wiring, js, first, n_pred)):
+                                                        _admits(u, i - lo, v, ev, wiring, js, first, n_pred, judged, paired)):
                 taken[i] = e
                 path[npath] = i
                 npath += 1
@@ -113,12 +121,26 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
 
 
 @njit(cache=True, inline="always")
-def _admits(u, v, ev, wiring, js, first, n_pred):  # noqa: ANN001, ANN202
+def _judge(v, values, wiring, js, first, n_pred, vert_ev, lo, hi):  # noqa: ANN001, ANN202
+    """(predicates, hi - lo) bool: row q, for each pair comparison q of store js, whether it holds
+    for the vertices lo..hi-1 as predecessors of event v (`pairs.judge`)."""
+    judged = np.empty((n_pred, hi - lo), np.bool_)
+    q = first
+    while q < n_pred and wiring.pred_store[q] == js:
+        if wiring.pointp[q] == 3:
+            _judge_pairs(judged[q], v, values, wiring.steps, wiring.steps_at[q], wiring.steps_at[q + 1], vert_ev[lo:hi])
+        q += 1
+    return judged
+
+
+@njit(cache=True, inline="always")
+def _admits(u, k, v, ev, wiring, js, first, n_pred, judged, paired):  # noqa: ANN001, ANN202
     """Whether the edge predicates of scanned store js (from its first, `first`) hold for (u, v). A
     predicate column compares ranks (`grs[u, p] < gqs[v, p]` for an order, `==` for an equality, `!=`
-    for `!=`); the store's columns are contiguous, by conjunct and then clause (`pred_conj`,
-    `pred_clause`): u is admitted when every conjunct has a clause whose columns all hold (an OR of
-    ANDs per predicate, AND-ed)."""
+    for `!=`) or, a pair comparison, reads what `pairs.judge` found for u (the k-th vertex read;
+    only where `paired`); the store's columns are
+    contiguous, by conjunct and then clause (`pred_conj`, `pred_clause`): u is admitted when every
+    conjunct has a clause whose columns all hold (an OR of ANDs per predicate, AND-ed)."""
     grs, gqs, pointp, pred_store = ev.grs, ev.gqs, wiring.pointp, wiring.pred_store
     conj, clause = wiring.pred_conj, wiring.pred_clause
     ok = True  # every conjunct so far had a clause that holds
@@ -135,6 +157,8 @@ def _admits(u, v, ev, wiring, js, first, n_pred):  # noqa: ANN001, ANN202
                         all_hold = grs[u, q] == gqs[v, q]
                     elif pointp[q] == 2:
                         all_hold = grs[u, q] != gqs[v, q]
+                    elif paired and pointp[q] == 3:
+                        all_hold = judged[q, k]
                     else:
                         all_hold = grs[u, q] < gqs[v, q]
                 q += 1
