@@ -19,7 +19,9 @@ from greta_stream.testing.oracle import oracle_rows
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(NOT SEQ(C c, NOT E e, D d), A a+) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ((SEQ(A a, B b)){2}, (SEQ(C c, D d)){2}) WITHIN 10 s",  # two counted groups
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v != NEXT(d).v WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
+    "WITHIN 10 s",  # two predicates on one step of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a, B b, C d) WHERE [a.k, d.k] WITHIN 10 s",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v % 2 = 0 WITHIN 10 s",
@@ -66,6 +68,7 @@ WIDENED = [
     "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, B b))+ WHERE a.v < NEXT(a).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
     "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE a.v * NEXT(b).v < 3 WITHIN 10 s",  # a NEXT value as a factor
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v WITHIN 10 s",
 ]
 
 

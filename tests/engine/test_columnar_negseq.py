@@ -5,7 +5,8 @@ Dense streams of four types over a few seconds with equal times: a negated match
 D strictly between two positive events (or in the window before a trend's first event, after its last),
 which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
-on the loop and across the negated step, GROUP-BY and equivalence attributes, every selection strategy.
+on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`),
+GROUP-BY and equivalence attributes, every selection strategy.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["a.v < NEXT(b).v"]),  # trailing
     ("SEQ(NOT SEQ(C c+, D d, C e), A a, NOT C f, B b+, NOT SEQ(D g, C h))", []),
     ("SEQ(NOT SEQ(A c, B d), A a+, NOT B e+, B b)", ["a.v <= NEXT(a).v"]),  # positive types; `NOT B+` is `NOT B`
+    # edge predicates within the negated SEQ: a match is a chain whose steps they admit
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "c.v < NEXT(d).v"]),
+    ("SEQ(A a, NOT SEQ(C c, C d), A b+)", ["c.f >= NEXT(d).f", "b.v >= NEXT(b).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d, C e), B b+)", ["c.v = NEXT(d).v", "d.f - NEXT(e).f > 0.5"]),
+    ("SEQ(NOT SEQ(C c+, D d), A a+, B b)", ["c.v > NEXT(d).v"]),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v * 2", "a.v < NEXT(b).v"]),  # trailing
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 
@@ -74,3 +81,21 @@ def test_a_leading_or_trailing_match_in_the_window_excludes_the_trend() -> None:
     trail = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d)) WITHIN 4 s SLIDE 1 s"
     assert rows(trail, [("A", 1), ("C", 2), ("D", 3)]) == [(-2, 1), (-1, 1)]  # windows ending after 3 hold d3
     assert rows(trail, [("A", 1), ("C", 1), ("D", 3)]) == [(-2, 1), (-1, 1), (0, 1), (1, 1)]  # c at a's time
+
+
+def test_an_edge_predicate_within_the_negated_seq_admits_only_its_pairs() -> None:
+    """a1 c2 d3 b4 with `c.v < NEXT(d).v`: the match c2 d3 excludes a1 -> b4 only where c's value is below
+    d's; a later c beside it (c2.5 of a lower value) makes a match of its own."""
+    text = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v WITHIN 10 s"
+
+    def count(cv: list[tuple[float, int]], dv: int) -> int:
+        events = [{"type": "A", "time": 1, "v": 0}, *({"type": "C", "time": t, "v": v} for t, v in cv),
+                  {"type": "D", "time": 3, "v": dv}, {"type": "B", "time": 4, "v": 0}]
+        rows = evaluate(text, events, engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    assert count([(2, 1)], 2) == 0  # 1 < 2: a match
+    assert count([(2, 2)], 2) == 1  # 2 < 2 does not hold: no match
+    assert count([(2, 5), (2.5, 1)], 2) == 0  # the later c makes one
+    assert count([(2, 5), (2.5, 3)], 2) == 1

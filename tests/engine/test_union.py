@@ -2,7 +2,7 @@
 (`engine/columnar/union.py`) against each query evaluated alone.
 
 Random workloads: a Kleene core `E e+` with no edge predicate, one (indexed)
-or two (scanned) on its loop; one to five queries, each with a chain of zero
+or two (scanned) on its loop, or a product of its two events' values (a pair program, scanned); one to five queries, each with a chain of zero
 to two parts before the core and zero to two after it (types A, B and E
 itself, each once or Kleene), so queries share prefixes, suffixes or only
 the core; local predicates on any part; windows of one slide (whole seconds
@@ -29,7 +29,8 @@ from greta_stream.engine.columnar import Input, Unsupported, columnar_plan
 from greta_stream.engine.columnar.union import core_of, evaluate_union, union_key, union_plan
 from greta_stream.engine.ingest import FieldNames
 
-EDGES = ["", "e.v < NEXT(e).v", "e.w >= NEXT(e).w", "e.v = NEXT(e).v", "e.v < NEXT(e).v AND e.w >= NEXT(e).w"]
+EDGES = ["", "e.v < NEXT(e).v", "e.w >= NEXT(e).w", "e.v = NEXT(e).v", "e.v < NEXT(e).v AND e.w >= NEXT(e).w",
+         "e.v * NEXT(e).w > e.w"]  # the last: a pair program (`pairs.py`)
 LOCALS = ["{a}.w > 1", "{a}.v != 0", "({a}.w <= 3 OR {a}.v > 2)", "NOT {a}.v < -1"]
 
 

@@ -8,7 +8,7 @@ query gets the rows and dead letters it gets alone.
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from runtime_support import drive, key, spec_of, split, stream, template
 
@@ -78,6 +78,7 @@ FAMILY_PAIRS = [  # two queries whose plans differ in one thing beyond windows a
     ("A a+", "A a+", "(a.v > NEXT(a).v OR a.w > NEXT(a).w)|a.v > NEXT(a).v AND a.w > NEXT(a).w"),  # OR or AND
     ("SEQ(A a, B b?, C c)", "SEQ(A a, B b, C c)", ""),  # an optional part
     ("SEQ(A a, B b*, C c)", "SEQ(A a, B b+, C c)", ""),
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", "SEQ(A a+, NOT SEQ(C c, D d), B b)", "|c.v < NEXT(d).v"),  # within it
 ]
 
 
@@ -102,7 +103,7 @@ def test_queries_whose_plans_differ_beyond_windows_are_no_family(seed: int, pair
     for name, text in texts.items():
         alone, _ = drive(QuerySet.of({name: spec_of(text, 0)}), [events], 1)
         assert sorted(map(key, rows[name])) == sorted(map(key, alone[name])), name
-        assert alone[name]
+        assume(alone[name])  # about 1 stream in 150 holds no `SEQ(A, B, C)` in a window: no rows to compare
 
 
 def test_the_family_key_holds_every_field_of_the_plan_but_the_query_and_windows() -> None:
@@ -113,3 +114,16 @@ def test_the_family_key_holds_every_field_of_the_plan_but_the_query_and_windows(
     from greta_stream.runtime.plan.keys import FAMILY_FIELDS, NOT_FAMILY_FIELDS
 
     assert {f.name for f in dataclasses.fields(KernelPlan)} == FAMILY_FIELDS | NOT_FAMILY_FIELDS
+
+
+def test_queries_whose_negated_seqs_match_differently_are_two_families() -> None:
+    """`NOT SEQ(C c, D d)` with and without `c.v < NEXT(d).v` (or with another comparison) exclude other
+    trends: their family keys differ; the same predicate under other aliases does not."""
+    from greta_stream.runtime.plan.keys import family_key
+
+    base = "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C {c}, D {d}), B b) {where}WITHIN 10 s"
+    keys = [family_key(spec_of(base.format(c=c, d=d, where=w), 0)) for c, d, w in [
+        ("c", "d", ""), ("c", "d", "WHERE c.v < NEXT(d).v "), ("c", "d", "WHERE c.v <= NEXT(d).v "),
+        ("x", "y", "WHERE x.v < NEXT(y).v ")]]
+    assert len(set(keys[:3])) == 3
+    assert keys[1] == keys[3]

@@ -8,9 +8,10 @@ from __future__ import annotations
 from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.bounds import bounded
 from greta_stream.engine.columnar.columns import Unsupported
-from greta_stream.engine.columnar.pairs import pair_side
+from greta_stream.engine.columnar.pairs import PAIR, pair_side
 from greta_stream.query import ast
 
+NegEdge = tuple[str, str, tuple[str, ast.Expr, ast.Expr]]  # (X, Y, comparison) within a negated SEQ
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
 MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
 
@@ -73,3 +74,24 @@ def edge_pair(e: ast.Expr, only: str | None) -> tuple[str, str]:
 def is_edge(e: ast.Expr) -> bool:
     """`e` reads a NEXT: an edge predicate."""
     return any(r.next for r in ast.expr_refs(e))
+
+
+def negated_step_edges(edges: list[ast.Expr], negated: list[list[str]]) -> tuple[list[ast.Expr], list[NegEdge]]:
+    """The edge predicates between consecutive parts of a negated SEQ (each alias list of `negated`), apart:
+    (X, Y, its one order or equality comparison), by which `negseqs.py` searches the SEQ's matches; the
+    others as they were. `Unsupported` for any other such predicate, or two on one step."""
+    steps = {(a, b) for aliases in negated for a, b in zip(aliases, aliases[1:])}
+    rest: list[ast.Expr] = []
+    out: list[NegEdge] = []
+    for e in edges:
+        x, y = edge_pair(e, None)
+        if (x, y) not in steps:
+            rest.append(e)
+            continue
+        clauses = conjunct(e)
+        if len(clauses) != 1 or len(clauses[0]) != 1 or clauses[0][0][0] in ("!=", PAIR):
+            raise Unsupported("an edge predicate within a negated SEQ other than one order or equality comparison")
+        if any((x, y) == (a, b) for a, b, _ in out):
+            raise Unsupported("two edge predicates on one step of a negated SEQ")
+        out.append((x, y, clauses[0][0]))
+    return rest, out

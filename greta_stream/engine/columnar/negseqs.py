@@ -7,18 +7,22 @@ match that ends before y (the latest c.time over matches with d.time < y.time): 
 exactly when `x.time >= M(y)`. So the step is a scanned store with one more order predicate
 (`plan.NOT_SEQ`) comparing x's time with y's bound, and the match search is a few sorted passes:
 the latest start of a chain ending at each event of a part is the running maximum of the previous
-part's, over its events strictly before. A leading or trailing one bounds the windows of a trend's first
-or last event (`seq_bounds`), as a leading or trailing `NOT N` of one event does (`keys.negated_starts`).
+part's, over its events strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v <
+NEXT(D).v`: `plan.neg_edges`) it is the maximum over the previous part's events before it whose values
+the comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time
+order (`dominance_max`). A leading or trailing one bounds the windows of a trend's first or last event
+(`seq_bounds`), as a leading or trailing `NOT N` of one event does (`keys.negated_starts`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
-from greta_stream.engine.columnar.keys import partition_times
+from greta_stream.engine.columnar.keys import edge_values, partition_times
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
-from greta_stream.engine.columnar.prepare import Prepared, local_mask
+from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
 
@@ -30,6 +34,7 @@ class Matches:
     def __init__(self, plan: KernelPlan, prep: Prepared) -> None:
         self.plan, self.prep = plan, prep
         self.code, self.times, self.rank = partition_times(plan, prep)
+        self.edges = {(x, y): e for x, y, e in plan.neg_edges}
 
     def latest_starts(self, parts: tuple[State, ...]) -> np.ndarray:
         """Per event: the time rank of the latest start of a match ending strictly before it (-1: none)."""
@@ -39,10 +44,13 @@ class Matches:
         """Per event: the time rank of the earliest end of a match starting strictly after it (-1: none):
         the latest start of the reversed SEQ over reversed time."""
         top = len(self.times) - 1
-        got = self._walk(parts[::-1], top - self.rank)
+        got = self._walk(parts[::-1], top - self.rank, walked_back=True)
         return np.where(got >= 0, top - got, -1)
 
-    def _walk(self, parts: tuple[State, ...], order: np.ndarray) -> np.ndarray:
+    def _walk(self, parts: tuple[State, ...], order: np.ndarray, walked_back: bool = False) -> np.ndarray:
+        """Per event, the latest `order` at which a chain of `parts` (in walking order: `order` rises along
+        it; `walked_back`: the SEQ's parts last first, over reversed time) starts, over the chains ending
+        strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
         plan, prep, n = self.plan, self.prep, len(self.rank)
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
         src, val = np.zeros(0, np.int64), np.zeros(0)
@@ -50,10 +58,38 @@ class Matches:
             mine = prep.state == plan.types.index(part.type)
             mine &= local_mask(plan, prep.cols, np.full(n, plan.state_of_neg(part)), slots=False)
             idx = np.flatnonzero(mine)
-            val = order[idx].astype(np.float64) if k == 0 else _latest_before(key, self.code, src, val, idx)
+            if k == 0:
+                val = order[idx].astype(np.float64)
+            else:
+                step = (part.alias, parts[k - 1].alias) if walked_back else (parts[k - 1].alias, part.alias)
+                edge = self.edges.get(step)
+                val = (_latest_before(key, self.code, src, val, idx) if edge is None else
+                       self._latest_admitted(edge, key, src, val, idx, walked_back))
             src = idx
         got = _latest_before(key, self.code, src, val, np.arange(n))
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
+
+    def _latest_admitted(self, edge: tuple[str, ast.Expr, ast.Expr], key: np.ndarray, src: np.ndarray,
+                         val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
+        """`_latest_before` over the pairs the step's comparison admits: per event of `dst`, the largest
+        `val` of the events `src` of its partition strictly before it whose values compare with its own
+        as `edge` says (X's key against Y's probe: `keys.edge_values`; walking back, `dst` holds X)."""
+        x, y = (dst, src) if walked_back else (src, dst)
+        rows = np.union1d(x, y)
+        cols = {a: subset(c, rows) for a, c in self.prep.cols.items()}
+        xkey, probe, op = edge_values(self.plan, cols, np.zeros(len(rows), np.int64), edge, (0, 0))
+        values = np.unique(np.concatenate([xkey, probe]))
+        rank_x = np.searchsorted(values, xkey[np.searchsorted(rows, x)])
+        rank_y = np.searchsorted(values, probe[np.searchsorted(rows, y)])
+        src_rank, dst_rank = (rank_y, rank_x) if walked_back else (rank_x, rank_y)
+        if walked_back:  # x op y with x the reader: y's ranks from the top down, so a prefix again
+            src_rank, dst_rank = len(values) - 1 - src_rank, len(values) - 1 - dst_rank
+        mode = {"<": 0, "<=": 1, "=": 2}[op]
+        so, do = np.argsort(key[src], kind="stable"), np.argsort(key[dst], kind="stable")
+        got = np.empty(len(dst))
+        got[do] = dominance_max(self.code[src][so], key[src][so], src_rank[so], val[so], self.code[dst][do],
+                                key[dst][do], dst_rank[do], mode, len(values))
+        return got
 
     def time_of(self, rank: np.ndarray) -> np.ndarray:
         """The times of ranks as float64 (-inf for -1)."""
@@ -104,6 +140,49 @@ def _latest_before(key: np.ndarray, code: np.ndarray, src: np.ndarray, val: np.n
     ok = at >= 0
     ok[ok] = scode[at[ok]] == code[dst[ok]]
     out[ok] = best[at[ok]]
+    return out
+
+
+@njit(cache=True)
+def dominance_max(src_code, src_key, src_rank, src_val, dst_code, dst_key, dst_rank, mode, nr):  # noqa: ANN001, ANN202
+    """Per event of `dst` (sorted by key: partition, then time), the largest `src_val` of the events
+    of `src` (sorted alike) of its partition with a smaller key and a rank below its own (mode 0), at
+    or below (1) or equal (2): a Fenwick tree of maxima over the ranks, filled in time order and
+    emptied at each partition (-inf: none)."""
+    out = np.full(dst_code.shape[0], -np.inf)
+    tree = np.full(nr + 1, -np.inf)
+    point = np.full(nr, -np.inf)
+    filled = np.empty(src_code.shape[0], np.int64)  # the ranks in the tree since its partition began
+    nfill, j, cur = 0, 0, -1
+    for q in range(dst_code.shape[0]):
+        if dst_code[q] != cur:  # a new partition: an empty tree
+            for f in range(nfill):
+                point[filled[f]] = -np.inf
+                i = filled[f] + 1
+                while i <= nr:
+                    tree[i] = -np.inf
+                    i += i & (-i)
+            nfill, cur = 0, dst_code[q]
+        while j < src_code.shape[0] and (src_code[j] < cur or (src_code[j] == cur and src_key[j] < dst_key[q])):
+            if src_code[j] == cur:
+                r = src_rank[j]
+                point[r] = max(point[r], src_val[j])
+                i = r + 1
+                while i <= nr:
+                    tree[i] = max(tree[i], src_val[j])
+                    i += i & (-i)
+                filled[nfill] = r
+                nfill += 1
+            j += 1
+        if mode == 2:
+            out[q] = point[dst_rank[q]]
+            continue
+        best = -np.inf
+        i = dst_rank[q] + (1 if mode == 1 else 0)  # ranks 0..i-1
+        while i > 0:
+            best = max(best, tree[i])
+            i -= i & (-i)
+        out[q] = best
     return out
 
 

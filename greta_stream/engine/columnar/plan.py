@@ -39,7 +39,7 @@ import numpy as np
 
 from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
-from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge
+from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge, negated_step_edges
 from greta_stream.engine.columnar.pairs import PAIR
 from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions, same_value_edges
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
@@ -111,6 +111,8 @@ class KernelPlan:
     # trend may start (after the latest start of a match ending before its first event) and end
     lead_seq: tuple[State, ...] = ()
     trail_seq: tuple[State, ...] = ()
+    # (X, Y, comparison): an edge predicate between consecutive parts of a negated SEQ (`negseqs.py`)
+    neg_edges: tuple[tuple[str, str, tuple[str, ast.Expr, ast.Expr]], ...] = ()
     # (state, lo, hi) of each counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`; `iterations` is the first's):
     # a lane counts the iterations of the part a trend is in, or is 0 between them (`iterations.py`)
     counts: tuple[tuple[int, int, int | None], ...] = ()
@@ -203,7 +205,8 @@ class KernelPlan:
 
     @property
     def all_edges(self) -> tuple[tuple[str, ast.Expr, ast.Expr], ...]:
-        return ((self.edge,) if self.edge else ()) + tuple(e for _, e in self.scan_edges)
+        return ((self.edge,) if self.edge else ()) + tuple(e for _, e in self.scan_edges) + tuple(
+            e for _, _, e in self.neg_edges)
 
     @property
     def propagate_mm(self) -> bool:
@@ -365,6 +368,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     edges = [e for e in conditions if is_edge(e)] + same  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     steps = set(_loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
+    neg_parts = [[s.alias for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
+    edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
@@ -394,7 +399,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
-                      tuple(negseqs), lead_seq, trail_seq, tuple(found), tuple(skips), every_loop)
+                      tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop)
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
@@ -430,13 +435,8 @@ def _loop_steps(states: Sequence[State], loops: Sequence[tuple[int, int]],
 
 def _scan(i: int, j: int, conjuncts: list[Conjunct]) -> Scan:
     """The scanned store of the predicates `conjuncts` from state i to state j."""
-    edges: list[tuple[str, ast.Expr, ast.Expr]] = []
-    where: list[tuple[int, int]] = []
-    for k, clauses in enumerate(conjuncts):
-        for c, clause in enumerate(clauses):
-            edges += clause
-            where += [(k, c)] * len(clause)
-    return Scan(i, j, tuple(edges), tuple(where))
+    found = [(e, (k, c)) for k, clauses in enumerate(conjuncts) for c, clause in enumerate(clauses) for e in clause]
+    return Scan(i, j, tuple(e for e, _ in found), tuple(w for _, w in found))
 
 
 def seconds(x: Fraction) -> Seconds:

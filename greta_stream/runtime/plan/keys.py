@@ -52,6 +52,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots
         tuple(spec.query.group_by), plan.strategy, plan.iterations, plan.counts, plan.skips, plan.loops,
+        tuple((index[x], index[y], edges((e,))) for x, y, e in plan.neg_edges),
     )
 
 
@@ -59,7 +60,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
 # within a family): a new field of `KernelPlan` goes in the key or says here why it need not.
 FAMILY_FIELDS = frozenset({"states", "neg", "trail", "mids", "negseqs", "lead_seq", "trail_seq", "loop", "edge",
                            "edge_state", "scans", "local", "part_attrs", "strategy", "iterations", "counts",
-                           "skips", "loops"})
+                           "skips", "loops", "neg_edges"})
 NOT_FAMILY_FIELDS = frozenset({"cq", "within", "slide"})
 
 
