@@ -32,6 +32,8 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d, C e), B b+)", ["c.v = NEXT(d).v", "d.f - NEXT(e).f > 0.5"]),
     ("SEQ(NOT SEQ(C c+, D d), A a+, B b)", ["c.v > NEXT(d).v"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v * 2", "a.v < NEXT(b).v"]),  # trailing
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v OR c.f = NEXT(d).f)"]),  # an OR: the larger start
+    ("SEQ(NOT SEQ(C c, D d, C e), A a+, B b)", ["c.v != NEXT(d).v", "NOT (d.f < NEXT(e).f)"]),
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 

@@ -56,6 +56,9 @@ QUERIES = {
     # a quotient of the two events' prices (a pair program, judged pair by pair in a scanned store)
     "ratio": "RETURN sector, COUNT(*), AVG(S.price) PATTERN Stock S+ WHERE [company, sector] "
              "AND NEXT(S).price / S.price < 0.995 GROUP-BY sector WITHIN 60 s SLIDE 20 s",
+    # an edge predicate within a negated SEQ (its matches: a dominance search over the kept events)
+    "not-seq-edge": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, D d), B) "
+                    "WHERE [g] AND c.v < NEXT(d).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
 }
 
 

@@ -78,8 +78,9 @@ def is_edge(e: ast.Expr) -> bool:
 
 def negated_step_edges(edges: list[ast.Expr], negated: list[list[str]]) -> tuple[list[ast.Expr], list[NegEdge]]:
     """The edge predicates between consecutive parts of a negated SEQ (each alias list of `negated`), apart:
-    (X, Y, its one order or equality comparison), by which `negseqs.py` searches the SEQ's matches; the
-    others as they were. `Unsupported` for any other such predicate, or two on one step."""
+    (X, Y, comparison) per comparison of an OR of them (entries of one step are OR-ed), by which
+    `negseqs.py` searches the SEQ's matches; the others as they were. `Unsupported` for an AND within
+    such a predicate, two of them on one step (a match would need a pair both admit), or a pair program."""
     steps = {(a, b) for aliases in negated for a, b in zip(aliases, aliases[1:])}
     rest: list[ast.Expr] = []
     out: list[NegEdge] = []
@@ -89,9 +90,10 @@ def negated_step_edges(edges: list[ast.Expr], negated: list[list[str]]) -> tuple
             rest.append(e)
             continue
         clauses = conjunct(e)
-        if len(clauses) != 1 or len(clauses[0]) != 1 or clauses[0][0][0] in ("!=", PAIR):
-            raise Unsupported("an edge predicate within a negated SEQ other than one order or equality comparison")
+        if any(len(c) != 1 or c[0][0] == PAIR for c in clauses):
+            raise Unsupported("an edge predicate within a negated SEQ other than comparisons of X with NEXT(Y) "
+                              "under OR")
         if any((x, y) == (a, b) for a, b, _ in out):
             raise Unsupported("two edge predicates on one step of a negated SEQ")
-        out.append((x, y, clauses[0][0]))
+        out += [(x, y, c[0]) for c in clauses]
     return rest, out

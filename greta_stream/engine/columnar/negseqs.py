@@ -34,7 +34,9 @@ class Matches:
     def __init__(self, plan: KernelPlan, prep: Prepared) -> None:
         self.plan, self.prep = plan, prep
         self.code, self.times, self.rank = partition_times(plan, prep)
-        self.edges = {(x, y): e for x, y, e in plan.neg_edges}
+        self.edges: dict[tuple[str, str], list[tuple[str, ast.Expr, ast.Expr]]] = {}
+        for x, y, e in plan.neg_edges:  # a step's comparisons are OR-ed
+            self.edges.setdefault((x, y), []).append(e)
 
     def latest_starts(self, parts: tuple[State, ...]) -> np.ndarray:
         """Per event: the time rank of the latest start of a match ending strictly before it (-1: none)."""
@@ -62,9 +64,9 @@ class Matches:
                 val = order[idx].astype(np.float64)
             else:
                 step = (part.alias, parts[k - 1].alias) if walked_back else (parts[k - 1].alias, part.alias)
-                edge = self.edges.get(step)
-                val = (_latest_before(key, self.code, src, val, idx) if edge is None else
-                       self._latest_admitted(edge, key, src, val, idx, walked_back))
+                ors = self.edges.get(step)
+                val = (_latest_before(key, self.code, src, val, idx) if ors is None else
+                       np.max([self._latest_admitted(e, key, src, val, idx, walked_back) for e in ors], axis=0))
             src = idx
         got = _latest_before(key, self.code, src, val, np.arange(n))
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
@@ -82,13 +84,16 @@ class Matches:
         rank_x = np.searchsorted(values, xkey[np.searchsorted(rows, x)])
         rank_y = np.searchsorted(values, probe[np.searchsorted(rows, y)])
         src_rank, dst_rank = (rank_y, rank_x) if walked_back else (rank_x, rank_y)
-        if walked_back:  # x op y with x the reader: y's ranks from the top down, so a prefix again
-            src_rank, dst_rank = len(values) - 1 - src_rank, len(values) - 1 - dst_rank
-        mode = {"<": 0, "<=": 1, "=": 2}[op]
         so, do = np.argsort(key[src], kind="stable"), np.argsort(key[dst], kind="stable")
-        got = np.empty(len(dst))
-        got[do] = dominance_max(self.code[src][so], key[src][so], src_rank[so], val[so], self.code[dst][do],
-                                key[dst][do], dst_rank[do], mode, len(values))
+        got = np.full(len(dst), -np.inf)
+        # `!=` is `<` or `>`; walking back, x (the reader) op y: y's ranks from the top down make a prefix again
+        for mode, flipped in ([(0, walked_back), (0, not walked_back)] if op == "!=" else
+                              [({"<": 0, "<=": 1, "=": 2}[op], walked_back)]):
+            s_rank, d_rank = (len(values) - 1 - src_rank, len(values) - 1 - dst_rank) if flipped else (src_rank,
+                                                                                                       dst_rank)
+            got[do] = np.maximum(got[do], dominance_max(self.code[src][so], key[src][so], s_rank[so], val[so],
+                                                        self.code[dst][do], key[dst][do], d_rank[do], mode,
+                                                        len(values)))
         return got
 
     def time_of(self, rank: np.ndarray) -> np.ndarray:

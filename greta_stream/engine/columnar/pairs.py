@@ -5,7 +5,7 @@ evaluates them as written, pair by pair (`propagate._admits`), with a small prog
 A part of the comparison that reads X's attributes only (`S.volume * 100`), or none of them
 (`NEXT(S).volume`, a constant), is computed for every event at once (`vector.evaluate`: Python's
 values, exactly); the program loads those parts (X's from the predecessor, the others from the
-event) and does what mixes them: `+ - * /`, unary minus, then the comparison. float64 gives
+event) and does what mixes them: `+ - * / %`, unary minus, then the comparison. float64 gives
 Python's result where every value stays within 2**53 and no divisor is 0. A bound per node, from
 the largest magnitude of each part over the run's events (and a divisor's least), checks that
 before the kernel runs; where it fails, `Unsupported` hands the run to the general engine. A
@@ -26,9 +26,9 @@ from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.query import ast
 
 PAIR = "pair"  # the op of such a comparison in a plan's edges: (PAIR, comparison, comparison)
-LOAD_X, LOAD_Y, ADD, SUB, MUL, DIV, NEG = 0, 1, 2, 3, 4, 5, 6  # a program's steps (opcode, argument)
+LOAD_X, LOAD_Y, ADD, SUB, MUL, DIV, NEG, MOD = 0, 1, 2, 3, 4, 5, 6, 7  # a program's steps (opcode, argument)
 CMP = {"=": 10, "!=": 11, "<": 12, "<=": 13, ">": 14, ">=": 15}  # its last step: the comparison
-_ARITH = {"+": ADD, "-": SUB, "*": MUL, "/": DIV}
+_ARITH = {"+": ADD, "-": SUB, "*": MUL, "/": DIV, "%": MOD}
 
 
 def pair_side(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
@@ -40,7 +40,7 @@ def pair_side(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
     if not (_reads(e, False) and _reads(e, True)):
         return None
     for node in _nodes(e):
-        if isinstance(node, ast.Binary) and node.op == "/" and _mixed(node.right):
+        if isinstance(node, ast.Binary) and node.op in ("/", "%") and _mixed(node.right):
             raise Unsupported("an edge predicate dividing by a value of both events")
     return PAIR, e, e
 
@@ -95,10 +95,10 @@ class _Builder:
         assert isinstance(e, ast.Binary)
         (a, _), (b, b_least) = self.node(e.left), self.node(e.right)
         self.steps.append((_ARITH[e.op], 0))
-        if e.op == "/":  # by a part of one event (`pair_side`)
+        if e.op in ("/", "%"):  # by a part of one event (`pair_side`)
             if b_least == 0:
                 raise Unsupported("division by zero in an edge predicate")
-            top = a / b_least
+            top = a / b_least if e.op == "/" else b  # Python's %: below the divisor in magnitude
         else:
             top = a + b if e.op in ("+", "-") else a * b
         if top > EXACT_FLOAT:
@@ -152,6 +152,9 @@ def judge(out, v, values, steps, a, b, preds):  # noqa: ANN001, ANN202
             elif op == DIV:
                 for k in range(n):
                     x[k] = x[k] / y[k]
+            elif op == MOD:
+                for k in range(n):
+                    x[k] = x[k] % y[k]  # numba's float % is Python's (the sign of the divisor)
             else:
                 _compare(out, op, x, y, n)
 

@@ -111,7 +111,7 @@ class KernelPlan:
     # trend may start (after the latest start of a match ending before its first event) and end
     lead_seq: tuple[State, ...] = ()
     trail_seq: tuple[State, ...] = ()
-    # (X, Y, comparison): an edge predicate between consecutive parts of a negated SEQ (`negseqs.py`)
+    # (X, Y, comparison): edge predicates between consecutive parts of a negated SEQ, one step's OR-ed (`negseqs.py`)
     neg_edges: tuple[tuple[str, str, tuple[str, ast.Expr, ast.Expr]], ...] = ()
     # (state, lo, hi) of each counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`; `iterations` is the first's):
     # a lane counts the iterations of the part a trend is in, or is 0 between them (`iterations.py`)

@@ -4,7 +4,8 @@ Evaluates the side of an edge comparison (`X.price * 1.05`) for every event
 at once, giving the values the query language would compute one event at a
 time (docs/QUERY_LANGUAGE.md section 2: Python arithmetic). It only answers where
 float64 gives exactly Python's result: numbers within 2**53 (ints exact),
-`+ - *` and `/` (true division), no division by zero, finite results.
+`+ - *`, `/` (true division) and `%` (the sign of the divisor, as numpy's
+remainder gives it), no division by zero, finite results.
 Anything else raises `Unsupported` and the general engine runs instead.
 """
 
@@ -41,12 +42,12 @@ def _eval(e: ast.Expr, cols: Mapping[str, np.ndarray]) -> np.ndarray | float:
         return cols[e.attr]
     if isinstance(e, ast.Unary) and e.op == "-":
         return -_eval(e.operand, cols)
-    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*", "/"):
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*", "/", "%"):
         a, b = _eval(e.left, cols), _eval(e.right, cols)
-        if e.op == "/":
+        if e.op in ("/", "%"):
             if np.any(np.asarray(b) == 0):
                 raise Unsupported("division by zero in an edge predicate")
-            return a / b
+            return a / b if e.op == "/" else np.remainder(a, b)  # Python's %: the sign of the divisor
         r = a + b if e.op == "+" else a - b if e.op == "-" else a * b
         if np.any(np.abs(r) > EXACT_FLOAT):
             raise Unsupported("edge predicate values beyond 2**53")
