@@ -5,8 +5,8 @@ Where the aliases stand at consecutive required positions, the trend's events bo
 consecutive in it, so "they all carry one value" is "each step between two of them keeps it": edge
 predicates `X.k = NEXT(Y).k` on those steps (`parts.same_value_edges`), a looped group among them with
 its step back. Values of ints beside floats (1 beside 1.0 agree); a NOT beside them is not bound by them
-(SEMANTICS: such an attribute constrains only the events bound to its aliases). Strings there hand the run
-to the general engine, as in any edge predicate (`test_strings_hand_over_to_the_general_engine`).
+(SEMANTICS: such an attribute constrains only the events bound to its aliases). Strings there (beside
+numbers) are compared by codes of one kernel run, as Python's `==` compares them (`keys.edge_values`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def run_query(draw: Any) -> str:
 @st.composite
 def run_events(draw: Any, n_max: int = 30) -> list[dict]:
     events = draw(dense(types="AABBCDE", n_max=n_max))
-    for e in events:  # ints beside floats
-        e["k"] = draw(st.sampled_from([0, 1, 1.0, 2.5]))
+    for e in events:  # ints beside floats and strings (1, 1.0 and True agree, '1' does not), as Python's `==`
+        e["k"] = draw(st.sampled_from([0, 1, 1.0, 2.5, "x", "y", "1", True]))
     return events
 
 
@@ -82,12 +82,39 @@ def test_counts_of_a_small_stream_by_hand() -> None:
     assert sum(r["count"] for r in rows) == 4
 
 
-def test_strings_hand_over_to_the_general_engine() -> None:
-    """An equivalence attribute of some aliases holding strings: the same rows, from the general engine,
-    which says why."""
+def test_strings_run_on_the_columnar_engine_compared_by_codes() -> None:
+    """An equivalence attribute of some aliases holding strings (and a number beside them): compared by
+    codes of one kernel run, the rows the general engine gives, on the columnar engine."""
     events = [{"type": t, "time": i + 1, "k": k} for i, (t, k) in enumerate([("A", "x"), ("A", "x"), ("A", "y"),
-                                                                              ("B", "z")])]
+                                                                              ("B", "z"), ("A", 1), ("A", "1")])]
     events += [{"type": "A", "time": 10 + i, "k": "x"} for i in range(2000)]  # past the small-input rule
-    rows = evaluate("RETURN COUNT(*) PATTERN SEQ(A a+, B b) WHERE [a.k] WITHIN 10 s", events)
-    assert rows.engine == "general" and "not a number" in rows.engine_reason
-    assert sum(r["count"] for r in rows) == 4
+    text = "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WHERE [a.k] WITHIN 10 s"
+    rows = evaluate(text, events)
+    assert rows.engine == "columnar", rows.engine_reason
+    assert sum(r["count"] for r in rows) == 4  # x, x, y, x x: 1 and '1' come after b
+    assert list(rows) == list(evaluate(text, events, engine="general"))
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_strings_compared_for_equality_stream_as_the_batch_gives(incremental: bool) -> None:
+    """`S.sym = NEXT(S).sym` over strings beside numbers through micro-batches: codes hold for one kernel
+    run, so the carried trees (`incremental`) leave such a predicate to the batch kernel over the kept
+    events; the rows are the general engine's, from the columnar engine."""
+    import random
+
+    from greta_stream.compiler.compiled import compile_query
+    from greta_stream.engine.columnar.stream import ColumnarStream
+
+    rnd = random.Random(3)
+    events = [{"type": "S", "time": i * 0.5, "sym": rnd.choice(["ibm", "aapl", 1, "1", True]), "p": rnd.random()}
+              for i in range(400)]
+    text = "RETURN COUNT(*), SUM(S.p) PATTERN S+ WHERE S.sym = NEXT(S).sym WITHIN 20 seconds SLIDE 5 seconds"
+    stream = ColumnarStream(compile_query(text), incremental=incremental)
+    rows: list = []
+    for t in range(0, 200, 10):
+        rows += stream.add_many([e for e in events if t <= e["time"] < t + 10]) or []
+        rows += stream.advance(t + 10) or []
+    rows += stream.finish() or []
+    assert stream.engine_ran == ("columnar", None)
+    want = list(evaluate(text, events, engine="general"))
+    assert sorted(map(str, map(dict, rows))) == sorted(map(str, want)) and len(want) > 30

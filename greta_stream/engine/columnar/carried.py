@@ -50,11 +50,12 @@ import numpy as np
 
 from greta_stream.engine.columnar import carried_kernel as lk
 from greta_stream.engine.columnar.cells import aggregate_cells
-from greta_stream.engine.columnar.columns import MIXES, Input
+from greta_stream.engine.columnar.columns import MIXES, OTHER, Input
 from greta_stream.engine.columnar.driver import BLOCK_LANES, START_LIMBS, KernelOutput
 from greta_stream.engine.columnar.keys import edge_values, partitions, plain
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import Prepared, subset
+from greta_stream.query import ast
 
 BUDGET_BYTES = 512 << 20  # of one stream's carried state, by default
 
@@ -142,6 +143,8 @@ class CarriedAggregates:
             if kind in MIXES or self.group_kinds.setdefault(a, kind) != kind:
                 raise NotCarried(f"GROUP-BY attribute {a!r} of more than one kind")
         if plan.edge is not None:
+            if any(cols[r.attr].kind == OTHER for side in plan.edge[1:] for r in ast.expr_refs(side)):
+                raise NotCarried("strings in the edge predicate (their codes hold for one kernel run)")
             key, probe, op = edge_values(plan, cols, st)
             if np.isnan(key).any() or np.isnan(probe).any():
                 raise NotCarried("NaN in the edge predicate")

@@ -97,3 +97,13 @@ def negated_step_edges(edges: list[ast.Expr], negated: list[list[str]]) -> tuple
             raise Unsupported("two edge predicates on one step of a negated SEQ")
         out += [(x, y, c[0]) for c in clauses]
     return rest, out
+
+
+def coded_attrs(edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]) -> frozenset[str]:
+    """The attributes every edge comparison reading them compares for equality as they are (`X.k =
+    NEXT(Y).k`, `!=`): they may hold strings, compared by codes per kernel run (`keys.edge_values`)."""
+    bare = [(x, y) for op, x, y in edges if op in ("=", "!=") and isinstance(x, ast.AttrRef)
+            and isinstance(y, ast.AttrRef)]
+    other = {r.attr for e in edges if not any(e[1:] == b for b in bare) for side in e[1:]
+             for r in ast.expr_refs(side)}
+    return frozenset(r.attr for b in bare for r in b if isinstance(r, ast.AttrRef)) - other

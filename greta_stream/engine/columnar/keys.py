@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from greta_stream.engine.columnar import bounds
-from greta_stream.engine.columnar.columns import OTHER
+from greta_stream.engine.columnar.columns import OTHER, Unsupported
+from greta_stream.engine.columnar.edges import coded_attrs
 from greta_stream.engine.columnar.pairs import PAIR, Programs, programs
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
@@ -192,6 +193,18 @@ def pair_programs(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray) -> Pro
     return programs([(e, plan.scans[j].src, plan.scans[j].dst) for j, e in plan.scan_edges], values, st)
 
 
+def _codes_of(attr: str, values: np.ndarray) -> np.ndarray:
+    """Values compared for equality (strings, numbers beside them) as float64 codes, equal where Python's
+    `==` holds (1 and 1.0 and True alike, 1 and '1' apart), over the events of one kernel run."""
+    try:
+        codes = pd.factorize(values, use_na_sentinel=True)[0]
+    except TypeError:  # an unhashable value (a list, an object)
+        raise Unsupported(f"attribute {attr!r} holds values that are neither numbers nor strings") from None
+    if (codes < 0).any():  # NaN, which equals nothing, not even itself
+        raise Unsupported(f"attribute {attr!r} holds NaN")
+    return codes.astype(np.float64)
+
+
 def _ranked(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct keys sorted, and each key's index among them (as
     `np.unique` and `np.searchsorted` give them, from one argsort)."""
@@ -220,6 +233,8 @@ def edge_values(plan: KernelPlan, cols: dict[str, Any], st: np.ndarray, edge: tu
     src, dst = states if states is not None else (plan.edge_state, plan.edge_state)
     mine = (st == src) | (st == dst)
     values = {a: np.where(mine, c.values.astype(np.float64), 0.0) for a, c in cols.items() if c.kind != OTHER}
+    for a in coded_attrs((edge,)) & {a for a, c in cols.items() if c.kind == OTHER}:  # strings: codes
+        values[a] = np.where(mine, _codes_of(a, cols[a].values), 0.0)
     key = np.broadcast_to(np.asarray(vector_eval(x_side, values), dtype=np.float64), (m,))
     if op in (bounds.UP, bounds.DOWN):  # `S.price - NEXT(S).price > 0.5`: key >= T (or <= T) per successor
         assert isinstance(y_side, ast.Binary)  # the comparison as written (`bounds.bounded`)

@@ -28,6 +28,7 @@ from greta_stream.engine.columnar.columns import (
     Unsupported,
     numeric,
 )
+from greta_stream.engine.columnar.edges import coded_attrs
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.times import MAX_TIME, by_value, frame_timestamps, renumber, timestamps
 from greta_stream.engine.columnar.vector import attrs_of
@@ -147,7 +148,10 @@ def prepare(
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
     edge_attrs = set().union(*(attrs_of(x) | attrs_of(y) for _, x, y in plan.all_edges))
     cols = {attr: subset(col, keep) for attr, col in cols.items()}
+    coded = coded_attrs(plan.all_edges) - numeric_attrs
     for attr in numeric_attrs | edge_attrs:
+        if attr in coded and cols[attr].kind == OTHER and numeric(cols[attr]).kind == OTHER:
+            continue  # `X.k = NEXT(Y).k` over strings: compared by codes per kernel run (`keys.edge_values`)
         cols[attr] = numbers(attr, cols[attr], exact_float=attr in edge_attrs)
     st_good = st_t[keep]
     processed = len(good)
