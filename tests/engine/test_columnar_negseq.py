@@ -6,7 +6,8 @@ D strictly between two positive events (or in the window before a trend's first 
 which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
 on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`),
-GROUP-BY and equivalence attributes, every selection strategy.
+a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), GROUP-BY and equivalence attributes, every
+selection strategy.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v * 2", "a.v < NEXT(b).v"]),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v OR c.f = NEXT(d).f)"]),  # an OR: the larger start
     ("SEQ(NOT SEQ(C c, D d, C e), A a+, B b)", ["c.v != NEXT(d).v", "NOT (d.f < NEXT(e).f)"]),
+    # a NOT inside the negated SEQ: a match has none of its events between its neighbours
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d, NOT B e, C f), B b+)", ["c.v < NEXT(d).v"]),
+    ("SEQ(NOT SEQ(C c, NOT C e, C d), A a+, B b, NOT SEQ(D f, NOT E g, D h))", []),
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 
@@ -101,3 +106,18 @@ def test_an_edge_predicate_within_the_negated_seq_admits_only_its_pairs() -> Non
     assert count([(2, 2)], 2) == 1  # 2 < 2 does not hold: no match
     assert count([(2, 5), (2.5, 1)], 2) == 0  # the later c makes one
     assert count([(2, 5), (2.5, 3)], 2) == 1
+
+
+def test_a_not_inside_the_negated_seq_breaks_its_match() -> None:
+    """a1 c2 e3 d4 b5: `NOT SEQ(C c, NOT E e, D d)` has no match (e3 lies between c2 and d4), so a1 -> b5
+    holds; a second c after e3 makes one again."""
+    text = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, NOT E e, D d), B b) WITHIN 10 s"
+
+    def count(events: list[tuple[str, float]]) -> int:
+        rows = evaluate(text, [{"type": t, "time": at} for t, at in events], engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    assert count([("A", 1), ("C", 2), ("E", 3), ("D", 4), ("B", 5)]) == 1
+    assert count([("A", 1), ("C", 2), ("E", 3), ("C", 3.5), ("D", 4), ("B", 5)]) == 0
+    assert count([("A", 1), ("C", 2), ("E", 2), ("D", 4), ("B", 5)]) == 0  # e at c's time: not between

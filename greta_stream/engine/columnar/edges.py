@@ -76,16 +76,25 @@ def is_edge(e: ast.Expr) -> bool:
     return any(r.next for r in ast.expr_refs(e))
 
 
-def negated_step_edges(edges: list[ast.Expr], negated: list[list[str]]) -> tuple[list[ast.Expr], list[NegEdge]]:
-    """The edge predicates between consecutive parts of a negated SEQ (each alias list of `negated`), apart:
-    (X, Y, comparison) per comparison of an OR of them (entries of one step are OR-ed), by which
-    `negseqs.py` searches the SEQ's matches; the others as they were. `Unsupported` for an AND within
-    such a predicate, two of them on one step (a match would need a pair both admit), or a pair program."""
-    steps = {(a, b) for aliases in negated for a, b in zip(aliases, aliases[1:])}
+def negated_step_edges(edges: list[ast.Expr],
+                       negated: list[list[tuple[str, bool]]]) -> tuple[list[ast.Expr], list[NegEdge]]:
+    """The edge predicates between consecutive parts of a negated SEQ (each list of `negated`: (alias, a
+    NOT inside it)), apart: (X, Y, comparison) per comparison of an OR of them (entries of one step are
+    OR-ed), by which `negseqs.py` searches the SEQ's matches; the others as they were. `Unsupported` for
+    an AND within such a predicate, two of them on one step (a match would need a pair both admit), a
+    pair program, or one across a NOT inside the SEQ."""
+    steps: set[tuple[str, str]] = set()
+    across: set[tuple[str, str]] = set()
+    for aliases in negated:
+        kept = [(a, k) for k, (a, no) in enumerate(aliases) if not no]
+        for (a, i), (b, j) in zip(kept, kept[1:]):
+            (steps if j == i + 1 else across).add((a, b))
     rest: list[ast.Expr] = []
     out: list[NegEdge] = []
     for e in edges:
         x, y = edge_pair(e, None)
+        if (x, y) in across:
+            raise Unsupported("an edge predicate across a NOT inside a negated SEQ")
         if (x, y) not in steps:
             rest.append(e)
             continue

@@ -1,4 +1,4 @@
-"""`NOT SEQ(C, D, ...)` of single events on the columnar kernel (SEMANTICS section 3): middle, leading, trailing.
+"""`NOT SEQ(C, D, ...)` of single events (NOTs of one between) on the columnar kernel (SEMANTICS section 3).
 
 `SEQ(S+, NOT SEQ(C, D), E)` excludes an adjacency x -> y (x bound to S, y to E) when a match c, d of
 the negated SEQ lies strictly between them: `x.time < c.time < d.time < y.time`, in the partition of
@@ -10,7 +10,9 @@ the latest start of a chain ending at each event of a part is the running maximu
 part's, over its events strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v <
 NEXT(D).v`: `plan.neg_edges`) it is the maximum over the previous part's events before it whose values
 the comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time
-order (`dominance_max`). A leading or trailing one bounds the windows of a trend's first or last event
+order (`dominance_max`). A NOT of one event between two parts (`NOT SEQ(C, NOT E, D)`) keeps the
+previous part's events at or after the latest E before it: a range, whose maximum a sparse table gives
+(`_range_max`). A leading or trailing one bounds the windows of a trend's first or last event
 (`seq_bounds`), as a leading or trailing `NOT N` of one event does (`keys.negated_starts`).
 """
 
@@ -55,21 +57,40 @@ class Matches:
         strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
         plan, prep, n = self.plan, self.prep, len(self.rank)
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
-        src, val = np.zeros(0, np.int64), np.zeros(0)
-        for k, part in enumerate(parts):
+        src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
+        blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
+        for part in parts:
             mine = prep.state == plan.types.index(part.type)
             mine &= local_mask(plan, prep.cols, np.full(n, plan.state_of_neg(part)), slots=False)
             idx = np.flatnonzero(mine)
-            if k == 0:
+            if part.negated:
+                blockers.append(idx)
+                continue
+            if prev is None:
                 val = order[idx].astype(np.float64)
+            elif blockers:  # no edge predicate across a NOT (`edges.negated_step_edges`)
+                val = self._latest_unblocked(key, src, val, idx, np.concatenate(blockers), order)
             else:
-                step = (part.alias, parts[k - 1].alias) if walked_back else (parts[k - 1].alias, part.alias)
+                step = (part.alias, prev.alias) if walked_back else (prev.alias, part.alias)
                 ors = self.edges.get(step)
                 val = (_latest_before(key, self.code, src, val, idx) if ors is None else
                        np.max([self._latest_admitted(e, key, src, val, idx, walked_back) for e in ors], axis=0))
-            src = idx
+            src, prev, blockers = idx, part, []
         got = _latest_before(key, self.code, src, val, np.arange(n))
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
+
+    def _latest_unblocked(self, key: np.ndarray, src: np.ndarray, val: np.ndarray, dst: np.ndarray,
+                          blockers: np.ndarray, order: np.ndarray) -> np.ndarray:
+        """`_latest_before` over the events of `src` with no event of `blockers` strictly between them and
+        the event of `dst` (`NOT SEQ(C, NOT E, D)`): those at or after the latest blocker before it, a
+        range of the partition's `src` in time order, whose maximum a sparse table gives."""
+        last = _latest_before(key, self.code, blockers, order[blockers].astype(np.float64), dst)
+        span = len(self.times) + 2
+        so = np.argsort(key[src], kind="stable")
+        skey = key[src][so]
+        lo = np.searchsorted(skey, self.code[dst] * span + np.maximum(last, -1).astype(np.int64), side="left")
+        hi = np.searchsorted(skey, key[dst], side="left")  # strictly before it
+        return _range_max(val[so], lo, hi)
 
     def _latest_admitted(self, edge: tuple[str, ast.Expr, ast.Expr], key: np.ndarray, src: np.ndarray,
                          val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
@@ -130,6 +151,24 @@ def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndar
         ok = rank >= 0
         first, _ = window_bounds(matches.times[rank[ok]], prep.window(plan), prep.int_time)
         kend[ok] = np.minimum(kend[ok], first - 1)
+
+
+def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """max(values[lo[i]:hi[i]]) per i (-inf where empty): a sparse table of maxima over spans of 2**j."""
+    out = np.full(len(lo), -np.inf)
+    length = hi - lo
+    table = [values]
+    while len(values) and (1 << len(table)) <= len(values):
+        half = 1 << (len(table) - 1)
+        table.append(np.maximum(table[-1][:-half], table[-1][half:]))
+    ok = np.flatnonzero(length > 0)
+    level = np.floor(np.log2(np.maximum(length[ok], 1))).astype(np.int64)
+    level -= (np.left_shift(1, level) > length[ok]).astype(np.int64)  # exact, whatever log2 rounds
+    level += (np.left_shift(1, level + 1) <= length[ok]).astype(np.int64)
+    for j in np.unique(level):
+        sel = ok[level == j]
+        out[sel] = np.maximum(table[j][lo[sel]], table[j][hi[sel] - (1 << int(j))])
+    return out
 
 
 def _latest_before(key: np.ndarray, code: np.ndarray, src: np.ndarray, val: np.ndarray,

@@ -19,6 +19,7 @@ class State:
     type: str
     kleene: bool
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
+    negated: bool = False  # a NOT inside a negated SEQ (`NOT SEQ(C, NOT E, D)`): a match has no E between C and D
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
@@ -143,15 +144,19 @@ def _loop(seq: ast.Seq, where: str
 
 
 def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
-    """The single events of a middle `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), or
-    `Unsupported`."""
+    """The single events of a `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), and of the
+    NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`), or `Unsupported`."""
     out = []
-    for part in seq.parts:
+    for k, part in enumerate(seq.parts):
+        negated = isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1
+        if negated:
+            assert isinstance(part, ast.Not)
+            part = part.inner
         while isinstance(part, ast.Kleene):
             part = part.inner
         if not isinstance(part, ast.EventPattern):
-            raise Unsupported("a NOT over a SEQ of more than single events")
-        out.append(State(part.alias, part.type, False))
+            raise Unsupported("a NOT over a SEQ of more than single events and NOTs of one between them")
+        out.append(State(part.alias, part.type, False, negated=negated))
     return tuple(out)
 
 
