@@ -122,9 +122,12 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "ratio-edge": ("AVG(S.price)", "Stock S+", "NEXT(S).price / S.price < 0.999"),
     "not-seq-edge": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                      f"{EDGE} AND C.price < NEXT(D).price"),
-    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
     "not-seq-nested": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)", EDGE),
     "mod-edge": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume % 7 < NEXT(S).volume % 7"),
+    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
+    "not-seq-and": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                    f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume"),
+    "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
 }
 
 
