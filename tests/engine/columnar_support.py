@@ -415,6 +415,15 @@ def dense_query(draw: Any, pattern: str, edges: list[str], locals_: list[str], i
 
 
 Shape = tuple[str, list[str], str]  # (pattern, edge predicates it may take, alias its aggregates read)
+ROUNDING = [0.1, 0.2, 0.3, 0.6, 0.7, 1, 2, 3, 0.30000000000000004]  # decimals whose sums, products round; no 0
+
+
+def rounding_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
+    """Events of types A, B, E over 12 s whose `f` rounds in arithmetic (`ROUNDING`), ints `v` beside."""
+    event = st.fixed_dictionaries({"type": st.sampled_from("AAABBE"), "time": st.integers(0, 12),
+                                   "v": st.integers(0, 3), "f": st.sampled_from(ROUNDING),
+                                   "k": st.integers(0, 1), "g": st.integers(0, 1)})
+    return st.lists(event, max_size=n_max)
 
 
 def shape_queries(shapes: list[Shape], locals_: list[str], items: list[str]) -> st.SearchStrategy[str]:

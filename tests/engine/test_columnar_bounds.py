@@ -12,7 +12,7 @@ as written.
 from __future__ import annotations
 
 import numpy as np
-from columnar_support import assert_columnar_shapes, differential_tests, shape_queries
+from columnar_support import ROUNDING, assert_columnar_shapes, differential_tests, rounding_events, shape_queries
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -32,15 +32,7 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("(SEQ(A a+, B b))+", ["a.f - NEXT(a).f > 0.1", "NEXT(b).f - a.f >= 0.1"], "a"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2", "x.v < 3"]
-FLOATS = [0.1, 0.2, 0.3, 0.6, 0.7, 1, 2, 0.30000000000000004]
 BOUND_QUERY = shape_queries(SHAPES, LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MAX({agg}.f)", "AVG({agg}.f)"])
-
-
-def rounding_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
-    event = st.fixed_dictionaries({"type": st.sampled_from("AAABBE"), "time": st.integers(0, 12),
-                                   "v": st.integers(0, 3), "f": st.sampled_from(FLOATS),
-                                   "k": st.integers(0, 1), "g": st.integers(0, 1)})
-    return st.lists(event, max_size=n_max)
 
 
 (test_bounded_edges_equal_the_general_engine, test_bounded_edges_equal_the_oracle,
@@ -75,7 +67,7 @@ def test_a_difference_is_not_rearranged() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(["x.f - NEXT(x).f > 0.1", "NEXT(x).f + x.f <= 0.9", "0.3 < (x.f + NEXT(x).f) / 2",
                         "-(x.f) * 3 + NEXT(x).f >= -1", "NEXT(x).f - x.f * 0.1 < 0.07"]),
-       st.lists(st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from(FLOATS), min_size=1, max_size=20))
+       st.lists(st.floats(-1e6, 1e6, allow_nan=False) | st.sampled_from(ROUNDING), min_size=1, max_size=20))
 def test_the_bound_admits_exactly_the_values_the_comparison_holds_for(where: str, fs: list[float]) -> None:
     """Each successor's T: a predecessor's value of X's part (key) holds iff key >= T (UP) or key <= T
     (DOWN), for every value of the stream (the comparison computed as Python does), and T is the last

@@ -39,9 +39,8 @@ def pair_side(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
         return None
     if not (_reads(e, False) and _reads(e, True)):
         return None
-    for node in _nodes(e):
-        if isinstance(node, ast.Binary) and node.op in ("/", "%") and _mixed(node.right):
-            raise Unsupported("an edge predicate dividing by a value of both events")
+    if _divides_by_both(e):
+        raise Unsupported("an edge predicate dividing by a value of both events")
     return PAIR, e, e
 
 
@@ -193,9 +192,11 @@ def _arith(e: ast.Expr) -> bool:
                                           and not isinstance(e.value, bool))
 
 
-def _nodes(e: ast.Expr) -> list[ast.Expr]:
-    if isinstance(e, ast.Binary):
-        return [e, *_nodes(e.left), *_nodes(e.right)]
+def _divides_by_both(e: ast.Expr) -> bool:
+    """Some `/` or `%` in `e` has a divisor that mixes the two events' values."""
     if isinstance(e, ast.Unary):
-        return [e, *_nodes(e.operand)]
-    return [e]
+        return _divides_by_both(e.operand)
+    if isinstance(e, ast.Binary):
+        return ((e.op in ("/", "%") and _mixed(e.right)) or _divides_by_both(e.left)
+                or _divides_by_both(e.right))
+    return False
