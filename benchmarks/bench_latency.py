@@ -401,6 +401,8 @@ def one_run(kind: str, args: argparse.Namespace, tmp: Path, broker: Any) -> dict
         "lag_shares": {n: sum(1 for g in lags if min(g, 2) == n) / len(lags) for n in (0, 1, 2)} if lags else {},
         "events": writer.events, "check": check, "load": (load_before[0], max(loads) if loads else 0.0, os.getloadavg()[0]),
         "phases": phases(data, base, start),
+        # each steady window: (its end, s after the run's start; its latency), to see when the slow ones come
+        "window_latencies": [(round(e - start, 3), round(seen[e] - e, 3)) for e in sorted(steady)],
     }
 
 
