@@ -2,7 +2,8 @@
 (`engine/columnar/union.py`) against each query evaluated alone.
 
 Random workloads: a Kleene core `E e+` with no edge predicate, one (indexed)
-or two (scanned) on its loop, or a product of its two events' values (a pair program, scanned); one to five queries, each with a chain of zero
+or two (scanned) on its loop, or a product of its two events' values (a pair
+program, scanned); one to five queries, each with a chain of zero
 to two parts before the core and zero to two after it (types A, B and E
 itself, each once or Kleene), so queries share prefixes, suffixes or only
 the core; local predicates on any part; windows of one slide (whole seconds

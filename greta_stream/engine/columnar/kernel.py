@@ -105,7 +105,7 @@ Wiring = namedtuple("Wiring", [
     "mmax",  # (nm,) bool: MAX (else MIN)
     "gen",  # (stores,) bool: a generation store (across a middle NOT: only vertices after the latest N)
     "scanned",  # (stores,) bool: a store scanned vertex by vertex (its own edge predicates)
-    "pointp",  # (P,) int8: how scanned edge predicate p compares (keys.py: 0 order, 1 equality, 2 `!=`)
+    "pointp",  # (P,) int8: how scanned edge predicate p compares (keys.py: 0 order, 1 equality, 2 `!=`, 3 a pair program)
     "pred_store",  # (P,) int: the store scanned edge predicate p belongs to
     "pred_conj", "pred_clause",  # (P,) int: p's conjunct and clause in its store (`Scan.where`): contiguous
     "mmprop",  # MIN/MAX propagate along edges (a SEQ, a negation)

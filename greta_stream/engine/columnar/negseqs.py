@@ -25,6 +25,7 @@ from numba import njit
 from greta_stream.engine.columnar.keys import edge_values, partition_times
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
+from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
 
@@ -99,7 +100,7 @@ class Matches:
         as `edge` says (X's key against Y's probe: `keys.edge_values`; walking back, `dst` holds X)."""
         x, y = (dst, src) if walked_back else (src, dst)
         rows = np.union1d(x, y)
-        cols = {a: subset(c, rows) for a, c in self.prep.cols.items()}
+        cols = {a: subset(self.prep.cols[a], rows) for a in attrs_of(edge[1]) | attrs_of(edge[2])}
         xkey, probe, op = edge_values(self.plan, cols, np.zeros(len(rows), np.int64), edge, (0, 0))
         values = np.unique(np.concatenate([xkey, probe]))
         rank_x = np.searchsorted(values, xkey[np.searchsorted(rows, x)])

@@ -1,6 +1,7 @@
 """Edge comparisons that mix the two events' values past what an order of keys answers
 (`S.price * NEXT(S).volume > S.volume * 100`, `NEXT(S).price / S.price < 0.99`): a scanned store
-evaluates them as written, pair by pair (`propagate._admits`), with a small program per comparison.
+evaluates them as written with a small program per comparison, run per event over all the store's
+vertices at once (`judge`, from `propagate.scan`; `propagate._admits` reads what it found).
 
 A part of the comparison that reads X's attributes only (`S.volume * 100`), or none of them
 (`NEXT(S).volume`, a constant), is computed for every event at once (`vector.evaluate`: Python's

@@ -148,10 +148,9 @@ def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
     NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`), or `Unsupported`."""
     out = []
     for k, part in enumerate(seq.parts):
-        negated = isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1
-        if negated:
-            assert isinstance(part, ast.Not)
-            part = part.inner
+        negated = False
+        if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
+            negated, part = True, part.inner
         while isinstance(part, ast.Kleene):
             part = part.inner
         if not isinstance(part, ast.EventPattern):

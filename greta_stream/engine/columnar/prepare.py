@@ -150,9 +150,12 @@ def prepare(
     cols = {attr: subset(col, keep) for attr, col in cols.items()}
     coded = coded_attrs(plan.all_edges) - numeric_attrs
     for attr in numeric_attrs | edge_attrs:
-        if attr in coded and cols[attr].kind == OTHER and numeric(cols[attr]).kind == OTHER:
-            continue  # `X.k = NEXT(Y).k` over strings: compared by codes per kernel run (`keys.edge_values`)
-        cols[attr] = numbers(attr, cols[attr], exact_float=attr in edge_attrs)
+        col = cols[attr]
+        if attr in coded and col.kind == OTHER:
+            col = numeric(col)
+            if col.kind == OTHER:
+                continue  # `X.k = NEXT(Y).k` over strings: compared by codes per kernel run (`keys.edge_values`)
+        cols[attr] = numbers(attr, col, exact_float=attr in edge_attrs)
     st_good = st_t[keep]
     processed = len(good)
     if plan.local and not plan.contiguous:  # events failing their alias's local predicates are in no trend: drop
