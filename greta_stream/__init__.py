@@ -8,15 +8,44 @@ the public API only. Start with `evaluate` (a finite input) or `open_stream`
 interface (`greta_stream.runtime`).
 """
 
-from greta_stream.api import compile_query, evaluate, open_stream
-from greta_stream.cet import CetConfig, TrendExtractor
-from greta_stream.compiler import Limits
-from greta_stream.engine import DeadLetter, Engine, FieldNames
-from greta_stream.errors import ConfigError, QueryError
-from greta_stream.runtime import ResultRows, Runner, RunSpec
-from greta_stream.runtime.multi import MultiRunner
-from greta_stream.runtime.plan import plan_units
-from greta_stream.runtime.queryset import QuerySet, run_fingerprint
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from greta_stream.api import compile_query, evaluate, open_stream
+    from greta_stream.cet import CetConfig, TrendExtractor
+    from greta_stream.compiler import Limits
+    from greta_stream.engine import DeadLetter, Engine, FieldNames
+    from greta_stream.errors import ConfigError, QueryError
+    from greta_stream.runtime import ResultRows, Runner, RunSpec
+    from greta_stream.runtime.multi import MultiRunner
+    from greta_stream.runtime.plan import plan_units
+    from greta_stream.runtime.queryset import QuerySet, run_fingerprint
+
+# Each name loads its module on first use (PEP 562): a process that needs one module of the package
+# (pyspark's driver-side worker loading `spark.processor`; `greta-stream --help`) loads that one only.
+_HOME = {name: module for module, names in {
+    "greta_stream.api": ("compile_query", "evaluate", "open_stream"),
+    "greta_stream.cet": ("CetConfig", "TrendExtractor"),
+    "greta_stream.compiler": ("Limits",),
+    "greta_stream.engine": ("DeadLetter", "Engine", "FieldNames"),
+    "greta_stream.errors": ("ConfigError", "QueryError"),
+    "greta_stream.runtime": ("ResultRows", "Runner", "RunSpec"),
+    "greta_stream.runtime.multi": ("MultiRunner",),
+    "greta_stream.runtime.plan": ("plan_units",),
+    "greta_stream.runtime.queryset": ("QuerySet", "run_fingerprint"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'greta_stream' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = "0.1.0"
 

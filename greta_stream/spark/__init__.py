@@ -15,16 +15,43 @@ carries query-set changes in the stream itself;
 SparkSession with the settings that matter.
 """
 
-import warnings
+from __future__ import annotations
 
-from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, StreamConfig, streams
-from greta_stream.spark.layout import StreamLayout, read_layout
-from greta_stream.spark.operator import batch_outputs, stream_outputs
-from greta_stream.spark.pipeline import BatchWriter, Spool, StreamWriter, confined, read_source, start, start_stream
-from greta_stream.spark.progress import event_rows, on_progress
-from greta_stream.spark.session import forget_session, get_session, jvm_gone
-from greta_stream.spark.shard import end_of_input
-from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, StreamConfig, streams
+    from greta_stream.spark.layout import StreamLayout, read_layout
+    from greta_stream.spark.operator import batch_outputs, stream_outputs
+    from greta_stream.spark.pipeline import BatchWriter, Spool, StreamWriter, confined, read_source, start, start_stream
+    from greta_stream.spark.progress import event_rows, on_progress
+    from greta_stream.spark.session import forget_session, get_session, jvm_gone
+    from greta_stream.spark.shard import end_of_input
+    from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
+
+# Each name loads its module on first use (PEP 562): pyspark's driver-side worker loads
+# `spark.processor` alone (see there), not the operator and the engine beneath it.
+_HOME = {name: module for module, names in {
+    "greta_stream.pipeline": ("PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "streams"),
+    "greta_stream.spark.layout": ("StreamLayout", "read_layout"),
+    "greta_stream.spark.operator": ("batch_outputs", "stream_outputs"),
+    "greta_stream.spark.pipeline": ("BatchWriter", "Spool", "StreamWriter", "confined", "read_source", "start", "start_stream"),
+    "greta_stream.spark.progress": ("event_rows", "on_progress"),
+    "greta_stream.spark.session": ("forget_session", "get_session", "jvm_gone"),
+    "greta_stream.spark.shard": ("end_of_input",),
+    "greta_stream.spark.typed": ("TrendOutputs", "check_session", "trend_aggregates"),
+}.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'greta_stream.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BatchWriter", "batch_outputs", "PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "StreamLayout",

@@ -29,18 +29,18 @@ records; `shard` runs them. Names of `keying` used elsewhere are importable from
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from pyspark import cloudpickle
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 from pyspark.sql.types import (
     BinaryType,
     DoubleType,
     IntegerType,
-    LongType,
     StringType,
     StructField,
     StructType,
@@ -51,8 +51,8 @@ from greta_stream.runtime.queryset import QuerySet
 from greta_stream.spark.control import ControlSets, control_rows, stamped, streaming_slots, unstamped, with_rows
 from greta_stream.spark.keying import FILE_COLUMN, OPERATOR_COLUMNS, SHARD_COLUMN, SINGLE, keyed_by_shard
 from greta_stream.spark.layout import INCREMENTAL, WHOLE, StreamLayout, open_layout
+from greta_stream.spark.processor import CHUNK_KEY_SCHEMA, CHUNK_SCHEMA, SAVED_SCHEMA, ShardProcessor
 from greta_stream.spark.records import joined_frames, named_columns, outside_outputs, shard_records
-from greta_stream.spark.session import quiet_stateful_worker
 from greta_stream.spark.shard import (
     OUTPUT_COLUMNS,
     STATE_VERSION,
@@ -79,10 +79,6 @@ OUTPUT_SCHEMA = StructType([
     StructField("reason", StringType()),
 ])
 STATE_SCHEMA = StructType([StructField("version", IntegerType()), StructField("engine", BinaryType())])
-# transformWithStateInPandas: a shard's value state (shard.Saved) and its map state of chunks
-SAVED_SCHEMA = StructType([StructField("version", LongType()), StructField("blob", BinaryType())])
-CHUNK_KEY_SCHEMA = StructType([StructField("key", StringType())])
-CHUNK_SCHEMA = StructType([StructField("data", BinaryType())])
 
 
 def stream_outputs(events: DataFrame, queries: QuerySet, *, shards: int | None = None,
@@ -161,80 +157,56 @@ def _at(layout: StreamLayout, slots: dict[int, QuerySet], key: Any) -> tuple[Que
 
 
 def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,
-                          columns: list[str], confine: str | None = None, live: Live | None = None) -> Any:
-    """The `transformWithStateInPandas` processor of a stream: per shard a small
-    value state (`shard.Saved`: the version, the stream state with its kept
-    events named by chunk key, the chunks' sizes) and a map state of chunks
-    (key -> bytes), each written once and removed when its windows are
-    reported (`shard.step_incremental`); an event-time timer wakes the shard
-    for its next window."""
-    from pyspark.sql.streaming import StatefulProcessor
+                          columns: list[str], confine: str | None = None, live: Live | None = None) -> ShardProcessor:
+    """The `transformWithStateInPandas` processor of a stream (`processor.ShardProcessor`): per shard a
+    small value state (`shard.Saved`: the version, the stream state with its kept events named by chunk
+    key, the chunks' sizes) and a map state of chunks (key -> bytes), each written once and removed when
+    its windows are reported (`shard.step_incremental`); an event-time timer wakes the shard for its
+    next window. The steps below travel inside it, pickled, and load on a shard's first call."""
 
-    class ShardProcessor(StatefulProcessor):
-        def init(self, handle: Any) -> None:
-            self.handle = handle
-            self.saved = handle.getValueState("saved", SAVED_SCHEMA)
-            self.chunks = handle.getMapState("chunks", CHUNK_KEY_SCHEMA, CHUNK_SCHEMA)
+    class ShardSteps:
+        def rows(self, proc: ShardProcessor, key: Any, rows: Iterator[pd.DataFrame], watermark_ms: int
+                 ) -> pd.DataFrame:
+            return self._step(proc, key, named_columns(joined_frames(rows), columns), watermark_ms)
 
-        def handleInputRows(self, key: Any, rows: Iterator[pd.DataFrame], timerValues: Any) -> Iterator[pd.DataFrame]:
-            yield self._step(key, named_columns(joined_frames(rows), columns), timerValues.getCurrentWatermarkInMs())
+        def step(self, proc: ShardProcessor, key: Any, frame: pd.DataFrame | None, watermark_ms: int,
+                 fired: int | None = None) -> pd.DataFrame:
+            return self._step(proc, key, frame, watermark_ms, fired)
 
-        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Iterator[pd.DataFrame]:
-            yield self._step(key, None, timerValues.getCurrentWatermarkInMs(), expiredTimerInfo.getExpiryTimeInMs())
-
-        def _step(self, key: Any, frame: pd.DataFrame | None, watermark_ms: int, fired: int | None = None
-                  ) -> pd.DataFrame:
-            version, raw = self.saved.get() if self.saved.exists() else (0, None)
+        def _step(self, proc: ShardProcessor, key: Any, frame: pd.DataFrame | None, watermark_ms: int,
+                  fired: int | None = None) -> pd.DataFrame:
+            version, raw = proc.saved.get() if proc.saved.exists() else (0, None)
             turn = _turn(live, layout, slots, key[0], frame, raw)
             saved = Saved(int(version), turn.blob) if turn.blob is not None else None
             if turn.where is None:
                 if turn.moved:
-                    self.saved.update((int(version), stamped(turn.blob, turn.now)))
+                    proc.saved.update((int(version), stamped(turn.blob, turn.now)))
                 return pd.DataFrame(_moved(turn), columns=list(OUTPUT_COLUMNS))
             queries, shard = turn.where
             records, times_s, flush, outside = shard_records(turn.frame, json_input, OPERATOR_COLUMNS,
                                                              (queries.fields.time, *shard.attrs), confine)
             out, new, written, removed, timer = step_incremental(
-                queries, saved, self, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
+                queries, saved, proc, records, max(int(watermark_ms), 0), shard, times_s=times_s, flush=flush)
             out += outside_outputs(queries, outside)
             for k, data in written.items():
-                self.chunks.updateValue((k,), (data,))
+                proc.chunks.updateValue((k,), (data,))
             for k in removed:
-                self.chunks.removeKey((k,))
+                proc.chunks.removeKey((k,))
             kept = _kept(live, turn.now, new.blob if new is not None else None)
             if kept is None:
-                self.saved.clear()
+                proc.saved.clear()
             else:
-                self.saved.update((new.version if new is not None else 0, kept))
+                proc.saved.update((new.version if new is not None else 0, kept))
             # the timer that fired (`fired`) is pyspark's to delete once handleExpiredTimer returns: deleting
             # it here as well made Spark warn "Failed to delete timer ... since it does not exist"
-            for t in list(self.handle.listTimers()):
+            for t in list(proc.handle.listTimers()):
                 if t != fired:
-                    self.handle.deleteTimer(t)
+                    proc.handle.deleteTimer(t)
             if timer is not None and new is not None:
-                self.handle.registerTimer(timer)
+                proc.handle.registerTimer(timer)
             return pd.DataFrame(out + _moved(turn), columns=list(OUTPUT_COLUMNS))
 
-        def keys(self) -> Iterable[str]:  # the shard's chunks (shard.ChunkMap)
-            return [k[0] for k in self.chunks.keys()]  # noqa: SIM118 - a MapState, not a dict
-
-        def items(self) -> Iterable[tuple[str, bytes]]:
-            return [(k[0], bytes(v[0])) for k, v in self.chunks.iterator()]
-
-        def close(self) -> None:
-            pass
-
-        def __reduce__(self) -> tuple[Any, ...]:  # nothing to carry: the processor's state comes with init()
-            return _unpickled_processor, (type(self),)
-
-    return ShardProcessor()
-
-
-def _unpickled_processor(cls: type) -> Any:
-    """The stream's processor where pyspark unpickles it: first in its driver-side worker at the
-    stream's start, whose debugging lines it quiets from there on (`session.quiet_stateful_worker`)."""
-    quiet_stateful_worker()
-    return cls()
+    return ShardProcessor(cloudpickle.dumps(ShardSteps()))
 
 
 def _shard_function(layout: StreamLayout, slots: dict[int, QuerySet], json_input: bool,

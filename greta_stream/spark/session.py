@@ -85,19 +85,6 @@ def get_session(
 # lines naming the UDF and the state server: pyspark's own debugging output, on the JVM's stderr), and
 # the JVM's note that Spark uses an incubating module, at each start
 CHATTER = (b"Streaming TransformWithStateInPandas Python worker", b"WARNING: Using incubator modules:")
-STATEFUL_WORKER = "pyspark.sql.streaming.transform_with_state_driver_worker"  # that worker's main module
-
-
-def quiet_stateful_worker() -> None:
-    """In pyspark's driver-side transformWithStateInPandas worker only (`STATEFUL_WORKER`, one process
-    per stream start), send what it prints from now on to /dev/null: its stdout carries nothing but
-    pyspark's debugging lines (it talks to the JVM over a socket and reports errors through it, its
-    tracebacks go to stderr), which Spark copies to the JVM's stderr. `get_session` drops them there;
-    a session built elsewhere (the PySpark API) has nobody to. The operator calls this as its
-    processor is unpickled in that process, after the worker's first line."""
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if getattr(spec, "name", None) == STATEFUL_WORKER:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the rest of that short-lived process
 
 
 def _quiet_gateway(options: dict[str, str]) -> None:

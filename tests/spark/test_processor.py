@@ -23,7 +23,7 @@ from greta_stream.spark.control import streaming_slots
 from greta_stream.spark.keying import BAD_UTF8_COLUMN, FLUSH_COLUMN, SECONDS_COLUMN, SHARD_COLUMN, SINGLE, TS_COLUMN
 from greta_stream.spark.layout import INCREMENTAL, open_layout
 from greta_stream.spark.operator import incremental_processor
-from greta_stream.spark.session import STATEFUL_WORKER
+from greta_stream.spark.processor import STATEFUL_WORKER
 
 QUERY = "RETURN COUNT(*) PATTERN A X+ WITHIN 10 seconds"
 EVENTS = [{"type": "A", "time": t, "id": i} for i, t in enumerate([1, 2, 4, 7, 12])]
