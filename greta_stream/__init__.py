@@ -10,8 +10,9 @@ interface (`greta_stream.runtime`).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greta_stream.lazy import lazy_names
 
 if TYPE_CHECKING:
     from greta_stream.api import compile_query, evaluate, open_stream
@@ -24,9 +25,8 @@ if TYPE_CHECKING:
     from greta_stream.runtime.plan import plan_units
     from greta_stream.runtime.queryset import QuerySet, run_fingerprint
 
-# Each name loads its module on first use (PEP 562): a process that needs one module of the package
-# (pyspark's driver-side worker loading `spark.processor`; `greta-stream --help`) loads that one only.
-_HOME = {name: module for module, names in {
+# each name loads its module on first use (`lazy.py`)
+__getattr__ = lazy_names(__name__, {
     "greta_stream.api": ("compile_query", "evaluate", "open_stream"),
     "greta_stream.cet": ("CetConfig", "TrendExtractor"),
     "greta_stream.compiler": ("Limits",),
@@ -36,16 +36,7 @@ _HOME = {name: module for module, names in {
     "greta_stream.runtime.multi": ("MultiRunner",),
     "greta_stream.runtime.plan": ("plan_units",),
     "greta_stream.runtime.queryset": ("QuerySet", "run_fingerprint"),
-}.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'greta_stream' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
-
+}, globals())
 
 __version__ = "0.1.0"
 

@@ -17,9 +17,10 @@ SparkSession with the settings that matter.
 
 from __future__ import annotations
 
-import importlib
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from greta_stream.lazy import lazy_names
 
 if TYPE_CHECKING:
     from greta_stream.pipeline import PipelineConfig, QueryConfig, SinkConfig, SourceConfig, StreamConfig, streams
@@ -31,9 +32,9 @@ if TYPE_CHECKING:
     from greta_stream.spark.shard import end_of_input
     from greta_stream.spark.typed import TrendOutputs, check_session, trend_aggregates
 
-# Each name loads its module on first use (PEP 562): pyspark's driver-side worker loads
-# `spark.processor` alone (see there), not the operator and the engine beneath it.
-_HOME = {name: module for module, names in {
+# each name loads its module on first use (`greta_stream.lazy`): pyspark's driver-side worker loads
+# `spark.processor` alone (see there), not the operator and the engine beneath it
+__getattr__ = lazy_names(__name__, {
     "greta_stream.pipeline": ("PipelineConfig", "QueryConfig", "SinkConfig", "SourceConfig", "StreamConfig", "streams"),
     "greta_stream.spark.layout": ("StreamLayout", "read_layout"),
     "greta_stream.spark.operator": ("batch_outputs", "stream_outputs"),
@@ -42,15 +43,7 @@ _HOME = {name: module for module, names in {
     "greta_stream.spark.session": ("forget_session", "get_session", "jvm_gone"),
     "greta_stream.spark.shard": ("end_of_input",),
     "greta_stream.spark.typed": ("TrendOutputs", "check_session", "trend_aggregates"),
-}.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'greta_stream.spark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
+}, globals())
 
 
 __all__ = [
