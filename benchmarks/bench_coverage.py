@@ -124,9 +124,12 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
                      f"{EDGE} AND C.price < NEXT(D).price"),
     "not-seq-nested": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)", EDGE),
     "mod-edge": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume % 7 < NEXT(S).volume % 7"),
-    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
+    # two comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max2`
     "not-seq-and": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                     f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume"),
+    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
+    "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                      f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
 }
 

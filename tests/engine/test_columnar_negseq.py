@@ -5,7 +5,8 @@ Dense streams of four types over a few seconds with equal times: a negated match
 D strictly between two positive events (or in the window before a trend's first event, after its last),
 which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
-on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`),
+on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`;
+two AND-ed on one step: `dominance_max2`),
 a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), GROUP-BY and equivalence attributes, every
 selection strategy.
 """
@@ -35,6 +36,11 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v * 2", "a.v < NEXT(b).v"]),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v OR c.f = NEXT(d).f)"]),  # an OR: the larger start
     ("SEQ(NOT SEQ(C c, D d, C e), A a+, B b)", ["c.v != NEXT(d).v", "NOT (d.f < NEXT(e).f)"]),
+    # two comparisons AND-ed on one step (`negseqs.dominance_max2`), also as two predicates; with an equality
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f)", "a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v != NEXT(d).v AND c.f = NEXT(d).f OR c.v > NEXT(d).v + 1)"]),
+    ("SEQ(NOT SEQ(C c, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d, C e))", ["(d.v > NEXT(e).v AND d.f <= NEXT(e).f)"]),  # trailing
     # a NOT inside the negated SEQ: a match has none of its events between its neighbours
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["a.v > NEXT(a).v"]),
     ("SEQ(A a+, NOT SEQ(C c, D d, NOT B e, C f), B b+)", ["c.v < NEXT(d).v"]),

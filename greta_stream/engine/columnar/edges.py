@@ -11,7 +11,8 @@ from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.pairs import PAIR, pair_side
 from greta_stream.query import ast
 
-NegEdge = tuple[str, str, tuple[str, ast.Expr, ast.Expr]]  # (X, Y, comparison) within a negated SEQ
+NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
+NEG_CLAUSE = 2  # comparisons AND-ed on one step of a negated SEQ: `negseqs.dominance_max2` takes two
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
 MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
 
@@ -79,10 +80,10 @@ def is_edge(e: ast.Expr) -> bool:
 def negated_step_edges(edges: list[ast.Expr],
                        negated: list[list[tuple[str, bool]]]) -> tuple[list[ast.Expr], list[NegEdge]]:
     """The edge predicates between consecutive parts of a negated SEQ (each list of `negated`: (alias, a
-    NOT inside it)), apart: (X, Y, comparison) per comparison of an OR of them (entries of one step are
-    OR-ed), by which `negseqs.py` searches the SEQ's matches; the others as they were. `Unsupported` for
-    an AND within such a predicate, two of them on one step (a match would need a pair both admit), a
-    pair program, or one across a NOT inside the SEQ."""
+    NOT inside it)), apart: (X, Y, clause) per clause of the OR of ANDs of comparisons they make on their
+    step together (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the
+    others as they were. `Unsupported` for a clause of more than `NEG_CLAUSE` comparisons, a pair
+    program, or a predicate across a NOT inside the SEQ."""
     steps: set[tuple[str, str]] = set()
     across: set[tuple[str, str]] = set()
     for aliases in negated:
@@ -90,7 +91,7 @@ def negated_step_edges(edges: list[ast.Expr],
         for (a, i), (b, j) in zip(kept, kept[1:]):
             (steps if j == i + 1 else across).add((a, b))
     rest: list[ast.Expr] = []
-    out: list[NegEdge] = []
+    ors: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
     for e in edges:
         x, y = edge_pair(e, None)
         if (x, y) in across:
@@ -99,13 +100,17 @@ def negated_step_edges(edges: list[ast.Expr],
             rest.append(e)
             continue
         clauses = conjunct(e)
-        if any(len(c) != 1 or c[0][0] == PAIR for c in clauses):
+        if any(c[0] == PAIR for clause in clauses for c in clause):
             raise Unsupported("an edge predicate within a negated SEQ other than comparisons of X with NEXT(Y) "
-                              "under OR")
-        if any((x, y) == (a, b) for a, b, _ in out):
-            raise Unsupported("two edge predicates on one step of a negated SEQ")
-        out += [(x, y, c[0]) for c in clauses]
-    return rest, out
+                              "under AND and OR")
+        before = ors.get((x, y))  # two predicates on one step: both hold, an AND of their ORs
+        ors[(x, y)] = list(clauses) if before is None else [a + b for a in before for b in clauses]
+        if len(ors[(x, y)]) > MAX_COMPARISONS:
+            raise Unsupported(f"edge predicates on one step of a negated SEQ of more than {MAX_COMPARISONS} "
+                              "clauses written out as an OR of ANDs")
+        if any(len(clause) > NEG_CLAUSE for clause in ors[(x, y)]):
+            raise Unsupported(f"more than {NEG_CLAUSE} comparisons AND-ed on one step of a negated SEQ")
+    return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 
 def coded_attrs(edges: tuple[tuple[str, ast.Expr, ast.Expr], ...]) -> frozenset[str]:

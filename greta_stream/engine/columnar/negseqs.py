@@ -1,22 +1,26 @@
 """`NOT SEQ(C, D, ...)` of single events (NOTs of one between) on the columnar kernel (SEMANTICS section 3).
 
-`SEQ(S+, NOT SEQ(C, D), E)` excludes an adjacency x -> y (x bound to S, y to E) when a match c, d of
-the negated SEQ lies strictly between them: `x.time < c.time < d.time < y.time`, in the partition of
-the common attributes, each part satisfying its own predicates. Let M(y) be the latest start of a
-match that ends before y (the latest c.time over matches with d.time < y.time): the adjacency holds
-exactly when `x.time >= M(y)`. So the step is a scanned store with one more order predicate
-(`plan.NOT_SEQ`) comparing x's time with y's bound, and the match search is a few sorted passes:
-the latest start of a chain ending at each event of a part is the running maximum of the previous
-part's, over its events strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v <
-NEXT(D).v`: `plan.neg_edges`) it is the maximum over the previous part's events before it whose values
-the comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time
-order (`dominance_max`). A NOT of one event between two parts (`NOT SEQ(C, NOT E, D)`) keeps the
-previous part's events at or after the latest E before it: a range, whose maximum a sparse table gives
-(`_range_max`). A leading or trailing one bounds the windows of a trend's first or last event
-(`seq_bounds`), as a leading or trailing `NOT N` of one event does (`keys.negated_starts`).
+`SEQ(S+, NOT SEQ(C, D), E)` excludes an adjacency x -> y (x bound to S, y to E) when a match c, d of the
+negated SEQ lies strictly between them: `x.time < c.time < d.time < y.time`, in the partition of the
+common attributes, each part satisfying its own predicates. Let M(y) be the latest start of a match that
+ends before y (the latest c.time over matches with d.time < y.time): the adjacency holds exactly when
+`x.time >= M(y)`. So the step is a scanned store with one more order predicate (`plan.NOT_SEQ`)
+comparing x's time with y's bound, and the match search is a few sorted passes: the latest start of a
+chain ending at each event of a part is the running maximum of the previous part's, over its events
+strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v < NEXT(D).v`:
+`plan.neg_edges`) it is the maximum over the previous part's events before it whose values the
+comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time order
+(`dominance_max`); with two comparisons AND-ed on the step, a Fenwick tree over the first's ranks whose
+nodes hold Fenwick trees over the second's (`dominance_max2`). A NOT of one event between two parts
+(`NOT SEQ(C, NOT E, D)`) keeps the previous part's events at or after the latest E before it: a range,
+whose maximum a sparse table gives (`_range_max`). A leading or trailing one bounds the windows of a
+trend's first or last event (`seq_bounds`), as a leading or trailing `NOT N` of one event does
+(`keys.negated_starts`).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -37,9 +41,9 @@ class Matches:
     def __init__(self, plan: KernelPlan, prep: Prepared) -> None:
         self.plan, self.prep = plan, prep
         self.code, self.times, self.rank = partition_times(plan, prep)
-        self.edges: dict[tuple[str, str], list[tuple[str, ast.Expr, ast.Expr]]] = {}
-        for x, y, e in plan.neg_edges:  # a step's comparisons are OR-ed
-            self.edges.setdefault((x, y), []).append(e)
+        self.edges: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
+        for x, y, clause in plan.neg_edges:  # a step's clauses are OR-ed
+            self.edges.setdefault((x, y), []).append(clause)
 
     def latest_starts(self, parts: tuple[State, ...]) -> np.ndarray:
         """Per event: the time rank of the latest start of a match ending strictly before it (-1: none)."""
@@ -93,29 +97,61 @@ class Matches:
         hi = np.searchsorted(skey, key[dst], side="left")  # strictly before it
         return _range_max(val[so], lo, hi)
 
-    def _latest_admitted(self, edge: tuple[str, ast.Expr, ast.Expr], key: np.ndarray, src: np.ndarray,
-                         val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
-        """`_latest_before` over the pairs the step's comparison admits: per event of `dst`, the largest
-        `val` of the events `src` of its partition strictly before it whose values compare with its own
-        as `edge` says (X's key against Y's probe: `keys.edge_values`; walking back, `dst` holds X)."""
+    def _latest_admitted(self, clause: tuple[tuple[str, ast.Expr, ast.Expr], ...], key: np.ndarray,
+                         src: np.ndarray, val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
+        """`_latest_before` over the pairs a step's clause admits (one comparison, or two AND-ed): per event
+        of `dst`, the largest `val` of the events `src` of its partition strictly before it whose values
+        compare with its own as each comparison says (walking back, `dst` holds X)."""
         x, y = (dst, src) if walked_back else (src, dst)
         rows = np.union1d(x, y)
-        cols = {a: subset(self.prep.cols[a], rows) for a in attrs_of(edge[1]) | attrs_of(edge[2])}
+        cols = {a: subset(self.prep.cols[a], rows) for c in clause for a in attrs_of(c[1]) | attrs_of(c[2])}
+        got = np.full(len(dst), -np.inf)
+        for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back) for c in clause]):
+            got = np.maximum(got, self._dominance(combo, key, src, val, dst))
+        return got
+
+    def _alternatives(self, edge: tuple[str, ast.Expr, ast.Expr], cols: dict, rows: np.ndarray, x: np.ndarray,
+                      y: np.ndarray, walked_back: bool) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """A comparison as alternatives (OR-ed) (mode, ranks of `src`, ranks of `dst`): mode 0 admits a src
+        rank below the dst's, 1 at or below, 2 equal. X's key against Y's probe (`keys.edge_values`);
+        walking back, the reader is X, and ranks from the top down make a prefix again; `!=` is `<` or `>`."""
         xkey, probe, op = edge_values(self.plan, cols, np.zeros(len(rows), np.int64), edge, (0, 0))
         values = np.unique(np.concatenate([xkey, probe]))
         rank_x = np.searchsorted(values, xkey[np.searchsorted(rows, x)])
         rank_y = np.searchsorted(values, probe[np.searchsorted(rows, y)])
         src_rank, dst_rank = (rank_y, rank_x) if walked_back else (rank_x, rank_y)
-        so, do = np.argsort(key[src], kind="stable"), np.argsort(key[dst], kind="stable")
+        top = len(values) - 1
+        return [(mode, top - src_rank, top - dst_rank) if flipped else (mode, src_rank, dst_rank)
+                for mode, flipped in ([(0, walked_back), (0, not walked_back)] if op == "!=" else
+                                      [({"<": 0, "<=": 1, "=": 2}[op], walked_back)])]
+
+    def _dominance(self, combo: tuple[tuple[int, np.ndarray, np.ndarray], ...], key: np.ndarray, src: np.ndarray,
+                   val: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        """Per event of `dst`, the largest `val` of the events `src` of its partition strictly before it
+        that every (mode, src ranks, dst ranks) of `combo` admits: an equality refines the partition, at
+        or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`."""
+        scode, dcode = self.code[src], self.code[dst]
+        ranged = []
+        for mode, s, d in combo:
+            if mode == 2:
+                span = int(max(s.max(initial=0), d.max(initial=0))) + 1
+                scode, dcode = scode * span + s, dcode * span + d
+            else:
+                ranged.append((s, d + mode))
+        if not ranged:  # equalities only: the latest before it in the refined partition
+            ranged.append((np.zeros(len(src), np.int64), np.ones(len(dst), np.int64)))
+        so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
         got = np.full(len(dst), -np.inf)
-        # `!=` is `<` or `>`; walking back, x (the reader) op y: y's ranks from the top down make a prefix again
-        for mode, flipped in ([(0, walked_back), (0, not walked_back)] if op == "!=" else
-                              [({"<": 0, "<=": 1, "=": 2}[op], walked_back)]):
-            s_rank, d_rank = (len(values) - 1 - src_rank, len(values) - 1 - dst_rank) if flipped else (src_rank,
-                                                                                                       dst_rank)
-            got[do] = np.maximum(got[do], dominance_max(self.code[src][so], key[src][so], s_rank[so], val[so],
-                                                        self.code[dst][do], key[dst][do], d_rank[do], mode,
-                                                        len(values)))
+        if not len(src) or not len(dst):
+            return got
+        (s1, d1), *rest = ranged
+        nr = int(max(s1.max(), d1.max())) + 1
+        if rest:
+            (s2, d2), = rest
+            got[do] = dominance_max2(scode[so], key[src][so], s1[so], s2[so], val[so],
+                                     dcode[do], key[dst][do], d1[do], d2[do])
+        else:
+            got[do] = dominance_max(scode[so], key[src][so], s1[so], val[so], dcode[do], key[dst][do], d1[do], 0, nr)
         return got
 
     def time_of(self, rank: np.ndarray) -> np.ndarray:
@@ -228,6 +264,74 @@ def dominance_max(src_code, src_key, src_rank, src_val, dst_code, dst_key, dst_r
             best = max(best, tree[i])
             i -= i & (-i)
         out[q] = best
+    return out
+
+
+@njit(cache=True)
+def dominance_max2(src_code, src_key, src_a, src_b, src_val, dst_code, dst_key, dst_a, dst_b):  # noqa: ANN001, ANN202
+    """`dominance_max` in two ranks: per event of `dst` (sorted by code, then key), the largest `src_val`
+    of the events of `src` (sorted alike) with its code, a smaller key and both ranks below its own
+    (-inf: none). Per code, a Fenwick tree over the `a` ranks whose every node holds a Fenwick tree of
+    maxima over the sorted `b` ranks of the events that will enter it, filled in key order:
+    O(log^2) per event."""
+    nd, ns = dst_code.shape[0], src_code.shape[0]
+    out = np.full(nd, -np.inf)
+    q0, i0 = 0, 0
+    while q0 < nd:
+        code = dst_code[q0]
+        q1 = q0
+        while q1 < nd and dst_code[q1] == code:
+            q1 += 1
+        while i0 < ns and src_code[i0] < code:
+            i0 += 1
+        i1 = i0
+        while i1 < ns and src_code[i1] == code:
+            i1 += 1
+        if i1 > i0:
+            ua = np.unique(src_a[i0:i1])
+            k = ua.shape[0]
+            size = np.zeros(k + 2, np.int64)
+            for s in range(i0, i1):
+                i = np.searchsorted(ua, src_a[s]) + 1
+                while i <= k:
+                    size[i + 1] += 1
+                    i += i & (-i)
+            start = np.cumsum(size)  # node i's b ranks: bs[start[i]:start[i + 1]]
+            bs = np.empty(start[k + 1], np.int64)
+            fill = start.copy()
+            for s in range(i0, i1):
+                i = np.searchsorted(ua, src_a[s]) + 1
+                while i <= k:
+                    bs[fill[i]] = src_b[s]
+                    fill[i] += 1
+                    i += i & (-i)
+            for i in range(1, k + 1):
+                bs[start[i]:start[i + 1]] = np.sort(bs[start[i]:start[i + 1]])
+            tree = np.full(start[k + 1], -np.inf)
+            j = i0
+            for q in range(q0, q1):
+                while j < i1 and src_key[j] < dst_key[q]:
+                    i = np.searchsorted(ua, src_a[j]) + 1
+                    while i <= k:
+                        lo, hi = start[i], start[i + 1]
+                        p = np.searchsorted(bs[lo:hi], src_b[j]) + 1
+                        while p <= hi - lo:
+                            tree[lo + p - 1] = max(tree[lo + p - 1], src_val[j])
+                            p += p & (-p)
+                        i += i & (-i)
+                    j += 1
+                best = -np.inf
+                i = np.searchsorted(ua, dst_a[q])  # the a ranks below its own: nodes of prefix i
+                while i > 0:
+                    lo, hi = start[i], start[i + 1]
+                    p = np.searchsorted(bs[lo:hi], dst_b[q])  # the b ranks below its own
+                    while p > 0:
+                        best = max(best, tree[lo + p - 1])
+                        p -= p & (-p)
+                    i -= i & (-i)
+                out[q] = best
+        q0 = q1
+        i0 = i1
     return out
 
 

@@ -112,7 +112,7 @@ class KernelPlan:
     lead_seq: tuple[State, ...] = ()
     trail_seq: tuple[State, ...] = ()
     # (X, Y, comparison): edge predicates between consecutive parts of a negated SEQ, one step's OR-ed (`negseqs.py`)
-    neg_edges: tuple[tuple[str, str, tuple[str, ast.Expr, ast.Expr]], ...] = ()
+    neg_edges: tuple[tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]], ...] = ()
     # (state, lo, hi) of each counted repetition inside a SEQ (`SEQ(A, B{2,3}, C)`; `iterations` is the first's):
     # a lane counts the iterations of the part a trend is in, or is 0 between them (`iterations.py`)
     counts: tuple[tuple[int, int, int | None], ...] = ()
@@ -206,7 +206,7 @@ class KernelPlan:
     @property
     def all_edges(self) -> tuple[tuple[str, ast.Expr, ast.Expr], ...]:
         return ((self.edge,) if self.edge else ()) + tuple(e for _, e in self.scan_edges) + tuple(
-            e for _, _, e in self.neg_edges)
+            c for _, _, clause in self.neg_edges for c in clause)
 
     @property
     def propagate_mm(self) -> bool:

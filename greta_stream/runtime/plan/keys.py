@@ -52,7 +52,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         # a stream keeps each query with the queries of its GROUP-BY attributes (the shard
         # slot of spark/layout.py): a family never spans two slots
         tuple(spec.query.group_by), plan.strategy, plan.iterations, plan.counts, plan.skips, plan.loops,
-        tuple((index[x], index[y], edges((e,))) for x, y, e in plan.neg_edges),  # one step's: OR-ed
+        tuple((index[x], index[y], edges(clause)) for x, y, clause in plan.neg_edges),  # one step's: OR-ed
     )
 
 
