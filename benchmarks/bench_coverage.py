@@ -108,6 +108,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "seq-upto": ("AVG(S.price)", "SEQ(Stock A, Halt H{0,3}, Stock S+)", EDGE),
     "group-repeat": ("AVG(A.price)", "(SEQ(Stock A+, Stock B)){2,3}", "A.price > NEXT(A).price"),
     "diff-edge": ("AVG(S.price)", "Stock S+", "S.price - NEXT(S).price > 0.05"),
+    "scaled-edge": ("AVG(S.price)", "Stock S+", "S.price * 1.01 > NEXT(S).price"),  # arithmetic across aliases
     "seq-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B))+, Stock Y)", "A.price > NEXT(A).price"),
     "seq-group": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A+, Stock B)){2,3}, Stock Y)", "A.price > NEXT(A).price"),
     "loop-optional": ("AVG(A.price)", "(SEQ(Stock A+, Halt H?))+", "A.price > NEXT(A).price"),
