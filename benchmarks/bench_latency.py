@@ -240,7 +240,7 @@ def timed_pieces(driver_log: str) -> None:
         proc = made(*a, **kw)
         steps = cloudpickle.loads(proc.steps)  # the operator's steps travel pickled inside the processor
         cls = type(steps)
-        cls._step = worker_timed("call", cls._step)
+        cls.step = worker_timed("call", cls.step)
         proc.steps = cloudpickle.dumps(steps)
         return proc
 

@@ -167,14 +167,10 @@ def incremental_processor(layout: StreamLayout, slots: dict[int, QuerySet], json
     class ShardSteps:
         def rows(self, proc: ShardProcessor, key: Any, rows: Iterator[pd.DataFrame], watermark_ms: int
                  ) -> pd.DataFrame:
-            return self._step(proc, key, named_columns(joined_frames(rows), columns), watermark_ms)
+            return self.step(proc, key, named_columns(joined_frames(rows), columns), watermark_ms)
 
         def step(self, proc: ShardProcessor, key: Any, frame: pd.DataFrame | None, watermark_ms: int,
                  fired: int | None = None) -> pd.DataFrame:
-            return self._step(proc, key, frame, watermark_ms, fired)
-
-        def _step(self, proc: ShardProcessor, key: Any, frame: pd.DataFrame | None, watermark_ms: int,
-                  fired: int | None = None) -> pd.DataFrame:
             version, raw = proc.saved.get() if proc.saved.exists() else (0, None)
             turn = _turn(live, layout, slots, key[0], frame, raw)
             saved = Saved(int(version), turn.blob) if turn.blob is not None else None
