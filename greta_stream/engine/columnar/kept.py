@@ -261,7 +261,8 @@ def kept_for(plan: KernelPlan, chunks: list[KeptChunk], saved: dict[str, Any]) -
     chunks = [c if set(c.prep.cols) <= needed else  # kept for queries that read more attributes
               KeptChunk(replace(c.prep, cols={a: v for a, v in c.prep.cols.items() if a in needed}), c.spelled)
               for c in chunks]
-    if saved.get("window") != (plan.within, plan.slide):  # the events' first and last windows in this plan's
+    # the events' first and last windows in this plan's (one query's state, tied to its text, has its window)
+    if saved.get("window", (plan.within, plan.slide)) != (plan.within, plan.slide):
         chunks = [KeptChunk(rewindowed(c.prep, plan), c.spelled) for c in chunks]
     return chunks
 
