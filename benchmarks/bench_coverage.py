@@ -128,10 +128,11 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # two comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max2`
     "not-seq-and": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                     f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume"),
+    # a divisor of both events' values: checked pair by pair for 0 (`pairs.judge`)
+    "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
     "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                       f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
-    "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
 }
 
 

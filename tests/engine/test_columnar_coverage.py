@@ -23,13 +23,14 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v != NEXT(d).f WITHIN 10 s",  # three comparisons AND-ed on one step of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(NOT C c, A a, B b, C d) WHERE [a.k, d.k] WITHIN 10 s",
-    "RETURN COUNT(*) PATTERN SEQ(A a, B b+) WHERE NEXT(b).v / (a.v - NEXT(b).f) < 3 WITHIN 10 s",  # a mixed divisor
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
 ]
 
 
 # Shapes the columnar engine took over from the general engine: same rows as both it and the oracle.
 WIDENED = [
+    "RETURN COUNT(*), SUM(b.v) PATTERN SEQ(A a, B b+) WHERE NEXT(b).v / (a.v - NEXT(b).f + 0.5) < 3 "
+    "WITHIN 10 s SLIDE 2 s",  # a divisor of both events' values
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE (c.v < NEXT(d).v AND c.f > NEXT(d).f OR "
     "c.v = NEXT(d).v) WITHIN 10 s",  # an AND within a negated SEQ's step: two orders at once
     "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "

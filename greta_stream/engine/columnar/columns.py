@@ -38,7 +38,8 @@ INPUT_LIMITS = (
     "no longer shows)",
     "MIN or MAX over integers beyond 2**53, and values beyond 2**53 in an edge predicate (float64 rounds them)",
     "SUM values spanning more than 1,280 bits (1e-300 beside 1e+300)",
-    "an edge predicate whose values are not finite numbers (NaN, or a division by zero)",
+    "an edge predicate whose values are not finite numbers (NaN, or a division by zero; for a divisor of both "
+    "events' values, a pair whose divisor is 0 where Python evaluates it: no comparison AND-ed before it false)",
     "a field read by an edge or local predicate holding other than numbers on events it judges (but for "
     "an edge predicate's equality of the two events' values, `X.k = NEXT(Y).k`, which takes any scalar)",
     "a string compared by order with a value that is not a string",

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from greta_stream.engine.columnar.cells import aggregate_cells
-from greta_stream.engine.columnar.columns import Input
+from greta_stream.engine.columnar.columns import Input, Unsupported
 from greta_stream.engine.columnar.keys import (
     all_ranks,
     generations,
@@ -331,8 +331,11 @@ def run_kernel(plan, offsets, ev, point, compare, pred_scan, mmax, ncell, group_
         bounds = sorted({0, *cuts.tolist(), len(task)})
 
         def chunk(lo: int, hi: int, task: np.ndarray = task, lanes: int = lanes) -> tuple[np.ndarray, ...] | None:
-            rows, ok, og, oc, om = kernel.run(task, lo, hi, k_first, lanes, group_of_part, n_groups, ev, wiring, ncell,
-                                              START_LIMBS, MAX_TREE_BYTES // 8)
+            try:
+                rows, ok, og, oc, om = kernel.run(task, lo, hi, k_first, lanes, group_of_part, n_groups, ev, wiring,
+                                                  ncell, START_LIMBS, MAX_TREE_BYTES // 8)
+            except ZeroDivisionError as exc:  # a pair's divisor of 0 where Python evaluates it (`pairs`)
+                raise Unsupported(f"{exc}: a divisor of both events' values is 0 for some pair") from None
             return (ok[:rows], og[:rows], oc[:rows], om[:rows]) if rows >= 0 else None
 
         ranges = list(zip(bounds[:-1], bounds[1:]))

@@ -318,7 +318,7 @@ def _tasks(task, t_lo, t_hi, k_first, lanes, group_of_part, ev, wiring, max_tree
     any_scan = wiring.scanned.any()
     joins = _joining(wiring)  # events of the state join some store
     paired = _paired(wiring)  # a scanned store with pair comparisons
-    unjudged = np.zeros((0, 0), np.bool_)  # what `_scan` judges of a store without pair comparisons: nothing
+    unjudged = np.zeros((0, 0), np.int8)  # what `_scan` judges of a store without pair comparisons: nothing
     rows, nslots, cur_blk = 0, 0, -1
     for x in range(t_lo, t_hi + 1):
         blk = task[x, 0] if x < t_hi else -1

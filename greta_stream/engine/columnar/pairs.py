@@ -9,13 +9,20 @@ values, exactly); the program loads those parts (X's from the predecessor, the o
 event) and does what mixes them: `+ - * / %`, unary minus, then the comparison. float64 gives
 Python's result where every value stays within 2**53 and no divisor is 0. A bound per node, from
 the largest magnitude of each part over the run's events (and a divisor's least), checks that
-before the kernel runs; where it fails, `Unsupported` hands the run to the general engine. A
-divisor that itself mixes the two events' values cannot be checked so: such a comparison is
-refused when the query is planned.
+before the kernel runs; where it fails, `Unsupported` hands the run to the general engine.
+
+A divisor that itself mixes the two events' values (`S.volume / (S.price - NEXT(S).price)`) has no
+least magnitude to check before: the program divides pair by pair, and a pair whose divisor is 0
+is judged `ERROR` (Python raises there). The kernel raises `ZeroDivisionError` when it reaches a
+conjunct holding an error for a pair it judges (`propagate._admits`: Python would have evaluated
+that conjunct, unless an OR before stopped it), and the driver hands the run over to the general
+engine, which makes that predicate false there and counts it in `predicate_errors`. A true
+division's result is a float in Python, computed in float64 as here whatever its magnitude.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,19 +36,18 @@ from greta_stream.query import ast
 PAIR = "pair"  # the op of such a comparison in a plan's edges: (PAIR, comparison, comparison)
 LOAD_X, LOAD_Y, ADD, SUB, MUL, DIV, NEG, MOD = 0, 1, 2, 3, 4, 5, 6, 7  # a program's steps (opcode, argument)
 CMP = {"=": 10, "!=": 11, "<": 12, "<=": 13, ">": 14, ">=": 15}  # its last step: the comparison
+FALSE, TRUE, ERROR = 0, 1, 2  # what `judge` finds for a pair (ERROR: a divisor of 0, where Python raises)
+FLOAT = math.inf  # a value's bound where Python computes it as a float (`_Builder.node`)
 _ARITH = {"+": ADD, "-": SUB, "*": MUL, "/": DIV, "%": MOD}
 
 
 def pair_side(e: ast.Expr) -> tuple[str, ast.Expr, ast.Expr] | None:
     """`(PAIR, e, e)` for a comparison of arithmetic over X's and NEXT(Y)'s numbers that mixes them
-    (both events' values on one side); None when `e` is not such a comparison; `Unsupported` for a
-    divisor mixing the two events' values."""
+    (both events' values on one side); None when `e` is not such a comparison."""
     if not (isinstance(e, ast.Binary) and e.op in CMP and _arith(e.left) and _arith(e.right)):
         return None
     if not (_reads(e, False) and _reads(e, True)):
         return None
-    if _divides_by_both(e):
-        raise Unsupported("an edge predicate dividing by a value of both events")
     return PAIR, e, e
 
 
@@ -69,8 +75,9 @@ def programs(edges: Sequence[tuple[tuple[str, ast.Expr, ast.Expr], int, int]],
             assert isinstance(e, ast.Binary)
             x_rows, y_rows = np.flatnonzero(st == src), np.flatnonzero(st == dst)
             build = _Builder(cols, m, x_rows, y_rows, parts, steps)
-            build.node(e.left)
-            build.node(e.right)
+            sides = build.node(e.left)[0], build.node(e.right)[0]
+            if FLOAT in sides and max(sides) != min(sides) and min(sides) > EXACT_FLOAT:
+                raise Unsupported("edge predicate values beyond 2**53")  # Python compares a float with an int exactly
             steps.append((CMP[e.op], 0))
         at.append(len(steps))
     values = np.stack(parts, axis=1) if parts else np.zeros((m, 0), np.float64)
@@ -85,7 +92,8 @@ class _Builder:
         self.cols, self.m, self.x_rows, self.y_rows, self.parts, self.steps = cols, m, x_rows, y_rows, parts, steps
 
     def node(self, e: ast.Expr) -> tuple[float, float]:
-        """Append e's steps; return the largest and least magnitude its values may take."""
+        """Append e's steps; return the largest and least magnitude its values may take (the largest
+        `FLOAT` where Python computes a float: a true division, arithmetic on one)."""
         if not _mixed(e):
             return self._part(e)
         if isinstance(e, ast.Unary):
@@ -95,12 +103,15 @@ class _Builder:
         assert isinstance(e, ast.Binary)
         (a, _), (b, b_least) = self.node(e.left), self.node(e.right)
         self.steps.append((_ARITH[e.op], 0))
-        if e.op in ("/", "%"):  # by a part of one event (`pair_side`)
-            if b_least == 0:
-                raise Unsupported("division by zero in an edge predicate")
-            top = a / b_least if e.op == "/" else b  # Python's %: below the divisor in magnitude
-        else:
-            top = a + b if e.op in ("+", "-") else a * b
+        if e.op in ("/", "%") and b_least == 0 and not _mixed(e.right):  # a part of one event: 0 somewhere
+            raise Unsupported("division by zero in an edge predicate")
+        if a == FLOAT or b == FLOAT or e.op == "/":
+            # a float in Python (a true division, or an operand a float), computed as here: each int
+            # operand must be exact in float64 (Python converts it, or divides exact ints, rounding once)
+            if any(x != FLOAT and x > EXACT_FLOAT for x in (a, b)):
+                raise Unsupported("edge predicate values beyond 2**53")
+            return FLOAT, 0.0
+        top = b if e.op == "%" else a + b if e.op in ("+", "-") else a * b  # Python's %: below the divisor
         if top > EXACT_FLOAT:
             raise Unsupported("edge predicate values beyond 2**53")
         return top, 0.0
@@ -121,9 +132,11 @@ class _Builder:
 @njit(cache=True, inline="always")
 def judge(out, v, values, steps, a, b, preds):  # noqa: ANN001, ANN202
     """out[k]: whether the comparison of program steps a..b-1 holds for predecessor preds[k] and event
-    v, for every k at once: each step over all of them (a step's branch once, not once a pair)."""
+    v (`TRUE`, `FALSE`, or `ERROR` where a divisor is 0), for every k at once: each step over all of
+    them (a step's branch once, not once a pair)."""
     n = preds.shape[0]
     stack = np.empty((b - a, n), np.float64)
+    bad = np.zeros(n, np.bool_)
     d = 0
     for i in range(a, b):
         op, c = steps[i, 0], steps[i, 1]
@@ -149,14 +162,20 @@ def judge(out, v, values, steps, a, b, preds):  # noqa: ANN001, ANN202
             elif op == MUL:
                 for k in range(n):
                     x[k] = x[k] * y[k]
-            elif op == DIV:
+            elif op == DIV or op == MOD:  # noqa: SIM109 - numba compiles comparisons, not a tuple
                 for k in range(n):
-                    x[k] = x[k] / y[k]
-            elif op == MOD:
-                for k in range(n):
-                    x[k] = x[k] % y[k]  # numba's float % is Python's (the sign of the divisor)
+                    if y[k] == 0:  # Python raises: the pair's judgment is ERROR
+                        bad[k] = True
+                        x[k] = 0.0
+                    elif op == DIV:
+                        x[k] = x[k] / y[k]
+                    else:
+                        x[k] = x[k] % y[k]  # numba's float % is Python's (the sign of the divisor)
             else:
                 _compare(out, op, x, y, n)
+    for k in range(n):
+        if bad[k]:
+            out[k] = ERROR
 
 
 @njit(cache=True, inline="always")

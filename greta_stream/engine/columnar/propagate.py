@@ -124,7 +124,7 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
 def _judge(v, values, wiring, js, first, n_pred, vert_ev, lo, hi):  # noqa: ANN001, ANN202
     """(predicates, hi - lo) bool: row q, for each pair comparison q of store js, whether it holds
     for the vertices lo..hi-1 as predecessors of event v (`pairs.judge`)."""
-    judged = np.empty((n_pred, hi - lo), np.bool_)
+    judged = np.empty((n_pred, hi - lo), np.int8)
     q = first
     while q < n_pred and wiring.pred_store[q] == js:
         if wiring.pointp[q] == 3:
@@ -147,6 +147,12 @@ def _admits(u, k, v, ev, wiring, js, first, n_pred, judged, paired):  # noqa: AN
     q = first
     while ok and q < n_pred and pred_store[q] == js:
         g = conj[q]
+        if paired:  # Python evaluates this conjunct: a divisor of 0 in it raises (`pairs` docstring)
+            r = q
+            while r < n_pred and pred_store[r] == js and conj[r] == g:
+                if pointp[r] == 3 and judged[r, k] == 2:
+                    raise ZeroDivisionError("division by zero in an edge predicate")
+                r += 1
         held = False  # some clause of conjunct g holds
         while q < n_pred and pred_store[q] == js and conj[q] == g:
             c = clause[q]
@@ -158,7 +164,7 @@ def _admits(u, k, v, ev, wiring, js, first, n_pred, judged, paired):  # noqa: AN
                     elif pointp[q] == 2:
                         all_hold = grs[u, q] != gqs[v, q]
                     elif paired and pointp[q] == 3:
-                        all_hold = judged[q, k]
+                        all_hold = judged[q, k] == 1
                     else:
                         all_hold = grs[u, q] < gqs[v, q]
                 q += 1
