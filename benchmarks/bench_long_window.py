@@ -502,7 +502,7 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
         reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), ln) for ln in proc.stderr),
                                   daemon=True)
         reader.start()
-        status, peak, deadline = "ok", 0, time.monotonic() + args.budget_s
+        status, peak, deadline, samples = "ok", 0, time.monotonic() + args.budget_s, []
         state_dir, scanned = work / "checkpoint" / "source" / "state", time.monotonic()
         seen: dict[str, tuple[int, int]] = {}
         while proc.poll() is None:
@@ -510,7 +510,8 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
                 status = "over budget"
                 _kill(proc)
                 break
-            peak = max(peak, _worker_rss(proc.pid))
+            samples.append(_worker_rss(proc.pid))
+            peak = max(peak, samples[-1])
             if time.monotonic() - scanned > STATE_SCAN_S:  # before maintenance deletes old versions' files
                 seen.update(state_files(state_dir))
                 scanned = time.monotonic()
@@ -521,7 +522,9 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
             status = f"error: exit {proc.returncode}: " + (lines[-1][1].strip()[:100] if lines else "")
         versions = state_bytes_by_version(state_dir, seen)
     batches, wall = _batches(lines, versions)
-    return {"batches": batches, "status": status, "rss": peak or None, "wall_s": wall}
+    # the workers' memory between window computations: the median over the run's last third (filled)
+    steady = float(np.median(samples[-max(1, len(samples) // 3):])) if any(samples) else None
+    return {"batches": batches, "status": status, "rss": peak or None, "rss_steady": steady, "wall_s": wall}
 
 
 def _batches(lines: list[tuple[float, str]], versions: dict[int, int]) -> tuple[list[dict[str, Any]], float | None]:
@@ -567,6 +570,7 @@ def summarize(case: Case, result: dict[str, Any], mode: str) -> dict[str, Any]:
     fig["fill_bytes_per_batch"] = float(np.polyfit(*zip(*fill), 1)[0]) if len(fill) >= 2 else None
     rss = result.get("rss")
     fig["rss_mb"] = rss / 2**20 if rss else None
+    fig["rss_steady_mb"] = result["rss_steady"] / 2**20 if result.get("rss_steady") else None
     fig["bytes_per_kept"] = rss / case.kept if rss else None
     # the map state's values stand in for Spark's state store (RocksDB, in the JVM): not the worker's memory
     store = result.get("store") or 0
@@ -617,6 +621,7 @@ def targets(figs: list[dict[str, Any]], query: str = "q1") -> list[str]:
         per_kept = ", ".join(f"{_span(f['window_s'])}@{f['rate']:,.0f}: {_num(f['bytes_per_kept'])}"
                              for f in figs if f["mode"] == mode)
         lines.append(f"{mode}: bytes per kept event (RSS / kept): {per_kept}")
+        lines += marginal_memory(mode, window)
         if query != "q1":
             continue  # the headroom target is Q1's
         goal = [f for f in figs if f["mode"] == mode and f["window_s"] == 3600 and f["slide_s"] == 60
@@ -625,6 +630,27 @@ def targets(figs: list[dict[str, Any]], query: str = "q1") -> list[str]:
                   f"{_num(f['headroom'], '.2f')}x real time (wall {_num(f['wall_headroom'], '.2f')}x)" for f in goal]
         if not goal:
             lines.append(f"{mode}: headroom of 1h / 1m at 2,000 ev/s: not in this run (see the commands above)")
+    return lines
+
+
+def marginal_memory(mode: str, window: dict[tuple[float, float], dict[str, Any]]) -> list[str]:
+    """Worker memory per kept event as the window grows (what the interpreters and libraries take cancels
+    out): (RSS of the longest window - RSS of the shortest) / (their kept events), at each rate; run mode
+    also over the workers' steady RSS (the median of the run's last third: between window computations)."""
+    lines = []
+    for rate in sorted({r for _, r in window}):
+        spans = sorted(w for w, r in window if r == rate)
+        if len(spans) < 2:
+            continue
+        short, long_ = window[(spans[0], rate)], window[(spans[-1], rate)]
+        kept = long_["kept"] - short["kept"]
+        figures = [f"{label} {_num((long_[key] - short[key]) * 2**20 / kept)} B"
+                   for label, key in (("RSS at the end" if mode == "engine" else "peak RSS", "rss_mb"),
+                                      ("steady RSS", "rss_steady_mb"))
+                   if long_.get(key) and short.get(key) and kept > 0]
+        if figures:
+            lines.append(f"{mode}: worker memory per kept event, {_span(spans[-1])} less {_span(spans[0])} at "
+                         f"{rate:,.0f} ev/s: " + ", ".join(figures) + " (target at most 200 B)")
     return lines
 
 

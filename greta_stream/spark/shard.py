@@ -83,6 +83,7 @@ from greta_stream.spark.outputs import (
 from greta_stream.spark.shard_state import (
     HEADER_SIZE,
     STATE_VERSION,
+    HostVersions,
     RunnerCache,
     Shard,
     runner_cache_bytes,
@@ -218,7 +219,7 @@ def chunk_shares(refs: dict[str, dict[str, int]]) -> dict[str, int]:
 # A worker's cached runners of the incremental operator, by the bytes of the state they stand for (their kept
 # events, about what they take in memory): past it the least recently run is dropped and rebuilt from the
 # state store when its shard comes back (reading its window once). $GRETA_RUNNER_CACHE_BYTES sets another bound.
-_INCREMENTAL_RUNNERS = RunnerCache(64, runner_cache_bytes(2 << 30))
+_INCREMENTAL_RUNNERS = RunnerCache(64, runner_cache_bytes(2 << 30), HostVersions())
 
 
 def _incremental_runner(queries: QuerySet, saved: Saved | None, stored: ChunkMap, shard: Shard,

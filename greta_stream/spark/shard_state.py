@@ -15,11 +15,14 @@ import logging
 import math
 import os
 import pickle
+import shutil
 import struct
+import tempfile
 import warnings
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from greta_stream.errors import SnapshotError
@@ -109,8 +112,8 @@ class RunnerCache:
     stopped or changed since) takes the runner over to that set (`MultiRunner.reconfigure`): one
     runner per shard however often the set changes, and only what changed is read again."""
 
-    def __init__(self, max_count: int, max_bytes: int) -> None:
-        self.max_count, self.max_bytes = max_count, max_bytes
+    def __init__(self, max_count: int, max_bytes: int, versions: HostVersions | None = None) -> None:
+        self.max_count, self.max_bytes, self.versions = max_count, max_bytes, versions
         self.items: dict[tuple[int, Shard], tuple[Any, MultiRunner, int]] = {}
 
     def take(self, key: tuple[QuerySet, Shard], tag: Any) -> MultiRunner | None:
@@ -123,6 +126,11 @@ class RunnerCache:
     def put(self, key: tuple[QuerySet, Shard], tag: Any, multi: MultiRunner, size: int) -> None:
         queries, shard = key
         self.items[(queries.epoch, shard)] = (tag, multi, size)
+        if self.versions is not None:  # the other workers of this host drop theirs of this shard
+            self.versions.wrote((queries.epoch, shard), tag)
+            for other, (had, _, _) in list(self.items.items()):
+                if other != (queries.epoch, shard) and self.versions.moved_past(other, had):
+                    del self.items[other]  # another worker ran its shard since: never taken again
         while len(self.items) > self.max_count or (
                 len(self.items) > 1 and sum(n for _, _, n in self.items.values()) > self.max_bytes):
             self.items.pop(next(iter(self.items)))  # the least recently written
@@ -132,6 +140,61 @@ class RunnerCache:
 
     def __iter__(self) -> Iterator[tuple[int, Shard]]:
         return iter(self.items)
+
+
+class HostVersions:
+    """The version each shard's state was last written at, by whichever Python worker of this host
+    (of one pyspark daemon: the workers it forks) wrote it: a file of 8 bytes per (run, shard) in a
+    directory of the temporary one. Spark hands a shard's task to any idle worker, so with two
+    workers each would keep a runner of every shard, half of them behind the state store and never
+    taken again, holding their kept events until evicted. A worker that caches a runner drops those
+    another worker has gone past (`RunnerCache.put`). Only ever a cost: a worker that reads a
+    version of a failed batch drops a runner it could have gone on with, and restores it."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        base = root or Path(tempfile.gettempdir()) / f"greta-runner-versions-{os.getuid()}"
+        self.dir = base / str(os.getppid())
+        self._made = False
+
+    def _path(self, key: tuple[int, Shard]) -> Path:
+        epoch, shard = key
+        return self.dir / f"{epoch}-{shard.index}-{shard.count}-{attrs_id(shard.attrs):x}"
+
+    def wrote(self, key: tuple[int, Shard], version: int) -> None:
+        try:
+            if not self._made:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                self._made = True
+                self._clean()
+            path = self._path(key)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}")
+            tmp.write_bytes(struct.pack(">q", version))
+            os.replace(tmp, path)
+        except OSError:  # no shared directory: each worker keeps what it ran, as without this
+            pass
+
+    def _clean(self) -> None:
+        """Remove the directories of daemons that are gone (what they wrote is of no use any more)."""
+        for d in self.dir.parent.iterdir():
+            if d.name.isdigit() and d != self.dir and not _alive(int(d.name)):
+                shutil.rmtree(d, ignore_errors=True)
+
+    def moved_past(self, key: tuple[int, Shard], version: Any) -> bool:
+        """Whether some worker wrote the shard's state at a version other than `version` since."""
+        try:
+            return bool(struct.unpack(">q", self._path(key).read_bytes())[0] != version)
+        except (OSError, struct.error):
+            return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
 
 
 RUNNER_CACHE_BYTES_ENV = "GRETA_RUNNER_CACHE_BYTES"

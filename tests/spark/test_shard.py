@@ -311,6 +311,29 @@ def test_cached_engines_are_bounded_in_number_and_bytes(monkeypatch: pytest.Monk
     shard_mod._RUNNERS.clear()
 
 
+def test_a_worker_drops_the_cached_runners_another_worker_of_its_host_went_past(tmp_path: Any) -> None:
+    """Two workers' caches over one host's versions: each keeps the runners of the shards it ran last
+    and drops one as soon as the other has written that shard's state since (it would never be taken
+    again); a runner both saw at the same version stays, and a cache without versions keeps all."""
+    from greta_stream.spark.shard_state import HostVersions, RunnerCache
+
+    queries = QuerySet.of({"q": RunSpec.create(QUERIES["stock"])}, epoch=7)
+    a, b = (RunnerCache(64, 1 << 30, HostVersions(tmp_path)) for _ in range(2))
+    plain = RunnerCache(64, 1 << 30)
+    runner = object()
+    for cache in (a, plain):
+        cache.put((queries, Shard(0, 2)), 1, runner, 10)  # type: ignore[arg-type]
+        cache.put((queries, Shard(1, 2)), 2, runner, 10)  # type: ignore[arg-type]
+    b.put((queries, Shard(0, 2)), 3, runner, 10)  # type: ignore[arg-type]  # b ran shard 0's next batch
+    assert [k[1].index for k in a] == [0, 1]  # a has not cached anything since
+    a.put((queries, Shard(1, 2)), 4, runner, 10)  # type: ignore[arg-type]
+    assert [k[1].index for k in a] == [1]  # shard 0 is b's now
+    assert a.take((queries, Shard(1, 2)), 4) is runner
+    b.put((queries, Shard(0, 2)), 5, runner, 10)  # type: ignore[arg-type]
+    assert [k[1].index for k in b] == [0]
+    assert [k[1].index for k in plain] == [0, 1]
+
+
 def test_the_runner_cache_bound_reads_its_old_variable_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """$GRETA_LIVE_BYTES, the variable's earlier name, still sets the bound (with a warning);
     $GRETA_RUNNER_CACHE_BYTES wins when both are set."""
