@@ -133,6 +133,12 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
     "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                       f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
+    "not-seq-across-not": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
+                           f"{EDGE} AND C.price < NEXT(D).price"),  # a predicate across a NOT inside a negated SEQ
+    "not-seq-group": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)", EDGE),
+    "two-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D)){2})", "A.price > NEXT(B).price"),
+    "optgroup-in-group": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))?)){2,3}", "A.price > NEXT(A).price"),
+    "equiv-apart": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, D.volume]"),
 }
 
 
