@@ -122,8 +122,9 @@ def scan(path, npath, v, e, prev, ev, wiring, js, vert_ev, lo, hi, taken, nxt, n
 
 @njit(cache=True, inline="always")
 def _judge(v, values, wiring, js, first, n_pred, vert_ev, lo, hi):  # noqa: ANN001, ANN202
-    """(predicates, hi - lo) bool: row q, for each pair comparison q of store js, whether it holds
-    for the vertices lo..hi-1 as predecessors of event v (`pairs.judge`)."""
+    """(predicates, hi - lo) int8: row q, for each pair comparison q of store js, whether it holds
+    for the vertices lo..hi-1 as predecessors of event v (`pairs.judge`: TRUE, FALSE, or ERROR where
+    a divisor is 0)."""
     judged = np.empty((n_pred, hi - lo), np.int8)
     q = first
     while q < n_pred and wiring.pred_store[q] == js:
