@@ -76,8 +76,8 @@ def programs(edges: Sequence[tuple[tuple[str, ast.Expr, ast.Expr], int, int]],
             x_rows, y_rows = np.flatnonzero(st == src), np.flatnonzero(st == dst)
             build = _Builder(cols, m, x_rows, y_rows, parts, steps)
             sides = build.node(e.left)[0], build.node(e.right)[0]
-            if FLOAT in sides and max(sides) != min(sides) and min(sides) > EXACT_FLOAT:
-                raise Unsupported("edge predicate values beyond 2**53")  # Python compares a float with an int exactly
+            if FLOAT in sides and _inexact_int(sides):  # Python compares a float with an int exactly
+                raise Unsupported("edge predicate values beyond 2**53")
             steps.append((CMP[e.op], 0))
         at.append(len(steps))
     values = np.stack(parts, axis=1) if parts else np.zeros((m, 0), np.float64)
@@ -108,7 +108,7 @@ class _Builder:
         if a == FLOAT or b == FLOAT or e.op == "/":
             # a float in Python (a true division, or an operand a float), computed as here: each int
             # operand must be exact in float64 (Python converts it, or divides exact ints, rounding once)
-            if any(x != FLOAT and x > EXACT_FLOAT for x in (a, b)):
+            if _inexact_int((a, b)):
                 raise Unsupported("edge predicate values beyond 2**53")
             return FLOAT, 0.0
         top = b if e.op == "%" else a + b if e.op in ("+", "-") else a * b  # Python's %: below the divisor
@@ -195,6 +195,11 @@ def _compare(out, op, x, y, n):  # noqa: ANN001, ANN202
             out[k] = x[k] >= y[k]
 
 
+def _inexact_int(bounds: tuple[float, float]) -> bool:
+    """Some operand, not a float (`FLOAT`), may pass 2**53: float64 would not hold it as Python's int."""
+    return any(x != FLOAT and x > EXACT_FLOAT for x in bounds)
+
+
 def _reads(e: ast.Expr, nxt: bool) -> bool:
     return any(r.next == nxt for r in ast.expr_refs(e))
 
@@ -210,13 +215,3 @@ def _arith(e: ast.Expr) -> bool:
         return e.op == "-" and _arith(e.operand)
     return isinstance(e, ast.AttrRef) or (isinstance(e, ast.Literal) and isinstance(e.value, (int, float))
                                           and not isinstance(e.value, bool))
-
-
-def _divides_by_both(e: ast.Expr) -> bool:
-    """Some `/` or `%` in `e` has a divisor that mixes the two events' values."""
-    if isinstance(e, ast.Unary):
-        return _divides_by_both(e.operand)
-    if isinstance(e, ast.Binary):
-        return ((e.op in ("/", "%") and _mixed(e.right)) or _divides_by_both(e.left)
-                or _divides_by_both(e.right))
-    return False

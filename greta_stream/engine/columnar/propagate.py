@@ -13,6 +13,8 @@ from greta_stream.engine.columnar.limbs import SHIFT as _SHIFT
 from greta_stream.engine.columnar.limbs import normalize as _normalize
 from greta_stream.engine.columnar.limbs import significant as _significant
 from greta_stream.engine.columnar.limbs import take_node as _take_node
+from greta_stream.engine.columnar.pairs import ERROR as _ERROR
+from greta_stream.engine.columnar.pairs import TRUE as _TRUE
 from greta_stream.engine.columnar.pairs import judge as _judge_pairs
 
 ANY_MATCH, NEXT_MATCH, CONTIGUOUS = 0, 1, 2  # `kernel.Wiring.strategy` (SEMANTICS section 8)
@@ -151,7 +153,7 @@ def _admits(u, k, v, ev, wiring, js, first, n_pred, judged, paired):  # noqa: AN
         if paired:  # Python evaluates this conjunct: a divisor of 0 in it raises (`pairs` docstring)
             r = q
             while r < n_pred and pred_store[r] == js and conj[r] == g:
-                if pointp[r] == 3 and judged[r, k] == 2:
+                if pointp[r] == 3 and judged[r, k] == _ERROR:
                     raise ZeroDivisionError("division by zero in an edge predicate")
                 r += 1
         held = False  # some clause of conjunct g holds
@@ -165,7 +167,7 @@ def _admits(u, k, v, ev, wiring, js, first, n_pred, judged, paired):  # noqa: AN
                     elif pointp[q] == 2:
                         all_hold = grs[u, q] != gqs[v, q]
                     elif paired and pointp[q] == 3:
-                        all_hold = judged[q, k] == 1
+                        all_hold = judged[q, k] == _TRUE
                     else:
                         all_hold = grs[u, q] < gqs[v, q]
                 q += 1
