@@ -50,15 +50,33 @@ log = logging.getLogger("greta_stream.runtime")
 QueryDeadLetter = Callable[[str, DeadLetter], None]
 
 
+class _DeadLetters:
+    """Where a runner's units send their dead letters: the runner's current sink, read on every dead
+    letter. The units' sinks hold this, not the runner, so that a runner is free of reference cycles
+    and goes with its last reference (a cache's dropped runner, its kept events with it), not at the
+    next full collection of the garbage collector, which a worker may not run for many batches."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: QueryDeadLetter | None) -> None:
+        self.sink = sink
+
+    def of(self, name: str) -> Callable[[DeadLetter], None]:
+        def send(dl: DeadLetter) -> None:
+            if self.sink is not None:
+                self.sink(name, dl)
+        return send
+
+
 class MultiRunner:
     """Every query of a `QuerySet` over one stream of records; see the module docstring."""
 
     def __init__(self, queries: QuerySet, *, dead_letter: QueryDeadLetter | None = None,
                  plan: QuerySetPlan | None = None) -> None:
         self.queries = queries
-        self._dead_letter = dead_letter
+        self._dead_letters = _DeadLetters(dead_letter)
         self.plan = plan if plan is not None else plan_units(queries)
-        self.units: list[Unit] = [unit.build(self._sink_of) for unit in self.plan.units]
+        self.units: list[Unit] = [unit.build(self._dead_letters.of) for unit in self.plan.units]
         self.unit_plans = {id(u): p for u, p in zip(self.units, self.plan.units)}  # what each unit was built from
         self.carried: dict[str, tuple[str, bytes]] = {}  # the saved states of paused queries, kept as they are
         self.saved: dict[str, tuple[str, bytes]] = {}  # each query's state when this run (or batch) began
@@ -68,19 +86,13 @@ class MultiRunner:
         # a query running now may be paused (carried as it is, unread) in the next batch, on another runner
         self.refs: dict[str, dict[str, int]] = {}
 
-    def _sink_of(self, name: str) -> Callable[[DeadLetter], None]:
-        def sink(dl: DeadLetter) -> None:
-            if self._dead_letter is not None:
-                self._dead_letter(name, dl)
-        return sink
-
     @property
     def dead_letter(self) -> QueryDeadLetter | None:
-        return self._dead_letter
+        return self._dead_letters.sink
 
     @dead_letter.setter
     def dead_letter(self, sink: QueryDeadLetter | None) -> None:
-        self._dead_letter = sink  # the units' sinks read it on every dead letter
+        self._dead_letters.sink = sink  # the units' sinks read it on every dead letter
 
     # ------------------------------------------------------------ the run
     def _each(self, call: Callable[[Unit], Any]) -> list[Any]:
@@ -191,7 +203,7 @@ class MultiRunner:
                 self.carried.update({name: self.saved[name] for name in p.names if name in self.saved})
                 continue
             if unit is None:
-                unit = p.build(self._sink_of)
+                unit = p.build(self._dead_letters.of)
                 try:
                     unit.restore(self.saved)
                 except Exception as exc:  # noqa: BLE001 - a state only this query cannot read fails only it

@@ -13,7 +13,9 @@ restores under its name.
 from __future__ import annotations
 
 import math
+import pickle
 import random
+import zlib
 from typing import Any
 
 import numpy as np
@@ -67,6 +69,43 @@ def test_records_built_back_are_the_records(seed: int, batches: int) -> None:
         for f in kept:
             assert list(map(key, again.raw(f, list(s.plan.types), s.fields))) == list(
                 map(key, chunk.raw(f, list(s.plan.types), s.fields)))
+
+
+def _written_before_the_packed_layout(chunk: Any) -> bytes:
+    """A chunk's bytes as states written before the packed layout hold them: one pickle of its fields."""
+    p = chunk.prep
+    fields = {"state": p.state, "t": p.t, "kmin": p.kmin, "kmax": p.kmax, "int_time": p.int_time,
+              "time_kind": p.time_kind, "spelled": chunk.spelled,
+              "cols": {a: (c.kind, c.values, c.null, c.number) for a, c in p.cols.items()}}
+    return zlib.compress(pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _arrays(chunk: Any) -> list[np.ndarray]:
+    p = chunk.prep
+    return [p.state, p.t, p.kmin, p.kmax, *(a for c in p.cols.values() for a in (c.values, c.null, c.number)),
+            *chunk.spelled.values()]
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_a_decoded_chunk_keeps_its_typed_arrays_in_one_buffer_and_old_chunks_still_decode(seed: int) -> None:
+    """A restored chunk's typed arrays are views of one writable, aligned buffer (one array object each,
+    no bytes object each: a restored runner takes about what the running one did), equal to the chunk's
+    by dtype and value; object arrays (text, spellings) come back as they were. A chunk written before
+    this layout decodes to the same arrays."""
+    s = stream_of(events(seed))
+    assert any(c.values.dtype.hasobject for chunk in s._chunks for c in chunk.prep.cols.values())
+    for chunk in s._chunks:
+        for data, packed in ((encode(chunk), True), (_written_before_the_packed_layout(chunk), False)):
+            again = decode(data)
+            for a, b in zip(_arrays(chunk), _arrays(again), strict=True):
+                assert a.dtype == b.dtype and a.shape == b.shape and a.tolist() == b.tolist()
+            assert set(again.prep.cols) == set(chunk.prep.cols) and all(
+                again.prep.cols[n].kind == c.kind for n, c in chunk.prep.cols.items())
+            assert (again.prep.int_time, again.prep.time_kind) == (chunk.prep.int_time, chunk.prep.time_kind)
+            typed = [a for a in _arrays(again) if not a.dtype.hasobject]
+            assert all(a.flags.writeable and a.flags.aligned and a.flags.c_contiguous for a in typed)
+            if packed:
+                assert len({id(a.base) for a in typed}) == 1
 
 
 def test_equal_text_values_share_one_object() -> None:

@@ -10,6 +10,9 @@ restart with another query set, and the state sizes of queries sharing a state.
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from runtime_support import OTHERS, drive, key, spec_of, split, stream, template
@@ -144,3 +147,23 @@ def test_reconfigure_equals_a_restore_into_the_new_query_set() -> None:
         return out
 
     assert run(take_over=True) == run(take_over=False) != {}
+
+
+def test_a_runner_goes_with_its_last_reference() -> None:
+    """A runner holds no reference cycle: a worker's cache that drops one frees its kept events then,
+    not at a full collection of the garbage collector, which a worker may not run for many batches.
+    Its units still send their dead letters to the sink the runner has now."""
+    queries = QuerySet.of([(f"q{i}", spec_of(template(i), 0)) for i in (0, 7, 18)])
+    gc.collect()
+    gc.disable()
+    try:
+        letters: list[str] = []
+        multi = MultiRunner(queries, dead_letter=lambda name, dl: letters.append(name))
+        multi.dead_letter = lambda name, dl: letters.append("now " + name)
+        multi.add_many(stream(2, n=200, bad_time=True))
+        assert letters and all(name.startswith("now ") for name in letters)
+        gone = weakref.ref(multi)
+        del multi
+        assert gone() is None
+    finally:
+        gc.enable()
