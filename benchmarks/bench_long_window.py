@@ -475,17 +475,21 @@ def _descendants(root: int) -> list[int]:
     return out
 
 
-def _worker_rss(root: int) -> int:
-    """Summed RSS of the Python workers under `root` (Spark's `pyspark.daemon` and the workers it forks)."""
-    total = 0
+def _worker_memory(root: int) -> tuple[int, int]:
+    """Summed RSS and proportional set size of the Python workers under `root` (Spark's `pyspark.daemon` and
+    the workers it forks). RSS counts the pages the daemon shares with its workers once in each; PSS splits
+    them, so their sum is the memory the workers take together."""
+    rss = pss = 0
     for pid in _descendants(root):
         try:
             if re.search(rb"pyspark\.(daemon|worker)", Path(f"/proc/{pid}/cmdline").read_bytes()):
                 status = Path(f"/proc/{pid}/status").read_text()
-                total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024  # type: ignore[union-attr]
+                rss += int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) * 1024  # type: ignore[union-attr]
+                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                pss += int(re.search(r"^Pss:\s+(\d+)", rollup, re.M).group(1)) * 1024  # type: ignore[union-attr]
         except (OSError, AttributeError):
             continue
-    return total
+    return rss, pss
 
 
 def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
@@ -502,7 +506,7 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
         reader = threading.Thread(target=lambda: lines.extend((time.monotonic(), ln) for ln in proc.stderr),
                                   daemon=True)
         reader.start()
-        status, peak, deadline, samples = "ok", 0, time.monotonic() + args.budget_s, []
+        status, peak, deadline, samples, pss = "ok", 0, time.monotonic() + args.budget_s, [], []
         state_dir, scanned = work / "checkpoint" / "source" / "state", time.monotonic()
         seen: dict[str, tuple[int, int]] = {}
         while proc.poll() is None:
@@ -510,7 +514,9 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
                 status = "over budget"
                 _kill(proc)
                 break
-            samples.append(_worker_rss(proc.pid))
+            rss, shared = _worker_memory(proc.pid)
+            samples.append(rss)
+            pss.append(shared)
             peak = max(peak, samples[-1])
             if time.monotonic() - scanned > STATE_SCAN_S:  # before maintenance deletes old versions' files
                 seen.update(state_files(state_dir))
@@ -524,7 +530,9 @@ def run_cli(case: Case, args: argparse.Namespace) -> dict[str, Any]:
     batches, wall = _batches(lines, versions)
     # the workers' memory between window computations: the median over the run's last third (filled)
     steady = float(np.median(samples[-max(1, len(samples) // 3):])) if any(samples) else None
-    return {"batches": batches, "status": status, "rss": peak or None, "rss_steady": steady, "wall_s": wall}
+    pss_steady = float(np.median(pss[-max(1, len(pss) // 3):])) if any(pss) else None
+    return {"batches": batches, "status": status, "rss": peak or None, "rss_steady": steady,
+            "pss_steady": pss_steady, "wall_s": wall}
 
 
 def _batches(lines: list[tuple[float, str]], versions: dict[int, int]) -> tuple[list[dict[str, Any]], float | None]:
@@ -571,6 +579,7 @@ def summarize(case: Case, result: dict[str, Any], mode: str) -> dict[str, Any]:
     rss = result.get("rss")
     fig["rss_mb"] = rss / 2**20 if rss else None
     fig["rss_steady_mb"] = result["rss_steady"] / 2**20 if result.get("rss_steady") else None
+    fig["pss_steady_mb"] = result["pss_steady"] / 2**20 if result.get("pss_steady") else None
     fig["bytes_per_kept"] = rss / case.kept if rss else None
     # the map state's values stand in for Spark's state store (RocksDB, in the JVM): not the worker's memory
     store = result.get("store") or 0
@@ -646,7 +655,7 @@ def marginal_memory(mode: str, window: dict[tuple[float, float], dict[str, Any]]
         kept = long_["kept"] - short["kept"]
         figures = [f"{label} {_num((long_[key] - short[key]) * 2**20 / kept)} B"
                    for label, key in (("RSS at the end" if mode == "engine" else "peak RSS", "rss_mb"),
-                                      ("steady RSS", "rss_steady_mb"))
+                                      ("steady RSS", "rss_steady_mb"), ("steady PSS", "pss_steady_mb"))
                    if long_.get(key) and short.get(key) and kept > 0]
         if figures:
             lines.append(f"{mode}: worker memory per kept event, {_span(spans[-1])} less {_span(spans[0])} at "

@@ -244,9 +244,9 @@ def release_memory() -> None:
     MALLOC_MMAP_THRESHOLD_ sets one): glibc raises it to the size of every mapped
     block freed, so that after the first window's arrays (the kept events joined)
     those come from the heap, and the kept chunks allocated between them hold the
-    heap's pages once they are freed. Measured on a nested Kleene at 40 against
-    5 minutes with two Python workers: 341 bytes of worker memory per kept event
-    without, 204 with (docs/SPARK.md)."""
+    heap's pages once they are freed. On the operator's steps over two worker
+    processes (a nested Kleene at 40 against 5 minutes) it took the memory per
+    kept event from 341 to 204 bytes (docs/DESIGN.md, "A worker's memory")."""
     global _SETTLED
     if _LIBC is None:
         return
