@@ -44,7 +44,8 @@ geometric random walk per company as in ``generators.stock``, Poisson
 times at the rate), made one micro-batch at a time so that no run holds
 its whole stream (27M events at 5,000 ev/s for 1.5 h). Each configuration
 streams ``--duration`` windows of event time (default 1.5: the window
-fills, then a steady state).
+fills, then a steady state); ``--same-length``: in the window sweep, the
+longest window's, for every window.
 
 Sweeps (``--sweeps``): ``window``: each of ``--windows-min`` at each of
 ``--rate``, micro-batches of ``--batch-s`` event seconds (default 10);
@@ -682,7 +683,8 @@ def cases(args: argparse.Namespace) -> list[Case]:
     def case(sweep: str, window_min: float, rate: float) -> Case:
         window_s = 60 * window_min
         batch_s = args.batch_events / rate if sweep == "rate" and args.batch_events else args.batch_s
-        return Case(sweep, window_s, window_s / args.windows_per_event, rate, batch_s, args.duration * window_s,
+        longest = 60 * max(_floats(args.windows_min)) if sweep == "window" and args.same_length else window_s
+        return Case(sweep, window_s, window_s / args.windows_per_event, rate, batch_s, args.duration * longest,
                     args.query)
 
     out = []
@@ -713,6 +715,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--batch-events", type=int, default=120_000,
                     help="rate sweep: events per micro-batch (batch s = this / rate); 0: --batch-s")
     ap.add_argument("--duration", type=float, default=1.5, help="event time to stream, in windows")
+    ap.add_argument("--same-length", action="store_true",
+                    help="the window sweep streams the event time of its longest window for every window: the shorter "
+                         "ones run as many batches, and their memory is as steady where the worker memory per kept "
+                         "event compares them")
     ap.add_argument("--modes", default="engine,run", help="engine (shard.step, no Spark) and/or run (the CLI)")
     ap.add_argument("--shards", type=int, default=2 * (os.cpu_count() or 2), help="state shards (Spark's default)")
     ap.add_argument("--operator", choices=["incremental", "whole"], default="incremental",

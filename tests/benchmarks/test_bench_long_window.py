@@ -68,3 +68,16 @@ def test_run_mode_one_small_run(bench: Callable[..., str]) -> None:
     assert [row[c] for c in COLUMNS[:7]] == ["run", "1m", "1s", "40", "800", "5", "2,400"], row
     check(row)
     assert row["Δ B/kept"] == row["store B/kept"] == "-" and number(row["wall x"]) > 0, row
+
+
+def test_same_length_streams_every_window_as_long_as_the_longest(bench: Callable[..., str]) -> None:
+    """`--same-length`: the shorter window runs as many batches as the longest, so that the worker memory per
+    kept event compares two steady runs."""
+    out = bench("bench_long_window.py", "--modes", "engine", "--sweeps", "window", "--windows-min", "0.5,1",
+                "--rate", "40", "--batch-s", "5", "--same-length", "--budget-s", "120")
+    (window,) = tables(out)
+    assert [(r["window"], r["kept ev"], r["batches"]) for r in window] == [("30s", "1,200", "18"),
+                                                                           ("1m", "2,400", "18")], out
+    for row in window:
+        check(row)
+    assert "engine: worker memory per kept event, 1m less 30s at 40 ev/s: RSS at the end" in out, out
