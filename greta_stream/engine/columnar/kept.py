@@ -30,6 +30,7 @@ import os
 import pickle
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -196,7 +197,7 @@ def encode(chunk: KeptChunk) -> bytes:
         body.append(raw.ljust(size - at, b"\0"))
         return (_SLOT, a.dtype.str, a.shape, at)
 
-    meta = pickle.dumps(_mapped(fields, slot), protocol=pickle.HIGHEST_PROTOCOL)
+    meta = pickle.dumps(_mapped(fields, _typed, slot), protocol=pickle.HIGHEST_PROTOCOL)
     meta = meta.ljust(-(-len(meta) // 8) * 8, b"\0")  # pickle.loads stops at its STOP opcode
     return zlib.compress(_HEAD.pack(_PACKED, len(meta)) + meta + b"".join(body), 1)
 
@@ -211,24 +212,32 @@ def decode(data: bytes) -> KeptChunk:
         # writable, as arrays made in the run are; one buffer for all of them
         buf = np.frombuffer(bytearray(memoryview(raw)[start:]), np.uint8)
         meta = pickle.loads(memoryview(raw)[_HEAD.size:start])  # noqa: S301 - our own state store's bytes
-        a = _mapped(meta, lambda s: np.ndarray(s[2], np.dtype(s[1]), buffer=buf, offset=s[3]), slots=True)
+        a = _mapped(meta, _slot, lambda s: np.ndarray(s[2], np.dtype(s[1]), buffer=buf, offset=s[3]))
     cols = {n: Column(kind, values, null, number) for n, (kind, values, null, number) in a["cols"].items()}
     prep = Prepared(np.zeros(0, np.int64), a["state"], a["t"], a["kmin"], a["kmax"], cols, a["int_time"], [],
                     Metrics(), a["time_kind"])
     return KeptChunk(prep, a["spelled"])
 
 
-def _mapped(obj: Any, call: Any, *, slots: bool = False) -> Any:
-    """`obj` (dicts and tuples of values) with each typed array in it (`slots`: each slot) replaced by `call(it)`."""
-    if slots and type(obj) is tuple and len(obj) == 4 and obj[0] == _SLOT:
-        return call(obj)
-    if not slots and isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
+def _mapped(obj: Any, leaf: Callable[[Any], bool], call: Callable[[Any], Any]) -> Any:
+    """`obj` (dicts and tuples of values) with each value `leaf` picks replaced by `call(it)`."""
+    if leaf(obj):
         return call(obj)
     if type(obj) is dict:
-        return {k: _mapped(v, call, slots=slots) for k, v in obj.items()}
+        return {k: _mapped(v, leaf, call) for k, v in obj.items()}
     if type(obj) is tuple:
-        return tuple(_mapped(v, call, slots=slots) for v in obj)
+        return tuple(_mapped(v, leaf, call) for v in obj)
     return obj
+
+
+def _typed(obj: Any) -> bool:
+    """A typed array: one the packed layout holds as its bytes."""
+    return isinstance(obj, np.ndarray) and not obj.dtype.hasobject
+
+
+def _slot(obj: Any) -> bool:
+    """A typed array's slot in a packed chunk's fields."""
+    return type(obj) is tuple and len(obj) == 4 and obj[0] == _SLOT
 
 
 register(KeptChunk, "", decode)  # keyed by the key alone, as snapshots have always held them
