@@ -28,7 +28,9 @@ from problems_support import evaluate  # greta_stream.evaluate, its problem warn
 from greta_stream import RunSpec, compile_query
 from greta_stream.engine import Engine
 from greta_stream.engine.columnar import columnar_plan
-from greta_stream.engine.columnar.kept import chunk_store, decode, encode
+from greta_stream.engine.columnar.columns import Input
+from greta_stream.engine.columnar.kept import chunk_store, decode, encode, joined
+from greta_stream.engine.columnar.prepare import prepare
 from greta_stream.engine.columnar.stream import ColumnarStream
 
 Q = ("RETURN sector, COUNT(*), SUM(S.price), MAX(S.price) PATTERN Stock S+ WHERE [company, sector] "
@@ -74,7 +76,8 @@ def test_records_built_back_are_the_records(seed: int, batches: int) -> None:
 def _written_before_the_packed_layout(chunk: Any) -> bytes:
     """A chunk's bytes as states written before the packed layout hold them: one pickle of its fields."""
     p = chunk.prep
-    fields = {"state": p.state, "t": p.t, "kmin": p.kmin, "kmax": p.kmax, "int_time": p.int_time,
+    windows = np.arange(len(p.t), dtype=np.int64)  # such chunks held each event's first and last windows
+    fields = {"state": p.state, "t": p.t, "kmin": windows, "kmax": windows + 1, "int_time": p.int_time,
               "time_kind": p.time_kind, "spelled": chunk.spelled,
               "cols": {a: (c.kind, c.values, c.null, c.number) for a, c in p.cols.items()}}
     return zlib.compress(pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL), 1)
@@ -82,7 +85,7 @@ def _written_before_the_packed_layout(chunk: Any) -> bytes:
 
 def _arrays(chunk: Any) -> list[np.ndarray]:
     p = chunk.prep
-    return [p.state, p.t, p.kmin, p.kmax, *(a for c in p.cols.values() for a in (c.values, c.null, c.number)),
+    return [p.state, p.t, *(a for c in p.cols.values() for a in (c.values, c.null, c.number)),
             *chunk.spelled.values()]
 
 
@@ -106,6 +109,23 @@ def test_a_decoded_chunk_keeps_its_typed_arrays_in_one_buffer_and_old_chunks_sti
             assert all(a.flags.writeable and a.flags.aligned and a.flags.c_contiguous for a in typed)
             if packed:
                 assert len({id(a.base) for a in typed}) == 1
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_a_chunk_keeps_no_windows_and_the_joined_events_have_the_windows_of_their_times(seed: int) -> None:
+    """An event's first and last windows follow from its time: a kept chunk holds none (16 bytes an
+    event), and the kept events joined when windows close get those their preparation gave them,
+    in the stream's window and in another plan's."""
+    evs = events(seed)
+    s = stream_of(evs)
+    assert all(c.prep.kmin.size == c.prep.kmax.size == 0 for c in s._chunks)
+    for text in (Q, Q.replace("WITHIN 20 s SLIDE 10 s", "WITHIN 7.5 s SLIDE 2.5 s")):
+        plan = columnar_plan(compile_query(text))
+        everything = prepare(plan, Input(evs), s.fields)
+        together = joined(s._chunks, plan)
+        assert together.t.tolist() == everything.t.tolist()
+        assert together.kmin.tolist() == everything.kmin.tolist()
+        assert together.kmax.tolist() == everything.kmax.tolist()
 
 
 def test_equal_text_values_share_one_object() -> None:

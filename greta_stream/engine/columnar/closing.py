@@ -35,7 +35,7 @@ def advance_members(stream: ColumnarStream, watermark: Any) -> list[tuple[str, d
     if not stream.n_kept or all(t is not None and t == k for t, k in zip(targets, stream.next_ks)):
         stream.front.watermark, stream.next_ks = watermark, targets  # no window closes
         return []
-    prep = joined(stream._chunks)
+    prep = joined(stream._chunks, stream.plan)
     try:
         rows, stay = pass_rows(stream, prep, stream._view(), targets, watermark)
     except Unsupported as exc:  # the kept events together are not for us (ints and floats in one SUM, ...)

@@ -48,11 +48,18 @@ from greta_stream.engine.timebase import TIMESTAMP, window_bounds
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+_NO_WINDOWS = np.zeros(0, np.int64)
+_NO_WINDOWS.flags.writeable = False
+
+
 @dataclass(eq=False)
 class KeptChunk:
     """The kept events of one micro-batch: their prepared arrays (`prep`, its
     `good` empty: rows are positions in the chunk) and, per field whose kind
-    does not keep how the records wrote it, the values as written."""
+    does not keep how the records wrote it, the values as written. Its
+    `kmin` and `kmax` are empty: an event's first and last windows follow
+    from its time and the plan's window, and `joined` computes them for the
+    events together when windows close (16 of a Q1 event's 55 bytes)."""
 
     prep: Prepared
     spelled: dict[str, np.ndarray] = field(default_factory=dict)
@@ -66,7 +73,7 @@ class KeptChunk:
     def nbytes(self) -> int:
         """Bytes the chunk's arrays take in memory."""
         p = self.prep
-        n = sum(a.nbytes for a in (p.state, p.t, p.kmin, p.kmax))
+        n = p.state.nbytes + p.t.nbytes
         n += sum(c.values.nbytes + c.null.nbytes + c.number.nbytes for c in p.cols.values())
         return n + sum(a.nbytes for a in self.spelled.values())
 
@@ -77,7 +84,7 @@ class KeptChunk:
         """A new chunk of the events of `sel`."""
         p = self.prep
         cols = {a: Column(c.kind, c.values[sel], c.null[sel], c.number[sel]) for a, c in p.cols.items()}
-        prep = Prepared(p.good, p.state[sel], p.t[sel], p.kmin[sel], p.kmax[sel], cols, p.int_time, [], p.metrics,
+        prep = Prepared(p.good, p.state[sel], p.t[sel], _NO_WINDOWS, _NO_WINDOWS, cols, p.int_time, [], p.metrics,
                         p.time_kind)
         return KeptChunk(prep, {f: v[sel] for f, v in self.spelled.items()})
 
@@ -120,27 +127,27 @@ def compact(prep: Prepared, raw_of: Any, names: list[str], *, int_times: bool = 
                                                        and prep.time_kind != TIMESTAMP and int_times
                                                        and _has_ints(raw_of(name))):
             spelled[name] = _shared_objects(raw_of(name))
-    small = Prepared(np.zeros(0, np.int64), prep.state.astype(np.int8), prep.t, prep.kmin, prep.kmax, cols,
+    small = Prepared(np.zeros(0, np.int64), prep.state.astype(np.int8), prep.t, _NO_WINDOWS, _NO_WINDOWS, cols,
                      prep.int_time, [], Metrics(), prep.time_kind)
     return KeptChunk(small, spelled)
 
 
-def joined(chunks: list[KeptChunk]) -> Prepared:
-    """The chunks' prepared events as one (rows numbered 0.. across chunks)."""
-    if len(chunks) == 1:
-        p = chunks[0].prep
-        return Prepared(np.arange(len(p.t)), p.state.astype(np.int64), p.t, p.kmin, p.kmax, p.cols, p.int_time, [],
-                        p.metrics, p.time_kind)
+def joined(chunks: list[KeptChunk], plan: KernelPlan) -> Prepared:
+    """The chunks' prepared events as one (rows numbered 0.. across chunks),
+    with their first and last windows in `plan`'s window."""
     first = chunks[0].prep
-    preps = [c.prep for c in chunks]
-    t, kmin, kmax = (np.concatenate([getattr(p, f) for p in preps]) for f in ("t", "kmin", "kmax"))
-    return Prepared(np.arange(sum(len(p.t) for p in preps)),
-                    np.concatenate([p.state for p in preps]).astype(np.int64),  # the kernels' type (compiled once)
-                    t, kmin, kmax,
-                    {a: Column(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in preps])
-                                         for f in ("values", "null", "number")))
-                     for a, c in first.cols.items()},
-                    first.int_time, [], first.metrics, first.time_kind)
+    if len(chunks) == 1:
+        t, state, cols = first.t, first.state.astype(np.int64), first.cols
+    else:
+        preps = [c.prep for c in chunks]
+        t = np.concatenate([p.t for p in preps])
+        state = np.concatenate([p.state for p in preps]).astype(np.int64)  # the kernels' type (compiled once)
+        cols = {a: Column(c.kind, *(np.concatenate([getattr(p.cols[a], f) for p in preps])
+                                    for f in ("values", "null", "number")))
+                for a, c in first.cols.items()}
+    kmin, kmax = window_bounds(t, window_in(plan, first.time_kind), first.int_time)
+    return Prepared(np.arange(len(t)), state, t, kmin, kmax, cols, first.int_time, [], first.metrics,
+                    first.time_kind)
 
 
 def same_kinds(a: Prepared, b: Prepared) -> bool:
@@ -184,7 +191,7 @@ _HEAD = struct.Struct("<4sQ")
 def encode(chunk: KeptChunk) -> bytes:
     """A chunk's bytes (the layout above)."""
     p = chunk.prep
-    fields = {"state": p.state, "t": p.t, "kmin": p.kmin, "kmax": p.kmax, "int_time": p.int_time,
+    fields = {"state": p.state, "t": p.t, "int_time": p.int_time,
               "time_kind": p.time_kind, "spelled": chunk.spelled,
               "cols": {a: (c.kind, c.values, c.null, c.number) for a, c in p.cols.items()}}
     body: list[bytes] = []
@@ -214,7 +221,8 @@ def decode(data: bytes) -> KeptChunk:
         meta = pickle.loads(memoryview(raw)[_HEAD.size:start])  # noqa: S301 - our own state store's bytes
         a = _mapped(meta, _slot, lambda s: np.ndarray(s[2], np.dtype(s[1]), buffer=buf, offset=s[3]))
     cols = {n: Column(kind, values, null, number) for n, (kind, values, null, number) in a["cols"].items()}
-    prep = Prepared(np.zeros(0, np.int64), a["state"], a["t"], a["kmin"], a["kmax"], cols, a["int_time"], [],
+    # chunks written before `joined` computed the windows hold them too: not kept
+    prep = Prepared(np.zeros(0, np.int64), a["state"], a["t"], _NO_WINDOWS, _NO_WINDOWS, cols, a["int_time"], [],
                     Metrics(), a["time_kind"])
     return KeptChunk(prep, a["spelled"])
 
@@ -311,16 +319,16 @@ __all__ = ["ChunkStore", "KeptChunk", "KeptView", "chunk_store", "compact", "con
 # ------------------------------------------------------------ kept under another plan
 def kept_as(plan: KernelPlan) -> dict[str, Any]:
     """What a stream's kept events were prepared with (saved beside them): the
-    plan's types (the slots), its window spec and the local predicates its
+    plan's types (the slots) and the local predicates its
     preparation dropped events by."""
-    return {"window": (plan.within, plan.slide), "types": list(plan.types), "local": _local_key(plan)}
+    return {"types": list(plan.types), "local": _local_key(plan)}
 
 
 def kept_for(plan: KernelPlan, chunks: list[KeptChunk], saved: dict[str, Any]) -> list[KeptChunk]:
     """Chunks kept under another plan (`kept_as` says which: a family or union of
     more queries, or other ones) as `plan`'s preparation would have kept them:
     each event's slot among its types (events of no type of it left out),
-    filtered by its local predicates, the columns it reads, its windows."""
+    filtered by its local predicates, the columns it reads."""
     types = tuple(saved.get("types", plan.types))
     if types != plan.types:  # kept by a union of other types
         chunks = [KeptChunk(reslotted(c.prep, types, plan.types), c.spelled) for c in chunks]
@@ -333,10 +341,7 @@ def kept_for(plan: KernelPlan, chunks: list[KeptChunk], saved: dict[str, Any]) -
     chunks = [c if set(c.prep.cols) <= needed else  # kept for queries that read more attributes
               KeptChunk(replace(c.prep, cols={a: v for a, v in c.prep.cols.items() if a in needed}), c.spelled)
               for c in chunks]
-    # the events' first and last windows in this plan's (one query's state, tied to its text, has its window)
-    if saved.get("window", (plan.within, plan.slide)) != (plan.within, plan.slide):
-        chunks = [KeptChunk(rewindowed(c.prep, plan), c.spelled) for c in chunks]
-    return chunks
+    return chunks  # their windows: `joined`'s, in this plan's window
 
 
 def _local_key(plan: KernelPlan) -> list[tuple[str, str]]:
