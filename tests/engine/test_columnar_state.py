@@ -129,10 +129,16 @@ def test_a_chunk_keeps_no_windows_and_the_joined_events_have_the_windows_of_thei
 
 
 def test_equal_text_values_share_one_object() -> None:
-    s = stream_of([{"type": "Stock", "time": i, "company": "".join(["I", "B", "M"]), "sector": "".join("tech"),
-                    "price": float(i % 7)} for i in range(100)])
-    companies = s._chunks[0].prep.cols["company"].values
-    assert len({id(v) for v in companies}) == 1
+    """Within a chunk, across the chunks of micro-batches (each brings its own string objects) and in a
+    chunk decoded from its bytes: a worker holds one object per text value."""
+    def batch(start: int) -> list[dict[str, Any]]:
+        return [{"type": "Stock", "time": i, "company": "".join(["I", "B", "M"]), "sector": "".join("tech"),
+                 "price": float(i % 7)} for i in range(start, start + 100)]
+    s = stream_of(batch(0))
+    s.add_many(batch(100))
+    assert len(s._chunks) == 2
+    companies = [v for c in (*s._chunks, decode(encode(s._chunks[0]))) for v in c.prep.cols["company"].values]
+    assert len(companies) == 300 and companies[0] == "IBM" and len({id(v) for v in companies}) == 1
 
 
 def test_a_snapshot_names_its_chunks_and_restores_from_a_store() -> None:

@@ -220,7 +220,8 @@ def decode(data: bytes) -> KeptChunk:
         buf = np.frombuffer(bytearray(memoryview(raw)[start:]), np.uint8)
         meta = pickle.loads(memoryview(raw)[_HEAD.size:start])  # noqa: S301 - our own state store's bytes
         a = _mapped(meta, _slot, lambda s: np.ndarray(s[2], np.dtype(s[1]), buffer=buf, offset=s[3]))
-    cols = {n: Column(kind, values, null, number) for n, (kind, values, null, number) in a["cols"].items()}
+    cols = {n: Column(kind, _shared_objects(values) if values.dtype.hasobject else values, null, number)
+            for n, (kind, values, null, number) in a["cols"].items()}  # text: the worker's one object per value
     # chunks written before `joined` computed the windows hold them too: not kept
     prep = Prepared(np.zeros(0, np.int64), a["state"], a["t"], _NO_WINDOWS, _NO_WINDOWS, cols, a["int_time"], [],
                     Metrics(), a["time_kind"])
@@ -295,12 +296,24 @@ def _objects(values: list[Any]) -> np.ndarray:
     return out
 
 
+# Text a worker's chunks hold, one object per value across chunks and runners (each micro-batch brings
+# its own string objects: a company's name would be one object per chunk). Emptied when it holds more
+# than `_TEXTS_MAX` values, so that values that left every window do not stay.
+_TEXTS: dict[str, str] = {}
+_TEXTS_MAX = 1 << 16
+
+
 def _shared_objects(values: Any) -> np.ndarray:
-    """An object array whose equal (hashable) values are one object each."""
+    """An object array whose equal (hashable) values are one object each: text across chunks (`_TEXTS`),
+    other values within the chunk."""
     values = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if len(_TEXTS) > _TEXTS_MAX:
+        _TEXTS.clear()
     seen: dict[Any, Any] = {}
+    texts = _TEXTS
     with contextlib.suppress(TypeError):  # an unhashable value (a list): left as it is
-        values = [seen.setdefault((type(v), v), v) if v is not None else None for v in values]
+        values = [texts.setdefault(v, v) if type(v) is str else
+                  seen.setdefault((type(v), v), v) if v is not None else None for v in values]
     return _objects(values)
 
 
