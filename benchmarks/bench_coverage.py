@@ -128,13 +128,15 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # two comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max2`
     "not-seq-and": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                     f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume"),
+    # three comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max3`
+    "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                      f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
+    # a predicate across a NOT inside a negated SEQ: the NOT's range of times is one more rank (`Matches._since`)
+    "not-seq-across-not": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
+                           f"{EDGE} AND C.price < NEXT(D).price"),
     # a divisor of both events' values: checked pair by pair for 0 (`pairs.judge`)
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
-    "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
-                      f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
-    "not-seq-across-not": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
-                           f"{EDGE} AND C.price < NEXT(D).price"),  # a predicate across a NOT inside a negated SEQ
     "not-seq-group": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)", EDGE),
     "two-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D)){2})", "A.price > NEXT(B).price"),
     "optgroup-in-group": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))?)){2,3}", "A.price > NEXT(A).price"),

@@ -6,17 +6,21 @@ D strictly between two positive events (or in the window before a trend's first 
 which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
 on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`;
-two AND-ed on one step: `dominance_max2`),
-a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), GROUP-BY and equivalence attributes, every
+two AND-ed on one step: `dominance_max2`; three: `dominance_max3`, checked against a scan too),
+a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), with an edge predicate across it, GROUP-BY and equivalence attributes, every
 selection strategy.
 """
 
 from __future__ import annotations
 
+import numpy as np
 from columnar_support import dense_events as dense
 from columnar_support import dense_query, differential_tests
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
+
+from greta_stream.engine.columnar.negseqs import dominance_max3
 
 SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
@@ -41,10 +45,22 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v != NEXT(d).v AND c.f = NEXT(d).f OR c.v > NEXT(d).v + 1)"]),
     ("SEQ(NOT SEQ(C c, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, D d, C e))", ["(d.v > NEXT(e).v AND d.f <= NEXT(e).f)"]),  # trailing
+    # three AND-ed on one step (`dominance_max3`)
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f)"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2"]),
     # a NOT inside the negated SEQ: a match has none of its events between its neighbours
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["a.v > NEXT(a).v"]),
     ("SEQ(A a+, NOT SEQ(C c, D d, NOT B e, C f), B b+)", ["c.v < NEXT(d).v"]),
     ("SEQ(NOT SEQ(C c, NOT C e, C d), A a+, B b, NOT SEQ(D f, NOT E g, D h))", []),
+    # an edge predicate across that NOT: its range of times is one more rank of the dominance query
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["c.v < NEXT(d).v", "a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["(c.v != NEXT(d).v AND c.f = NEXT(d).f OR c.f > NEXT(d).f)"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", ["c.v >= NEXT(d).v"]),  # trailing: walked back
+    ("SEQ(NOT SEQ(C c, D d, NOT B e, C f), A a+, B b)", ["d.v < NEXT(f).v", "c.f < NEXT(d).f"]),  # leading
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d, NOT A g, C f), B b+)", ["c.v < NEXT(d).v", "d.v > NEXT(f).v"]),
+    ("SEQ(A a, NOT SEQ(C c, NOT A e, C d), A b+)", ["c.v <= NEXT(d).v", "b.v >= NEXT(b).v"]),  # positive types
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["(c.v < NEXT(d).v AND c.f != NEXT(d).f)"]),  # three ranks
+    ("SEQ(NOT SEQ(C c, NOT E e, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 
@@ -127,3 +143,42 @@ def test_a_not_inside_the_negated_seq_breaks_its_match() -> None:
     assert count([("A", 1), ("C", 2), ("E", 3), ("D", 4), ("B", 5)]) == 1
     assert count([("A", 1), ("C", 2), ("E", 3), ("C", 3.5), ("D", 4), ("B", 5)]) == 0
     assert count([("A", 1), ("C", 2), ("E", 2), ("D", 4), ("B", 5)]) == 0  # e at c's time: not between
+
+
+def test_an_edge_predicate_across_a_not_inside_the_negated_seq() -> None:
+    """a1 c2 e3 d4 b5 with `NOT SEQ(C c, NOT E e, D d) WHERE c.v < NEXT(d).v`: a match needs a c after the
+    latest e before the d whose value is below the d's; neither alone makes one."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, NOT E e, D d), B b) WHERE c.v < NEXT(d).v "
+            "WITHIN 10 s")
+
+    def count(cs: list[tuple[float, int]], e_at: float | None = 3) -> int:
+        events = [{"type": "A", "time": 1, "v": 0}, *({"type": "C", "time": t, "v": v} for t, v in cs),
+                  *([{"type": "E", "time": e_at, "v": 0}] if e_at is not None else []),
+                  {"type": "D", "time": 4, "v": 2}, {"type": "B", "time": 5, "v": 0}]
+        rows = evaluate(text, events, engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    assert count([(2, 1)], e_at=None) == 0  # c2 below d4: a match between a1 and b5
+    assert count([(2, 1)]) == 1  # e3 between them: none
+    assert count([(3.5, 5)]) == 1  # after e3, but not below d4
+    assert count([(2, 1), (3.5, 5)]) == 1  # each fails one condition
+    assert count([(2, 5), (3.5, 1)]) == 0  # c3.5: after e3 and below d4
+    assert count([(3, 1)]) == 0  # c at e's time: e is not between c and d
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_dominance_max3_is_the_maximum_over_the_dominated_events(n_src: int, n_dst: int, seed: int) -> None:
+    """Per dst event, the largest value over the src events of its code with a smaller order and all three
+    ranks below its own: against a scan of every pair, with ties in every coordinate."""
+    rnd = np.random.default_rng(seed)
+    src = [rnd.integers(0, k, n_src) for k in (2, 9, 4, 4, 4)]  # code, order, three ranks
+    dst = [rnd.integers(0, k, n_dst) for k in (2, 9, 5, 5, 5)]
+    val = rnd.normal(size=n_src)
+    got = dominance_max3(src[0], src[1], src[2:], val, dst[0], dst[1], dst[2:])
+    for q in range(n_dst):
+        ok = (src[0] == dst[0][q]) & (src[1] < dst[1][q])
+        for r in range(2, 5):
+            ok &= src[r] < dst[r][q]
+        assert got[q] == (val[ok].max() if ok.any() else -np.inf)

@@ -12,7 +12,7 @@ from greta_stream.engine.columnar.pairs import PAIR, pair_side
 from greta_stream.query import ast
 
 NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
-NEG_CLAUSE = 2  # comparisons AND-ed on one step of a negated SEQ: `negseqs.dominance_max2` takes two
+NEG_CLAUSE = 3  # comparisons AND-ed on one step of a negated SEQ: `negseqs.dominance_max3` takes three
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
 MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
 
@@ -82,8 +82,9 @@ def negated_step_edges(edges: list[ast.Expr],
     """The edge predicates between consecutive parts of a negated SEQ (each list of `negated`: (alias, a
     NOT inside it)), apart: (X, Y, clause) per clause of the OR of ANDs of comparisons they make on their
     step together (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the
-    others as they were. `Unsupported` for a clause of more than `NEG_CLAUSE` comparisons, a pair
-    program, or a predicate across a NOT inside the SEQ."""
+    others as they were. A step across a NOT inside the SEQ (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`)
+    takes one order comparison fewer: the NOT is a range of times too. `Unsupported` for a clause of more
+    than `NEG_CLAUSE` comparisons (equalities aside, one fewer across a NOT) or a pair program."""
     steps: set[tuple[str, str]] = set()
     across: set[tuple[str, str]] = set()
     for aliases in negated:
@@ -94,9 +95,7 @@ def negated_step_edges(edges: list[ast.Expr],
     ors: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
     for e in edges:
         x, y = edge_pair(e, None)
-        if (x, y) in across:
-            raise Unsupported("an edge predicate across a NOT inside a negated SEQ")
-        if (x, y) not in steps:
+        if (x, y) not in steps | across:
             rest.append(e)
             continue
         clauses = conjunct(e)
@@ -110,6 +109,8 @@ def negated_step_edges(edges: list[ast.Expr],
                               "clauses written out as an OR of ANDs")
         if any(len(clause) > NEG_CLAUSE for clause in ors[(x, y)]):
             raise Unsupported(f"more than {NEG_CLAUSE} comparisons AND-ed on one step of a negated SEQ")
+        if (x, y) in across and any(sum(c[0] != "=" for c in clause) >= NEG_CLAUSE for clause in ors[(x, y)]):
+            raise Unsupported(f"{NEG_CLAUSE} order comparisons AND-ed on a step across a NOT inside a negated SEQ")
     return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 

@@ -11,9 +11,12 @@ strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v < NE
 `plan.neg_edges`) it is the maximum over the previous part's events before it whose values the
 comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time order
 (`dominance_max`); with two comparisons AND-ed on the step, a Fenwick tree over the first's ranks whose
-nodes hold Fenwick trees over the second's (`dominance_max2`). A NOT of one event between two parts
+nodes hold Fenwick trees over the second's (`dominance_max2`); with three, that over each half of the
+times against the other, bit by bit (`dominance_max3`). A NOT of one event between two parts
 (`NOT SEQ(C, NOT E, D)`) keeps the previous part's events at or after the latest E before it: a range,
-whose maximum a sparse table gives (`_range_max`). A leading or trailing one bounds the windows of a
+whose maximum a sparse table gives (`_range_max`); with an edge predicate across it
+(`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`), that range of times is one more rank of the dominance
+query (`Matches._since`). A leading or trailing one bounds the windows of a
 trend's first or last event (`seq_bounds`), as a leading or trailing `NOT N` of one event does
 (`keys.negated_starts`).
 """
@@ -73,13 +76,16 @@ class Matches:
                 continue
             if prev is None:
                 val = order[idx].astype(np.float64)
-            elif blockers:  # no edge predicate across a NOT (`edges.negated_step_edges`)
-                val = self._latest_unblocked(key, src, val, idx, np.concatenate(blockers), order)
             else:
                 step = (part.alias, prev.alias) if walked_back else (prev.alias, part.alias)
                 ors = self.edges.get(step)
-                val = (_latest_before(key, self.code, src, val, idx) if ors is None else
-                       np.max([self._latest_admitted(e, key, src, val, idx, walked_back) for e in ors], axis=0))
+                if ors is None:
+                    val = (self._latest_unblocked(key, src, val, idx, np.concatenate(blockers), order) if blockers
+                           else _latest_before(key, self.code, src, val, idx))
+                else:  # across a NOT: the events of `src` at or after the latest blocker, one range more
+                    since = (self._since(key, src, idx, np.concatenate(blockers), order) if blockers else None)
+                    val = np.max([self._latest_admitted(e, key, src, val, idx, walked_back, since) for e in ors],
+                                 axis=0)
             src, prev, blockers = idx, part, []
         got = _latest_before(key, self.code, src, val, np.arange(n))
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
@@ -97,17 +103,29 @@ class Matches:
         hi = np.searchsorted(skey, key[dst], side="left")  # strictly before it
         return _range_max(val[so], lo, hi)
 
+    def _since(self, key: np.ndarray, src: np.ndarray, dst: np.ndarray, blockers: np.ndarray,
+               order: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+        """A step across a NOT as one more range of `_dominance` (mode 0): an event of `src` is admitted
+        when its `order` is at or after that of the latest blocker strictly before the event of `dst`
+        (`NOT SEQ(C, NOT E, D)`: no E strictly between the C and the D), ranks counted from the top."""
+        last = _latest_before(key, self.code, blockers, order[blockers].astype(np.float64), dst)
+        top = len(self.times) + 1
+        return 0, top - order[src], top + 1 - np.maximum(last, -1).astype(np.int64)
+
     def _latest_admitted(self, clause: tuple[tuple[str, ast.Expr, ast.Expr], ...], key: np.ndarray,
-                         src: np.ndarray, val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
-        """`_latest_before` over the pairs a step's clause admits (one comparison, or two AND-ed): per event
-        of `dst`, the largest `val` of the events `src` of its partition strictly before it whose values
-        compare with its own as each comparison says (walking back, `dst` holds X)."""
+                         src: np.ndarray, val: np.ndarray, dst: np.ndarray, walked_back: bool,
+                         since: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """`_latest_before` over the pairs a step's clause admits (one comparison, or two AND-ed; `since`:
+        and no blocker between them): per event of `dst`, the largest `val` of the events `src` of its
+        partition strictly before it whose values compare with its own as each comparison says (walking
+        back, `dst` holds X)."""
         x, y = (dst, src) if walked_back else (src, dst)
         rows = np.union1d(x, y)
         cols = {a: subset(self.prep.cols[a], rows) for c in clause for a in attrs_of(c[1]) | attrs_of(c[2])}
         got = np.full(len(dst), -np.inf)
+        extra = [] if since is None else [since]
         for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back) for c in clause]):
-            got = np.maximum(got, self._dominance(combo, key, src, val, dst))
+            got = np.maximum(got, self._dominance((*combo, *extra), key, src, val, dst))
         return got
 
     def _alternatives(self, edge: tuple[str, ast.Expr, ast.Expr], cols: dict, rows: np.ndarray, x: np.ndarray,
@@ -129,7 +147,8 @@ class Matches:
                    val: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Per event of `dst`, the largest `val` of the events `src` of its partition strictly before it
         that every (mode, src ranks, dst ranks) of `combo` admits: an equality refines the partition, at
-        or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`."""
+        or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`, three
+        `dominance_max3`."""
         scode, dcode = self.code[src], self.code[dst]
         ranged = []
         for mode, s, d in combo:
@@ -146,7 +165,11 @@ class Matches:
             return got
         (s1, d1), *rest = ranged
         nr = int(max(s1.max(), d1.max())) + 1
-        if rest:
+        if len(rest) == 2:
+            span = len(self.times) + 2
+            got[:] = dominance_max3(scode, key[src] % span, [s for s, _ in ranged], val,
+                                    dcode, key[dst] % span, [d for _, d in ranged])
+        elif rest:
             (s2, d2), = rest
             got[do] = dominance_max2(scode[so], key[src][so], s1[so], s2[so], val[so],
                                      dcode[do], key[dst][do], d1[do], d2[do])
@@ -332,6 +355,36 @@ def dominance_max2(src_code, src_key, src_a, src_b, src_val, dst_code, dst_key, 
                 out[q] = best
         q0 = q1
         i0 = i1
+    return out
+
+
+def dominance_max3(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[np.ndarray], src_val: np.ndarray,
+                   dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: list[np.ndarray]) -> np.ndarray:
+    """`dominance_max2` in three ranks: per event of `dst`, the largest `src_val` of the events of `src`
+    with its code, a smaller order (time) and each of the three ranks below its own (-inf: none), in any
+    order of either. Divide and conquer over the order's bits: at bit b, an event of `src` whose bit is 0
+    precedes every event of `dst` with the same higher bits whose bit is 1, and each pair of a smaller
+    order meets at exactly one bit. Among those pairs the order no longer matters, so the first rank
+    takes its place as what `dominance_max2` sweeps, the higher bits join the code. One call per bit:
+    O(n log^3 n)."""
+    out = np.full(len(dst_code), -np.inf)
+    if not len(src_code) or not len(dst_code):
+        return out
+    _, codes = np.unique(np.concatenate([src_code, dst_code]), return_inverse=True)
+    scode, dcode = codes[:len(src_code)].astype(np.int64), codes[len(src_code):].astype(np.int64)
+    top = int(max(src_order.max(), dst_order.max())) + 1
+    for bit in range(top.bit_length()):
+        s = np.flatnonzero((src_order >> bit) & 1 == 0)
+        d = np.flatnonzero((dst_order >> bit) & 1 == 1)
+        if not len(s) or not len(d):
+            continue
+        blocks = (top >> (bit + 1)) + 1
+        sc, dc = scode[s] * blocks + (src_order[s] >> (bit + 1)), dcode[d] * blocks + (dst_order[d] >> (bit + 1))
+        (sa, sb, sr), (da, db, dr) = ([r[s] for r in src_ranks]), ([r[d] for r in dst_ranks])
+        so, do = np.lexsort((sa, sc)), np.lexsort((da, dc))
+        got = dominance_max2(sc[so], sa[so], sb[so], sr[so], src_val[s][so], dc[do], da[do], db[do], dr[do])
+        at = d[do]
+        out[at] = np.maximum(out[at], got)
     return out
 
 
