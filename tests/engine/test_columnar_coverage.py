@@ -19,7 +19,10 @@ from greta_stream.testing.oracle import oracle_rows
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v <= NEXT(d).f WITHIN 10 s",  # three order comparisons on a step across a NOT inside a negated SEQ
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, F f))+, D d), B b) WITHIN 10 s",
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, F f))+, D d), B b) WHERE c.v < NEXT(e).v "
+    "AND f.v < NEXT(d).v WITHIN 10 s",  # a group inside a negated SEQ, constrained where it starts and ends
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, F f))+, D d), B b) WHERE f.v < NEXT(e).v "
+    "WITHIN 10 s",  # on the loop's step inside a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ((SEQ(A a, B b)){2}, (SEQ(C c, D d)){2}) WITHIN 10 s",  # two counted groups
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v != NEXT(d).f AND c.f != NEXT(d).v WITHIN 10 s",  # four comparisons AND-ed on one step of a negated SEQ
@@ -30,6 +33,8 @@ UNCOVERED = [
 
 # Shapes the columnar engine took over from the general engine: same rows as both it and the oracle.
 WIDENED = [
+    "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, D f))+, D d), B b) WHERE c.v < NEXT(e).v "
+    "WITHIN 10 s SLIDE 2 s",  # a group inside a negated SEQ
     "RETURN COUNT(*), MAX(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v != NEXT(d).f WITHIN 10 s SLIDE 2 s",  # three comparisons AND-ed on one step of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
@@ -158,5 +163,5 @@ def test_auto_uses_columnar_where_covered() -> None:
 
 def test_only_columnar_queries() -> None:
     with pytest.raises(Unsupported):
-        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e))+), B b) "
+        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e)){2}), B b) "
                                     "WITHIN 10 s"))

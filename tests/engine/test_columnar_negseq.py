@@ -7,7 +7,8 @@ which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
 on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`;
 two AND-ed on one step: `dominance_max2`; three: `dominance_max3`, checked against a scan too),
-a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), with an edge predicate across it, GROUP-BY and equivalence attributes, every
+a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), with an edge predicate across it, a Kleene plus
+over a SEQ inside it (`NOT SEQ(C, (SEQ(D, E))+, F)`), GROUP-BY and equivalence attributes, every
 selection strategy.
 """
 
@@ -20,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
 
+from greta_stream import RunSpec
 from greta_stream.engine.columnar.negseqs import dominance_max3
 
 SHAPES = [  # (pattern, edge predicates it may take)
@@ -61,6 +63,13 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a, NOT SEQ(C c, NOT A e, C d), A b+)", ["c.v <= NEXT(d).v", "b.v >= NEXT(b).v"]),  # positive types
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["(c.v < NEXT(d).v AND c.f != NEXT(d).f)"]),  # three ranks
     ("SEQ(NOT SEQ(C c, NOT E e, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),
+    # a Kleene plus over a SEQ inside: one iteration stands for many (`parts.one_iteration`)
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, D f), B b)", ["a.v > NEXT(a).v", "d.v < NEXT(e).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, NOT E x, C e))+, D f), B b)", ["c.v < NEXT(d).v"]),  # entry
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b)", ["c.v < NEXT(d).v", "d.f > NEXT(e).f"]),  # exit
+    ("SEQ(NOT SEQ(C c, NOT E x, (SEQ(D d, C e))+), A a+, B b)", ["c.v < NEXT(d).v"]),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, C e))+, D f))", ["c.v <= NEXT(d).v", "d.f != NEXT(e).f"]),  # trailing
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, NOT E x, D f), B b)", ["e.v < NEXT(f).v"]),  # exit across a NOT
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 
@@ -182,3 +191,37 @@ def test_dominance_max3_is_the_maximum_over_the_dominated_events(n_src: int, n_d
         for r in range(2, 5):
             ok &= src[r] < dst[r][q]
         assert got[q] == (val[ok].max() if ok.any() else -np.inf)
+
+
+def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() -> None:
+    """a1 c2 d3 e4 d5 e6 c7 b8 with `NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v`: the
+    match c2 d5 e6 c7 goes through the group's second iteration only (c2 is not below d3); without a d
+    above c2 there is none, and without the group's events none either."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b) WHERE c.v < NEXT(d).v "
+            "WITHIN 10 s")
+
+    def count(d5: int, group: bool = True) -> int:
+        events = [("A", 1, 0), ("C", 2, 1), *([("D", 3, 0), ("E", 4, 0), ("D", 5, d5), ("E", 6, 0)] if group else []),
+                  ("C", 7, 0), ("B", 8, 0)]
+        rows = evaluate(text, [{"type": t, "time": at, "v": v} for t, at, v in events], engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    assert count(2) == 0
+    assert count(0) == 1
+    assert count(2, group=False) == 1
+
+
+def test_a_group_constrained_where_it_starts_and_ends_stays_on_the_general_engine() -> None:
+    """c2 d3 e4 d5 e6 c7: the match goes through two iterations (c2 admits only d3, c7 only e6, and d3
+    does not pair with e6), which one iteration cannot stand for: the columnar engine refuses the query
+    and the general engine excludes a1 -> b8."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b) "
+            "WHERE c.v < NEXT(d).v AND d.f > NEXT(e).f AND e.v < NEXT(f).v WITHIN 20 s")
+    assert "both where it starts and where it ends" in RunSpec.create(text).columnar_refusal
+    events = [("A", 1, 0, 0), ("C", 2, 2, 0), ("D", 3, 5, 1), ("E", 4, 9, 0), ("D", 5, 0, 3), ("E", 6, 0, 2),
+              ("C", 7, 5, 0), ("B", 8, 0, 0)]
+    rows = evaluate(text, [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events])
+    assert rows.engine == "general" and list(rows) == []
+    without_e4 = [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events if at != 4]
+    assert [r["count"] for r in evaluate(text, without_e4)] == [1]  # no match: d3 with e6 fails d.f > e.f

@@ -1,11 +1,12 @@
 """The positions of a SEQ's parts as the columnar kernel numbers them (`plan.columnar_plan`): its
-positive states, its negations of one event or of a SEQ of single events, its counted repetitions, looped
+positive states, its negations of one event or of a SEQ of single events (a group among them once), its
+counted repetitions, looped
 groups and optional parts; and what follows from where the optional parts stand (`before`, `edge_states`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.query import ast
@@ -20,6 +21,9 @@ class State:
     kleene: bool
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
     negated: bool = False  # a NOT inside a negated SEQ (`NOT SEQ(C, NOT E, D)`): a match has no E between C and D
+    # a Kleene plus over a SEQ inside a negated SEQ (`NOT SEQ(C, (SEQ(G, H))+, D)`): "[" on its first event,
+    # "]" on its last, "[]" on one that is both (`one_iteration`)
+    group: str = ""
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
@@ -143,20 +147,50 @@ def _loop(seq: ast.Seq, where: str
     return states, mids, negseqs
 
 
-def _negated_seq(seq: ast.Seq) -> tuple[State, ...]:
-    """The single events of a `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), and of the
-    NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`), or `Unsupported`."""
-    out = []
+def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
+    """The single events of a `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), of the
+    NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`) and of a Kleene plus over such a SEQ
+    among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`: `State.group`, `one_iteration`), or `Unsupported`."""
+    out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
         if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
             negated, part = True, part.inner
+        if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
+            inner = list(_negated_seq(part.inner, in_group=True))
+            inner[0] = replace(inner[0], group="[")
+            inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
+            out += inner
+            continue
         while isinstance(part, ast.Kleene):
             part = part.inner
         if not isinstance(part, ast.EventPattern):
-            raise Unsupported("a NOT over a SEQ of more than single events and NOTs of one between them")
+            raise Unsupported("a NOT over a SEQ of more than single events, NOTs of one between them and a "
+                              "Kleene plus over a SEQ of those")
         out.append(State(part.alias, part.type, False, negated=negated))
     return tuple(out)
+
+
+def one_iteration(parts: Sequence[State], stepped: set[tuple[str, str]]) -> None:
+    """`Unsupported` unless each Kleene plus over a SEQ among a negated SEQ's parts may stand for one
+    iteration. A match c g1 h1 g2 h2 d holds c g1 h1 d when nothing constrains the group's exit (its
+    start kept, its end no later), and c g2 h2 d when nothing constrains its entry (its start no earlier,
+    its end kept): either excludes all that it did (SEMANTICS section 3). A constraint is a NOT between
+    the group and its neighbour in the SEQ, or an edge predicate on that step (`stepped`: the (X, Y) of
+    the edge predicates within the negated SEQ); an edge predicate on the loop's step from H back to G
+    is refused as one of a negated alias that is not a step."""
+    kept = [i for i, s in enumerate(parts) if not s.negated]
+    for i, first in enumerate(parts):
+        if "[" not in first.group:
+            continue
+        j = next(k for k in range(i, len(parts)) if "]" in parts[k].group)
+        before_it = max((k for k in kept if k < i), default=None)
+        after_it = min((k for k in kept if k > j), default=None)
+        entry = before_it is not None and (before_it != i - 1 or (parts[before_it].alias, first.alias) in stepped)
+        leave = after_it is not None and (after_it != j + 1 or (parts[j].alias, parts[after_it].alias) in stepped)
+        if entry and leave:
+            raise Unsupported("a Kleene plus over a SEQ inside a negated SEQ with a NOT or an edge predicate both "
+                              "where it starts and where it ends")
 
 
 def _negated(part: ast.Pattern, where: str) -> State:

@@ -41,7 +41,7 @@ from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge, negated_step_edges
 from greta_stream.engine.columnar.pairs import PAIR
-from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, positions, same_value_edges
+from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, one_iteration, positions, same_value_edges
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -370,6 +370,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     steps = set(_loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
     neg_parts = [[(s.alias, s.negated) for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
     edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
+    for ps in (*(p for _, p in negseqs), lead_seq, trail_seq):  # `NOT SEQ(C, (SEQ(G, H))+, D)`: one iteration
+        one_iteration(ps, {(x, y) for x, y, _ in neg_edges})
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
