@@ -7,7 +7,7 @@ loop's store moves up a lane and what the state after the group reads takes ever
 (`iterations.py`). Dense streams of few types give trends through several iterations, and edge predicates
 into the group (`a.v < NEXT(b).v`: into its first iteration only), inside it and out of it (`c.v >=
 NEXT(d).v`: out of its last) check that each step meets the right neighbours. A plain loop may hold
-optional parts (`(SEQ(B, C?))+`: its steps back start past them, `plan._loop_steps`), and a SEQ may hold
+optional parts (`(SEQ(B, C?))+`: its steps back start past them, `parts.loop_steps`), and a SEQ may hold
 two looped groups (`plan.loops`), neither counted.
 """
 

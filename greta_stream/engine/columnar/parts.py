@@ -142,7 +142,7 @@ def _loop(seq: ast.Seq, where: str
     states, mids, negseqs = positions(list(seq.parts), counted)
     if counted:
         raise Unsupported(f"a counted repetition {where}")
-    if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `plan._loop_steps`
+    if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `loop_steps`
         raise Unsupported(f"an optional part {where}")
     return states, mids, negseqs
 
@@ -247,3 +247,24 @@ def same_value_edges(states: Sequence[State], loops: Sequence[tuple[int, int]], 
     steps += [(g, f) for f, g in loops if first <= f <= g <= last]
     return [ast.Binary("=", ast.AttrRef(states[i].alias, attr), ast.AttrRef(states[j].alias, attr, next=True))
             for i, j in steps]
+
+
+def loop_steps(states: Sequence[State], loops: Sequence[tuple[int, int]],
+                skips: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
+    """The steps (end, start) of each looped group: from a state that may end an iteration (its last, and
+    past optional parts the ones before) back to one that may start the next (its first, and past
+    optional parts the ones after), but for a step that is already a transition: in `(SEQ(A+, B?))+`
+    A back to A is A's own loop (a trend counts once, however it is cut into iterations)."""
+    steps = {(p, i) for i in range(1, len(states)) for p in before(states, i, skips)}
+    steps |= {(i, i) for i, s in enumerate(states) if s.kleene}
+    parts = optional_parts(states, skips)  # an optional event, or an optional group inside the loop, as a whole
+    back, ahead = {b: a for a, b in parts}, {a: b for a, b in parts}
+    out = []
+    for first, last in loops:
+        ends, starts = [last], [first]
+        while ends[-1] in back and back[ends[-1]] > first:
+            ends.append(back[ends[-1]] - 1)
+        while starts[-1] in ahead and ahead[starts[-1]] < last:
+            starts.append(ahead[starts[-1]] + 1)
+        out += [(e, s) for e in ends for s in starts if (e, s) not in steps]
+    return out

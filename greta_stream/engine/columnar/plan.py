@@ -41,7 +41,16 @@ from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge, negated_step_edges
 from greta_stream.engine.columnar.pairs import PAIR
-from greta_stream.engine.columnar.parts import State, before, edge_states, end_not, one_iteration, positions, same_value_edges
+from greta_stream.engine.columnar.parts import (
+    State,
+    before,
+    edge_states,
+    end_not,
+    loop_steps,
+    one_iteration,
+    positions,
+    same_value_edges,
+)
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -159,8 +168,8 @@ class KernelPlan:
                             | {self.loop[1]}))
 
     def loop_steps(self) -> list[tuple[int, int]]:
-        """(end, start) of every looped group's step back (`_loop_steps`)."""
-        return _loop_steps(self.states, self.loops, self.skips)
+        """(end, start) of every looped group's step back (`parts.loop_steps`)."""
+        return loop_steps(self.states, self.loops, self.skips)
 
     @property
     def negs(self) -> tuple[State, ...]:
@@ -262,7 +271,7 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        for last, first in _loop_steps(self.states, self.loops, self.skips):
+        for last, first in loop_steps(self.states, self.loops, self.skips):
             if (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
                 src.append(last)
                 scanned[scan_of[(last, first)]] = len(src) - 1
@@ -317,9 +326,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     loops: list[tuple[int, int]] = []
     skips: list[tuple[int, int]] = []
     states, mids, negseqs = positions(parts, found, loops, skips)
-    if skips and (loop or len(found) > 1):
-        raise Unsupported("an optional group under a Kleene plus or counted repetition, or beside two counted "
-                          "repetitions")
+    if skips and len(found) > 1:
+        raise Unsupported("an optional group beside two counted repetitions")
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
     # (with a counted event beside looped groups, none: `loop` is the group whose lanes count, if any)
     counted = next((lp for lp in loops if found and lp[1] == found[0][0]), None)
@@ -367,7 +375,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     local = tuple((state_of(e), e) for e in conditions if not is_edge(e))
     edges = [e for e in conditions if is_edge(e)] + same  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
-    steps = set(_loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
+    steps = set(loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
     neg_parts = [[(s.alias, s.negated) for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
     edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
     for ps in (*(p for _, p in negseqs), lead_seq, trail_seq):  # `NOT SEQ(C, (SEQ(G, H))+, D)`: one iteration
@@ -412,27 +420,8 @@ def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[C
     the SEQ, its step from the last state back to the first too)."""
     pairs = [(i, i) for i, s in enumerate(states) if s.kleene]
     pairs += [(p, i) for i in range(1, len(states)) for p in before(states, i, skips)]
-    pairs += _loop_steps(states, loops, skips)
+    pairs += loop_steps(states, loops, skips)
     return [_scan(i, j, by_pair.get((i, j), [])) for i, j in sorted(pairs, key=lambda p: (p[1], p[0] != p[1]))]
-
-
-def _loop_steps(states: Sequence[State], loops: Sequence[tuple[int, int]],
-                skips: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
-    """The steps (end, start) of each looped group: from a state that may end an iteration (its last, and
-    past optional parts the ones before) back to one that may start the next (its first, and past
-    optional parts the ones after), but for a step that is already a transition: in `(SEQ(A+, B?))+`
-    A back to A is A's own loop (a trend counts once, however it is cut into iterations)."""
-    steps = {(p, i) for i in range(1, len(states)) for p in before(states, i, skips)}
-    steps |= {(i, i) for i, s in enumerate(states) if s.kleene}
-    out = []
-    for first, last in loops:
-        ends, starts = [last], [first]
-        while ends[-1] > first and states[ends[-1]].optional:
-            ends.append(ends[-1] - 1)
-        while starts[-1] < last and states[starts[-1]].optional:
-            starts.append(starts[-1] + 1)
-        out += [(e, s) for e in ends for s in starts if (e, s) not in steps]
-    return out
 
 
 def _scan(i: int, j: int, conjuncts: list[Conjunct]) -> Scan:
