@@ -59,6 +59,12 @@ QUERIES = {
     # an edge predicate within a negated SEQ (its matches: a dominance search over the kept events)
     "not-seq-edge": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, D d), B) "
                     "WHERE [g] AND c.v < NEXT(d).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # a predicate across a NOT inside a negated SEQ, into a Kleene plus over a SEQ inside it
+    "not-seq-group": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, NOT E e, (SEQ(D d, C f))+), B) "
+                     "WHERE [g] AND c.v < NEXT(d).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # an optional group inside a counted group (its loop steps back past the group too)
+    "optional-in-group": "RETURN g, COUNT(*), SUM(A.v), MAX(D.v) PATTERN (SEQ(A, (SEQ(C, D))?)){2,3} "
+                         "WHERE [g] AND A.v <= NEXT(A).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
 }
 
 
