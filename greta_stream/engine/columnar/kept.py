@@ -6,8 +6,9 @@ states), one chunk per micro-batch (`KeptChunk`), never as per-event Python
 objects: numbers in int64/float64 arrays, text and other values as object
 arrays whose equal values share one object, the pattern state as int8. What
 a record said, where only its words keep it (an int beside floats in one
-field), is kept too, for that field alone (`spelled`). About 60 bytes per
-event for Q1 where per-event objects took about 300.
+field), is kept too, for that field alone (`spelled`). Not its windows:
+`joined` computes them from the times. About 40 bytes per event for Q1
+where per-event objects took about 300.
 
 Records are built back from the chunks where one is needed, and only then:
 the rows of a few events (the spelling of group values), every kept event
