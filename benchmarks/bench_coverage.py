@@ -138,10 +138,11 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq-group": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)", EDGE),
     # an optional group inside a counted group: an iteration ends past it too (`parts.loop_steps`)
     "optgroup-in-group": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))?)){2,3}", "A.price > NEXT(A).price"),
+    # two counted groups: each in the lanes, lane 0 between them (`KernelPlan.counted_groups`)
+    "two-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D)){2})", "A.price > NEXT(B).price"),
     # a divisor of both events' values: checked pair by pair for 0 (`pairs.judge`)
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
-    "two-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D)){2})", "A.price > NEXT(B).price"),
     "equiv-apart": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, D.volume]"),
 }
 

@@ -396,6 +396,45 @@ def dense_events(draw: Any, types: str, n_max: int = 30, n_min: int = 0, seconds
              "id": i} for i in range(n)]
 
 
+def long_run_events(types: str, n_max: int = 16) -> st.SearchStrategy[list[dict]]:
+    """Events about two a second (a few share a time) of `types`, attributes as `dense_events`: the long
+    trends through several iterations of each counted or looped group that a dense stream's few distinct
+    times seldom hold."""
+    @st.composite
+    def events(draw: Any) -> list[dict]:
+        out, t = [], 0
+        for i in range(draw(st.integers(4, n_max))):
+            t += draw(st.sampled_from([0, 0.25, 0.5, 0.5, 1]))
+            out.append({"type": draw(st.sampled_from(types)), "time": t, "v": draw(st.integers(0, 3)),
+                        "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "k": draw(st.integers(0, 1)),
+                        "g": draw(st.integers(0, 1)), "id": i})
+        return out
+    return events()
+
+
+def long_run_tests(query: st.SearchStrategy[str], types: str, examples: tuple[int, int] = (150, 60)) -> tuple[Any, Any]:
+    """Two hypothesis tests over `long_run_events`: the columnar engine against the general engine
+    (16 events at most) and the oracle (11); `examples` each."""
+    from hypothesis import given, settings
+
+    from greta_stream.query import parse
+    from greta_stream.testing.oracle import oracle_rows
+
+    @settings(max_examples=examples[0], **SETTINGS)
+    @given(query, long_run_events(types))
+    def against_general(text: str, evs: list[dict]) -> None:
+        check_against_general(text, evs)
+
+    @settings(max_examples=examples[1], **SETTINGS)
+    @given(query, long_run_events(types, n_max=11))
+    def against_oracle(text: str, evs: list[dict]) -> None:
+        got = evaluate(text, evs, engine="columnar")
+        assert got.engine == "columnar"
+        assert_same_rows(text, evs, oracle_rows(parse(text), evs), got, ("oracle", "columnar"))
+
+    return against_general, against_oracle
+
+
 def dense_query(draw: Any, pattern: str, edges: list[str], locals_: list[str], items: list[str],
                 strategies: tuple[str, ...] = ast.STRATEGIES) -> str:
     """A query over `dense_events` of `pattern`: some of its `edges` (each twice as likely in as out) and of

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 from columnar_support import dense_events as dense
-from columnar_support import dense_query, differential_tests
+from columnar_support import dense_query, differential_tests, long_run_tests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -74,10 +74,16 @@ SHAPES = [  # (pattern, edge predicates it may take)
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 
 
-@st.composite
-def negseq_query(draw) -> str:  # noqa: ANN001
-    pattern, edges = draw(st.sampled_from(SHAPES))
-    return dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", "SUM(b.v)", "MAX(a.f)", "AVG(a.v)"])
+def negseq_query_of(shapes: list[tuple[str, list[str]]]) -> st.SearchStrategy[str]:
+    @st.composite
+    def query(draw) -> str:  # noqa: ANN001
+        pattern, edges = draw(st.sampled_from(shapes))
+        return dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", "SUM(b.v)", "MAX(a.f)", "AVG(a.v)"])
+    return query()
+
+
+def negseq_query() -> st.SearchStrategy[str]:
+    return negseq_query_of(SHAPES)
 
 
 def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
@@ -86,6 +92,11 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 (test_a_negated_seq_equals_the_general_engine, test_a_negated_seq_equals_the_oracle,
  test_a_negated_seq_streamed_equals_the_general_engine) = differential_tests(negseq_query(), dense_events, (300, 100, 50))
+
+# a Kleene plus over a SEQ inside the negated SEQ: matches through several of its iterations
+(test_a_group_in_a_negated_seq_over_long_runs_equals_the_general_engine,
+ test_a_group_in_a_negated_seq_over_long_runs_equals_the_oracle) = long_run_tests(
+    negseq_query_of([s for s in SHAPES if "))+" in s[0]]), "AABCCDDE")
 
 
 def test_a_match_strictly_between_excludes_the_adjacency() -> None:

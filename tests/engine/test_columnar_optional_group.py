@@ -14,7 +14,7 @@ iteration may end past the group too, so the loop steps back from A as well as f
 from __future__ import annotations
 
 import pytest
-from columnar_support import assert_columnar_shapes, differential_tests, shape_queries
+from columnar_support import assert_columnar_shapes, differential_tests, long_run_tests, shape_queries
 from columnar_support import dense_events as dense
 from hypothesis import strategies as st
 from problems_support import evaluate
@@ -58,6 +58,12 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 (test_an_optional_group_equals_the_general_engine, test_an_optional_group_equals_the_oracle,
  test_an_optional_group_streamed_equals_the_general_engine) = differential_tests(GROUP_QUERY, dense_events,
                                                                                  examples=(400, 250, 100))
+
+
+# an optional group inside a loop: trends through several iterations, each with the group or without it
+(test_an_optional_group_in_a_loop_over_long_runs_equals_the_general_engine,
+ test_an_optional_group_in_a_loop_over_long_runs_equals_the_oracle) = long_run_tests(
+    shape_queries(SHAPES[-6:], LOCALS, ["COUNT(*)", "SUM({agg}.v)", "MIN(a.v)"]), "AABBCDE")
 
 
 def test_every_shape_runs_on_the_columnar_engine() -> None:

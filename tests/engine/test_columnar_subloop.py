@@ -70,7 +70,7 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 
 @pytest.mark.parametrize("pattern, why", [
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))+)", "a Kleene plus over a SEQ inside another"),
-    ("SEQ((SEQ(A a, B b)){2}, (SEQ(C c, D d)){2})", "two counted repetitions, one of them a group"),
+    ("SEQ((SEQ(A a, B b)){2}, (SEQ(C c, D d))+, (SEQ(B x, C y)){2})", "not every one a group"),
     ("SEQ(A a{2}, (SEQ(B b, C c)){1,2}, D d)", "two counted repetitions, one of them a group"),
 ])
 def test_what_stays_on_the_general_engine_says_why(pattern: str, why: str) -> None:

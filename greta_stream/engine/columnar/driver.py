@@ -253,15 +253,15 @@ def lifts(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndar
     iteration up (`X{n,m}`'s own store, B's in `SEQ(A, B{n,m}, C)` as B reads it, the loop's store of
     `(SEQ(A, B)){n,m}`), 2 counts n.. in lane 0 (B's as C reads it), 0 as they are."""
     out = np.zeros(len(store_src), np.int8)
-    if plan.iterations is not None and plan.loop:  # the group's loop: its steps back (from C to B) move up
-        first, last = plan.loop
+    if plan.counted_groups:  # each counted group's loop: its steps back (from C to B) move up
         steps = set(plan.loop_steps())
-        for j in np.flatnonzero((store_src >= first) & (store_src <= last)):
-            readers = np.flatnonzero(reads[:, j])
-            if any((int(store_src[j]), int(r)) in steps for r in readers):
-                out[j] = 1
-            elif plan.counts and (readers > last).any():  # `SEQ(A, (SEQ(B, C)){2,3}, D)`: D reads counts n.. in lane 0
-                out[j] = 2
+        for first, last in plan.counted_groups:
+            for j in np.flatnonzero((store_src >= first) & (store_src <= last)):
+                readers = np.flatnonzero(reads[:, j])
+                if any((int(store_src[j]), int(r)) in steps for r in readers):
+                    out[j] = 1
+                elif plan.counts and (readers > last).any():  # `SEQ(A, (SEQ(B, C)){2,3}, D)`: D reads n.. in lane 0
+                    out[j] = 2
         return out
     for c, _, _, _ in plan.counted_states:
         mine = store_src == c
@@ -276,8 +276,10 @@ def counting(plan: KernelPlan) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]
     counted, ctop, clo = np.zeros(n, np.int8), np.zeros(n, np.int64), np.zeros(n, np.int64)
     for c, lo, hi, top in plan.counted_states:
         counted[c], ctop[c], clo[c] = 1 if hi is not None else 2, top, lo
-    for e in plan.iteration_ends():  # past an optional last part (`(SEQ(A, B?)){2}`): A ends iterations too
-        counted[e], ctop[e], clo[e] = counted[plan.loop[1]], ctop[plan.loop[1]], clo[plan.loop[1]]  # type: ignore[index]
+    for group in plan.counted_groups:  # past an optional last part (`(SEQ(A, B?)){2}`): A ends iterations too
+        last = group[1]
+        for e in plan.iteration_ends(group):
+            counted[e], ctop[e], clo[e] = counted[last], ctop[last], clo[last]
     return int(counted.max()) if n else 0, counted, ctop, clo
 
 

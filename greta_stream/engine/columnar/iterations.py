@@ -61,9 +61,10 @@ class IterationLanes:
             return out
         out[:, 0] = final  # outside the counted parts: lane 0, every part before done (`stores.join`'s collapse)
         qhi = self.qhi
-        ends = self.plan.iteration_ends()  # a counted group's: its last state's lanes end trends at each of them
+        # a counted group's ends: its last state's lanes end trends at each of them
+        ends = {last: self.plan.iteration_ends((first, last)) for first, last in self.plan.counted_groups}
         for c, lo, _, _ in self.plan.counted_states:  # lane q: q + 1 iterations (open: the last, n + 1 or more)
-            for e in ends if c in ends else (c,):
+            for e in ends.get(c, (c,)):
                 out[e, 0] = False
                 out[e, max(lo - 1, 0):qhi[e]] = final[e]
         return out
@@ -80,8 +81,7 @@ class IterationLanes:
         out[:] = 1  # outside the counted parts: lane 0
         for c, _, hi, top in self.plan.counted_states:  # at most m iterations (open: lane n, n + 1 or more)
             out[c] = top if hi is not None else top + 1
-        if self.plan.loop:  # a counted group inside a SEQ: each of its states in each of its lanes
-            first, last = self.plan.loop
+        for first, last in self.plan.counted_groups:  # a counted group inside a SEQ: each state in each lane
             out[first:last + 1] = out[last]
         return out
 

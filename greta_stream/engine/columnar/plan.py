@@ -159,13 +159,23 @@ class KernelPlan:
         lo, hi = self.iterations
         return ((self.loop[1] if self.loop else 0, lo, hi, (hi if hi is not None else lo) - 1),)
 
-    def iteration_ends(self) -> tuple[int, ...]:
-        """The states of the counted group (`loop` with `iterations`) that may end one of its iterations:
-        its last, and past optional parts the ones before; () without a counted group."""
+    @property
+    def counted_groups(self) -> tuple[tuple[int, int], ...]:
+        """(first, last) of each counted group (its lanes count its iterations): the whole pattern's, or each
+        looped group of a SEQ whose last state `counts` holds (`SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: two)."""
         if self.iterations is None or not self.loop:
             return ()
-        return tuple(sorted({e for e, s in self.loop_steps() if self.loop[0] <= s <= self.loop[1]}
-                            | {self.loop[1]}))
+        if not self.counts:
+            return (self.loop,)
+        return tuple(lp for lp in self.loops if lp[1] in {c for c, _, _ in self.counts})
+
+    def iteration_ends(self, group: tuple[int, int] | None = None) -> tuple[int, ...]:
+        """The states of a counted group (of every one: `group` None) that may end one of its iterations:
+        its last, and past optional parts the ones before; () without a counted group."""
+        groups = self.counted_groups if group is None else (group,)
+        steps = self.loop_steps()
+        return tuple(sorted({e for first, last in groups for e, s in steps if first <= s <= last}
+                            | {last for _, last in groups}))
 
     def loop_steps(self) -> list[tuple[int, int]]:
         """(end, start) of every looped group's step back (`parts.loop_steps`)."""
@@ -253,13 +263,13 @@ class KernelPlan:
                 reads.append((i, len(src) - 1))
         after = {i for i, _ in self.mids}
         gen: list[int] = []
-        out_of = set(self.iteration_ends()) if self.counts else set()  # a counted group's, read after it
-        group_end = self.loop[1] if self.loop else n
+        # a counted group's iteration ends, read after it: the last state of the group they end
+        out_of = {e: g[1] for g in self.counted_groups for e in self.iteration_ends(g)} if self.counts else {}
         for i in range(1, n):
             for p in self.predecessors(i):
                 own = (p, i) in scan_of
                 # across a middle NOT, with predicates, or from a counted repetition (`iterations.py`): its own
-                if p in after or own or any(p == c for c, _, _ in self.counts) or p in out_of and i > group_end:
+                if p in after or own or any(p == c for c, _, _ in self.counts) or p in out_of and i > out_of[p]:
                     src.append(p)
                     if p in after:
                         gen.append(len(src) - 1)
@@ -335,12 +345,14 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     every_loop = ((span,) if span else ()) + tuple(lp for lp in loops if lp != span)
     if loop and loops:
         raise Unsupported("a Kleene plus over a SEQ inside another")
-    if len(found) > 1 and loops:
-        raise Unsupported("two counted repetitions, one of them a group")
+    # `SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: counted groups only, each in its lanes (lane 0 between them)
+    groups_only = len(found) > 1 and sorted(lp[1] for lp in loops) == sorted(c for c, _, _ in found)
+    if len(found) > 1 and loops and not groups_only:
+        raise Unsupported("two counted repetitions, one of them a group, and not every one a group")
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
-        if loop or (span and (len(found) > 1 or found[0][0] != span[1])):
+        if loop or (span and not groups_only and (len(found) > 1 or found[0][0] != span[1])):
             raise Unsupported("a counted repetition under or beside a Kleene plus over a SEQ")
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
