@@ -65,6 +65,9 @@ QUERIES = {
     # an optional group inside a counted group (its loop steps back past the group too)
     "optional-in-group": "RETURN g, COUNT(*), SUM(A.v), MAX(D.v) PATTERN (SEQ(A, (SEQ(C, D))?)){2,3} "
                          "WHERE [g] AND A.v <= NEXT(A).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # two counted groups in a SEQ, each in its lanes
+    "two-groups": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ((SEQ(A, B)){2}, (SEQ(C, D)){1,2}) "
+                  "WHERE [g] GROUP-BY g WITHIN 40 s SLIDE 8 s",
 }
 
 
