@@ -115,7 +115,7 @@ class Matches:
     def _latest_admitted(self, clause: tuple[tuple[str, ast.Expr, ast.Expr], ...], key: np.ndarray,
                          src: np.ndarray, val: np.ndarray, dst: np.ndarray, walked_back: bool,
                          since: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """`_latest_before` over the pairs a step's clause admits (one comparison, or two AND-ed; `since`:
+        """`_latest_before` over the pairs a step's clause admits (up to three comparisons AND-ed; `since`:
         and no blocker between them): per event of `dst`, the largest `val` of the events `src` of its
         partition strictly before it whose values compare with its own as each comparison says (walking
         back, `dst` holds X)."""
@@ -159,17 +159,17 @@ class Matches:
                 ranged.append((s, d + mode))
         if not ranged:  # equalities only: the latest before it in the refined partition
             ranged.append((np.zeros(len(src), np.int64), np.ones(len(dst), np.int64)))
-        so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
         got = np.full(len(dst), -np.inf)
         if not len(src) or not len(dst):
             return got
+        if len(ranged) == 3:  # sorts by code and order of its own, bit by bit
+            span = len(self.times) + 2
+            return dominance_max3(scode, key[src] % span, [s for s, _ in ranged], val,
+                                  dcode, key[dst] % span, [d for _, d in ranged])
+        so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
         (s1, d1), *rest = ranged
         nr = int(max(s1.max(), d1.max())) + 1
-        if len(rest) == 2:
-            span = len(self.times) + 2
-            got[:] = dominance_max3(scode, key[src] % span, [s for s, _ in ranged], val,
-                                    dcode, key[dst] % span, [d for _, d in ranged])
-        elif rest:
+        if rest:
             (s2, d2), = rest
             got[do] = dominance_max2(scode[so], key[src][so], s1[so], s2[so], val[so],
                                      dcode[do], key[dst][do], d1[do], d2[do])

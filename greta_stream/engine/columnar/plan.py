@@ -169,13 +169,11 @@ class KernelPlan:
             return (self.loop,)
         return tuple(lp for lp in self.loops if lp[1] in {c for c, _, _ in self.counts})
 
-    def iteration_ends(self, group: tuple[int, int] | None = None) -> tuple[int, ...]:
-        """The states of a counted group (of every one: `group` None) that may end one of its iterations:
-        its last, and past optional parts the ones before; () without a counted group."""
-        groups = self.counted_groups if group is None else (group,)
-        steps = self.loop_steps()
-        return tuple(sorted({e for first, last in groups for e, s in steps if first <= s <= last}
-                            | {last for _, last in groups}))
+    def iteration_ends(self, group: tuple[int, int]) -> tuple[int, ...]:
+        """The states of a counted group (one of `counted_groups`) that may end one of its iterations:
+        its last, and past optional parts the ones before."""
+        first, last = group
+        return tuple(sorted({e for e, s in self.loop_steps() if first <= s <= last} | {last}))
 
     def loop_steps(self) -> list[tuple[int, int]]:
         """(end, start) of every looped group's step back (`parts.loop_steps`)."""
@@ -281,7 +279,7 @@ class KernelPlan:
                     src.append(p)
                     total[p] = len(src) - 1
                 reads.append((i, total[p]))
-        for last, first in loop_steps(self.states, self.loops, self.skips):
+        for last, first in self.loop_steps():
             if (last, first) in scan_of:  # under a stricter strategy: a scanned store of its own
                 src.append(last)
                 scanned[scan_of[(last, first)]] = len(src) - 1
