@@ -144,6 +144,11 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
     "equiv-apart": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, D.volume]"),
+    # the same with no rare type among the aliases: every Stock of the company within the window of a free B
+    # brings a run (its volume), so B's vertices are copied into about as many runs as volumes near it
+    "equiv-apart-dense": ("AVG(A.price)", "SEQ(Stock A, Stock B+, Stock D)", "[A.volume, D.volume]"),
+    # a NOT keyed by an equivalence attribute of every positive alias (H), beside one that is not (C)
+    "keyed-not": ("AVG(S.price)", "SEQ(NOT Halt C, Stock S+, NOT Halt H)", f"{EDGE} AND [S.volume, H.volume]"),
 }
 
 

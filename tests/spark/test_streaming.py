@@ -68,6 +68,9 @@ QUERIES = {
     # two counted groups in a SEQ, each in its lanes
     "two-groups": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ((SEQ(A, B)){2}, (SEQ(C, D)){1,2}) "
                   "WHERE [g] GROUP-BY g WITHIN 40 s SLIDE 8 s",
+    # an equivalence attribute of aliases apart: a run of vertices per value, B's in every run near it
+    "apart": "RETURN COUNT(*), SUM(B.v), MAX(c.v) PATTERN SEQ(NOT E, A a, B+, D c) "
+             "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",
 }
 
 

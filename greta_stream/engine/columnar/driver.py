@@ -17,10 +17,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from greta_stream.engine.columnar import valueruns
 from greta_stream.engine.columnar.cells import aggregate_cells
 from greta_stream.engine.columnar.columns import Input, Unsupported
 from greta_stream.engine.columnar.keys import (
     all_ranks,
+    codes,
     generations,
     negated_ends,
     negated_starts,
@@ -157,7 +159,14 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     for (i, _), (at_or_before, before) in zip(plan.mids, gens):
         gjoin = np.where(st == i, at_or_before[rep], gjoin)  # joins the store across the NOT after state i
         gread = np.where(st == i + 1, before[rep], gread)  # reads it
-    pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t))
+    pid = None
+    if plan.value_runs:  # `[A.k, D.k]` of `SEQ(A, B, D)`: a run of vertices per value (`valueruns.py`)
+        sel, pid = valueruns.split(plan.value_runs, st, t, kmin, kmax, cols, codes(cols, plan.part_attrs, len(t)))
+        rep, st, t, kmin, kmax, kneg, kend, gjoin, gread = (
+            x[sel] for x in (rep, st, t, kmin, kmax, kneg, kend, gjoin, gread))
+        cols = {a: subset(c, sel) for a, c in cols.items()}
+        qfrom = qfrom[sel] if qfrom is not None else None
+    pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t), pid)
     if group_values and group_by:  # as the records spell them (an int next to floats stays an int)
         firsts = prep.good[rep][[g[1] for g in group_values]]
         raw = {a: events.raw(a, firsts) for a in group_by}

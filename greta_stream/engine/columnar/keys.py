@@ -50,7 +50,8 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
     """(key of every event, sorted keys of the events of `NOT n`, the
     partition code of every event, which events the sorted keys are): a key
     is (partition of the common attributes, time rank) as one sortable int."""
-    code, _, rank = partition_times(plan, prep)  # the NOT's partitions
+    keyed = tuple(a for alias, a in plan.neg_keys if alias == n.alias)  # `[S.company, H.company]`: per value
+    code, _, rank = partition_times(plan, prep, keyed)  # the NOT's partitions
     key = code * (int(rank.max()) + 1) + rank
     is_neg = prep.state == plan.types.index(n.type)
     if plan.shared_slots or plan.contiguous:  # its type stands elsewhere too (or the preparation kept every
@@ -60,10 +61,11 @@ def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarra
     return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
 
 
-def partition_times(plan: KernelPlan, prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per prepared event, its partition of the common attributes (the NOTs' partitions) as a code, and
-    the distinct times with each event's rank among them: (code, times, rank)."""
-    code = _codes(prep.cols, plan.cq.common, len(prep.t))
+def partition_times(plan: KernelPlan, prep: Prepared, keyed: tuple[str, ...] = ()
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per prepared event, its partition of the common attributes and `keyed` ones (the NOTs' partitions)
+    as a code, and the distinct times with each event's rank among them: (code, times, rank)."""
+    code = codes(prep.cols, (*plan.cq.common, *keyed), len(prep.t))
     times, rank = np.unique(prep.t, return_inverse=True)
     return code, times, rank.astype(np.int64)
 
@@ -102,7 +104,7 @@ def generations(plan: KernelPlan, prep: Prepared) -> list[tuple[np.ndarray, np.n
     return out
 
 
-def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
+def codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
     """One int per distinct combination of the attributes' values, 0.. in order of appearance."""
     code = np.zeros(m, np.int64)
     for a in attrs:
@@ -113,10 +115,11 @@ def _codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:
 
 
 def partitions(group_by: tuple[str, ...], part_attrs: tuple[str, ...], cols: dict[str, Any],
-               m: int) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-    """Partition id per event, group id per partition, (group values, first event) per group id."""
-    pid = _codes(cols, part_attrs, m)
-    gid = _codes(cols, group_by, m)
+               m: int, pid: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+    """Partition id per event (`pid` where given: finer ones), group id per partition, (group values,
+    first event) per group id."""
+    pid = codes(cols, part_attrs, m) if pid is None else pid
+    gid = codes(cols, group_by, m)
     gfirst = np.unique(gid, return_index=True)[1] if m else np.zeros(0, np.int64)
     n_parts = int(pid.max()) + 1 if m else 0
     group_of_part = np.zeros(n_parts, np.int64)

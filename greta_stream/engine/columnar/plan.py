@@ -49,8 +49,8 @@ from greta_stream.engine.columnar.parts import (
     loop_steps,
     one_iteration,
     positions,
-    same_value_edges,
 )
+from greta_stream.engine.columnar.valueruns import ValueRun, components
 from greta_stream.engine.timebase import MAX_WINDOW_DEN
 from greta_stream.query import ast
 
@@ -130,6 +130,11 @@ class KernelPlan:
     skips: tuple[tuple[int, int], ...] = ()
     # (first, last) of every looped group, `loop` first (`SEQ((SEQ(A, B))+, C, (SEQ(D, E))+)`: two)
     loops: tuple[tuple[int, int], ...] = ()
+    # equivalence attributes of aliases that stand apart (`[A.k, D.k]` of `SEQ(A, B, D)`): runs per value
+    value_runs: tuple[ValueRun, ...] = ()
+    # (alias, attribute): a single negated event keyed by an equivalence attribute of every positive alias
+    # (`[S.company, H.company]` beside an unkeyed `NOT Suspend X`): its bounds are per value too
+    neg_keys: tuple[tuple[str, str], ...] = ()
 
     @property
     def next_match(self) -> bool:
@@ -355,20 +360,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
-    positive = frozenset(s.alias for s in states)
-    negated = frozenset(n.alias for n in negs)
-    run_attrs, same = [], []
-    for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
-        if c.aliases & negated:
-            raise Unsupported("equivalence attributes of a negated alias and not of every alias")
-        if positive <= c.aliases:
-            run_attrs.append(c.attr)
-        elif q.strategy != ast.ANY_MATCH:  # a candidate must lie in the trend's run, whatever came before
-            raise Unsupported(f"equivalence attributes of some positive aliases only, under SEMANTICS {q.strategy}")
-        else:  # `[a.k]` of some positive aliases: the same value along every step between them
-            same += same_value_edges(states, every_loop, skips, c.aliases, c.attr)
-    if run_attrs and q.strategy == ast.CONTIGUOUS:  # an event of another run breaks contiguity too
-        raise Unsupported("equivalence attributes of some aliases only under SEMANTICS contiguous")
+    singles = frozenset(n.alias for n in (neg, *(n for _, n in mids), trail) if n is not None)
+    run_attrs, same, runs, keyed = components(cq, states, negs, every_loop, skips, found, singles)
     index = {s.alias: i for i, s in enumerate(states)}
     index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 
@@ -419,7 +412,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                           f"fractions of a second of a denominator up to {MAX_WINDOW_DEN}: every millisecond fits)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
-                      tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop)
+                      tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop,
+                      tuple(runs), tuple(keyed))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],

@@ -294,7 +294,7 @@ def _attribute_columns(plan: KernelPlan, events: Input, rows: np.ndarray,
     cq = plan.cq
     needed = set().union(*(cq.needed_by_type[t] for t in plan.types))
     numeric_attrs = set().union(*(cq.numeric_by_type[t] for t in plan.types))
-    key_attrs = set(plan.part_attrs)
+    key_attrs = set(plan.part_attrs) | {c.attr for c in cq.run_components}  # scalars, as the validator asks
     cols: dict[str, Column] = {}
     row_bad = np.zeros(len(rows), bool)
 

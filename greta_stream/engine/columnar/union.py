@@ -77,6 +77,8 @@ def core_of(plan: KernelPlan) -> int:
         raise Unsupported("a negation (its bounds are per query)")
     if plan.loops:
         raise Unsupported("a Kleene plus over a SEQ")
+    if plan.value_runs:
+        raise Unsupported("an equivalence attribute of aliases apart (its runs are per query)")
     if plan.skips or any(s.optional for s in plan.states):
         raise Unsupported("an optional part (?, *)")
     if any(sc.src != sc.dst for sc in plan.scans):

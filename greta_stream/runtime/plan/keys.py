@@ -53,6 +53,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         # slot of spark/layout.py): a family never spans two slots
         tuple(spec.query.group_by), plan.strategy, plan.iterations, plan.counts, plan.skips, plan.loops,
         tuple((index[x], index[y], edges(clause)) for x, y, clause in plan.neg_edges),  # one step's: OR-ed
+        plan.value_runs, plan.neg_keys,
     )
 
 
@@ -60,7 +61,7 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
 # within a family): a new field of `KernelPlan` goes in the key or says here why it need not.
 FAMILY_FIELDS = frozenset({"states", "neg", "trail", "mids", "negseqs", "lead_seq", "trail_seq", "loop", "edge",
                            "edge_state", "scans", "local", "part_attrs", "strategy", "iterations", "counts",
-                           "skips", "loops", "neg_edges"})
+                           "skips", "loops", "neg_edges", "value_runs", "neg_keys"})
 NOT_FAMILY_FIELDS = frozenset({"cq", "within", "slide"})
 
 

@@ -1,0 +1,186 @@
+"""Equivalence attributes of aliases that stand apart in the pattern: one run of vertices per value.
+
+`SEQ(NOT C, A, B, D) WHERE [A.volume, D.volume]`: a trend's A and D agree on volume, and B is free. No
+step of the pattern goes from A to D, so no edge predicate can say it (`parts.same_value_edges` does where
+the aliases stand next to each other). Instead each partition is split into runs, one per value:
+
+- a vertex of a state of the component (A, D) goes to the run of its own value;
+- a vertex of any other state (B) goes to the runs of its partition;
+- then a vertex stays in a run only where every *required* state of the component (one that every trend
+  has: A and D) has a vertex of that run in a window of its own, on the side the pattern puts it (A at
+  or before B, D at or after; either side inside a looped group). A trend's vertices pass that test, so
+  this only leaves out vertices that no trend of the run holds.
+
+A trend's events then lie in one run, the run of its component's value, and each trend counts once. The
+rows of a group add up over its runs as they do over its partitions. The negated events are not split:
+their bounds are computed per partition before (a NOT keyed by the attribute is `KernelPlan.neg_keys`,
+where the attribute applies to every positive alias).
+
+This is what the general engine's sub-partitions do event by event (`engine/partition.py`). The cost is
+the free vertices times the runs near them on both sides: with a rare type (a Halt) required, about one
+run each; with only frequent types, about as many as the values near each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.columnar.parts import State, same_value_edges
+from greta_stream.query import ast
+
+BEFORE, EITHER, AFTER = -1, 0, 1  # where a required vertex of a trend stands, in time, from another one of it
+
+
+@dataclass(frozen=True)
+class ValueRun:
+    """One equivalence attribute of aliases apart: its attribute, the states of its aliases, the ones among
+    them that every trend has (`required`), and for each of those where its vertex stands from a vertex of
+    each state of the pattern (`sides[i][state]`: BEFORE it, AFTER it, or EITHER inside a looped group)."""
+
+    attr: str
+    states: frozenset[int]
+    required: tuple[int, ...]
+    sides: tuple[tuple[int, ...], ...]
+
+
+def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State], loops: Sequence[tuple[int, int]],
+               skips: Sequence[tuple[int, int]], counts: Sequence[tuple[int, int, int | None]],
+               singles: frozenset[str]) -> tuple[list[str], list[ast.Expr], list[ValueRun], list[tuple[str, str]]]:
+    """The equivalence attributes of some aliases only, as the plan takes them: (partition attributes of
+    every positive alias, edge predicates `X.k = NEXT(Y).k` of aliases next to each other, runs of aliases
+    apart, (alias, attribute) of each single negated event keyed by one); `Unsupported` for the rest."""
+    strategy = cq.query.strategy
+    positive, negated = frozenset(s.alias for s in states), frozenset(n.alias for n in negs)
+    run_attrs: list[str] = []
+    same: list[ast.Expr] = []
+    runs: list[ValueRun] = []
+    keyed: list[tuple[str, str]] = []
+    for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
+        if c.aliases & negated:  # `[S.company, H.company]` of `SEQ(NOT Halt H, Stock S+, NOT Suspend X)`:
+            # every positive event and H's are partitioned by it, X's bound every partition (`keys.py`)
+            if not positive <= c.aliases or not c.aliases & negated <= singles:
+                raise Unsupported("equivalence attributes of a negated alias and not of every positive alias, "
+                                  "or of a part of a negated SEQ")
+            keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]
+        if positive <= c.aliases:
+            run_attrs.append(c.attr)
+        elif strategy != ast.ANY_MATCH:  # a candidate must lie in the trend's run, whatever came before
+            raise Unsupported(f"equivalence attributes of some positive aliases only, under SEMANTICS {strategy}")
+        else:  # `[a.k]` of some positive aliases: the same value along every step between them, or
+            try:  # where they stand apart (`[A.k, D.k]` of `SEQ(A, B, D)`) a run per value
+                same += same_value_edges(states, loops, skips, c.aliases, c.attr)
+            except Unsupported:
+                runs.append(value_run(states, loops, skips, counts, c.aliases, c.attr))
+    if run_attrs and strategy == ast.CONTIGUOUS:  # an event of another run breaks contiguity too
+        raise Unsupported("equivalence attributes of some aliases only under SEMANTICS contiguous")
+    return run_attrs, same, runs, keyed
+
+
+def value_run(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]],
+              counts: Sequence[tuple[int, int, int | None]], aliases: frozenset[str], attr: str) -> ValueRun:
+    """The run split of `[X.attr, Y.attr, ...]` over the positive aliases `aliases`; `Unsupported` when a
+    trend may have none of their events (it would lie in every run)."""
+    at = frozenset(i for i, s in enumerate(states) if s.alias in aliases)
+    required = tuple(i for i in sorted(at) if not states[i].optional and not any(f <= i <= g for f, g in skips)
+                     and not any(c == i and lo == 0 for c, lo, _ in counts))
+    if not required:
+        raise Unsupported("an equivalence attribute of aliases apart that a trend may have none of")
+    sides = tuple(tuple(EITHER if any(f <= min(r, i) and max(r, i) <= g for f, g in loops) else BEFORE if r < i
+                        else AFTER if r > i else EITHER for i in range(len(states))) for r in required)
+    return ValueRun(attr, at, required, sides)
+
+
+def split(runs: Sequence[ValueRun], st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax: np.ndarray,
+          cols: dict[str, Any], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vertices in runs: (which vertex each one is, in input order; its partition code), from the
+    vertices' states, times, first and last windows, columns and partition codes `base`."""
+    sel = np.arange(len(st))
+    code = base
+    for run in runs:
+        which, code = _split(run, st[sel], t[sel], kmin[sel], kmax[sel], cols[run.attr].values[sel], code)
+        sel = sel[which]
+    return sel, pd.factorize(code, sort=True)[0].astype(np.int64)  # 0.. with none left out, as the kernel reads them
+
+
+def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, values: np.ndarray,
+           base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    is_k = np.isin(st, list(run.states))
+    kidx, oidx = np.flatnonzero(is_k), np.flatnonzero(~is_k)
+    kcode = _pairs(base[kidx], pd.factorize(values[kidx], sort=False)[0])  # 1 and 1.0 one value, as `==` says
+    ranks = np.unique(np.concatenate([kmin, kmax]), return_inverse=True)[1]  # window ranks: small keys, same order
+    near = _Near(st, np.unique(t, return_inverse=True)[1], ranks[:len(st)], ranks[len(st):])
+    nruns = int(kcode.max(initial=-1)) + 1
+    anchors = [near.anchors(kidx, kcode, s) for s in run.required]
+    free, runs = _candidates(near, anchors, base, oidx, kidx, kcode, nruns)
+    vertex, code = np.concatenate([kidx, free]), np.concatenate([kcode, runs])
+    keep = np.ones(len(vertex), bool)
+    for s, sides, anchor in zip(run.required, run.sides, anchors):  # a vertex of every required state near
+        keep &= (st[vertex] == s) | near.has(anchor, vertex, code, np.asarray(sides)[st[vertex]])
+    vertex, code = vertex[keep], code[keep]
+    order = np.argsort(vertex, kind="stable")
+    return vertex[order], code[order]
+
+
+class _Near:
+    """Which runs hold a vertex of a required state in a window of a given vertex's, on the side asked: the
+    vertices' states, time ranks, first and last window ranks (windows and times rise together)."""
+
+    def __init__(self, st: np.ndarray, trank: np.ndarray, kmin: np.ndarray, kmax: np.ndarray) -> None:
+        self.st, self.trank, self.kmin, self.kmax = st, trank, kmin, kmax
+        self.nt = int(trank.max(initial=0)) + 2
+        self.nk = int(kmax.max(initial=0)) + 2
+
+    def anchors(self, kidx: np.ndarray, kcode: np.ndarray, s: int) -> tuple[np.ndarray, ...]:
+        """The vertices of state `s` by run and time: (run, by last window, by time, first window, vertex)."""
+        a = np.flatnonzero(self.st[kidx] == s)
+        a = a[np.lexsort((self.trank[kidx[a]], kcode[a]))]
+        run, v = kcode[a], kidx[a]
+        return run, run * self.nk + self.kmax[v], run * self.nt + self.trank[v], self.kmin[v], v
+
+    def has(self, anchor: tuple[np.ndarray, ...], vertex: np.ndarray, run: np.ndarray, side: np.ndarray) -> np.ndarray:
+        """Per (vertex, run): a vertex of the anchor's state in that run shares a window with it, on `side`.
+        The first one whose last window reaches its first window has the earliest time among those; the
+        first one at or after its time has the lowest first window among those."""
+        arun, by_kmax, by_time, akmin, _ = anchor
+        if not len(arun):
+            return np.zeros(len(vertex), bool)
+        at = np.where(side == AFTER, np.searchsorted(by_time, run * self.nt + self.trank[vertex]),
+                      np.searchsorted(by_kmax, run * self.nk + self.kmin[vertex]))
+        i = np.minimum(at, len(arun) - 1)
+        ok = (at < len(arun)) & (arun[i] == run) & (akmin[i] <= self.kmax[vertex])
+        return ok & ((side != BEFORE) | (by_time[i] - arun[i] * self.nt <= self.trank[vertex]))
+
+
+def _candidates(near: _Near, anchors: list[tuple[np.ndarray, ...]], base: np.ndarray, oidx: np.ndarray,
+                kidx: np.ndarray, kcode: np.ndarray, nruns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(free vertex, run) pairs to weigh: every run of its partition, or, where the partitions hold many
+    runs, the runs of the vertices of the sparsest required state whose windows meet its own."""
+    run_base = np.zeros(nruns, np.int64)
+    run_base[kcode] = base[kidx]
+    by_base = np.argsort(run_base, kind="stable")
+    lo_all = np.searchsorted(run_base[by_base], base[oidx], "left")
+    n_all = np.searchsorted(run_base[by_base], base[oidx], "right") - lo_all
+    arun, av = min(anchors, key=lambda a: len(a[0]))[::4]
+    order = np.lexsort((near.trank[av], run_base[arun]))  # by partition and time: both windows rise
+    pb, pv, pr = run_base[arun][order], av[order], arun[order]
+    lo = np.searchsorted(pb * near.nk + near.kmax[pv], base[oidx] * near.nk + near.kmin[oidx], "left")
+    hi = np.searchsorted(pb * near.nk + near.kmin[pv], base[oidx] * near.nk + near.kmax[oidx], "right")
+    n = np.maximum(hi - lo, 0)
+    if n.sum() < n_all.sum():  # the anchors near each free vertex are fewer than its partition's runs
+        pos = np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
+        pair = np.unique(np.repeat(oidx, n) * nruns + pr[pos])
+        return pair // max(nruns, 1), pair % max(nruns, 1)
+    pos = np.arange(int(n_all.sum())) + np.repeat(lo_all - np.cumsum(n_all) + n_all, n_all)
+    return np.repeat(oidx, n_all), by_base[pos]
+
+
+def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One code per distinct (a, b), 0.. in order of appearance."""
+    return pd.factorize(a * (int(b.max(initial=0)) + 2) + b + 1, sort=False)[0].astype(np.int64)  # b may be -1
