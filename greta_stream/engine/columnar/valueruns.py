@@ -12,9 +12,13 @@ the aliases stand next to each other). Instead each partition is split into runs
   this only leaves out vertices that no trend of the run holds.
 
 A trend's events then lie in one run, the run of its component's value, and each trend counts once. The
-rows of a group add up over its runs as they do over its partitions. The negated events are not split:
-their bounds are computed per partition before (a NOT keyed by the attribute is `KernelPlan.neg_keys`,
-where the attribute applies to every positive alias).
+rows of a group add up over its runs as they do over its partitions. Under the stricter strategies a
+candidate lies in the trend's run (SEMANTICS section 8), so there every such attribute is a run, even of
+aliases next to each other; a vertex the test leaves out is a candidate of no trend of the run (lying
+between two of a trend's events in its window, it has the trend's required vertices on their sides).
+
+The negated events are not split: their bounds are computed per partition before (a NOT keyed by the
+attribute is `KernelPlan.neg_keys`, where the attribute applies to every positive alias).
 
 This is what the general engine's sub-partitions do event by event (`engine/partition.py`). The cost is
 the free vertices times the runs near them on both sides: with a rare type (a Halt) required, about one
@@ -71,8 +75,8 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
             keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]
         if positive <= c.aliases:
             run_attrs.append(c.attr)
-        elif strategy != ast.ANY_MATCH:  # a candidate must lie in the trend's run, whatever came before
-            raise Unsupported(f"equivalence attributes of some positive aliases only, under SEMANTICS {strategy}")
+        elif strategy != ast.ANY_MATCH:  # a candidate lies in the trend's run (SEMANTICS section 8): a run
+            runs.append(value_run(states, loops, skips, counts, c.aliases, c.attr))
         else:  # `[a.k]` of some positive aliases: the same value along every step between them, or
             try:  # where they stand apart (`[A.k, D.k]` of `SEQ(A, B, D)`) a run per value
                 same += same_value_edges(states, loops, skips, c.aliases, c.attr)
