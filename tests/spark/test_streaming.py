@@ -71,6 +71,8 @@ QUERIES = {
     # an equivalence attribute of aliases apart: a run of vertices per value, B's in every run near it
     "apart": "RETURN COUNT(*), SUM(B.v), MAX(c.v) PATTERN SEQ(NOT E, A a, B+, D c) "
              "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",
+    # a NOT keyed by it too: an E bounds its value's run only
+    "apart-not": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(NOT E e, A a, B+, D c) WHERE [a.v, c.v, e.v] WITHIN 20 s SLIDE 4 s",
     # the same under skip-till-next-match: a candidate lies in the trend's run
     "apart-next": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A a, B+, D c) SEMANTICS skip-till-next-match "
                   "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",

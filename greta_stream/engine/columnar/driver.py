@@ -30,6 +30,7 @@ from greta_stream.engine.columnar.keys import (
     partitions,
     plain,
     ranks,
+    run_negations,
 )
 from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts, seq_bounds
 from greta_stream.engine.columnar.pairs import Programs
@@ -161,11 +162,14 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
         gread = np.where(st == i + 1, before[rep], gread)  # reads it
     pid = None
     if plan.value_runs:  # `[A.k, D.k]` of `SEQ(A, B, D)`: a run of vertices per value (`valueruns.py`)
-        sel, pid = valueruns.split(plan.value_runs, st, t, kmin, kmax, cols, codes(cols, plan.part_attrs, len(t)))
+        sel, pid, reps = valueruns.split(plan.value_runs, st, t, kmin, kmax, cols, codes(cols, plan.part_attrs, len(t)))
+        values = {a: cols[run.attr].values[r] for run, r in zip(plan.value_runs, reps) for a in run.negated}
         rep, st, t, kmin, kmax, kneg, kend, gjoin, gread = (
             x[sel] for x in (rep, st, t, kmin, kmax, kneg, kend, gjoin, gread))
         cols = {a: subset(c, sel) for a, c in cols.items()}
         qfrom = qfrom[sel] if qfrom is not None else None
+        if values:  # `[a.k, e.k]` of `SEQ(A a, B b, NOT E e, C c)`: an E bounds its value's run
+            kneg, kend, gjoin, gread = run_negations(plan, prep, rep, st, values, (kneg, kend, gjoin, gread))
     pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t), pid)
     if group_values and group_by:  # as the records spell them (an int next to floats stays an int)
         firsts = prep.good[rep][[g[1] for g in group_values]]

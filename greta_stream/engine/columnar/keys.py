@@ -7,6 +7,7 @@ so one tree layout serves every partition.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,19 +27,31 @@ NO_BOUND = -(2**62)  # no window bound from a negated event
 
 
 
-def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
-    """Per event, the first window in which it may start a trend: with a
+@dataclass(frozen=True)
+class Negated:
+    """The events of one `NOT N` against their readers (prepared events, or vertices in runs): a key is
+    (partition, time rank) as one sortable int; N's keys sorted, with their partitions and times."""
+
+    key: np.ndarray  # per reader
+    code: np.ndarray  # per reader: its partition
+    neg_key: np.ndarray
+    neg_code: np.ndarray
+    neg_t: np.ndarray
+
+
+def negated_starts(plan: KernelPlan, prep: Prepared, neg: Negated | None = None) -> np.ndarray:
+    """Per event (per reader of `neg`), the first window in which it may start a trend: with a
     leading `NOT N`, a window whose start is after the last N event before
     it in its partition of the common attributes (docs/QUERY_LANGUAGE.md section 3:
     excluded if `window.start <= n.time < first.time`)."""
-    kneg = np.full(len(prep.t), NO_BOUND, np.int64)
     if plan.neg is None or not len(prep.t):
-        return kneg
-    key, neg_key, code, negs = _negated_keys(plan, prep, plan.neg)
-    _, last = window_bounds(prep.t[negs], prep.window(plan), prep.int_time)
-    before = np.searchsorted(neg_key, key, side="left") - 1  # the latest N event earlier, if any
+        return np.full(len(prep.t) if neg is None else len(neg.key), NO_BOUND, np.int64)
+    neg = neg or _negated_keys(plan, prep, plan.neg)
+    kneg = np.full(len(neg.key), NO_BOUND, np.int64)
+    _, last = window_bounds(neg.neg_t, prep.window(plan), prep.int_time)
+    before = np.searchsorted(neg.neg_key, neg.key, side="left") - 1  # the latest N event earlier, if any
     same = before >= 0
-    same[same] = code[negs[before[same]]] == code[same]
+    same[same] = neg.neg_code[before[same]] == neg.code[same]
     kneg[same] = last[before[same]] + 1  # windows after the last one starting at or before it
     return kneg
 
@@ -46,19 +59,25 @@ def negated_starts(plan: KernelPlan, prep: Prepared) -> np.ndarray:
 NO_END = 2**62  # no window bound from a trailing NOT
 
 
-def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(key of every event, sorted keys of the events of `NOT n`, the
-    partition code of every event, which events the sorted keys are): a key
-    is (partition of the common attributes, time rank) as one sortable int."""
+def _negated_keys(plan: KernelPlan, prep: Prepared, n: State) -> Negated:
+    """The events of `NOT n` against every prepared event, by partition of the common attributes (and of
+    `plan.neg_keys`, where n has some)."""
     keyed = tuple(a for alias, a in plan.neg_keys if alias == n.alias)  # `[S.company, H.company]`: per value
     code, _, rank = partition_times(plan, prep, keyed)  # the NOT's partitions
     key = code * (int(rank.max()) + 1) + rank
+    negs = negated_events(plan, prep, n)
+    order = np.argsort(key[negs], kind="stable")
+    negs = negs[order]
+    return Negated(key, code, key[negs], code[negs], prep.t[negs])
+
+
+def negated_events(plan: KernelPlan, prep: Prepared, n: State) -> np.ndarray:
+    """The prepared events of `NOT n`: of its type, and where its type stands elsewhere too (or the
+    preparation kept every event: contiguous) those its own predicates take."""
     is_neg = prep.state == plan.types.index(n.type)
-    if plan.shared_slots or plan.contiguous:  # its type stands elsewhere too (or the preparation kept every
-        # event: contiguous): N's events are those N's own predicates take
+    if plan.shared_slots or plan.contiguous:
         is_neg &= local_mask(plan, prep.cols, np.full(len(prep.t), plan.state_of_neg(n)), slots=False)
-    order = np.argsort(key[is_neg], kind="stable")
-    return key, key[is_neg][order], code, np.flatnonzero(is_neg)[order]
+    return np.flatnonzero(is_neg)
 
 
 def partition_times(plan: KernelPlan, prep: Prepared, keyed: tuple[str, ...] = ()
@@ -70,19 +89,19 @@ def partition_times(plan: KernelPlan, prep: Prepared, keyed: tuple[str, ...] = (
     return code, times, rank.astype(np.int64)
 
 
-def negated_ends(plan: KernelPlan, prep: Prepared) -> np.ndarray:
-    """Per event, the last window in which it may end a trend: with a
+def negated_ends(plan: KernelPlan, prep: Prepared, neg: Negated | None = None) -> np.ndarray:
+    """Per event (per reader of `neg`), the last window in which it may end a trend: with a
     trailing `NOT N`, the windows that end at or before the first N event
     after it in its partition of the common attributes (docs/QUERY_LANGUAGE.md
     section 3: excluded if `last.time < n.time < window.end`)."""
-    kend = np.full(len(prep.t), NO_END, np.int64)
     if plan.trail is None or not len(prep.t):
-        return kend
-    key, neg_key, code, negs = _negated_keys(plan, prep, plan.trail)
-    after = np.searchsorted(neg_key, key, side="right")  # the first N event later, if any
-    has = after < len(neg_key)
-    has[has] = code[negs[after[has]]] == code[has]
-    first, _ = window_bounds(prep.t[negs], prep.window(plan), prep.int_time)
+        return np.full(len(prep.t) if neg is None else len(neg.key), NO_END, np.int64)
+    neg = neg or _negated_keys(plan, prep, plan.trail)
+    kend = np.full(len(neg.key), NO_END, np.int64)
+    after = np.searchsorted(neg.neg_key, neg.key, side="right")  # the first N event later, if any
+    has = after < len(neg.neg_key)
+    has[has] = neg.neg_code[after[has]] == neg.code[has]
+    first, _ = window_bounds(neg.neg_t, prep.window(plan), prep.int_time)
     kend[has] = first[after[has]] - 1  # windows before the first one holding that N event
     return kend
 
@@ -94,14 +113,45 @@ def generations(plan: KernelPlan, prep: Prepared) -> list[tuple[np.ndarray, np.n
     the NOT iff no N lies strictly between them: x's first count equals y's
     second (as global positions among the sorted N keys, which compare
     within one partition)."""
-    out = []
     if not len(prep.t):
         return [(np.zeros(0, np.int64), np.zeros(0, np.int64)) for _ in plan.mids]
-    for _, n in plan.mids:
-        key, neg_key, _, _ = _negated_keys(plan, prep, n)
-        out.append((np.searchsorted(neg_key, key, side="right").astype(np.int64),
-                    np.searchsorted(neg_key, key, side="left").astype(np.int64)))
-    return out
+    return [generation(_negated_keys(plan, prep, n)) for _, n in plan.mids]
+
+
+def generation(neg: Negated) -> tuple[np.ndarray, np.ndarray]:
+    """Per reader: how many N events of the sorted keys lie at or before its key, and before it."""
+    return (np.searchsorted(neg.neg_key, neg.key, side="right").astype(np.int64),
+            np.searchsorted(neg.neg_key, neg.key, side="left").astype(np.int64))
+
+
+def run_negations(plan: KernelPlan, prep: Prepared, rep: np.ndarray, st: np.ndarray, values: dict[str, np.ndarray],
+                  bounds: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+    """(kneg, kend, gjoin, gread) of the vertices in runs (events `rep`, states `st`) with the NOTs keyed by
+    a run's attribute (`[a.k, e.k]` of `SEQ(A a, B b, NOT E e, C c)`, b free) taken per vertex: an E
+    bounds the vertices of the run of its value (`values[alias]`: per vertex, its run's value) only."""
+    kneg, kend, gjoin, gread = bounds
+    common, (_, rank) = codes(prep.cols, plan.cq.common, len(prep.t)), np.unique(prep.t, return_inverse=True)
+    for alias, vals in values.items():
+        n = next(n for n in plan.negs if n.alias == alias)
+        attr = next(r.attr for r in plan.value_runs if alias in r.negated)
+        negs = negated_events(plan, prep, n)
+        both = pd.Series(np.concatenate([np.asarray(vals, object), np.asarray(prep.cols[attr].values[negs], object)]))
+        vcode = pd.factorize(both, sort=False)[0]  # 1 and 1.0 one value, as `==` says
+        code = pd.factorize(np.concatenate([common[rep], common[negs]]) * (int(vcode.max(initial=0)) + 2) + vcode + 1,
+                            sort=False)[0].astype(np.int64)
+        key = code * (int(rank.max(initial=0)) + 1) + np.concatenate([rank[rep], rank[negs]])
+        m = len(rep)
+        order = np.argsort(key[m:], kind="stable")
+        neg = Negated(key[:m], code[:m], key[m:][order], code[m:][order], prep.t[negs][order])
+        if n is plan.neg:
+            kneg = negated_starts(plan, prep, neg)
+        elif n is plan.trail:
+            kend = negated_ends(plan, prep, neg)
+        else:
+            i = next(i for i, mid in plan.mids if mid is n)
+            at_or_before, before = generation(neg)
+            gjoin, gread = np.where(st == i, at_or_before, gjoin), np.where(st == i + 1, before, gread)
+    return kneg, kend, gjoin, gread
 
 
 def codes(cols: dict[str, Any], attrs: tuple[str, ...], m: int) -> np.ndarray:

@@ -17,8 +17,10 @@ candidate lies in the trend's run (SEMANTICS section 8), so there every such att
 aliases next to each other; a vertex the test leaves out is a candidate of no trend of the run (lying
 between two of a trend's events in its window, it has the trend's required vertices on their sides).
 
-The negated events are not split: their bounds are computed per partition before (a NOT keyed by the
-attribute is `KernelPlan.neg_keys`, where the attribute applies to every positive alias).
+The negated events are not split. An unkeyed NOT's bounds are computed per partition before; one keyed
+by the run's attribute (`[L.user, O.user]` of `SEQ(Login L, Stock S+, NOT Logout O)`) bounds the vertices
+of its value's run only, free ones included, after the split (`keys.run_negations`; where the attribute
+applies to every positive alias it is a partition attribute instead, and the NOT `KernelPlan.neg_keys`).
 
 This is what the general engine's sub-partitions do event by event (`engine/partition.py`). The cost is
 the free vertices times the runs near them on both sides: with a rare type (a Halt) required, about one
@@ -52,6 +54,7 @@ class ValueRun:
     states: frozenset[int]
     required: tuple[int, ...]
     sides: tuple[tuple[int, ...], ...]
+    negated: tuple[str, ...] = ()  # single negated events keyed by it: each bounds its value's run (`keys.run_negations`)
 
 
 def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State], loops: Sequence[tuple[int, int]],
@@ -67,12 +70,15 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
     runs: list[ValueRun] = []
     keyed: list[tuple[str, str]] = []
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
+        if c.aliases & negated and not c.aliases & negated <= singles:
+            raise Unsupported("an equivalence attribute of a part of a negated SEQ and not of every alias")
+        if c.aliases & negated and not positive <= c.aliases:  # `[L.user, O.user]` of `SEQ(Login L, Stock S+,
+            # NOT Logout O)`: a run per value, an O bounding its value's run only
+            runs.append(value_run(states, loops, skips, counts, c.aliases & positive, c.attr,
+                                  tuple(sorted(c.aliases & negated))))
+            continue
         if c.aliases & negated:  # `[S.company, H.company]` of `SEQ(NOT Halt H, Stock S+, NOT Suspend X)`:
-            # every positive event and H's are partitioned by it, X's bound every partition (`keys.py`)
-            if not positive <= c.aliases or not c.aliases & negated <= singles:
-                raise Unsupported("equivalence attributes of a negated alias and not of every positive alias, "
-                                  "or of a part of a negated SEQ")
-            keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]
+            keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]  # partitions by it, X's bound them all
         if positive <= c.aliases:
             run_attrs.append(c.attr)
         elif strategy != ast.ANY_MATCH:  # a candidate lies in the trend's run (SEMANTICS section 8): a run
@@ -88,7 +94,8 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
 
 
 def value_run(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]],
-              counts: Sequence[tuple[int, int, int | None]], aliases: frozenset[str], attr: str) -> ValueRun:
+              counts: Sequence[tuple[int, int, int | None]], aliases: frozenset[str], attr: str,
+              negated: tuple[str, ...] = ()) -> ValueRun:
     """The run split of `[X.attr, Y.attr, ...]` over the positive aliases `aliases`; `Unsupported` when a
     trend may have none of their events (it would lie in every run)."""
     at = frozenset(i for i, s in enumerate(states) if s.alias in aliases)
@@ -98,23 +105,26 @@ def value_run(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: 
         raise Unsupported("an equivalence attribute of aliases apart that a trend may have none of")
     sides = tuple(tuple(EITHER if any(f <= min(r, i) and max(r, i) <= g for f, g in loops) else BEFORE if r < i
                         else AFTER if r > i else EITHER for i in range(len(states))) for r in required)
-    return ValueRun(attr, at, required, sides)
+    return ValueRun(attr, at, required, sides, negated)
 
 
 def split(runs: Sequence[ValueRun], st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax: np.ndarray,
-          cols: dict[str, Any], base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The vertices in runs: (which vertex each one is, in input order; its partition code), from the
-    vertices' states, times, first and last windows, columns and partition codes `base`."""
+          cols: dict[str, Any], base: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The vertices in runs: (which vertex each one is, in input order; its partition code; per run, a
+    vertex of the run's aliases in its run, whose value is the run's), from the vertices' states, times,
+    first and last windows, columns and partition codes `base`."""
     sel = np.arange(len(st))
     code = base
+    reps: list[np.ndarray] = []
     for run in runs:
-        which, code = _split(run, st[sel], t[sel], kmin[sel], kmax[sel], cols[run.attr].values[sel], code)
+        which, code, rep = _split(run, st[sel], t[sel], kmin[sel], kmax[sel], cols[run.attr].values[sel], code)
+        reps = [r[which] for r in reps] + [sel[rep]]
         sel = sel[which]
-    return sel, pd.factorize(code, sort=True)[0].astype(np.int64)  # 0.. with none left out, as the kernel reads them
+    return sel, pd.factorize(code, sort=True)[0].astype(np.int64), reps  # 0.. with none left out, as the kernel reads
 
 
 def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax: np.ndarray, values: np.ndarray,
-           base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+           base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     is_k = np.isin(st, list(run.states))
     kidx, oidx = np.flatnonzero(is_k), np.flatnonzero(~is_k)
     kcode = _pairs(base[kidx], pd.factorize(values[kidx], sort=False)[0])  # 1 and 1.0 one value, as `==` says
@@ -129,7 +139,9 @@ def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax:
         keep &= (st[vertex] == s) | near.has(anchor, vertex, code, np.asarray(sides)[st[vertex]])
     vertex, code = vertex[keep], code[keep]
     order = np.argsort(vertex, kind="stable")
-    return vertex[order], code[order]
+    some = np.zeros(nruns, np.int64)
+    some[kcode] = kidx  # a vertex of each run's aliases
+    return vertex[order], code[order], some[code[order]]
 
 
 class _Near:
