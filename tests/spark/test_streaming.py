@@ -73,6 +73,9 @@ QUERIES = {
              "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",
     # a NOT keyed by it too: an E bounds its value's run only
     "apart-not": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(NOT E e, A a, B+, D c) WHERE [a.v, c.v, e.v] WITHIN 20 s SLIDE 4 s",
+    # contiguous with an attribute of every positive alias that the NOT lacks: another vehicle breaks a trend
+    "contiguous-runs": "RETURN segment, COUNT(*), MAX(P.speed) PATTERN SEQ(Position P+, NOT Accident A) SEMANTICS "
+                       "contiguous WHERE [P.vehicle, segment] GROUP-BY segment WITHIN 20 s SLIDE 5 s",
     # the same under skip-till-next-match: a candidate lies in the trend's run
     "apart-next": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A a, B+, D c) SEMANTICS skip-till-next-match "
                   "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",

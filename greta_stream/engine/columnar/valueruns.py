@@ -72,8 +72,10 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
         if c.aliases & negated and not c.aliases & negated <= singles:
             raise Unsupported("an equivalence attribute of a part of a negated SEQ and not of every alias")
-        if c.aliases & negated and not positive <= c.aliases:  # `[L.user, O.user]` of `SEQ(Login L, Stock S+,
-            # NOT Logout O)`: a run per value, an O bounding its value's run only
+        if c.aliases & negated and not positive <= c.aliases or strategy == ast.CONTIGUOUS:
+            # `[L.user, O.user]` of `SEQ(Login L, Stock S+, NOT Logout O)`: a run per value, an O bounding its
+            # value's run only; under contiguous every such attribute (an event of another run breaks
+            # contiguity as well: the breakers are of the attributes of every alias, `previous_stamps`)
             runs.append(value_run(states, loops, skips, counts, c.aliases & positive, c.attr,
                                   tuple(sorted(c.aliases & negated))))
             continue
@@ -88,8 +90,6 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
                 same += same_value_edges(states, loops, skips, c.aliases, c.attr)
             except Unsupported:
                 runs.append(value_run(states, loops, skips, counts, c.aliases, c.attr))
-    if run_attrs and strategy == ast.CONTIGUOUS:  # an event of another run breaks contiguity too
-        raise Unsupported("equivalence attributes of some aliases only under SEMANTICS contiguous")
     return run_attrs, same, runs, keyed
 
 
