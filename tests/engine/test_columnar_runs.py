@@ -34,15 +34,22 @@ SHAPES = [  # (pattern, its equivalence attribute and edge predicates it may tak
 LOCALS = ["a.v > 0", "b.f < 2", "e.v > 1", "c.v < 3"]
 
 
-@st.composite
-def run_query(draw: Any) -> str:
-    pattern, where, agg = draw(st.sampled_from(SHAPES))
-    equivalence, *edges = where
-    text = dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)"],
-                       (ast.ANY_MATCH,))
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(f"SEMANTICS {ast.ANY_MATCH} ", f"SEMANTICS {ast.ANY_MATCH} WHERE {equivalence} ", 1)
+def equivalence_queries(shapes: list[tuple[str, list[str], str]], strategies: tuple[str, ...],
+                        ) -> st.SearchStrategy[str]:
+    """`dense_query`s of one of `shapes` (pattern, [its equivalence attribute, more predicates it may take],
+    alias its aggregates read) under one of `strategies`, the equivalence attribute always in."""
+    @st.composite
+    def query(draw: Any) -> str:
+        pattern, where, agg = draw(st.sampled_from(shapes))
+        equivalence, *more = where
+        text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"MIN({agg}.v)"],
+                           strategies)
+        if " WHERE " in text:
+            return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
+        return text.replace(" GROUP-BY", f" WHERE {equivalence} GROUP-BY", 1) if " GROUP-BY" in text else (
+            text.replace(" WITHIN", f" WHERE {equivalence} WITHIN", 1))
+
+    return query()
 
 
 @st.composite
@@ -59,7 +66,7 @@ def run_stream(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 (test_some_aliases_equivalence_equals_the_general_engine, test_some_aliases_equivalence_equals_the_oracle,
  test_some_aliases_equivalence_streamed_equals_the_general_engine) = differential_tests(
-    run_query(), run_stream, examples=(300, 200, 80))
+    equivalence_queries(SHAPES, (ast.ANY_MATCH,)), run_stream, examples=(300, 200, 80))
 
 
 @pytest.mark.parametrize("pattern, where, why", [
@@ -133,22 +140,12 @@ APART = [
 ]
 
 
-@st.composite
-def apart_query(draw: Any) -> str:
-    pattern, where, agg = draw(st.sampled_from(APART))
-    equivalence, *more = where
-    text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", f"MIN({agg}.v)"],
-                       (ast.ANY_MATCH,))
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(f"SEMANTICS {ast.ANY_MATCH} ", f"SEMANTICS {ast.ANY_MATCH} WHERE {equivalence} ", 1)
-
-
+APART_QUERIES = equivalence_queries(APART, (ast.ANY_MATCH,))
 (test_aliases_apart_equal_the_general_engine, test_aliases_apart_equal_the_oracle,
  test_aliases_apart_streamed_equal_the_general_engine) = differential_tests(
-    apart_query(), run_stream, examples=(300, 200, 80))
+    APART_QUERIES, run_stream, examples=(300, 200, 80))
 test_aliases_apart_over_long_runs_equal_the_general_engine, test_aliases_apart_over_long_runs_equal_the_oracle = (
-    long_run_tests(apart_query(), "AABBCDE"))
+    long_run_tests(APART_QUERIES, "AABBCDE"))
 
 
 @pytest.mark.parametrize("pattern, where", [(p, w[0]) for p, w, _ in APART])
@@ -210,21 +207,9 @@ KEYED_NOT = [
 ]
 
 
-@st.composite
-def keyed_not_query(draw: Any) -> str:
-    pattern, where, agg = draw(st.sampled_from(KEYED_NOT))
-    equivalence, *more = where
-    strategies = (ast.ANY_MATCH, ast.NEXT_MATCH) if "[a.f, c.f]" not in more else (ast.ANY_MATCH,)
-    text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)"], strategies)
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(" GROUP-BY", f" WHERE {equivalence} GROUP-BY", 1) if " GROUP-BY" in text else (
-        text.replace(" WITHIN", f" WHERE {equivalence} WITHIN", 1))
-
-
 (test_keyed_negation_equals_the_general_engine, test_keyed_negation_equals_the_oracle,
  test_keyed_negation_streamed_equals_the_general_engine) = differential_tests(
-    keyed_not_query(), run_stream, examples=(300, 200, 80))
+    equivalence_queries(KEYED_NOT, (ast.ANY_MATCH, ast.NEXT_MATCH)), run_stream, examples=(300, 200, 80))
 
 
 @pytest.mark.parametrize("pattern, where", [(p, w[0]) for p, w, _ in KEYED_NOT])
@@ -259,23 +244,12 @@ RUN_NOT = [
 ]
 
 
-@st.composite
-def run_not_query(draw: Any) -> str:
-    pattern, where, agg = draw(st.sampled_from(RUN_NOT))
-    equivalence, *more = where
-    text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)"],
-                       (ast.ANY_MATCH, ast.ANY_MATCH, ast.NEXT_MATCH))
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(" GROUP-BY", f" WHERE {equivalence} GROUP-BY", 1) if " GROUP-BY" in text else (
-        text.replace(" WITHIN", f" WHERE {equivalence} WITHIN", 1))
-
-
+RUN_NOT_QUERIES = equivalence_queries(RUN_NOT, (ast.ANY_MATCH, ast.ANY_MATCH, ast.NEXT_MATCH))
 (test_a_runs_negation_equals_the_general_engine, test_a_runs_negation_equals_the_oracle,
  test_a_runs_negation_streamed_equals_the_general_engine) = differential_tests(
-    run_not_query(), run_stream, examples=(300, 200, 80))
+    RUN_NOT_QUERIES, run_stream, examples=(300, 200, 80))
 test_a_runs_negation_over_long_runs_equals_the_general_engine, test_a_runs_negation_over_long_runs_equals_the_oracle = (
-    long_run_tests(run_not_query(), "AABBCDE"))
+    long_run_tests(RUN_NOT_QUERIES, "AABBCDE"))
 
 
 @pytest.mark.parametrize("pattern, where", [(p, w[0]) for p, w, _ in RUN_NOT])
@@ -297,20 +271,6 @@ def test_a_runs_negation_by_hand() -> None:
 
 
 @st.composite
-def strict_query(draw: Any) -> str:
-    """Equivalence attributes of some aliases (next to each other or apart) under the stricter strategies: a
-    candidate of a step lies in the trend's run (SEMANTICS section 8), so each run is weighed on its own."""
-    pattern, where, agg = draw(st.sampled_from(SHAPES[:4] + APART))
-    equivalence, *more = where
-    text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)"],
-                       (ast.NEXT_MATCH, ast.CONTIGUOUS))
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(" GROUP-BY", f" WHERE {equivalence} GROUP-BY", 1) if " GROUP-BY" in text else (
-        text.replace(" WITHIN", f" WHERE {equivalence} WITHIN", 1))
-
-
-@st.composite
 def strict_events(draw: Any, n_max: int = 30) -> list[dict]:
     """Denser than `run_events` (6 s) with fewer values (1 and 1.0 agree): trends that skip nothing are rare."""
     events = draw(dense(types="AABBCD", n_max=n_max, n_min=min(n_max, 8), seconds=6))
@@ -323,11 +283,12 @@ def strict_stream(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
     return strict_events(n_max=n_max)
 
 
+STRICT_QUERIES = equivalence_queries(SHAPES[:4] + APART, (ast.NEXT_MATCH, ast.CONTIGUOUS))
 (test_stricter_strategies_equal_the_general_engine, test_stricter_strategies_equal_the_oracle,
  test_stricter_strategies_streamed_equal_the_general_engine) = differential_tests(
-    strict_query(), strict_stream, examples=(300, 200, 80))
+    STRICT_QUERIES, strict_stream, examples=(300, 200, 80))
 test_stricter_strategies_over_long_runs_equal_the_general_engine, test_stricter_strategies_over_long_runs_equal_the_oracle = (
-    long_run_tests(strict_query(), "AABBCDE"))
+    long_run_tests(STRICT_QUERIES, "AABBCDE"))
 
 
 # Under contiguous an equivalence attribute of every positive alias that a NOT lacks (`[P.vehicle]` beside
@@ -342,23 +303,12 @@ CONTIGUOUS_RUNS = [
 ]
 
 
-@st.composite
-def contiguous_query(draw: Any) -> str:
-    pattern, where, agg = draw(st.sampled_from(CONTIGUOUS_RUNS))
-    equivalence, *more = where
-    text = dense_query(draw, pattern, more, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)"],
-                       (ast.CONTIGUOUS, ast.CONTIGUOUS, ast.NEXT_MATCH))
-    if " WHERE " in text:
-        return text.replace(" WHERE ", f" WHERE {equivalence} AND ", 1)
-    return text.replace(" GROUP-BY", f" WHERE {equivalence} GROUP-BY", 1) if " GROUP-BY" in text else (
-        text.replace(" WITHIN", f" WHERE {equivalence} WITHIN", 1))
-
-
+CONTIGUOUS_QUERIES = equivalence_queries(CONTIGUOUS_RUNS, (ast.CONTIGUOUS, ast.CONTIGUOUS, ast.NEXT_MATCH))
 (test_contiguous_runs_equal_the_general_engine, test_contiguous_runs_equal_the_oracle,
  test_contiguous_runs_streamed_equal_the_general_engine) = differential_tests(
-    contiguous_query(), strict_stream, examples=(300, 200, 80))
+    CONTIGUOUS_QUERIES, strict_stream, examples=(300, 200, 80))
 test_contiguous_runs_over_long_runs_equal_the_general_engine, test_contiguous_runs_over_long_runs_equal_the_oracle = (
-    long_run_tests(contiguous_query(), "AABBCDE"))
+    long_run_tests(CONTIGUOUS_QUERIES, "AABBCDE"))
 
 
 def test_contiguous_runs_by_hand() -> None:
