@@ -132,7 +132,7 @@ def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax:
     near = _Near(st, np.unique(t, return_inverse=True)[1], ranks[:len(st)], ranks[len(st):])
     nruns = int(kcode.max(initial=-1)) + 1
     anchors = [near.anchors(kidx, kcode, s) for s in run.required]
-    free, runs = _candidates(near, anchors, base, oidx, kidx, kcode, nruns)
+    free, runs = _candidates(near, anchors, run.sides, base, oidx, kidx, kcode, nruns)
     vertex, code = np.concatenate([kidx, free]), np.concatenate([kcode, runs])
     keep = np.ones(len(vertex), bool)
     for s, sides, anchor in zip(run.required, run.sides, anchors):  # a vertex of every required state near
@@ -174,24 +174,32 @@ class _Near:
         return ok & ((side != BEFORE) | (by_time[i] - arun[i] * self.nt <= self.trank[vertex]))
 
 
-def _candidates(near: _Near, anchors: list[tuple[np.ndarray, ...]], base: np.ndarray, oidx: np.ndarray,
-                kidx: np.ndarray, kcode: np.ndarray, nruns: int) -> tuple[np.ndarray, np.ndarray]:
+def _candidates(near: _Near, anchors: list[tuple[np.ndarray, ...]], sides: Sequence[tuple[int, ...]], base: np.ndarray,
+                oidx: np.ndarray, kidx: np.ndarray, kcode: np.ndarray, nruns: int) -> tuple[np.ndarray, np.ndarray]:
     """(free vertex, run) pairs to weigh: every run of its partition, or, where the partitions hold many
-    runs, the runs of the vertices of the sparsest required state whose windows meet its own."""
+    runs, the runs of the vertices of the sparsest required state whose windows meet its own, on its side."""
     run_base = np.zeros(nruns, np.int64)
     run_base[kcode] = base[kidx]
     by_base = np.argsort(run_base, kind="stable")
     lo_all = np.searchsorted(run_base[by_base], base[oidx], "left")
     n_all = np.searchsorted(run_base[by_base], base[oidx], "right") - lo_all
-    arun, av = min(anchors, key=lambda a: len(a[0]))[::4]
+    j = min(range(len(anchors)), key=lambda i: len(anchors[i][0]))
+    arun, av = anchors[j][0], anchors[j][4]
     order = np.lexsort((near.trank[av], run_base[arun]))  # by partition and time: both windows rise
     pb, pv, pr = run_base[arun][order], av[order], arun[order]
     lo = np.searchsorted(pb * near.nk + near.kmax[pv], base[oidx] * near.nk + near.kmin[oidx], "left")
     hi = np.searchsorted(pb * near.nk + near.kmin[pv], base[oidx] * near.nk + near.kmax[oidx], "right")
+    side = np.asarray(sides[j])[near.st[oidx]]  # and on the pattern's side of it: at or after, at or before
+    by_time, at_time = pb * near.nt + near.trank[pv], base[oidx] * near.nt + near.trank[oidx]
+    lo = np.where(side == AFTER, np.maximum(lo, np.searchsorted(by_time, at_time, "left")), lo)
+    hi = np.where(side == BEFORE, np.minimum(hi, np.searchsorted(by_time, at_time, "right")), hi)
     n = np.maximum(hi - lo, 0)
     if n.sum() < n_all.sum():  # the anchors near each free vertex are fewer than its partition's runs
         pos = np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
-        pair = np.unique(np.repeat(oidx, n) * nruns + pr[pos])
+        pair = np.sort(np.repeat(oidx, n) * nruns + pr[pos])  # then once each (a sort: numpy's hashed unique
+        first = np.ones(len(pair), bool)  # is several times slower on millions)
+        first[1:] = pair[1:] != pair[:-1]
+        pair = pair[first]
         return pair // max(nruns, 1), pair % max(nruns, 1)
     pos = np.arange(int(n_all.sum())) + np.repeat(lo_all - np.cumsum(n_all) + n_all, n_all)
     return np.repeat(oidx, n_all), by_base[pos]
