@@ -151,6 +151,8 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # the same with no rare type among the aliases: every Stock of the company within the window of a free B
     # brings a run (its volume), so B's vertices are copied into about as many runs as volumes near it
     "equiv-apart-dense": ("AVG(A.price)", "SEQ(Stock A, Stock B+, Stock D)", "[A.volume, D.volume]"),
+    # the same on prices: about 680 a company, so a run holds few A's and D's, yet many runs lie near each B
+    "equiv-apart-price": ("AVG(A.price)", "SEQ(Stock A, Stock B+, Stock D)", "[A.price, D.price]"),
     # a NOT keyed by an equivalence attribute of some positive aliases only: it bounds its value's run only
     "run-not": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, C.volume, D.volume]"),
     # a NOT keyed by an equivalence attribute of every positive alias (H), beside one that is not (C)
