@@ -69,16 +69,17 @@ QUERIES = {
     "two-groups": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ((SEQ(A, B)){2}, (SEQ(C, D)){1,2}) "
                   "WHERE [g] GROUP-BY g WITHIN 40 s SLIDE 8 s",
     # an equivalence attribute of aliases apart: a run of vertices per value, B's in every run near it
-    "apart": "RETURN COUNT(*), SUM(B.v), MAX(c.v) PATTERN SEQ(NOT E, A a, B+, D c) "
-             "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",
+    "apart": "RETURN g, COUNT(*), SUM(B.v), MAX(c.v) PATTERN SEQ(NOT E, A a, B+, D c) "
+             "WHERE [g] AND [a.v, c.v] GROUP-BY g WITHIN 30 s SLIDE 5 s",
     # a NOT keyed by it too: an E bounds its value's run only
-    "apart-not": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(NOT E e, A a, B+, D c) WHERE [a.v, c.v, e.v] WITHIN 20 s SLIDE 4 s",
+    "apart-not": "RETURN g, COUNT(*), SUM(B.v) PATTERN SEQ(NOT E e, A a, B+, D c) "
+                 "WHERE [g] AND [a.v, c.v, e.v] GROUP-BY g WITHIN 30 s SLIDE 5 s",
     # contiguous with an attribute of every positive alias that the NOT lacks: another vehicle breaks a trend
     "contiguous-runs": "RETURN segment, COUNT(*), MAX(P.speed) PATTERN SEQ(Position P+, NOT Accident A) SEMANTICS "
                        "contiguous WHERE [P.vehicle, segment] GROUP-BY segment WITHIN 20 s SLIDE 5 s",
     # the same under skip-till-next-match: a candidate lies in the trend's run
-    "apart-next": "RETURN COUNT(*), SUM(B.v) PATTERN SEQ(A a, B+, D c) SEMANTICS skip-till-next-match "
-                  "WHERE [a.v, c.v] WITHIN 20 s SLIDE 4 s",
+    "apart-next": "RETURN g, COUNT(*), SUM(B.v) PATTERN SEQ(A a, B+, D c) SEMANTICS skip-till-next-match "
+                  "WHERE [g] AND [a.v, c.v] GROUP-BY g WITHIN 30 s SLIDE 5 s",
 }
 
 
