@@ -19,6 +19,7 @@ from greta_stream.engine.columnar.edges import coded_attrs
 from greta_stream.engine.columnar.pairs import PAIR, Programs, programs
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask
+from greta_stream.engine.columnar.valueruns import pair_codes
 from greta_stream.engine.columnar.vector import evaluate as vector_eval
 from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
@@ -130,15 +131,14 @@ def run_negations(plan: KernelPlan, prep: Prepared, rep: np.ndarray, st: np.ndar
     a run's attribute (`[a.k, e.k]` of `SEQ(A a, B b, NOT E e, C c)`, b free) taken per vertex: an E
     bounds the vertices of the run of its value (`values[alias]`: per vertex, its run's value) only."""
     kneg, kend, gjoin, gread = bounds
-    common, (_, rank) = codes(prep.cols, plan.cq.common, len(prep.t)), np.unique(prep.t, return_inverse=True)
+    common, _, rank = partition_times(plan, prep)
     for alias, vals in values.items():
         n = next(n for n in plan.negs if n.alias == alias)
         attr = next(r.attr for r in plan.value_runs if alias in r.negated)
         negs = negated_events(plan, prep, n)
         both = pd.Series(np.concatenate([np.asarray(vals, object), np.asarray(prep.cols[attr].values[negs], object)]))
         vcode = pd.factorize(both, sort=False)[0]  # 1 and 1.0 one value, as `==` says
-        code = pd.factorize(np.concatenate([common[rep], common[negs]]) * (int(vcode.max(initial=0)) + 2) + vcode + 1,
-                            sort=False)[0].astype(np.int64)
+        code = pair_codes(np.concatenate([common[rep], common[negs]]), vcode)
         key = code * (int(rank.max(initial=0)) + 1) + np.concatenate([rank[rep], rank[negs]])
         m = len(rep)
         order = np.argsort(key[m:], kind="stable")

@@ -127,7 +127,7 @@ def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax:
            base: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     is_k = np.isin(st, list(run.states))
     kidx, oidx = np.flatnonzero(is_k), np.flatnonzero(~is_k)
-    kcode = _pairs(base[kidx], pd.factorize(values[kidx], sort=False)[0])  # 1 and 1.0 one value, as `==` says
+    kcode = pair_codes(base[kidx], pd.factorize(values[kidx], sort=False)[0])  # 1 and 1.0 one value, as `==` says
     ranks = np.unique(np.concatenate([kmin, kmax]), return_inverse=True)[1]  # window ranks: small keys, same order
     near = _Near(st, np.unique(t, return_inverse=True)[1], ranks[:len(st)], ranks[len(st):])
     nruns = int(kcode.max(initial=-1)) + 1
@@ -205,6 +205,6 @@ def _candidates(near: _Near, anchors: list[tuple[np.ndarray, ...]], sides: Seque
     return np.repeat(oidx, n_all), by_base[pos]
 
 
-def _pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """One code per distinct (a, b), 0.. in order of appearance."""
     return pd.factorize(a * (int(b.max(initial=0)) + 2) + b + 1, sort=False)[0].astype(np.int64)  # b may be -1
