@@ -98,6 +98,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "nested-kleene": ("AVG(A.price)", "(SEQ(Stock A+, Stock B))+", "A.price > NEXT(A).price"),
     "not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)", EDGE),
     "ms-window": ("AVG(S.price)", "Stock S+", EDGE),  # WITHIN 300000 ms SLIDE <5 minutes / wpe + 500> ms
+    "us-window": ("AVG(S.price)", "Stock S+", EDGE),  # SLIDE <5 minutes / wpe>.001 ms, WITHIN wpe of it: microseconds
     # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
     "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
     "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),
@@ -163,8 +164,12 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
 def query_text(shape: str, wpe: int) -> str:
     """The query of ``shape`` with 5-minute windows, ``wpe`` windows per event."""
     agg, pattern, where = SHAPES[shape]
-    window = (f"WITHIN {WINDOW_S * 1000} ms SLIDE {WINDOW_S * 1000 // wpe + 500} ms" if shape == "ms-window"
-              else f"WITHIN 5 minutes SLIDE {WINDOW_S // wpe} seconds")
+    window = f"WITHIN 5 minutes SLIDE {WINDOW_S // wpe} seconds"
+    if shape == "ms-window":
+        window = f"WITHIN {WINDOW_S * 1000} ms SLIDE {WINDOW_S * 1000 // wpe + 500} ms"
+    elif shape == "us-window":
+        slide_us = WINDOW_S * 10**6 // wpe + 1
+        window = f"WITHIN {slide_us * wpe / 1000:.3f} ms SLIDE {slide_us / 1000:.3f} ms"
     return HEAD.format(agg=agg, pattern=pattern, where=where) + window
 
 

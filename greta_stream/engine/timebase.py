@@ -237,11 +237,16 @@ def _as_time(x: Fraction) -> int | float:
 
 
 # The finest windows the vectorized bounds take: WITHIN and SLIDE of a common
-# denominator D (in seconds) dividing 10**6 (whole microseconds: a timestamp
-# stream's windows are whole numbers) and at most 8000 (every millisecond window,
-# and halves, quarters, fifths and eighths of one), so that t * D and the window
-# indices stay within int64 for every numeric time below MAX_TIME_S.
-MAX_WINDOW_DEN = 8000
+# denominator D (in seconds) dividing 10**6, whole microseconds (a timestamp
+# stream's windows are whole numbers there). The window indices of a time must
+# fit int64: `max_window_time` says up to which time they do (every numeric time
+# below MAX_TIME_S up to D = 8000, every time of this era for every D).
+WINDOW_DEN = 10**6
+_INDEX_LIMIT = 0.98 * 2.0**63  # window indices (and t * D of int times) stay below this, within int64
+
+
+class WindowRangeError(ValueError):
+    """Times whose window indices do not fit int64 at the window's resolution."""
 
 
 class Window(NamedTuple):
@@ -251,6 +256,13 @@ class Window(NamedTuple):
     within: int
     slide: int
     den: int = 1
+
+
+def max_window_time(window: Window) -> float:
+    """The largest |t| whose window indices `window_bounds` keeps within int64 where the window is not
+    whole (den > 1; whole windows take every time below MAX_TIME_S): t * den / slide and
+    (t * den + within) / slide below 0.98 * 2**63."""
+    return _INDEX_LIMIT * window.slide / window.den - window.within / window.den
 
 
 def window_in_unit(within: Fraction | int, slide: Fraction | int, scale: int) -> Window:
@@ -267,6 +279,9 @@ def window_bounds(t: np.ndarray, window: Window, ints: bool) -> tuple[np.ndarray
     the same for one time: a float time counts as the decimal it prints as."""
     within, slide, den = window
     if den != 1:
+        if len(t) and float(np.abs(t).max()) >= max_window_time(window):
+            raise WindowRangeError(f"a time of {float(np.abs(t).max()):.6g} s has window indices beyond int64 "
+                                   f"with windows in 1/{den} s (times up to {max_window_time(window):.6g} s fit)")
         return _fine_bounds(t, within, slide, ints, den)
     if ints:
         t = t.astype(np.int64)
@@ -283,30 +298,54 @@ def window_bounds(t: np.ndarray, window: Window, ints: bool) -> tuple[np.ndarray
 def _fine_bounds(t: np.ndarray, within: int, slide: int, ints: bool, den: int) -> tuple[np.ndarray, np.ndarray]:
     """`window_bounds` of bounds that are not whole numbers (den > 1).
 
-    Int times: exact in integers on t * den. Float times: a bound b = (k*slide)/den
-    is one int over another, so float64 rounds it correctly; with at most 15
-    significant digits (`_float_limit`) distinct such decimals stay distinct floats
-    and a float prints as b exactly when it equals float(b), so comparing t with
-    the float bound is comparing `exact(t)` with b. Times past that limit are
-    placed exactly, one by one.
+    Int times: exact in integers on t * den (in Python ints where that passes 2**62).
+    Float times: a bound b = (k*slide)/den is one int over another, so float64
+    rounds it correctly; with at most 15 significant digits (`_float_limit`)
+    distinct such decimals stay distinct floats and a float prints as b exactly
+    when it equals float(b), so comparing t with the float bound is comparing
+    `exact(t)` with b. Past that limit the floor of a time's float position is
+    its window unless a bound lies within the rounding error of it
+    (`_near_bound`): those few times are placed exactly, one by one (epoch
+    seconds with windows in microseconds: about one time in 400).
     """
     if ints:
-        td = t.astype(np.int64) * den
-        return (td - within) // slide + 1, td // slide
+        t = t.astype(np.int64)
+        lo, hi = np.zeros(len(t), np.int64), np.zeros(len(t), np.int64)
+        small = np.abs(t) < _INDEX_LIMIT / den  # t * den within int64; the others exactly, one by one
+        td = t[small] * den
+        lo[small], hi[small] = (td - within) // slide + 1, td // slide
+        for i in np.flatnonzero(~small).tolist():
+            lo[i], hi[i] = (int(t[i]) * den - within) // slide + 1, (int(t[i]) * den) // slide
+        return lo, hi
     t = t.astype(np.float64)
-    hi = np.floor(t * den / slide)
-    hi = np.where(hi * slide / den > t, hi - 1, hi)
+    x = t * den
+    p_hi, p_lo = x / slide, (x - within) / slide
+    hi0, lo0 = np.floor(p_hi), np.floor(p_lo) + 1
+    hi = np.where(hi0 * slide / den > t, hi0 - 1, hi0)
     hi = np.where((hi + 1) * slide / den <= t, hi + 1, hi)
-    lo = np.floor((t * den - within) / slide) + 1
-    lo = np.where(((lo - 1) * slide + within) / den > t, lo - 1, lo)
+    lo = np.where(((lo0 - 1) * slide + within) / den > t, lo0 - 1, lo0)
     lo = np.where((lo * slide + within) / den <= t, lo + 1, lo)
-    lo, hi = lo.astype(np.int64), hi.astype(np.int64)
-    far = np.flatnonzero(np.abs(t) >= _float_limit(within, slide, den))
-    for i in far.tolist():
+    far = np.abs(t) >= _float_limit(within, slide, den)  # past 15 significant digits: the float positions
+    hi, lo = np.where(far, hi0, hi).astype(np.int64), np.where(far, lo0, lo).astype(np.int64)  # where no bound
+    at = np.flatnonzero(far)  # is near, exactly one by one where one is
+    for i in at[_near_bound(t[at], x[at], p_hi[at], p_lo[at], within, slide, den)].tolist():
         num, d = _ratio(float(t[i]))
         lo[i] = (num * den - within * d) // (d * slide) + 1
         hi[i] = (num * den) // (d * slide)
     return lo, hi
+
+
+def _near_bound(t: np.ndarray, x: np.ndarray, p_hi: np.ndarray, p_lo: np.ndarray, within: int, slide: int,
+                den: int) -> np.ndarray:
+    """Which times the floor of their float position may place in the wrong window: their positions
+    p_hi = t * den / slide and p_lo = (t * den - within) / slide (x = t * den) lie within the error of an
+    integer. The error bounds the decimal a float prints as (half an ulp of t away from it) and three
+    roundings (2**-53 each, relative), doubled for margin."""
+    eps = 2.0**-51
+    ulp = np.spacing(np.abs(t)) * den / slide
+    m_hi = ulp + (np.abs(x) / slide + np.abs(p_hi)) * eps
+    m_lo = ulp + ((np.abs(x) + np.abs(x - within)) / slide + np.abs(p_lo)) * eps
+    return (np.abs(p_hi - np.rint(p_hi)) <= m_hi) | (np.abs(p_lo - np.rint(p_lo)) <= m_lo)
 
 
 def _float_limit(within: int, slide: int, den: int) -> float:

@@ -27,7 +27,7 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v != NEXT(d).f AND c.f != NEXT(d).v WITHIN 10 s",  # four comparisons AND-ed on one step of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE [a.k, c.k] WITHIN 10 s",  # a negated SEQ's part keyed
-    "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",  # finer than the exact window arithmetic takes
+    "RETURN COUNT(*) PATTERN A X+ WITHIN 0.0015 ms SLIDE 0.0005 ms",  # finer than whole microseconds
 ]
 
 
@@ -82,6 +82,8 @@ WIDENED = [
     "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 4 s SLIDE 500 ms",
     "RETURN COUNT(*) PATTERN SEQ(A a+, B b) WITHIN 2.5 s SLIDE 0.5 s",
     "RETURN COUNT(*) PATTERN A X+ WITHIN 1.5 ms SLIDE 0.125 ms",
+    "RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.1 ms",
+    "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 0.5 ms SLIDE 0.003 ms",
     "RETURN COUNT(*) PATTERN A X+ WHERE X.v > NEXT(X).v OR X.f < NEXT(X).f WITHIN 10 s",
     "RETURN COUNT(*), SUM(a.v) PATTERN (SEQ(A a+, B b))+ WHERE a.v < NEXT(a).v WITHIN 10 s",
     "RETURN COUNT(*) PATTERN (SEQ(A, B))+ WITHIN 10 s",
@@ -125,6 +127,9 @@ def test_widened_shapes_run_columnar(text: str) -> None:
 
 
 UNTAKEN_INPUTS = [
+    # times whose window indices pass int64 at a window's resolution (2**49 s in microseconds)
+    ("RETURN COUNT(*) PATTERN A X+ WITHIN 1 ms SLIDE 0.002 ms",
+     [{"type": "A", "time": 2**49 + i / 10**4} for i in range(3)]),
     # a string in an attribute read only by the edge predicate (a predicate error, not a bad event)
     ("RETURN COUNT(*) PATTERN A X+ WHERE X.v < NEXT(X).v WITHIN 10 s",
      [{"type": "A", "time": 1, "v": 1}, {"type": "A", "time": 2, "v": "x"}, {"type": "A", "time": 3, "v": 2}]),

@@ -434,6 +434,10 @@ WINDOWS = {
     "frac_tenths": Window("WITHIN 1500 ms SLIDE 500 ms", -5, 25, 0.1, 0.5, 1.5),
     "frac_decimal_s": Window("WITHIN 1.5 s SLIDE 0.5 s", -2, 14, 0.25, 0.5, 1.5),
     "frac_300ms": Window("WITHIN 300 ms", 0, 12, 0.1, 0.3, 0.3),
+    "tenth_ms": Window("WITHIN 0.3 ms SLIDE 0.1 ms", -4, 14, 0.00005, 0.0001, 0.0003),
+    # epoch seconds with windows of microseconds: 16 significant digits, past what float64 bounds place exactly
+    "epoch_us": Window("WITHIN 0.02 ms SLIDE 0.005 ms", 1_700_000_000_000_000, 1_700_000_000_000_030, 0.000001,
+                       0.000005, 0.00002),
     "minutes": Window("WITHIN 1 min SLIDE 30 s", -3, 8, 15, 30, 60),
 }
 

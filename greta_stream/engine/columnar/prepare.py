@@ -43,7 +43,15 @@ from greta_stream.engine.ingest import (
     late_letter,
 )
 from greta_stream.engine.plan import Metrics
-from greta_stream.engine.timebase import NUMERIC, TIMESTAMP, US_PER_S, Window, window_bounds, window_in_unit
+from greta_stream.engine.timebase import (
+    NUMERIC,
+    TIMESTAMP,
+    US_PER_S,
+    Window,
+    WindowRangeError,
+    window_bounds,
+    window_in_unit,
+)
 
 
 @dataclass
@@ -173,7 +181,10 @@ def prepare(
         metrics.dead_letter(dl.reason)
     metrics["events_processed"] = processed
     t = time.values[good]
-    kmin, kmax = window_bounds(t, window_in(plan, time_kind), time.kind == INT)
+    try:
+        kmin, kmax = window_bounds(t, window_in(plan, time_kind), time.kind == INT)
+    except WindowRangeError as e:
+        raise Unsupported(str(e)) from None
     typed = dict(zip(plan.types, np.bincount(st_t, minlength=len(plan.types)).tolist()))
     return Prepared(good, st_good, t, kmin, kmax, cols, time.kind == INT, dead, metrics, time_kind, other_types,
                     typed)
