@@ -47,7 +47,7 @@ def explain(cq: CompiledQuery) -> str:
     out.append(f"selection: {cq.strategy}" + _STRATEGY_NOTES.get(cq.strategy, ""))
     out.append(f"partition by: {', '.join(cq.common) or '(nothing)'}")
     for comp in cq.run_components:
-        out.append(f"  equivalence {comp.attr} on {', '.join(sorted(comp.aliases))} (sub-partitions)")
+        out.append(f"  equivalence {comp.attr} on {', '.join(sorted(comp.aliases))} (a trend's events of these aliases agree)")
     out.append(f"group by: {', '.join(cq.group_by) or '(all partitions roll up)'}")
     out.append("aggregates: " + ", ".join(f"{o.column}={o.func}" for o in cq.outputs))
     if cq.fields:

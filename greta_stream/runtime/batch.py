@@ -15,6 +15,7 @@ from typing import Any
 from greta_stream.engine import DeadLetter
 from greta_stream.engine.columnar import Input, Unsupported, evaluate_columnar
 from greta_stream.engine.columnar.columns import INPUT_LIMITS, frame_records
+from greta_stream.engine.columnar.valueruns import equivalence_notes
 from greta_stream.errors import ConfigError
 from greta_stream.runtime.dead_letters import name_problems, tally
 from greta_stream.runtime.spec import RunSpec
@@ -75,7 +76,10 @@ def runs_on(spec: RunSpec) -> str:
     if spec.runner_kind == "general":
         return f"runs on: the general engine (the columnar engine does not take {spec.columnar_refusal})"
     limits = "".join(f"\n  - {limit}" for limit in INPUT_LIMITS)
-    return ("runs on: the columnar engine\n"
+    plan = spec.columnar
+    assert plan is not None
+    notes = "".join(f"  {note}\n" for note in equivalence_notes(plan.cq, plan.states, plan.value_runs, plan.part_attrs))
+    return ("runs on: the columnar engine\n" + notes +
             f"  evaluate takes the general engine below {COLUMNAR_MIN_EVENTS:,} events, where it is done before the "
             "kernels load (same rows; `engine` says which ran); streams start on the columnar engine\n"
             "  the general engine takes over, and the run says so (`engine` of the rows, the stream's progress), "

@@ -322,3 +322,22 @@ def test_contiguous_runs_by_hand() -> None:
         assert rows.engine == "columnar"
         assert [r["count"] for r in rows] == count
         assert list(rows) == list(evaluate(text, evs, engine="general"))
+
+
+@pytest.mark.parametrize(("query", "note"), [
+    ("SEQ(NOT Halt C, Stock A, Stock B, Halt D) WHERE [A.volume, D.volume]",
+     "equivalence volume on A, D: a run per value, an event of B joining every run near it"),
+    ("SEQ(Login L, Stock S+, NOT Logout O) WHERE [L.user, O.user]",
+     "equivalence user on L, O: a run per value, an event of S joining every run near it (cost grows with the "
+     "values near it); NOT O bounds its value's run only"),
+    ("SEQ(NOT Halt H, Stock S+, NOT Suspend X) WHERE [S.company, H.company]",
+     "equivalence company on H, S: a partition attribute of the positive events; the negated ones bound the "
+     "trends of their value"),
+    ("SEQ(Login L, Stock S+, Logout O) WHERE [S.company]", "equivalence company on S: the same value along each "
+     "step between them"),
+])
+def test_explain_says_how_the_columnar_engine_takes_each_equivalence(query: str, note: str) -> None:
+    from greta_stream.runtime.batch import runs_on
+
+    said = runs_on(RunSpec.create(f"RETURN COUNT(*) PATTERN {query} WITHIN 10 s"))
+    assert said.startswith("runs on: the columnar engine\n  " + note)

@@ -93,6 +93,29 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
     return run_attrs, same, runs, keyed
 
 
+def equivalence_notes(cq: CompiledQuery, states: Sequence[State], runs: Sequence[ValueRun],
+                      part_attrs: Sequence[str]) -> list[str]:
+    """How the columnar engine takes each equivalence attribute of some aliases only (`explain`): a
+    partition attribute of the positive events, a run per value, or the same value along each step."""
+    notes = []
+    for c in cq.run_components:
+        aliases = ", ".join(sorted(c.aliases))
+        run = next((r for r in runs if r.attr == c.attr and {states[i].alias for i in r.states} <= c.aliases), None)
+        if run is not None:
+            near = sorted({states[i].alias for i in range(len(states)) if i not in run.states})
+            bound = f"; NOT {', '.join(run.negated)} bounds its value's run only" if run.negated else ""
+            notes.append(f"equivalence {c.attr} on {aliases}: a run per value" + (
+                f", an event of {', '.join(near)} joining every run near it (cost grows with the values near it)"
+                if near else "") + bound)
+        elif c.attr in part_attrs:
+            notes.append(f"equivalence {c.attr} on {aliases}: a partition attribute of the positive events"
+                         + ("; the negated ones bound the trends of their value" if c.aliases - {s.alias for s in states}
+                            else ""))
+        else:
+            notes.append(f"equivalence {c.attr} on {aliases}: the same value along each step between them")
+    return notes
+
+
 def value_run(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]],
               counts: Sequence[tuple[int, int, int | None]], aliases: frozenset[str], attr: str,
               negated: tuple[str, ...] = ()) -> ValueRun:
