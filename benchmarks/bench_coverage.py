@@ -133,9 +133,19 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # two comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max2`
     "not-seq-and": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                     f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume"),
-    # three comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_max3`
+    # three to five comparisons AND-ed on a negated SEQ's step: `negseqs.dominance_maxk`
     "not-seq-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                       f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume"),
+    "not-seq-five": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                     f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume "
+                     "AND C.volume < NEXT(D).price * 100 AND C.price * 2 > NEXT(D).price"),
+    # the same with four on trades: every Stock a part of the negated SEQ (about 1,000 a company)
+    "not-seq-four-dense": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Stock C, Stock D), Stock E)",
+                           f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume "
+                           "AND C.price != NEXT(D).volume AND C.volume < NEXT(D).price * 100"),
+    "not-seq-across-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
+                             f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume "
+                             "AND C.price != NEXT(D).volume"),
     # a predicate across a NOT inside a negated SEQ: the NOT's range of times is one more rank (`Matches._since`)
     "not-seq-across-not": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
                            f"{EDGE} AND C.price < NEXT(D).price"),

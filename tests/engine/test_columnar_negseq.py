@@ -6,7 +6,7 @@ D strictly between two positive events (or in the window before a trend's first 
 which sparse random streams seldom hold. Parts of one type
 (`NOT SEQ(C c, C d)`), parts of a positive type, local predicates on the negated parts, edge predicates
 on the loop, across the negated step and within the negated SEQ (`c.v < NEXT(d).v`: `negseqs.dominance_max`;
-two AND-ed on one step: `dominance_max2`; three: `dominance_max3`, checked against a scan too),
+two AND-ed on one step: `dominance_max2`; more: `dominance_maxk`, checked against a scan too),
 a NOT inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), with an edge predicate across it, a Kleene plus
 over a SEQ inside it (`NOT SEQ(C, (SEQ(D, E))+, F)`), GROUP-BY and equivalence attributes, every
 selection strategy.
@@ -22,9 +22,22 @@ from hypothesis import strategies as st
 from problems_support import evaluate
 
 from greta_stream import RunSpec
-from greta_stream.engine.columnar.negseqs import dominance_max3
 
-SHAPES = [  # (pattern, edge predicates it may take)
+MANY = [  # three to five ranges of the dominance search on one step (`negseqs.dominance_maxk`, divided down to two)
+    # three, four and five comparisons AND-ed on one step
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f)"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f AND "
+                                           "c.f != NEXT(d).v)"]),
+    ("SEQ(NOT SEQ(C c, D d), A a+, B b)", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2",
+                                           "c.f < NEXT(d).v + 2", "c.v * 2 >= NEXT(d).v"]),  # leading
+    # across a NOT inside the negated SEQ, whose range of times is one more: two to four comparisons
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["(c.v < NEXT(d).v AND c.f != NEXT(d).f)"]),
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["c.v < NEXT(d).v", "c.f > NEXT(d).f", "c.v <= NEXT(d).f"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f "
+                                                    "AND c.f >= NEXT(d).v)"]),  # trailing
+]
+SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
     ("SEQ(A a, NOT SEQ(C c, C d), A b+)", ["b.v >= NEXT(b).v", "a.v != NEXT(b).v"]),
     ("SEQ(A a+, NOT SEQ(C c, D d, C e), B b+)", ["a.v <= NEXT(a).v"]),
@@ -47,9 +60,6 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v != NEXT(d).v AND c.f = NEXT(d).f OR c.v > NEXT(d).v + 1)"]),
     ("SEQ(NOT SEQ(C c, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, D d, C e))", ["(d.v > NEXT(e).v AND d.f <= NEXT(e).f)"]),  # trailing
-    # three AND-ed on one step (`dominance_max3`)
-    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f)"]),
-    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2"]),
     # a NOT inside the negated SEQ: a match has none of its events between its neighbours
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["a.v > NEXT(a).v"]),
     ("SEQ(A a+, NOT SEQ(C c, D d, NOT B e, C f), B b+)", ["c.v < NEXT(d).v"]),
@@ -61,7 +71,6 @@ SHAPES = [  # (pattern, edge predicates it may take)
     ("SEQ(NOT SEQ(C c, D d, NOT B e, C f), A a+, B b)", ["d.v < NEXT(f).v", "c.f < NEXT(d).f"]),  # leading
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d, NOT A g, C f), B b+)", ["c.v < NEXT(d).v", "d.v > NEXT(f).v"]),
     ("SEQ(A a, NOT SEQ(C c, NOT A e, C d), A b+)", ["c.v <= NEXT(d).v", "b.v >= NEXT(b).v"]),  # positive types
-    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["(c.v < NEXT(d).v AND c.f != NEXT(d).f)"]),  # three ranks
     ("SEQ(NOT SEQ(C c, NOT E e, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),
     # a Kleene plus over a SEQ inside: one iteration stands for many (`parts.one_iteration`)
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, D f), B b)", ["a.v > NEXT(a).v", "d.v < NEXT(e).v"]),
@@ -92,6 +101,12 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 (test_a_negated_seq_equals_the_general_engine, test_a_negated_seq_equals_the_oracle,
  test_a_negated_seq_streamed_equals_the_general_engine) = differential_tests(negseq_query(), dense_events, (300, 100, 50))
+
+# three or more ranges of the dominance search on one step: drawn on their own too, a few of many above
+(test_many_comparisons_on_a_negated_step_equal_the_general_engine,
+ test_many_comparisons_on_a_negated_step_equal_the_oracle,
+ test_many_comparisons_on_a_negated_step_streamed_equal_the_general_engine) = differential_tests(
+    negseq_query_of(MANY), dense_events, (100, 40, 20))
 
 # a Kleene plus over a SEQ inside the negated SEQ: matches through several of its iterations
 (test_a_group_in_a_negated_seq_over_long_runs_equals_the_general_engine,
@@ -187,21 +202,31 @@ def test_an_edge_predicate_across_a_not_inside_the_negated_seq() -> None:
     assert count([(3, 1)]) == 0  # c at e's time: e is not between c and d
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(1, 40), st.integers(1, 40), st.integers(0, 2**32 - 1))
-def test_dominance_max3_is_the_maximum_over_the_dominated_events(n_src: int, n_dst: int, seed: int) -> None:
-    """Per dst event, the largest value over the src events of its code with a smaller order and all three
-    ranks below its own: against a scan of every pair, with ties in every coordinate."""
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 400), st.integers(2, 5), st.booleans(), st.integers(0, 2**32 - 1))
+def test_dominance_maxk_is_the_maximum_over_the_dominated_events(n_src: int, n_dst: int, k: int, scan: bool,
+                                                                  seed: int) -> None:
+    """Per dst event, the largest value over the src events of its code with a smaller order and all k
+    ranks below its own: against a scan of every pair, with ties in every coordinate; divided by the
+    order's bits down to two ranks (`_SCAN_PAIRS` 0) or scanned where few pairs share a code."""
+    from greta_stream.engine.columnar import negseqs
+
     rnd = np.random.default_rng(seed)
-    src = [rnd.integers(0, k, n_src) for k in (2, 9, 4, 4, 4)]  # code, order, three ranks
-    dst = [rnd.integers(0, k, n_dst) for k in (2, 9, 5, 5, 5)]
+    codes = int(rnd.integers(1, 4))
+    src = [rnd.integers(0, codes, n_src), rnd.integers(0, 60, n_src)] + [rnd.integers(0, 6, n_src) for _ in range(k)]
+    dst = [rnd.integers(0, codes, n_dst), rnd.integers(0, 60, n_dst)] + [rnd.integers(0, 7, n_dst) for _ in range(k)]
     val = rnd.normal(size=n_src)
-    got = dominance_max3(src[0], src[1], src[2:], val, dst[0], dst[1], dst[2:])
-    for q in range(n_dst):
-        ok = (src[0] == dst[0][q]) & (src[1] < dst[1][q])
-        for r in range(2, 5):
-            ok &= src[r] < dst[r][q]
-        assert got[q] == (val[ok].max() if ok.any() else -np.inf)
+    before = negseqs._SCAN_PAIRS
+    negseqs._SCAN_PAIRS = before if scan else 0
+    try:
+        got = negseqs.dominance_maxk(src[0], src[1], src[2:], val, dst[0], dst[1], dst[2:])
+    finally:
+        negseqs._SCAN_PAIRS = before
+    ok = (src[0][None, :] == dst[0][:, None]) & (src[1][None, :] < dst[1][:, None])
+    for r in range(2, 2 + k):
+        ok &= src[r][None, :] < dst[r][:, None]
+    want = np.where(ok, val[None, :], -np.inf).max(axis=1)
+    assert np.array_equal(got, want)
 
 
 def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() -> None:

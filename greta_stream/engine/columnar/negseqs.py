@@ -11,8 +11,8 @@ strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v < NE
 `plan.neg_edges`) it is the maximum over the previous part's events before it whose values the
 comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time order
 (`dominance_max`); with two comparisons AND-ed on the step, a Fenwick tree over the first's ranks whose
-nodes hold Fenwick trees over the second's (`dominance_max2`); with three, that over each half of the
-times against the other, bit by bit (`dominance_max3`). A NOT of one event between two parts
+nodes hold Fenwick trees over the second's (`dominance_max2`); with more, one fewer over each half of
+the times against the other, bit by bit, down to two (`dominance_maxk`). A NOT of one event between two parts
 (`NOT SEQ(C, NOT E, D)`) keeps the previous part's events at or after the latest E before it: a range,
 whose maximum a sparse table gives (`_range_max`); with an edge predicate across it
 (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`), that range of times is one more rank of the dominance
@@ -115,7 +115,7 @@ class Matches:
     def _latest_admitted(self, clause: tuple[tuple[str, ast.Expr, ast.Expr], ...], key: np.ndarray,
                          src: np.ndarray, val: np.ndarray, dst: np.ndarray, walked_back: bool,
                          since: tuple[int, np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """`_latest_before` over the pairs a step's clause admits (up to three comparisons AND-ed; `since`:
+        """`_latest_before` over the pairs a step's clause admits (up to five order comparisons AND-ed; `since`:
         and no blocker between them): per event of `dst`, the largest `val` of the events `src` of its
         partition strictly before it whose values compare with its own as each comparison says (walking
         back, `dst` holds X)."""
@@ -147,8 +147,8 @@ class Matches:
                    val: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Per event of `dst`, the largest `val` of the events `src` of its partition strictly before it
         that every (mode, src ranks, dst ranks) of `combo` admits: an equality refines the partition, at
-        or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`, three
-        `dominance_max3`."""
+        or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`, more
+        `dominance_maxk`."""
         scode, dcode = self.code[src], self.code[dst]
         ranged = []
         for mode, s, d in combo:
@@ -162,9 +162,9 @@ class Matches:
         got = np.full(len(dst), -np.inf)
         if not len(src) or not len(dst):
             return got
-        if len(ranged) == 3:  # sorts by code and order of its own, bit by bit
+        if len(ranged) >= 3:  # sorts by code and order of its own, bit by bit
             span = len(self.times) + 2
-            return dominance_max3(scode, key[src] % span, [s for s, _ in ranged], val,
+            return dominance_maxk(scode, key[src] % span, [s for s, _ in ranged], val,
                                   dcode, key[dst] % span, [d for _, d in ranged])
         so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
         (s1, d1), *rest = ranged
@@ -358,20 +358,30 @@ def dominance_max2(src_code, src_key, src_a, src_b, src_val, dst_code, dst_key, 
     return out
 
 
-def dominance_max3(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[np.ndarray], src_val: np.ndarray,
+def dominance_maxk(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[np.ndarray], src_val: np.ndarray,
                    dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: list[np.ndarray]) -> np.ndarray:
-    """`dominance_max2` in three ranks: per event of `dst`, the largest `src_val` of the events of `src`
-    with its code, a smaller order (time) and each of the three ranks below its own (-inf: none), in any
+    """`dominance_max2` in any number k >= 2 of ranks: per event of `dst`, the largest `src_val` of the
+    events of `src` with its code, a smaller order (time) and each rank below its own (-inf: none), in any
     order of either. Divide and conquer over the order's bits: at bit b, an event of `src` whose bit is 0
     precedes every event of `dst` with the same higher bits whose bit is 1, and each pair of a smaller
     order meets at exactly one bit. Among those pairs the order no longer matters, so the first rank
-    takes its place as what `dominance_max2` sweeps, the higher bits join the code. One call per bit:
-    O(n log^3 n)."""
+    takes its place and the higher bits join the code: k - 1 ranks, down to `dominance_max2`'s two.
+    O(n log^k n); where few pairs share a code (at most `_SCAN_PAIRS` per event), a scan of them."""
     out = np.full(len(dst_code), -np.inf)
     if not len(src_code) or not len(dst_code):
         return out
-    _, codes = np.unique(np.concatenate([src_code, dst_code]), return_inverse=True)
+    uniq, codes = np.unique(np.concatenate([src_code, dst_code]), return_inverse=True)
     scode, dcode = codes[:len(src_code)].astype(np.int64), codes[len(src_code):].astype(np.int64)
+    pairs = np.bincount(scode, minlength=len(uniq)) @ np.bincount(dcode, minlength=len(uniq))
+    if len(src_ranks) == 2 or pairs <= _SCAN_PAIRS * (len(scode) + len(dcode)):
+        so, do = np.lexsort((src_order, scode)), np.lexsort((dst_order, dcode))
+        if len(src_ranks) == 2:
+            out[do] = dominance_max2(scode[so], src_order[so], src_ranks[0][so], src_ranks[1][so], src_val[so],
+                                     dcode[do], dst_order[do], dst_ranks[0][do], dst_ranks[1][do])
+        else:
+            out[do] = _dominance_scan(scode[so], src_order[so], np.stack(src_ranks, 1)[so], src_val[so], dcode[do],
+                                      dst_order[do], np.stack(dst_ranks, 1)[do])
+        return out
     top = int(max(src_order.max(), dst_order.max())) + 1
     for bit in range(top.bit_length()):
         s = np.flatnonzero((src_order >> bit) & 1 == 0)
@@ -380,11 +390,38 @@ def dominance_max3(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[
             continue
         blocks = (top >> (bit + 1)) + 1
         sc, dc = scode[s] * blocks + (src_order[s] >> (bit + 1)), dcode[d] * blocks + (dst_order[d] >> (bit + 1))
-        (sa, sb, sr), (da, db, dr) = ([r[s] for r in src_ranks]), ([r[d] for r in dst_ranks])
-        so, do = np.lexsort((sa, sc)), np.lexsort((da, dc))
-        got = dominance_max2(sc[so], sa[so], sb[so], sr[so], src_val[s][so], dc[do], da[do], db[do], dr[do])
-        at = d[do]
-        out[at] = np.maximum(out[at], got)
+        (sa, *sr), (da, *dr) = [r[s] for r in src_ranks], [r[d] for r in dst_ranks]
+        got = dominance_maxk(sc, sa, sr, src_val[s], dc, da, dr)
+        out[d] = np.maximum(out[d], got)
+    return out
+
+
+_SCAN_PAIRS = 64  # pairs of one code per event below which `dominance_maxk` scans them
+
+
+@njit(cache=True)
+def _dominance_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarray, src_val: np.ndarray,
+                    dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray) -> np.ndarray:
+    """`dominance_maxk` by a scan of the pairs of each code (both sides sorted by code)."""
+    nd, ns, k = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1]
+    out = np.full(nd, -np.inf)
+    i0 = 0
+    for q in range(nd):
+        while i0 < ns and src_code[i0] < dst_code[q]:
+            i0 += 1
+        best = -np.inf
+        i = i0
+        while i < ns and src_code[i] == dst_code[q]:
+            if src_order[i] < dst_order[q] and src_val[i] > best:
+                ok = True
+                for r in range(k):
+                    if src_ranks[i, r] >= dst_ranks[q, r]:
+                        ok = False
+                        break
+                if ok:
+                    best = src_val[i]
+            i += 1
+        out[q] = best
     return out
 
 
