@@ -153,8 +153,15 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq-group": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)", EDGE),
     # an optional group inside a counted group: an iteration ends past it too (`parts.loop_steps`)
     "optgroup-in-group": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))?)){2,3}", "A.price > NEXT(A).price"),
+    # the same inside a Kleene plus over a SEQ that is a part of a SEQ: the optional group joins the SEQ's skips
+    "optgroup-in-seq-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))?))+)",
+                             "A.price > NEXT(A).price"),
     # two counted groups: each in the lanes, lane 0 between them (`KernelPlan.counted_groups`)
     "two-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D)){2})", "A.price > NEXT(B).price"),
+    # a counted event beside a counted group: a counted group of one event; and counted groups beside a looped one
+    "counted-beside-event": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{2})", "A.price > NEXT(B).price"),
+    "counted-beside-loop": ("AVG(A.price)", "SEQ(Stock X{2}, (SEQ(Stock A, Stock B)){2}, (SEQ(Stock C, Stock D))+)",
+                            "A.price > NEXT(B).price"),
     # a divisor of both events' values: checked pair by pair for 0 (`pairs.judge`)
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
     # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost

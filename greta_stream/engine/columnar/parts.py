@@ -64,7 +64,7 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
             if loops is None:
                 raise Unsupported("a Kleene plus over a SEQ inside another")
-            span = _take_group(seq, "under a Kleene plus", states, mids, negseqs)
+            span = _take_group(seq, "under a Kleene plus", states, mids, negseqs, skips)
             loops.append(span)
             if isinstance(part, ast.Repeat):  # C's lanes count the loop's iterations (`iterations.py`)
                 if span[0] == span[1]:
@@ -121,17 +121,22 @@ def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool, int | None] | Non
 
 
 def _take_group(seq: ast.Seq, where: str, states: list[State], mids: list[tuple[int, State]],
-                negseqs: list[tuple[int, tuple[State, ...]]]) -> tuple[int, int]:
-    """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands; its (first, last) state."""
+                negseqs: list[tuple[int, tuple[State, ...]]], skips: list[tuple[int, int]] | None = None,
+                ) -> tuple[int, int]:
+    """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands, and the optional groups
+    inside it to `skips` (None: it may hold none); its (first, last) state."""
     first = len(states)
-    inner, inner_mids, inner_negseqs = _loop(seq, where)
+    inner_skips: list[tuple[int, int]] | None = None if skips is None else []
+    inner, inner_mids, inner_negseqs = _loop(seq, where, inner_skips)
+    if skips is not None and inner_skips:
+        skips += [(first + a, first + b) for a, b in inner_skips]
     mids += [(first + i, n) for i, n in inner_mids]
     negseqs += [(first + i, ps) for i, ps in inner_negseqs]
     states += inner
     return first, len(states) - 1
 
 
-def _loop(seq: ast.Seq, where: str
+def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]] | None = None,
           ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The states, middle NOTs and middle NOT SEQs of a SEQ that is a group inside a SEQ (`where` it stands:
     under a Kleene plus, in an optional group): events, Kleene events and NOTs between them; else
@@ -139,7 +144,7 @@ def _loop(seq: ast.Seq, where: str
     if isinstance(seq.parts[0], ast.Not) or isinstance(seq.parts[-1], ast.Not):
         raise Unsupported(f"a leading or trailing NOT {where}")
     counted: list[tuple[int, int, int | None]] = []
-    states, mids, negseqs = positions(list(seq.parts), counted)
+    states, mids, negseqs = positions(list(seq.parts), counted, None, skips)
     if counted:
         raise Unsupported(f"a counted repetition {where}")
     if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `loop_steps`

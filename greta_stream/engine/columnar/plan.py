@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
@@ -339,6 +339,13 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     loops: list[tuple[int, int]] = []
     skips: list[tuple[int, int]] = []
     states, mids, negseqs = positions(parts, found, loops, skips)
+    if len(found) > 1 and loops and not loop:  # `SEQ((SEQ(A, B)){2}, C{1,2})`: C a counted group of one event
+        ends = {lp[1] for lp in loops}
+        for c, lo, _ in found:
+            if c not in ends and lo >= 1 and states[c].kleene and not states[c].optional:
+                states[c] = replace(states[c], kleene=False)
+                loops.append((c, c))
+        loops.sort()
     if skips and len(found) > 1:
         raise Unsupported("an optional group beside two counted repetitions")
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
@@ -348,8 +355,9 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     every_loop = ((span,) if span else ()) + tuple(lp for lp in loops if lp != span)
     if loop and loops:
         raise Unsupported("a Kleene plus over a SEQ inside another")
-    # `SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: counted groups only, each in its lanes (lane 0 between them)
-    groups_only = len(found) > 1 and sorted(lp[1] for lp in loops) == sorted(c for c, _, _ in found)
+    # `SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: every counted repetition a group, each in its lanes (lane 0 between
+    # them; uncounted looped groups beside them have stores of their own)
+    groups_only = len(found) > 1 and {c for c, _, _ in found} <= {lp[1] for lp in loops}
     if len(found) > 1 and loops and not groups_only:
         raise Unsupported("two counted repetitions, one of them a group, and not every one a group")
     if loop and iterations is not None and len(states) < 2:
