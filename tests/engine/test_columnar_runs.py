@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from columnar_support import check_against_general, dense_query, differential_tests, long_run_tests
 from columnar_support import dense_events as dense
-from columnar_support import dense_query, differential_tests, long_run_tests
 from hypothesis import strategies as st
 from problems_support import evaluate
 
@@ -341,3 +341,21 @@ def test_explain_says_how_the_columnar_engine_takes_each_equivalence(query: str,
 
     said = runs_on(RunSpec.create(f"RETURN COUNT(*) PATTERN {query} WITHIN 10 s"))
     assert said.startswith("runs on: the columnar engine\n  " + note)
+
+
+@pytest.mark.parametrize(("query", "events"), [
+    # [a.k, c.k]: a trend of k = 0, a b c; the A of k = 1 between b and c breaks it (it carries every
+    # alias's attributes, none), though it is in another run
+    ("SEQ(A a, B b, C c) WHERE [a.k, c.k]", [("A", 0, 0), ("A", 0, 0), ("B", 0.25, 0), ("A", 1, 1), ("C", 2, 0)]),
+    # [a.k]: a0 a0' b1 with an A of k = 1 at 0.5 between them
+    ("SEQ(A a+, B b) WHERE [a.k]", [("A", 0, 0), ("A", 0.25, 0), ("A", 0.5, 1), ("B", 1, 0)]),
+])
+def test_under_contiguous_an_event_of_another_run_breaks_a_trend(query: str, events: list[tuple]) -> None:
+    """SEMANTICS section 8: under contiguous an event of the pattern's types between two events of a trend
+    breaks it when it carries the values of the attributes of every alias, whatever its run."""
+    evs = [{"type": t, "time": time, "k": k, "v": 1} for t, time, k in events]
+    pattern, _, where = query.partition(" WHERE ")
+    text = f"RETURN COUNT(*) PATTERN {pattern} SEMANTICS contiguous WHERE {where} WITHIN 5 s"
+    got = check_against_general(text, evs)
+    assert list(got) == list(evaluate(text, evs, engine="general"))
+    assert sum(r["count"] for r in got) == (0 if "c.k" in query else 1)  # [a.k]: a0.5 b1 only

@@ -140,7 +140,8 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     rep, st = expand(plan, prep.state, inside)  # the vertices: one per event and state of its type
     # contiguous with events that are no vertices (failing their local predicates, negated): each event's
     # previous time stamp from all of them; else the kernel's previous time stamp is the vertices' own
-    stamps = previous_stamps(plan, prep, kmin, kmax) if plan.contiguous and (plan.local or plan.negs) else None
+    stamps = (previous_stamps(plan, prep, kmin, kmax) if plan.contiguous and (plan.local or plan.negs or plan.value_runs)
+              else None)
     t, kmin, kmax, kneg, kend = prep.t[rep], kmin[rep], kmax[rep], kneg[rep], kend[rep]
     cols = {a: subset(c, rep) for a, c in prep.cols.items()}
     if plan.local and (plan.shared_slots or plan.contiguous):  # each state's own predicates (contiguous: the
