@@ -7,6 +7,10 @@ a broker): it gets the `subprocess` marker, which `make test-fast` leaves out. A
 JVM (`spark`, `standalone_cluster`, `main_job`) gets `spark`. A test in the fast tier (none of
 `FAST_TIER_LEAVES_OUT`) that starts a process anyway fails, saying so (`_no_processes`).
 
+A test marked `nightly` (a benchmark's full run through Spark or the service, minutes each) is
+skipped, saying so, unless `GRETA_NIGHTLY=1` (`make test-nightly`): the default suite stays the one CI
+runs in well under half an hour, and each benchmark script keeps a quick smoke test in it.
+
 `GRETA_HYPOTHESIS_SCALE=K` multiplies every property test's `max_examples`
 by K (a deeper search than the default suite's, e.g. overnight)::
 
@@ -34,6 +38,7 @@ _SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 SCALE = os.environ.get("GRETA_HYPOTHESIS_SCALE", "")
+NIGHTLY = os.environ.get("GRETA_NIGHTLY", "") not in ("", "0")
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kernel"
 
@@ -171,9 +176,21 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
+NIGHTLY_SKIP = pytest.mark.skip(reason="nightly tier (a benchmark's full run): GRETA_NIGHTLY=1 or make test-nightly")
+
+
+def skip_nightly(items: list[Any]) -> None:
+    """Skip the tests marked `nightly`, saying how to run them."""
+    for item in items:
+        if item.get_closest_marker("nightly"):
+            item.add_marker(NIGHTLY_SKIP)
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     marked_by_use(items)
+    if not NIGHTLY:
+        skip_nightly(items)
     if not SCALE:
         return
     k = float(SCALE)

@@ -76,3 +76,13 @@ def test_a_fast_test_that_starts_a_process_fails_saying_how_to_mark_it(tiers: Mo
         multiprocessing.get_context("spawn").Process(target=print).start()
     with pytest.raises(tiers.ProcessInFastTier):
         multiprocessing.get_context("fork").Process(target=print).start()
+
+
+def test_the_nightly_tier_is_skipped_saying_how_to_run_it(tiers: ModuleType) -> None:
+    items = [Item("tmp_path"), Item("bench", marked=("nightly", "slow"))]
+    tiers.skip_nightly(items)
+    assert items[0].markers == []
+    assert items[1].markers == ["nightly", "slow", tiers.NIGHTLY_SKIP]
+    assert "make test-nightly" in tiers.NIGHTLY_SKIP.kwargs["reason"]
+    (line,) = [line for line in (ROOT / "Makefile").read_text().splitlines() if "GRETA_NIGHTLY=1" in line]
+    assert line.strip().endswith('pytest -q -m nightly')

@@ -42,6 +42,7 @@ def check(row: dict[str, str]) -> None:
     assert number(row["B/kept"]) == pytest.approx(number(row["RSS MB"]) * 2**20 / number(row["kept ev"]), rel=0.01)
 
 
+@pytest.mark.nightly
 def test_engine_mode_both_sweeps(bench: Callable[..., str]) -> None:
     out = bench("bench_long_window.py", "--modes", "engine", "--windows-min", "0.5,1", "--rate", "40",
                 "--batch-s", "5", "--window-min", "1", "--rates", "40,80", "--batch-events", "200", "--budget-s", "120")
@@ -59,6 +60,7 @@ def test_engine_mode_both_sweeps(bench: Callable[..., str]) -> None:
     assert "engine: headroom of 1h / 1m at 2,000 ev/s: not in this run" in out, out
 
 
+@pytest.mark.nightly
 @pytest.mark.spark
 def test_run_mode_one_small_run(bench: Callable[..., str]) -> None:
     out = bench("bench_long_window.py", "--modes", "run", "--sweeps", "window", "--windows-min", "1", "--rate", "40",

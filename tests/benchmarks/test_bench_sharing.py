@@ -26,6 +26,7 @@ def test_bench_multiquery_smoke(bench: Callable[..., str]) -> None:
     assert [r[1] for r in rows] == ["1", "3"] and all(r[-1] == "yes" for r in rows), out
 
 
+@pytest.mark.nightly
 @pytest.mark.spark
 def test_bench_sharing_through_run_config(bench: Callable[..., str]) -> None:
     out = bench("bench_sharing.py", "--run-config", "--sizes", "4", "--events", "3000", "--files", "2", "--no-floor")

@@ -9,6 +9,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.nightly
 def test_bench_stream_smoke(bench: Callable[..., str]) -> None:
     out = bench("bench_stream.py", "--per-window", "600", "--batch-s", "1,10", "--windows", "1.5",
                 "--engines", "columnar,incremental,general")

@@ -68,6 +68,12 @@ QUERIES = {
     # two counted groups in a SEQ, each in its lanes
     "two-groups": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ((SEQ(A, B)){2}, (SEQ(C, D)){1,2}) "
                   "WHERE [g] GROUP-BY g WITHIN 40 s SLIDE 8 s",
+    # a counted event beside a counted group (a counted group of one event), and an optional group inside a
+    # Kleene plus over a SEQ that is a part of a SEQ
+    "counted-beside": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ((SEQ(A, B)){2}, C{1,2}) "
+                      "WHERE [g] GROUP-BY g WITHIN 40 s SLIDE 8 s",
+    "optional-in-loop": "RETURN g, COUNT(*), SUM(B.v) PATTERN SEQ(A, (SEQ(B, (SEQ(C, D))?))+, E) "
+                        "WHERE [g] AND B.v <= NEXT(B).v GROUP-BY g WITHIN 24 s SLIDE 4 s",
     # an equivalence attribute of aliases apart: a run of vertices per value, B's in every run near it
     "apart": "RETURN g, COUNT(*), SUM(B.v), MAX(c.v) PATTERN SEQ(NOT E, A a, B+, D c) "
              "WHERE [g] AND [a.v, c.v] GROUP-BY g WITHIN 30 s SLIDE 5 s",
