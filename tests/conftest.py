@@ -9,7 +9,7 @@ JVM (`spark`, `standalone_cluster`, `main_job`) gets `spark`. A test in the fast
 
 A test marked `nightly` (a benchmark's full run through Spark or the service, minutes each) is
 skipped, saying so, unless `GRETA_NIGHTLY=1` (`make test-nightly`): the default suite stays the one CI
-runs in well under half an hour, and each benchmark script keeps a quick smoke test in it.
+runs, and each of those benchmark scripts keeps quicker smoke tests in it.
 
 `GRETA_HYPOTHESIS_SCALE=K` multiplies every property test's `max_examples`
 by K (a deeper search than the default suite's, e.g. overnight)::

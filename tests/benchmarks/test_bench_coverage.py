@@ -1,0 +1,22 @@
+"""`bench_coverage.py --quick`: shapes the columnar engine took over and one that stays on the general engine,
+each child's rows checked against `engine="general"` (the `check` column)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SHAPES = {"ref": "columnar", "us-window": "columnar", "not-seq-five": "columnar", "counted-beside-event": "columnar",
+          "optgroup-in-seq-loop": "columnar", "general-optional-counted": "general"}
+
+
+def test_bench_coverage_quick(bench: Callable[..., str]) -> None:
+    out = bench("bench_coverage.py", "--quick", "--wpe", "2", "--shapes", ",".join(SHAPES))
+    rows = {r[3]: r for r in (ln.split() for ln in out.splitlines()) if len(r) > 4 and r[0] == "2" and r[3] in SHAPES}
+    assert {shape: row[4] for shape, row in rows.items()} == SHAPES, out
+    assert all(row[-1] == "equal" for row in rows.values()), out
+    assert "MISMATCH" not in out, out
+    assert "-> two counted repetitions, one of them a group" in out, out  # why the general one runs
