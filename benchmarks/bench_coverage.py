@@ -175,17 +175,21 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "run-not": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, C.volume, D.volume]"),
     # a NOT keyed by an equivalence attribute of every positive alias (H), beside one that is not (C)
     "keyed-not": ("AVG(S.price)", "SEQ(NOT Halt C, Stock S+, NOT Halt H)", f"{EDGE} AND [S.volume, H.volume]"),
+    # a part of a negated SEQ keyed by an equivalence attribute of some aliases: a run per volume, the E's
+    # in every run near them, each D copied to the volumes of the C's near it (`negkeys.py`)
+    "keyed-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                      f"{EDGE} AND [S.volume, C.volume]"),
+    # the same keyed by an attribute of every positive alias: a partition attribute, no runs
+    "keyed-not-seq-every": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                            f"{EDGE} AND [S.volume, E.volume, C.volume]"),
     # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: six comparisons
-    # on a negated step, a counted repetition that may match nothing beside a counted group, a part of a negated
-    # SEQ keyed by an equivalence attribute of some aliases
+    # on a negated step, a counted repetition that may match nothing beside a counted group
     "general-not-seq-six": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                             f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != "
                             "NEXT(D).volume AND C.volume < NEXT(D).price * 100 AND C.price * 2 > NEXT(D).price "
                             "AND C.volume * 2 > NEXT(D).volume"),
     "general-optional-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{0,2})",
                                  "A.price > NEXT(B).price"),
-    "general-keyed-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
-                              f"{EDGE} AND [S.volume, C.volume]"),
 }
 
 

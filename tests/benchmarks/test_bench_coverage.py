@@ -10,7 +10,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 SHAPES = {"ref": "columnar", "us-window": "columnar", "not-seq-five": "columnar", "counted-beside-event": "columnar",
-          "optgroup-in-seq-loop": "columnar", "general-optional-counted": "general"}
+          "optgroup-in-seq-loop": "columnar", "keyed-not-seq": "columnar", "general-optional-counted": "general"}
 
 
 def test_bench_coverage_quick(bench: Callable[..., str]) -> None:

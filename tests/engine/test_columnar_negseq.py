@@ -261,3 +261,24 @@ def test_a_group_constrained_where_it_starts_and_ends_stays_on_the_general_engin
     assert rows.engine == "general" and list(rows) == []
     without_e4 = [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events if at != 4]
     assert [r["count"] for r in evaluate(text, without_e4)] == [1]  # no match: d3 with e6 fails d.f > e.f
+
+
+def test_a_keyed_part_matches_for_the_trends_of_its_value_only() -> None:
+    """`[a.k, c.k]`: the match c2 d3 excludes a1 -> b4 only where c2 carries a1's k; d is free, and so is
+    b. Where every positive alias carries k, the same; two attributes keying one negated SEQ stay on the
+    general engine."""
+    def count(text: str, ks: tuple[int, int, int, int]) -> int:
+        events = [{"type": t, "time": at, "k": k} for (t, at), k in zip([("A", 1), ("C", 2), ("D", 3), ("B", 4)], ks)]
+        rows = evaluate(text, events, engine="columnar")
+        assert rows.engine == "columnar"
+        return sum(r["count"] for r in rows)
+
+    some = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE [a.k, c.k] WITHIN 10 s"
+    assert count(some, (0, 1, 0, 0)) == 1  # another value's match
+    assert count(some, (0, 0, 1, 1)) == 0  # its value's match, whatever d's and b's
+    assert count(some, (1.0, 1, 7, 7)) == 0  # 1 and 1.0 are one value
+    every = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE [a.k, b.k, c.k] WITHIN 10 s"
+    assert count(every, (0, 1, 0, 0)) == 1
+    assert count(every, (0, 0, 1, 0)) == 0
+    two = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE [a.k, c.k] AND [b.v, d.v] WITHIN 10 s"
+    assert "keyed by two equivalence attributes" in RunSpec.create(two).columnar_refusal

@@ -32,7 +32,7 @@ from greta_stream.engine.columnar.keys import (
     ranks,
     run_negations,
 )
-from greta_stream.engine.columnar.negseqs import fill_ranks, match_starts, seq_bounds
+from greta_stream.engine.columnar.negkeys import fill_ranks, match_starts, seq_attrs, seq_bounds
 from greta_stream.engine.columnar.pairs import Programs
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
@@ -161,16 +161,21 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     for (i, _), (at_or_before, before) in zip(plan.mids, gens):
         gjoin = np.where(st == i, at_or_before[rep], gjoin)  # joins the store across the NOT after state i
         gread = np.where(st == i + 1, before[rep], gread)  # reads it
-    pid = None
+    pid, run_values = None, {}
     if plan.value_runs:  # `[A.k, D.k]` of `SEQ(A, B, D)`: a run of vertices per value (`valueruns.py`)
         sel, pid, reps = valueruns.split(plan.value_runs, st, t, kmin, kmax, cols, codes(cols, plan.part_attrs, len(t)))
-        values = {a: cols[run.attr].values[r] for run, r in zip(plan.value_runs, reps) for a in run.negated}
+        run_values = {run.attr: cols[run.attr].values[r] for run, r in zip(plan.value_runs, reps)}
+        values = {a: run_values[run.attr] for run in plan.value_runs for a in run.negated}
         rep, st, t, kmin, kmax, kneg, kend, gjoin, gread = (
             x[sel] for x in (rep, st, t, kmin, kmax, kneg, kend, gjoin, gread))
         cols = {a: subset(c, sel) for a, c in cols.items()}
         qfrom = qfrom[sel] if qfrom is not None else None
         if values:  # `[a.k, e.k]` of `SEQ(A a, B b, NOT E e, C c)`: an E bounds its value's run
             kneg, kend, gjoin, gread = run_negations(plan, prep, rep, st, values, (kneg, kend, gjoin, gread))
+    # a negated SEQ's parts keyed by an equivalence attribute: each vertex reads its matches at its trend's value
+    readers = (rep, {a: run_values.get(a, cols[a].values) for a in seq_attrs(plan)})
+    if readers[1]:
+        seq_bounds(plan, prep, kneg, kend, readers)
     pid, group_of_part, group_values = partitions(group_by, plan.part_attrs, cols, len(t), pid)
     if group_values and group_by:  # as the records spell them (an int next to floats stays an int)
         firsts = prep.good[rep][[g[1] for g in group_values]]
@@ -196,7 +201,7 @@ def compute_cells(plan: KernelPlan, prep: Prepared, events: Input, k_from: int |
     grs, gqs, pointp, pred_scan = all_ranks(plan, cols, st)
     progs = pair_programs(plan, cols, st)
     if plan.negseqs:  # a negated SEQ's predicate: a predecessor's time against the reader's latest match start
-        fill_ranks(plan, grs, gqs, t, [b[rep[order]] for b in match_starts(plan, prep)])
+        fill_ranks(plan, grs, gqs, t, [b[order] for b in match_starts(plan, prep, readers)])
 
     # ---------------------------------------------- aggregate cells
     cells, sums, mms = aggregate_cells(plan, fields, cols, st)

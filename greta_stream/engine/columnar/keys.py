@@ -230,7 +230,7 @@ def all_ranks(plan: KernelPlan, cols: dict[str, Any],
     m = len(st)
     if not plan.scan_edges:  # no scan, or scans without predicates (a stricter selection strategy's)
         return np.zeros((m, 0), np.int64), np.zeros((m, 0), np.int64), np.zeros(0, np.int8), np.zeros(0, np.int64)
-    none = (np.zeros(m, np.int64), np.zeros(m, np.int64), False)  # a negated SEQ's: filled by `negseqs.fill_ranks`
+    none = (np.zeros(m, np.int64), np.zeros(m, np.int64), False)  # a negated SEQ's: filled by `negkeys.fill_ranks`
     got = [none if e[0] in (NOT_SEQ, PAIR) else ranks(plan, cols, st, e, (plan.scans[j].src, plan.scans[j].dst))
            for j, e in plan.scan_edges]
     kinds = [PAIRED if e[0] == PAIR else UNEQUAL if e[0] == "!=" else EQUAL if g[2] else ORDER

@@ -17,43 +17,65 @@ the times against the other, bit by bit, down to two (`dominance_maxk`). A NOT o
 whose maximum a sparse table gives (`_range_max`); with an edge predicate across it
 (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`), that range of times is one more rank of the dominance
 query (`Matches._since`). A leading or trailing one bounds the windows of a
-trend's first or last event (`seq_bounds`), as a leading or trailing `NOT N` of one event does
-(`keys.negated_starts`).
+trend's first or last event (`negkeys.seq_bounds`), as a leading or trailing `NOT N` of one event does
+(`keys.negated_starts`). Where a part is keyed by an equivalence attribute, the walk runs over entries of
+(partition, value) instead of events (`View`, built by `negkeys.py`).
 """
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
 from greta_stream.engine.columnar.keys import edge_values, partition_times
-from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
+from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
-from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
+
+
+@dataclass(frozen=True)
+class View:
+    """Entries of a match walk keyed by an equivalence attribute (`negkeys.py`): the prepared event of each,
+    its code (partition and value), the entries of each part (by alias) and of the readers."""
+
+    rows: np.ndarray
+    code: np.ndarray
+    members: dict[str, np.ndarray]
+    readers: np.ndarray
+
+
+def part_events(plan: KernelPlan, prep: Prepared, part: State) -> np.ndarray:
+    """The prepared events of a negated SEQ's part: of its type, taken by its own predicates."""
+    mine = prep.state == plan.types.index(part.type)
+    mine &= local_mask(plan, prep.cols, np.full(len(prep.t), plan.state_of_neg(part)), slots=False)
+    return np.flatnonzero(mine)
 
 
 class Matches:
     """Matches of negated SEQs over the prepared events: chains of their parts' events (each part's own
     predicates), in the partitions of the common attributes, times compared by rank."""
 
-    def __init__(self, plan: KernelPlan, prep: Prepared) -> None:
-        self.plan, self.prep = plan, prep
+    def __init__(self, plan: KernelPlan, prep: Prepared, view: View | None = None) -> None:
+        self.plan, self.prep, self.view = plan, prep, view
         self.code, self.times, self.rank = partition_times(plan, prep)
+        if view is not None:  # entries of its own: events at their values, readers at theirs (`negkeys.py`)
+            self.code, self.rank = view.code, self.rank[view.rows]
         self.edges: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
         for x, y, clause in plan.neg_edges:  # a step's clauses are OR-ed
             self.edges.setdefault((x, y), []).append(clause)
 
     def latest_starts(self, parts: tuple[State, ...]) -> np.ndarray:
-        """Per event: the time rank of the latest start of a match ending strictly before it (-1: none)."""
+        """Per event (per reader of the view): the time rank of the latest start of a match ending strictly
+        before it (-1: none)."""
         return self._walk(parts, self.rank)
 
     def earliest_ends(self, parts: tuple[State, ...]) -> np.ndarray:
-        """Per event: the time rank of the earliest end of a match starting strictly after it (-1: none):
+        """Per event (per reader): the time rank of the earliest end of a match starting strictly after it (-1: none):
         the latest start of the reversed SEQ over reversed time."""
         top = len(self.times) - 1
         got = self._walk(parts[::-1], top - self.rank, walked_back=True)
@@ -63,14 +85,11 @@ class Matches:
         """Per event, the latest `order` at which a chain of `parts` (in walking order: `order` rises along
         it; `walked_back`: the SEQ's parts last first, over reversed time) starts, over the chains ending
         strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
-        plan, prep, n = self.plan, self.prep, len(self.rank)
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for part in parts:
-            mine = prep.state == plan.types.index(part.type)
-            mine &= local_mask(plan, prep.cols, np.full(n, plan.state_of_neg(part)), slots=False)
-            idx = np.flatnonzero(mine)
+            idx = part_events(self.plan, self.prep, part) if self.view is None else self.view.members[part.alias]
             if part.negated:
                 blockers.append(idx)
                 continue
@@ -87,7 +106,8 @@ class Matches:
                     val = np.max([self._latest_admitted(e, key, src, val, idx, walked_back, since) for e in ors],
                                  axis=0)
             src, prev, blockers = idx, part, []
-        got = _latest_before(key, self.code, src, val, np.arange(n))
+        readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
+        got = _latest_before(key, self.code, src, val, readers)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
 
     def _latest_unblocked(self, key: np.ndarray, src: np.ndarray, val: np.ndarray, dst: np.ndarray,
@@ -121,7 +141,8 @@ class Matches:
         back, `dst` holds X)."""
         x, y = (dst, src) if walked_back else (src, dst)
         rows = np.union1d(x, y)
-        cols = {a: subset(self.prep.cols[a], rows) for c in clause for a in attrs_of(c[1]) | attrs_of(c[2])}
+        at = rows if self.view is None else self.view.rows[rows]
+        cols = {a: subset(self.prep.cols[a], at) for c in clause for a in attrs_of(c[1]) | attrs_of(c[2])}
         got = np.full(len(dst), -np.inf)
         extra = [] if since is None else [since]
         for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back) for c in clause]):
@@ -180,37 +201,6 @@ class Matches:
     def time_of(self, rank: np.ndarray) -> np.ndarray:
         """The times of ranks as float64 (-inf for -1)."""
         return np.where(rank >= 0, self.times[np.maximum(rank, 0)].astype(np.float64), -np.inf)
-
-
-def match_starts(plan: KernelPlan, prep: Prepared) -> list[np.ndarray]:
-    """Per middle negated SEQ (`plan.negseqs` order), per prepared event: M, the latest start time of a
-    match ending strictly before the event in its partition (-inf: none)."""
-    n = len(prep.t)
-    if not plan.negseqs or not n:
-        return [np.full(n, -np.inf) for _ in plan.negseqs]
-    matches = Matches(plan, prep)
-    return [matches.time_of(matches.latest_starts(parts)) for _, parts in plan.negseqs]
-
-
-def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndarray) -> None:
-    """A leading `NOT SEQ(C, D, ...)` raises each event's first window of a trend it starts (`kneg`) past
-    the windows starting at or before the latest start of a match ending before it (SEMANTICS section 3:
-    excluded if `window.start <= c.time` and `d.time < first.time`); a trailing one lowers the last window
-    of a trend it ends (`kend`) below the windows holding the earliest end of a match starting after it
-    (excluded if `last.time < c.time` and `d.time < window.end`)."""
-    if not len(prep.t) or not (plan.lead_seq or plan.trail_seq):
-        return
-    matches = Matches(plan, prep)
-    if plan.lead_seq:
-        rank = matches.latest_starts(plan.lead_seq)
-        ok = rank >= 0
-        _, last = window_bounds(matches.times[rank[ok]], prep.window(plan), prep.int_time)
-        kneg[ok] = np.maximum(kneg[ok], last + 1)
-    if plan.trail_seq:
-        rank = matches.earliest_ends(plan.trail_seq)
-        ok = rank >= 0
-        first, _ = window_bounds(matches.times[rank[ok]], prep.window(plan), prep.int_time)
-        kend[ok] = np.minimum(kend[ok], first - 1)
 
 
 def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -423,17 +413,3 @@ def _dominance_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.n
             i += 1
         out[q] = best
     return out
-
-
-def fill_ranks(plan: KernelPlan, grs: np.ndarray, gqs: np.ndarray, t: np.ndarray, bounds: list[np.ndarray]) -> None:
-    """Write the ranks of each negated SEQ's predicate (`grs[u] < gqs[v]` iff `t[u] >= M(v)`) into its
-    scan columns; `t` and `bounds` per vertex, in the kernel's order."""
-    p = 0
-    for sc in plan.scans:
-        for op, x, _ in sc.edges:
-            if op == NOT_SEQ and isinstance(x, ast.Literal):
-                m = bounds[int(x.value)]
-                values = np.unique(np.concatenate([t.astype(np.float64), m[np.isfinite(m)]]))
-                grs[:, p] = -np.searchsorted(values, t.astype(np.float64))
-                gqs[:, p] = np.where(np.isfinite(m), 1 - np.searchsorted(values, m), 1)
-            p += 1

@@ -133,7 +133,8 @@ class KernelPlan:
     # equivalence attributes of aliases that stand apart (`[A.k, D.k]` of `SEQ(A, B, D)`): runs per value
     value_runs: tuple[ValueRun, ...] = ()
     # (alias, attribute): a single negated event keyed by an equivalence attribute of every positive alias
-    # (`[S.company, H.company]` beside an unkeyed `NOT Suspend X`): its bounds are per value too
+    # (`[S.company, H.company]` beside an unkeyed `NOT Suspend X`): its bounds are per value too; a negated
+    # SEQ's part keyed by any one (`negkeys.py`)
     neg_keys: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -368,8 +369,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
-    singles = frozenset(n.alias for n in (neg, *(n for _, n in mids), trail) if n is not None)
-    run_attrs, same, runs, keyed = components(cq, states, negs, every_loop, skips, found, singles)
+    seqs = [frozenset(p.alias for p in ps) for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
+    run_attrs, same, runs, keyed = components(cq, states, negs, every_loop, skips, found, seqs)
     index = {s.alias: i for i, s in enumerate(states)}
     index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 

@@ -59,25 +59,27 @@ class ValueRun:
 
 def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State], loops: Sequence[tuple[int, int]],
                skips: Sequence[tuple[int, int]], counts: Sequence[tuple[int, int, int | None]],
-               singles: frozenset[str]) -> tuple[list[str], list[ast.Expr], list[ValueRun], list[tuple[str, str]]]:
+               seqs: Sequence[frozenset[str]]) -> tuple[list[str], list[ast.Expr], list[ValueRun], list[tuple[str, str]]]:
     """The equivalence attributes of some aliases only, as the plan takes them: (partition attributes of
     every positive alias, edge predicates `X.k = NEXT(Y).k` of aliases next to each other, runs of aliases
-    apart, (alias, attribute) of each single negated event keyed by one); `Unsupported` for the rest."""
+    apart, (alias, attribute) of each negated event keyed by one: a single one keyed by an attribute of
+    every positive alias, or a part of a negated SEQ, whose aliases are `seqs`); `Unsupported` for the rest."""
     strategy = cq.query.strategy
     positive, negated = frozenset(s.alias for s in states), frozenset(n.alias for n in negs)
+    singles = negated.difference(*seqs)
     run_attrs: list[str] = []
     same: list[ast.Expr] = []
     runs: list[ValueRun] = []
     keyed: list[tuple[str, str]] = []
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
-        if c.aliases & negated and not c.aliases & negated <= singles:
-            raise Unsupported("an equivalence attribute of a part of a negated SEQ and not of every alias")
         if c.aliases & negated and not positive <= c.aliases or strategy == ast.CONTIGUOUS:
             # `[L.user, O.user]` of `SEQ(Login L, Stock S+, NOT Logout O)`: a run per value, an O bounding its
             # value's run only; under contiguous every such attribute (an event of another run breaks
-            # contiguity as well: the breakers are of the attributes of every alias, `previous_stamps`)
+            # contiguity as well: the breakers are of the attributes of every alias, `previous_stamps`); a
+            # negated SEQ's part keyed by it matches for its value's run only (`negkeys.py`)
             runs.append(value_run(states, loops, skips, counts, c.aliases & positive, c.attr,
-                                  tuple(sorted(c.aliases & negated))))
+                                  tuple(sorted(c.aliases & singles))))
+            keyed += [(a, c.attr) for a in sorted(c.aliases & negated - singles)]
             continue
         if c.aliases & negated:  # `[S.company, H.company]` of `SEQ(NOT Halt H, Stock S+, NOT Suspend X)`:
             keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]  # partitions by it, X's bound them all
@@ -90,6 +92,8 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
                 same += same_value_edges(states, loops, skips, c.aliases, c.attr)
             except Unsupported:
                 runs.append(value_run(states, loops, skips, counts, c.aliases, c.attr))
+    if any(len({attr for alias, attr in keyed if alias in seq}) > 1 for seq in seqs):
+        raise Unsupported("parts of one negated SEQ keyed by two equivalence attributes")
     return run_attrs, same, runs, keyed
 
 
@@ -103,7 +107,9 @@ def equivalence_notes(cq: CompiledQuery, states: Sequence[State], runs: Sequence
         run = next((r for r in runs if r.attr == c.attr and {states[i].alias for i in r.states} <= c.aliases), None)
         if run is not None:
             near = sorted({states[i].alias for i in range(len(states)) if i not in run.states})
-            bound = f"; NOT {', '.join(run.negated)} bounds its value's run only" if run.negated else ""
+            seq_parts = sorted(c.aliases - {s.alias for s in states} - set(run.negated))
+            bound = (f"; NOT {', '.join(run.negated)} bounds its value's run only" if run.negated else "") + (
+                f"; a negated SEQ's {', '.join(seq_parts)} matches for its value's run only" if seq_parts else "")
             notes.append(f"equivalence {c.attr} on {aliases}: a run per value" + (
                 f", an event of {', '.join(near)} joining every run near it (cost grows with the values near it)"
                 if near else "") + bound)

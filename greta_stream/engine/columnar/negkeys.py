@@ -1,0 +1,165 @@
+"""What negated SEQs bound, per event or per vertex, and their parts keyed by an equivalence attribute.
+
+A middle `NOT SEQ(...)` gives each reader M, the latest start of a match ending before it (`fill_ranks`
+turns it into the ranks of its scanned predicate); a leading or trailing one bounds the windows in which a
+trend may start or end (`seq_bounds`). Without keyed parts these are per prepared event, in the partitions
+of the common attributes (`negseqs.Matches`).
+
+`SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E) WHERE [S.volume, C.volume]`: a match excludes only the
+trends whose S events carry its C's volume (SEMANTICS section 3: an equivalence attribute of some aliases
+constrains only the events bound to them). The match walk then runs over entries of (partition, value)
+(`negseqs.View`):
+
+- an event of a keyed part (C) at its own value;
+- an event of an unkeyed part (D) at every value of a keyed part's event of its partition that shares a
+  window with it (a match lies in one window: it is in no other value's matches), or where the keyed parts
+  are NOTs inside the negated SEQ (`NOT SEQ(C, NOT E, D)`), at every value of a reader sharing one;
+- the readers, the vertices, at their trend's value: their own where every positive alias carries the
+  attribute (a partition attribute), else their run's (`valueruns.py`: a free vertex E is in one run per
+  value near it).
+
+Its cost is the unkeyed parts' events times the values near them, on top of the runs' own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from greta_stream.engine.columnar.keys import partition_times
+from greta_stream.engine.columnar.negseqs import Matches, View, part_events
+from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
+from greta_stream.engine.columnar.prepare import Prepared
+from greta_stream.engine.columnar.valueruns import pair_codes
+from greta_stream.engine.timebase import window_bounds
+from greta_stream.query import ast
+
+Readers = tuple[np.ndarray, Mapping[str, np.ndarray]]  # (prepared event of each vertex, its trend's values by attribute)
+
+
+def keyed_attr(plan: KernelPlan, parts: tuple[State, ...]) -> str | None:
+    """The equivalence attribute keying some of a negated SEQ's parts (at most one: `plan.py`), or None."""
+    aliases = {p.alias for p in parts}
+    return next((attr for alias, attr in plan.neg_keys if alias in aliases), None)
+
+
+def seq_attrs(plan: KernelPlan) -> tuple[str, ...]:
+    """The attributes keying parts of the plan's negated SEQs: the values each vertex reads them at."""
+    seqs = (*(p for _, p in plan.negseqs), plan.lead_seq, plan.trail_seq)
+    return tuple(dict.fromkeys(a for ps in seqs if ps for a in [keyed_attr(plan, ps)] if a is not None))
+
+
+def match_starts(plan: KernelPlan, prep: Prepared, readers: Readers) -> list[np.ndarray]:
+    """Per middle negated SEQ (`plan.negseqs` order), per vertex: M, the latest start time of a match
+    ending strictly before it in its partition, and of its trend's value where parts are keyed (-inf:
+    none)."""
+    rep, values = readers
+    plain: Matches | None = None
+    out = []
+    for _, parts in plan.negseqs:
+        attr = keyed_attr(plan, parts)
+        if not len(prep.t) or not len(rep):
+            out.append(np.full(len(rep), -np.inf))
+        elif attr is None:
+            plain = plain or Matches(plan, prep)
+            out.append(plain.time_of(plain.latest_starts(parts))[rep])
+        else:
+            keyed = Matches(plan, prep, view(plan, prep, parts, attr, rep, values[attr]))
+            out.append(keyed.time_of(keyed.latest_starts(parts)))
+    return out
+
+
+def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndarray,
+               readers: Readers | None = None) -> None:
+    """A leading `NOT SEQ(C, D, ...)` raises each reader's first window of a trend it starts (`kneg`) past
+    the windows starting at or before the latest start of a match ending before it (SEMANTICS section 3:
+    excluded if `window.start <= c.time` and `d.time < first.time`); a trailing one lowers the last window
+    of a trend it ends (`kend`) below the windows holding the earliest end of a match starting after it
+    (excluded if `last.time < c.time` and `d.time < window.end`). Without `readers`, the unkeyed ones per
+    prepared event; with them, the keyed ones per vertex."""
+    for parts, lead in ((plan.lead_seq, True), (plan.trail_seq, False)):
+        attr = keyed_attr(plan, parts) if parts else None
+        if not parts or not len(prep.t) or (attr is None) != (readers is None) or readers is not None and not len(
+                readers[0]):
+            continue
+        matches = Matches(plan, prep) if readers is None or attr is None else Matches(
+            plan, prep, view(plan, prep, parts, attr, readers[0], readers[1][attr]))
+        rank = matches.latest_starts(parts) if lead else matches.earliest_ends(parts)
+        ok = rank >= 0
+        first, last = window_bounds(matches.times[rank[ok]], prep.window(plan), prep.int_time)
+        if lead:
+            kneg[ok] = np.maximum(kneg[ok], last + 1)
+        else:
+            kend[ok] = np.minimum(kend[ok], first - 1)
+
+
+def view(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], attr: str, rep: np.ndarray,
+         values: np.ndarray) -> View:
+    """The entries of a match walk over `parts` keyed by `attr`: readers `rep` (prepared events) at
+    `values`, then each part's events, a keyed part's at its own value, another's at each value of a
+    keyed part's event (not a NOT's; without one, of a reader) of its partition sharing a window with it."""
+    common = partition_times(plan, prep)[0]
+    events = {p.alias: part_events(plan, prep, p) for p in parts}
+    keyed = [p.alias for p in parts if (p.alias, attr) in plan.neg_keys]
+    negated = {p.alias: p.negated for p in parts}
+    kev = np.concatenate([events[a] for a in keyed])
+    both = pd.Series(np.concatenate([np.asarray(values, object), np.asarray(prep.cols[attr].values[kev], object)]))
+    vcode = pd.factorize(both, sort=False)[0].astype(np.int64)  # 1 and 1.0 one value, as `==` says
+    kv = vcode[len(rep):]
+    # a match holds an event of each keyed part but a NOT's: their values are the ones to spread to (else the
+    # readers', a NOT of another value blocking nothing); both share a window with each event of the match
+    anchor = np.concatenate([np.full(len(events[a]), not negated[a]) for a in keyed]) if keyed else np.zeros(0, bool)
+    spread = (_Spread(prep, common, kev[anchor], kv[anchor], int(vcode.max(initial=0)) + 1) if anchor.any()
+              else _Spread(prep, common, rep, vcode[:len(rep)], int(vcode.max(initial=0)) + 1))
+    rows, vals, members, at, off = [rep], [vcode[:len(rep)]], {}, len(rep), 0
+    for p in parts:
+        if p.alias in keyed:
+            e, v = events[p.alias], kv[off:off + len(events[p.alias])]
+            off += len(e)
+        else:
+            e, v = spread.values(events[p.alias])
+        members[p.alias] = np.arange(at, at + len(e))
+        rows.append(e)
+        vals.append(v)
+        at += len(e)
+    row = np.concatenate(rows)
+    return View(row, pair_codes(common[row], np.concatenate(vals)), members, np.arange(len(rep)))
+
+
+class _Spread:
+    """The values of the keyed parts' events `kev` (codes `kv`) by partition and window, for the events of
+    an unkeyed part: sorted by partition and time, their first and last windows both rise."""
+
+    def __init__(self, prep: Prepared, common: np.ndarray, kev: np.ndarray, kv: np.ndarray, nvals: int) -> None:
+        n = len(prep.t)
+        ranks = np.unique(np.concatenate([prep.kmin, prep.kmax]), return_inverse=True)[1].astype(np.int64)
+        self.kmin, self.kmax, self.common, self.nvals = ranks[:n], ranks[n:], common, nvals
+        self.nk = int(ranks.max(initial=0)) + 2
+        order = np.lexsort((prep.t[kev], common[kev]))
+        self.kev, self.kv = kev[order], kv[order]
+
+    def values(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(event, value) pairs: each event of `e` at each value of a keyed event sharing a window with it."""
+        kc, nk = self.common[self.kev], self.nk
+        lo = np.searchsorted(kc * nk + self.kmax[self.kev], self.common[e] * nk + self.kmin[e], "left")
+        hi = np.searchsorted(kc * nk + self.kmin[self.kev], self.common[e] * nk + self.kmax[e], "right")
+        n = np.maximum(hi - lo, 0)
+        pos = np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
+        pair = np.unique(np.repeat(np.arange(len(e)), n) * self.nvals + self.kv[pos])  # once per value
+        return e[pair // self.nvals], pair % self.nvals
+
+
+def fill_ranks(plan: KernelPlan, grs: np.ndarray, gqs: np.ndarray, t: np.ndarray, bounds: list[np.ndarray]) -> None:
+    """Write the ranks of each negated SEQ's predicate (`grs[u] < gqs[v]` iff `t[u] >= M(v)`) into its
+    scan columns; `t` and `bounds` per vertex, in the kernel's order."""
+    p = 0
+    for sc in plan.scans:
+        for op, x, _ in sc.edges:
+            if op == NOT_SEQ and isinstance(x, ast.Literal):
+                m = bounds[int(x.value)]
+                values = np.unique(np.concatenate([t.astype(np.float64), m[np.isfinite(m)]]))
+                grs[:, p] = -np.searchsorted(values, t.astype(np.float64))
+                gqs[:, p] = np.where(np.isfinite(m), 1 - np.searchsorted(values, m), 1)
+            p += 1
