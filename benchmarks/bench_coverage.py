@@ -85,6 +85,8 @@ KERNEL_WARMUP_EVENTS = 4000
 COMPARE_MAX_EVENTS = 2000
 HEAD = "RETURN sector, COUNT(*), {agg} PATTERN {pattern} WHERE [company, sector] AND {where} GROUP-BY sector "
 EDGE = "S.price > NEXT(S).price"
+SIX = ("C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != NEXT(D).volume AND C.volume < "
+       "NEXT(D).price * 100 AND C.price * 2 > NEXT(D).price AND C.volume * 2 > NEXT(D).volume")  # on a negated step
 SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE after [company, sector])
     "ref": ("AVG(S.price)", "Stock S+", EDGE),
     "two-edges": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume >= NEXT(S).volume"),
@@ -143,6 +145,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq-four-dense": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Stock C, Stock D), Stock E)",
                            f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume "
                            "AND C.price != NEXT(D).volume AND C.volume < NEXT(D).price * 100"),
+    # six: the pairs within a window's length scanned (`dominance.window_scan`), on halts and on trades
+    "not-seq-six": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)", f"{EDGE} AND {SIX}"),
+    "not-seq-six-dense": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Stock C, Stock D), Stock E)", f"{EDGE} AND {SIX}"),
     "not-seq-across-three": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, NOT Stock X, Halt D), Stock E)",
                              f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume "
                              "AND C.price != NEXT(D).volume"),
@@ -182,12 +187,8 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # the same keyed by an attribute of every positive alias: a partition attribute, no runs
     "keyed-not-seq-every": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                             f"{EDGE} AND [S.volume, E.volume, C.volume]"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: six comparisons
-    # on a negated step, a counted repetition that may match nothing beside a counted group
-    "general-not-seq-six": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
-                            f"{EDGE} AND C.price < NEXT(D).price AND C.volume > NEXT(D).volume AND C.price != "
-                            "NEXT(D).volume AND C.volume < NEXT(D).price * 100 AND C.price * 2 > NEXT(D).price "
-                            "AND C.volume * 2 > NEXT(D).volume"),
+    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a counted
+    # repetition that may match nothing beside a counted group
     "general-optional-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{0,2})",
                                  "A.price > NEXT(B).price"),
 }

@@ -15,6 +15,7 @@ selection strategy.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from columnar_support import dense_events as dense
 from columnar_support import dense_query, differential_tests, long_run_tests
 from hypothesis import given, settings
@@ -23,7 +24,7 @@ from problems_support import evaluate
 
 from greta_stream import RunSpec
 
-MANY = [  # three to five ranges of the dominance search on one step (`negseqs.dominance_maxk`, divided down to two)
+MANY = [  # three or more ranges of the dominance search on one step (`dominance.py`: divided down to two, or scanned)
     # three, four and five comparisons AND-ed on one step
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f)"]),
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2"]),
@@ -36,6 +37,31 @@ MANY = [  # three to five ranges of the dominance search on one step (`negseqs.d
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["c.v < NEXT(d).v", "c.f > NEXT(d).f", "c.v <= NEXT(d).f"]),
     ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f "
                                                     "AND c.f >= NEXT(d).v)"]),  # trailing
+    # six and more (five and more across a NOT): a scan of the pairs within a window's length (`window_scan`)
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2",
+                                           "c.f < NEXT(d).v + 2", "c.v * 2 >= NEXT(d).v", "c.v != NEXT(d).v + 1"]),
+    ("SEQ(NOT SEQ(C c, D d), A a+, B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f AND "
+                                           "c.f != NEXT(d).v AND c.v >= NEXT(d).f - 3 AND c.f <= NEXT(d).f + 1 "
+                                           "AND c.v - 1 < NEXT(d).v)"]),  # leading, seven
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2",
+                                                    "c.f < NEXT(d).v + 2", "c.v * 2 >= NEXT(d).v"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", ["c.v <= NEXT(d).v", "c.f >= NEXT(d).f", "c.v > NEXT(d).f - 2",
+                                           "c.f < NEXT(d).v + 2", "c.v * 2 >= NEXT(d).v", "c.f * 2 > NEXT(d).f"]),
+]
+
+
+def loose(x: str = "c", y: str = "d") -> str:
+    """Six order comparisons of x with NEXT(y) that most pairs pass: the matches are many."""
+    return (f"{x}.v <= NEXT({y}).v + 1 AND {x}.f >= NEXT({y}).f - 1 AND {x}.v != NEXT({y}).v + 5 AND "
+            f"{x}.f != NEXT({y}).f + 5 AND {x}.v > NEXT({y}).v - 3 AND {x}.f < NEXT({y}).f + 3")
+
+
+SCANNED = [  # six or more ranges on one step, in one predicate: `dominance.window_scan`
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", [f"({loose()})", "a.v > NEXT(a).v"]),
+    ("SEQ(NOT SEQ(C c, D d), A a+, B b)", [f"({loose()} AND c.v - 1 < NEXT(d).v)"]),  # leading, seven
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d))", [f"({loose()})"]),  # trailing: walked back
+    ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", [f"({loose()})"]),  # across a NOT: seven ranges
+    ("SEQ(A a+, NOT SEQ(C c, D d, C e), B b)", [f"({loose('d', 'e')})"]),
 ]
 SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
@@ -107,6 +133,11 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
  test_many_comparisons_on_a_negated_step_equal_the_oracle,
  test_many_comparisons_on_a_negated_step_streamed_equal_the_general_engine) = differential_tests(
     negseq_query_of(MANY), dense_events, (100, 40, 20))
+
+(test_six_comparisons_on_a_negated_step_equal_the_general_engine,
+ test_six_comparisons_on_a_negated_step_equal_the_oracle,
+ test_six_comparisons_on_a_negated_step_streamed_equal_the_general_engine) = differential_tests(
+    negseq_query_of(SCANNED), dense_events, (100, 40, 20))
 
 # a Kleene plus over a SEQ inside the negated SEQ: matches through several of its iterations
 (test_a_group_in_a_negated_seq_over_long_runs_equals_the_general_engine,
@@ -209,24 +240,48 @@ def test_dominance_maxk_is_the_maximum_over_the_dominated_events(n_src: int, n_d
     """Per dst event, the largest value over the src events of its code with a smaller order and all k
     ranks below its own: against a scan of every pair, with ties in every coordinate; divided by the
     order's bits down to two ranks (`_SCAN_PAIRS` 0) or scanned where few pairs share a code."""
-    from greta_stream.engine.columnar import negseqs
+    from greta_stream.engine.columnar import dominance
 
     rnd = np.random.default_rng(seed)
     codes = int(rnd.integers(1, 4))
     src = [rnd.integers(0, codes, n_src), rnd.integers(0, 60, n_src)] + [rnd.integers(0, 6, n_src) for _ in range(k)]
     dst = [rnd.integers(0, codes, n_dst), rnd.integers(0, 60, n_dst)] + [rnd.integers(0, 7, n_dst) for _ in range(k)]
     val = rnd.normal(size=n_src)
-    before = negseqs._SCAN_PAIRS
-    negseqs._SCAN_PAIRS = before if scan else 0
+    before = dominance._SCAN_PAIRS
+    dominance._SCAN_PAIRS = before if scan else 0
     try:
-        got = negseqs.dominance_maxk(src[0], src[1], src[2:], val, dst[0], dst[1], dst[2:])
+        got = dominance.dominance_maxk(src[0], src[1], src[2:], val, dst[0], dst[1], dst[2:])
     finally:
-        negseqs._SCAN_PAIRS = before
+        dominance._SCAN_PAIRS = before
     ok = (src[0][None, :] == dst[0][:, None]) & (src[1][None, :] < dst[1][:, None])
     for r in range(2, 2 + k):
         ok &= src[r][None, :] < dst[r][:, None]
     want = np.where(ok, val[None, :], -np.inf).max(axis=1)
     assert np.array_equal(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 8), st.integers(0, 2**32 - 1))
+def test_window_scan_is_the_maximum_over_the_dominated_events_within_reach(n_src: int, n_dst: int, k: int,
+                                                                            seed: int) -> None:
+    """`dominance.window_scan` (six or more comparisons on a negated step): per dst event, the largest value
+    over the src events of its code with an order in [reach, its own) and all k ranks below its own."""
+    from greta_stream.engine.columnar.dominance import window_scan
+
+    rnd = np.random.default_rng(seed)
+    codes = int(rnd.integers(1, 4))
+    scode, sorder = rnd.integers(0, codes, n_src), rnd.integers(0, 60, n_src)
+    dcode, dorder = rnd.integers(0, codes, n_dst), rnd.integers(0, 60, n_dst)
+    sr, dr = rnd.integers(0, 6, (n_src, k)), rnd.integers(0, 7, (n_dst, k))
+    reach_of = np.maximum(np.arange(60) - int(rnd.integers(1, 70)), 0)  # rises with the order
+    val = rnd.normal(size=n_src)
+    so, do = np.lexsort((sorder, scode)), np.lexsort((dorder, dcode))
+    got = np.full(n_dst, -np.inf)
+    got[do] = window_scan(scode[so], sorder[so], sr[so], val[so], dcode[do], dorder[do], dr[do], reach_of[dorder[do]])
+    ok = (scode[None, :] == dcode[:, None]) & (sorder[None, :] < dorder[:, None])
+    ok &= sorder[None, :] >= reach_of[dorder][:, None]
+    ok &= (sr[None, :, :] < dr[:, None, :]).all(axis=2)
+    assert np.array_equal(got, np.where(ok, val[None, :], -np.inf).max(axis=1))
 
 
 def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() -> None:
@@ -282,3 +337,22 @@ def test_a_keyed_part_matches_for_the_trends_of_its_value_only() -> None:
     assert count(every, (0, 0, 1, 0)) == 0
     two = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE [a.k, c.k] AND [b.v, d.v] WITHIN 10 s"
     assert "keyed by two equivalence attributes" in RunSpec.create(two).columnar_refusal
+
+
+@pytest.mark.parametrize("pattern", ["SEQ(A a, NOT SEQ(C c, D d), B b)", "SEQ(NOT SEQ(C c, D d), A a, B b)",
+                                     "SEQ(A a, B b, NOT SEQ(C c, D d))"])
+def test_six_comparisons_find_a_match_spanning_most_of_the_window(pattern: str) -> None:
+    """Six order comparisons on the step are scanned pair by pair within a window's length of each event
+    (`dominance.window_scan`): a match whose C lies 9.4 s before its D still counts in a 10 s window."""
+    six = " AND ".join(f"c.v {op} NEXT(d).v {bound}" for op, bound in
+                       [("<", "+ 100"), ("<=", "+ 100"), (">", "- 100"), (">=", "- 100"), ("!=", "+ 0.5"), ("<", "+ 99")])
+    text = f"RETURN COUNT(*) PATTERN {pattern} WHERE {six} WITHIN 10 s SLIDE 0.5 s"
+    times = {"SEQ(A a, N": [("A", 0.5), ("C", 1), ("D", 10.4), ("B", 10.45)],  # between a and b
+             "SEQ(NOT SE": [("C", 0.5), ("D", 9.9), ("A", 9.95), ("B", 10.0)],  # before a, in [0.5, 10.5) only
+             "SEQ(A a, B": [("A", 0.5), ("B", 0.6), ("C", 1), ("D", 10.4)]}[pattern[:10]]  # after b, in [0.5, 10.5)
+    events = [{"type": t, "time": at, "v": 1} for t, at in times]
+    rows = evaluate(text, events, engine="columnar")
+    assert rows.engine == "columnar"
+    assert list(rows) == list(evaluate(text, events, engine="general"))
+    without = [e for e in events if e["type"] != "C"]
+    assert sum(r["count"] for r in evaluate(text, without)) == sum(r["count"] for r in rows) + 1  # the one excluded

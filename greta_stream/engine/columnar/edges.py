@@ -12,7 +12,7 @@ from greta_stream.engine.columnar.pairs import PAIR, pair_side
 from greta_stream.query import ast
 
 NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
-NEG_RANGES = 5  # order comparisons AND-ed on one step of a negated SEQ (one more across a NOT): `negseqs.dominance_maxk`
+NEG_UNEQUAL = 5  # `!=` AND-ed on one step of a negated SEQ: each is `<` or `>`, 2**n searches (`negseqs.py`)
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
 MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
 
@@ -83,9 +83,9 @@ def negated_step_edges(edges: list[ast.Expr],
     NOT inside it)), apart: (X, Y, clause) per clause of the OR of ANDs of comparisons they make on their
     step together (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the
     others as they were. A step across a NOT inside the SEQ (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`)
-    takes one order comparison fewer: the NOT is a range of times too. `Unsupported` for a clause of more
-    than `NEG_RANGES` order comparisons (equalities aside, one fewer across a NOT: each is a dimension of
-    the search, whose cost grows as log n to its number) or a pair program."""
+    is one more range of the search: the NOT is a range of times too. `Unsupported` for a clause of more
+    than `MAX_COMPARISONS` order comparisons (equalities aside: each is a dimension of the search) or
+    `NEG_UNEQUAL` `!=`, or a pair program."""
     steps: set[tuple[str, str]] = set()
     across: set[tuple[str, str]] = set()
     for aliases in negated:
@@ -108,10 +108,10 @@ def negated_step_edges(edges: list[ast.Expr],
         if len(ors[(x, y)]) > MAX_COMPARISONS:
             raise Unsupported(f"edge predicates on one step of a negated SEQ of more than {MAX_COMPARISONS} "
                               "clauses written out as an OR of ANDs")
-        ranges = NEG_RANGES - ((x, y) in across)
-        if any(sum(c[0] != "=" for c in clause) > ranges for clause in ors[(x, y)]):
-            raise Unsupported(f"more than {ranges} order comparisons AND-ed on one step of a negated SEQ"
-                              + (" across a NOT inside it" if (x, y) in across else ""))
+        if any(sum(c[0] != "=" for c in clause) > MAX_COMPARISONS for clause in ors[(x, y)]):
+            raise Unsupported(f"more than {MAX_COMPARISONS} order comparisons AND-ed on one step of a negated SEQ")
+        if any(sum(c[0] == "!=" for c in clause) > NEG_UNEQUAL for clause in ors[(x, y)]):
+            raise Unsupported(f"more than {NEG_UNEQUAL} `!=` AND-ed on one step of a negated SEQ")
     return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 

@@ -10,9 +10,10 @@ chain ending at each event of a part is the running maximum of the previous part
 strictly before. With an edge predicate on a step (`NOT SEQ(C, D) WHERE C.v < NEXT(D).v`:
 `plan.neg_edges`) it is the maximum over the previous part's events before it whose values the
 comparison admits: a dominance query, a Fenwick tree of maxima over the value ranks filled in time order
-(`dominance_max`); with two comparisons AND-ed on the step, a Fenwick tree over the first's ranks whose
-nodes hold Fenwick trees over the second's (`dominance_max2`); with more, one fewer over each half of
-the times against the other, bit by bit, down to two (`dominance_maxk`). A NOT of one event between two parts
+(`dominance.py`): with two comparisons AND-ed on the step, a Fenwick tree over the first's ranks whose
+nodes hold Fenwick trees over the second's; with up to five, one fewer over each half of the times
+against the other, bit by bit, down to two; with more, a scan of the pairs within a window's length.
+A NOT of one event between two parts
 (`NOT SEQ(C, NOT E, D)`) keeps the previous part's events at or after the latest E before it: a range,
 whose maximum a sparse table gives (`_range_max`); with an edge predicate across it
 (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`), that range of times is one more rank of the dominance
@@ -29,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from numba import njit
 
+from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
@@ -86,6 +87,7 @@ class Matches:
         it; `walked_back`: the SEQ's parts last first, over reversed time) starts, over the chains ending
         strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
+        self._reach = self._reaches(walked_back)
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for part in parts:
@@ -109,6 +111,18 @@ class Matches:
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = _latest_before(key, self.code, src, val, readers)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
+
+    def _reaches(self, walked_back: bool) -> np.ndarray:
+        """Per order (time rank, from the top walking back), the least order of an event within a window's
+        length of it, on the side walked from (widened: it only bounds `dominance.window_scan`). An event farther
+        off starts no match that matters: a reader's predecessor, or its window, lies nearer."""
+        window = self.prep.window(self.plan)
+        reach = window.within / window.den * 1.001
+        times = self.times.astype(np.float64)
+        if not walked_back:
+            return np.searchsorted(times, times - reach, "right").astype(np.int64)
+        top = len(times) - 1
+        return (top - (np.searchsorted(times, times + reach, "left") - 1))[::-1].astype(np.int64)
 
     def _latest_unblocked(self, key: np.ndarray, src: np.ndarray, val: np.ndarray, dst: np.ndarray,
                           blockers: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -183,8 +197,14 @@ class Matches:
         got = np.full(len(dst), -np.inf)
         if not len(src) or not len(dst):
             return got
+        span = len(self.times) + 2
+        if len(ranged) > TREE_RANGES:  # the pairs of each code within a window's length, one by one
+            so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
+            dorder = key[dst][do] % span
+            got[do] = window_scan(scode[so], key[src][so] % span, np.stack([r for r, _ in ranged], 1)[so], val[so],
+                                   dcode[do], dorder, np.stack([r for _, r in ranged], 1)[do], self._reach[dorder])
+            return got
         if len(ranged) >= 3:  # sorts by code and order of its own, bit by bit
-            span = len(self.times) + 2
             return dominance_maxk(scode, key[src] % span, [s for s, _ in ranged], val,
                                   dcode, key[dst] % span, [d for _, d in ranged])
         so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
@@ -234,182 +254,4 @@ def _latest_before(key: np.ndarray, code: np.ndarray, src: np.ndarray, val: np.n
     ok = at >= 0
     ok[ok] = scode[at[ok]] == code[dst[ok]]
     out[ok] = best[at[ok]]
-    return out
-
-
-@njit(cache=True)
-def dominance_max(src_code, src_key, src_rank, src_val, dst_code, dst_key, dst_rank, mode, nr):  # noqa: ANN001, ANN202
-    """Per event of `dst` (sorted by key: partition, then time), the largest `src_val` of the events
-    of `src` (sorted alike) of its partition with a smaller key and a rank below its own (mode 0), at
-    or below (1) or equal (2): a Fenwick tree of maxima over the ranks, filled in time order and
-    emptied at each partition (-inf: none)."""
-    out = np.full(dst_code.shape[0], -np.inf)
-    tree = np.full(nr + 1, -np.inf)
-    point = np.full(nr, -np.inf)
-    filled = np.empty(src_code.shape[0], np.int64)  # the ranks in the tree since its partition began
-    nfill, j, cur = 0, 0, -1
-    for q in range(dst_code.shape[0]):
-        if dst_code[q] != cur:  # a new partition: an empty tree
-            for f in range(nfill):
-                point[filled[f]] = -np.inf
-                i = filled[f] + 1
-                while i <= nr:
-                    tree[i] = -np.inf
-                    i += i & (-i)
-            nfill, cur = 0, dst_code[q]
-        while j < src_code.shape[0] and (src_code[j] < cur or (src_code[j] == cur and src_key[j] < dst_key[q])):
-            if src_code[j] == cur:
-                r = src_rank[j]
-                point[r] = max(point[r], src_val[j])
-                i = r + 1
-                while i <= nr:
-                    tree[i] = max(tree[i], src_val[j])
-                    i += i & (-i)
-                filled[nfill] = r
-                nfill += 1
-            j += 1
-        if mode == 2:
-            out[q] = point[dst_rank[q]]
-            continue
-        best = -np.inf
-        i = dst_rank[q] + (1 if mode == 1 else 0)  # ranks 0..i-1
-        while i > 0:
-            best = max(best, tree[i])
-            i -= i & (-i)
-        out[q] = best
-    return out
-
-
-@njit(cache=True)
-def dominance_max2(src_code, src_key, src_a, src_b, src_val, dst_code, dst_key, dst_a, dst_b):  # noqa: ANN001, ANN202
-    """`dominance_max` in two ranks: per event of `dst` (sorted by code, then key), the largest `src_val`
-    of the events of `src` (sorted alike) with its code, a smaller key and both ranks below its own
-    (-inf: none). Per code, a Fenwick tree over the `a` ranks whose every node holds a Fenwick tree of
-    maxima over the sorted `b` ranks of the events that will enter it, filled in key order:
-    O(log^2) per event."""
-    nd, ns = dst_code.shape[0], src_code.shape[0]
-    out = np.full(nd, -np.inf)
-    q0, i0 = 0, 0
-    while q0 < nd:
-        code = dst_code[q0]
-        q1 = q0
-        while q1 < nd and dst_code[q1] == code:
-            q1 += 1
-        while i0 < ns and src_code[i0] < code:
-            i0 += 1
-        i1 = i0
-        while i1 < ns and src_code[i1] == code:
-            i1 += 1
-        if i1 > i0:
-            ua = np.unique(src_a[i0:i1])
-            k = ua.shape[0]
-            size = np.zeros(k + 2, np.int64)
-            for s in range(i0, i1):
-                i = np.searchsorted(ua, src_a[s]) + 1
-                while i <= k:
-                    size[i + 1] += 1
-                    i += i & (-i)
-            start = np.cumsum(size)  # node i's b ranks: bs[start[i]:start[i + 1]]
-            bs = np.empty(start[k + 1], np.int64)
-            fill = start.copy()
-            for s in range(i0, i1):
-                i = np.searchsorted(ua, src_a[s]) + 1
-                while i <= k:
-                    bs[fill[i]] = src_b[s]
-                    fill[i] += 1
-                    i += i & (-i)
-            for i in range(1, k + 1):
-                bs[start[i]:start[i + 1]] = np.sort(bs[start[i]:start[i + 1]])
-            tree = np.full(start[k + 1], -np.inf)
-            j = i0
-            for q in range(q0, q1):
-                while j < i1 and src_key[j] < dst_key[q]:
-                    i = np.searchsorted(ua, src_a[j]) + 1
-                    while i <= k:
-                        lo, hi = start[i], start[i + 1]
-                        p = np.searchsorted(bs[lo:hi], src_b[j]) + 1
-                        while p <= hi - lo:
-                            tree[lo + p - 1] = max(tree[lo + p - 1], src_val[j])
-                            p += p & (-p)
-                        i += i & (-i)
-                    j += 1
-                best = -np.inf
-                i = np.searchsorted(ua, dst_a[q])  # the a ranks below its own: nodes of prefix i
-                while i > 0:
-                    lo, hi = start[i], start[i + 1]
-                    p = np.searchsorted(bs[lo:hi], dst_b[q])  # the b ranks below its own
-                    while p > 0:
-                        best = max(best, tree[lo + p - 1])
-                        p -= p & (-p)
-                    i -= i & (-i)
-                out[q] = best
-        q0 = q1
-        i0 = i1
-    return out
-
-
-def dominance_maxk(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[np.ndarray], src_val: np.ndarray,
-                   dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: list[np.ndarray]) -> np.ndarray:
-    """`dominance_max2` in any number k >= 2 of ranks: per event of `dst`, the largest `src_val` of the
-    events of `src` with its code, a smaller order (time) and each rank below its own (-inf: none), in any
-    order of either. Divide and conquer over the order's bits: at bit b, an event of `src` whose bit is 0
-    precedes every event of `dst` with the same higher bits whose bit is 1, and each pair of a smaller
-    order meets at exactly one bit. Among those pairs the order no longer matters, so the first rank
-    takes its place and the higher bits join the code: k - 1 ranks, down to `dominance_max2`'s two.
-    O(n log^k n); where few pairs share a code (at most `_SCAN_PAIRS` per event), a scan of them."""
-    out = np.full(len(dst_code), -np.inf)
-    if not len(src_code) or not len(dst_code):
-        return out
-    uniq, codes = np.unique(np.concatenate([src_code, dst_code]), return_inverse=True)
-    scode, dcode = codes[:len(src_code)].astype(np.int64), codes[len(src_code):].astype(np.int64)
-    pairs = np.bincount(scode, minlength=len(uniq)) @ np.bincount(dcode, minlength=len(uniq))
-    if len(src_ranks) == 2 or pairs <= _SCAN_PAIRS * (len(scode) + len(dcode)):
-        so, do = np.lexsort((src_order, scode)), np.lexsort((dst_order, dcode))
-        if len(src_ranks) == 2:
-            out[do] = dominance_max2(scode[so], src_order[so], src_ranks[0][so], src_ranks[1][so], src_val[so],
-                                     dcode[do], dst_order[do], dst_ranks[0][do], dst_ranks[1][do])
-        else:
-            out[do] = _dominance_scan(scode[so], src_order[so], np.stack(src_ranks, 1)[so], src_val[so], dcode[do],
-                                      dst_order[do], np.stack(dst_ranks, 1)[do])
-        return out
-    top = int(max(src_order.max(), dst_order.max())) + 1
-    for bit in range(top.bit_length()):
-        s = np.flatnonzero((src_order >> bit) & 1 == 0)
-        d = np.flatnonzero((dst_order >> bit) & 1 == 1)
-        if not len(s) or not len(d):
-            continue
-        blocks = (top >> (bit + 1)) + 1
-        sc, dc = scode[s] * blocks + (src_order[s] >> (bit + 1)), dcode[d] * blocks + (dst_order[d] >> (bit + 1))
-        (sa, *sr), (da, *dr) = [r[s] for r in src_ranks], [r[d] for r in dst_ranks]
-        got = dominance_maxk(sc, sa, sr, src_val[s], dc, da, dr)
-        out[d] = np.maximum(out[d], got)
-    return out
-
-
-_SCAN_PAIRS = 64  # pairs of one code per event below which `dominance_maxk` scans them
-
-
-@njit(cache=True)
-def _dominance_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarray, src_val: np.ndarray,
-                    dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray) -> np.ndarray:
-    """`dominance_maxk` by a scan of the pairs of each code (both sides sorted by code)."""
-    nd, ns, k = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1]
-    out = np.full(nd, -np.inf)
-    i0 = 0
-    for q in range(nd):
-        while i0 < ns and src_code[i0] < dst_code[q]:
-            i0 += 1
-        best = -np.inf
-        i = i0
-        while i < ns and src_code[i] == dst_code[q]:
-            if src_order[i] < dst_order[q] and src_val[i] > best:
-                ok = True
-                for r in range(k):
-                    if src_ranks[i, r] >= dst_ranks[q, r]:
-                        ok = False
-                        break
-                if ok:
-                    best = src_val[i]
-            i += 1
-        out[q] = best
     return out

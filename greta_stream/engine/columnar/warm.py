@@ -1,7 +1,7 @@
 """Every kernel of the columnar engine run once, so that numba's on-disk
 cache holds them (`greta-stream warm-up`, at install time): the batch
-kernels (`driver.compile_kernels`, `negseqs.dominance_max`, `dominance_max2`
-and the scan of `dominance_maxk`) and the incremental ones that a stream's
+kernels (`driver.compile_kernels`, `dominance.dominance_max`, `dominance_max2`,
+the scan of `dominance_maxk` and `window_scan`) and the incremental ones that a stream's
 carried trees use (`compile_incremental`). One place for the warm-up, above
 the modules it exercises."""
 
@@ -14,8 +14,8 @@ import numpy as np
 from greta_stream.compiler.compiled import compile_query
 from greta_stream.engine.columnar import carried_kernel as lk
 from greta_stream.engine.columnar.carried import _new_state
+from greta_stream.engine.columnar.dominance import dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.driver import compile_kernels as compile_batch
-from greta_stream.engine.columnar.negseqs import dominance_max, dominance_max2, dominance_maxk
 from greta_stream.engine.columnar.stream import ColumnarStream
 
 
@@ -26,7 +26,9 @@ def compile_all() -> Path:
     one, val = np.zeros(1, np.int64), np.zeros(1, np.float64)  # a negated SEQ's step with an edge predicate
     dominance_max(one, one, one, val, one, one + 1, one, 0, 1)
     dominance_max2(one, one, one, one, val, one, one + 1, one + 1, one + 1)  # two comparisons on the step
-    dominance_maxk(one, one, [one] * 3, val, one, one + 1, [one + 1] * 3)  # three or more: its scan
+    dominance_maxk(one, one, [one] * 3, val, one, one + 1, [one + 1] * 3)  # three to five: its scan
+    ranks = np.zeros((1, 6), np.int64)
+    window_scan(one, one, ranks, val, one, one + 1, ranks + 1, one)  # six or more
     return where
 
 
