@@ -169,7 +169,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
                             "A.price > NEXT(B).price"),
     # a divisor of both events' values: checked pair by pair for 0 (`pairs.judge`)
     "mixed-divisor": ("AVG(S.price)", "Stock S+", f"{EDGE} AND S.volume / (S.price - NEXT(S).price + 1000) > 1"),
-    # what stays on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost
+    # equivalence attributes of aliases apart: a run per value (`valueruns.py`), its cost the values near a free event
     "equiv-apart": ("AVG(A.price)", "SEQ(NOT Halt C, Stock A, Stock B, Halt D)", "[A.volume, D.volume]"),
     # the same with no rare type among the aliases: every Stock of the company within the window of a free B
     # brings a run (its volume), so B's vertices are copied into about as many runs as volumes near it
@@ -187,10 +187,13 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # the same keyed by an attribute of every positive alias: a partition attribute, no runs
     "keyed-not-seq-every": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                             f"{EDGE} AND [S.volume, E.volume, C.volume]"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a counted
-    # repetition that may match nothing beside a counted group
-    "general-optional-counted": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{0,2})",
-                                 "A.price > NEXT(B).price"),
+    # a counted repetition that may match nothing beside a counted group: an optional counted group of one event
+    "optional-counted-beside": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{0,2})",
+                                "A.price > NEXT(B).price"),
+    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: two attributes
+    # keying parts of one negated SEQ
+    "general-two-keys": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                         f"{EDGE} AND [S.volume, C.volume] AND [E.price, D.price]"),
 }
 
 

@@ -25,13 +25,14 @@ UNCOVERED = [
     "AND f.v < NEXT(d).v WITHIN 10 s",  # a group inside a negated SEQ, constrained where it starts and ends
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, F f))+, D d), B b) WHERE f.v < NEXT(e).v "
     "WITHIN 10 s",  # on the loop's step inside a negated SEQ
-    "RETURN COUNT(*) PATTERN SEQ((SEQ(A a, B b)){2}, C c{0,2}) WITHIN 10 s",  # beside an optional counted event
     "RETURN COUNT(*) PATTERN A X+ WITHIN 0.0015 ms SLIDE 0.0005 ms",  # finer than whole microseconds
 ]
 
 
 # Shapes the columnar engine took over from the general engine: same rows as both it and the oracle.
 WIDENED = [
+    "RETURN COUNT(*), SUM(c.v) PATTERN SEQ((SEQ(A a, B b)){2}, C c{0,2}) WITHIN 10 s SLIDE 2 s",  # optional counted
+    "RETURN COUNT(*), SUM(d.v) PATTERN SEQ(A a{2}, (SEQ(B b, C c))?, D d{2}) WITHIN 10 s SLIDE 2 s",  # between two
     "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v < NEXT(d).v AND c.f > NEXT(d).f "
     "AND c.v != NEXT(d).f AND c.f != NEXT(d).v AND c.v > NEXT(d).v - 3 AND c.f < NEXT(d).f + 3 "
     "WITHIN 10 s SLIDE 2 s",  # six order comparisons AND-ed on one step of a negated SEQ

@@ -80,8 +80,6 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 @pytest.mark.parametrize("pattern, why", [
     ("SEQ(A a, (SEQ(B b, C c?)){0,2}, D d)", "an optional part in an optional group"),
     ("SEQ(A a, (SEQ(B b, C c?))?, D d)", "an optional part in an optional group"),
-    ("SEQ(A a, (SEQ(B b, C c)){0,2}, (SEQ(B x, D d)){2})", "beside two counted repetitions"),
-    ("SEQ(A a{2}, (SEQ(B b, C c))?, D d{2})", "beside two counted repetitions"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))*))+)", "an optional group inside a group"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d)){0,2}))+)", "an optional group inside a group"),
 ])

@@ -343,12 +343,12 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if len(found) > 1 and loops and not loop:  # `SEQ((SEQ(A, B)){2}, C{1,2})`: C a counted group of one event
         ends = {lp[1] for lp in loops}
         for c, lo, _ in found:
-            if c not in ends and lo >= 1 and states[c].kleene and not states[c].optional:
-                states[c] = replace(states[c], kleene=False)
+            if c not in ends and states[c].kleene and (lo >= 1) != states[c].optional:
+                skips += [(c, c)] if states[c].optional else []  # `C{0,2}`: an optional one, a skip over it
+                states[c] = replace(states[c], kleene=False, optional=False)
                 loops.append((c, c))
         loops.sort()
-    if skips and len(found) > 1:
-        raise Unsupported("an optional group beside two counted repetitions")
+        skips.sort()
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
     # (with a counted event beside looped groups, none: `loop` is the group whose lanes count, if any)
     counted = next((lp for lp in loops if found and lp[1] == found[0][0]), None)
