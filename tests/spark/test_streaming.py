@@ -86,6 +86,13 @@ QUERIES = {
     # the same under skip-till-next-match: a candidate lies in the trend's run
     "apart-next": "RETURN g, COUNT(*), SUM(B.v) PATTERN SEQ(A a, B+, D c) SEMANTICS skip-till-next-match "
                   "WHERE [g] AND [a.v, c.v] GROUP-BY g WITHIN 30 s SLIDE 5 s",
+    # a negated SEQ's part keyed by an equivalence attribute of some aliases: a match bounds its value's run
+    "keyed-not-seq": "RETURN g, COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B) "
+                     "WHERE [g] AND [a.v, c.v] GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # six order comparisons on a negated SEQ's step: the pairs within a window's length scanned
+    "not-seq-six": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, D d), B) WHERE [g] AND "
+                   "c.v <= NEXT(d).v + 1 AND c.v >= NEXT(d).v - 3 AND c.v != NEXT(d).v + 1 AND c.v < NEXT(d).v + 4 "
+                   "AND c.v * 2 > NEXT(d).v - 5 AND c.v - 1 < NEXT(d).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
 }
 
 
