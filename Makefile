@@ -38,7 +38,7 @@ evaluate: install  ## the same query without Spark (batch evaluator) -> out/q1_s
 test: install setup-jvm setup-system  ## the layering contract and the type checks, then the default test suite (what CI runs; setup-system installs a headless browser with apt for the page test)
 	$(BIN)/lint-imports --no-logo
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 test-fast: install  ## the fast tier: no JVM, no subprocess (engines, compiler, pipeline model, oracle differentials at a modest example count)
 	GRETA_HYPOTHESIS_SCALE=0.5 $(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser and not slow and not subprocess"

@@ -186,9 +186,24 @@ def skip_nightly(items: list[Any]) -> None:
             item.add_marker(NIGHTLY_SKIP)
 
 
+# modules whose tests share what one process may hold at a time: the main job's output (out/q1_stock, the
+# `main_job` fixture) and the README walkthrough's port 8000
+SHARED_GROUPS = {"tests/test_cli.py": "main-job", "tests/test_readme.py": "main-job"}
+
+
+def xdist_groups(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`): a module's tests on one worker, so that
+    its module fixtures (a service, a stream) start once, and the modules of `SHARED_GROUPS` on one."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(path, path)))
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     marked_by_use(items)
+    if config.pluginmanager.hasplugin("xdist"):
+        xdist_groups(items)
     if not NIGHTLY:
         skip_nightly(items)
     if not SCALE:

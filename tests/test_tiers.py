@@ -86,3 +86,26 @@ def test_the_nightly_tier_is_skipped_saying_how_to_run_it(tiers: ModuleType) -> 
     assert "make test-nightly" in tiers.NIGHTLY_SKIP.kwargs["reason"]
     (line,) = [line for line in (ROOT / "Makefile").read_text().splitlines() if "GRETA_NIGHTLY=1" in line]
     assert line.strip().endswith('pytest -q -m nightly')
+
+
+def test_make_test_runs_two_processes_a_module_in_one(tiers: ModuleType, request: pytest.FixtureRequest) -> None:
+    """`make test` runs pytest-xdist's `--dist loadgroup`: a test's group is its module (its module fixtures
+    start once), and the modules that use the main job's output share one."""
+    recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
+    assert "pytest -q -n 2 --dist loadgroup" in recipe
+
+    class Collected:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid, self.marks = nodeid, []
+
+        def add_marker(self, mark: Any) -> None:  # noqa: ANN401
+            self.marks.append(mark)
+
+    items = [Collected(n) for n in ("tests/engine/test_a.py::test_x", "tests/engine/test_a.py::test_y[1-2]",
+                                    "tests/spark/test_b.py::test_z", "tests/test_cli.py::t", "tests/test_readme.py::t")]
+    tiers.xdist_groups(items)
+    assert [i.marks[0].name for i in items] == ["xdist_group"] * 5
+    assert [i.marks[0].args[0] for i in items] == ["tests/engine/test_a.py", "tests/engine/test_a.py",
+                                                   "tests/spark/test_b.py", "main-job", "main-job"]
+    users = {i.nodeid.split("::")[0] for i in request.session.items if "main_job" in getattr(i, "fixturenames", ())}
+    assert users <= set(tiers.SHARED_GROUPS)  # every module of the main job's output in its group
