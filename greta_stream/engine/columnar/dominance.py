@@ -145,8 +145,8 @@ def dominance_maxk(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[
             out[do] = dominance_max2(scode[so], src_order[so], src_ranks[0][so], src_ranks[1][so], src_val[so],
                                      dcode[do], dst_order[do], dst_ranks[0][do], dst_ranks[1][do])
         else:
-            out[do] = _dominance_scan(scode[so], src_order[so], np.stack(src_ranks, 1)[so], src_val[so], dcode[do],
-                                      dst_order[do], np.stack(dst_ranks, 1)[do])
+            out[do] = window_scan(scode[so], src_order[so], np.stack(src_ranks, 1)[so], src_val[so], dcode[do],
+                                  dst_order[do], np.stack(dst_ranks, 1)[do], np.full(len(do), _ANY, np.int64))
         return out
     top = int(max(src_order.max(), dst_order.max())) + 1
     for bit in range(top.bit_length()):
@@ -164,40 +164,15 @@ def dominance_maxk(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[
 
 _SCAN_PAIRS = 64  # pairs of one code per event below which `dominance_maxk` scans them
 TREE_RANGES = 5  # ranges of a search up to which `dominance_maxk` divides (O(n log^k n)); past it, `window_scan`
-
-
-@njit(cache=True)
-def _dominance_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarray, src_val: np.ndarray,
-                    dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray) -> np.ndarray:
-    """`dominance_maxk` by a scan of the pairs of each code (both sides sorted by code)."""
-    nd, ns, k = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1]
-    out = np.full(nd, -np.inf)
-    i0 = 0
-    for q in range(nd):
-        while i0 < ns and src_code[i0] < dst_code[q]:
-            i0 += 1
-        best = -np.inf
-        i = i0
-        while i < ns and src_code[i] == dst_code[q]:
-            if src_order[i] < dst_order[q] and src_val[i] > best:
-                ok = True
-                for r in range(k):
-                    if src_ranks[i, r] >= dst_ranks[q, r]:
-                        ok = False
-                        break
-                if ok:
-                    best = src_val[i]
-            i += 1
-        out[q] = best
-    return out
+_ANY = np.iinfo(np.int64).min  # a reach that leaves out no event: `dominance_maxk`'s scan of every pair of a code
 
 
 @njit(cache=True)
 def window_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarray, src_val: np.ndarray,
                  dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray, dst_reach: np.ndarray) -> np.ndarray:
     """`dominance_maxk` by a scan of the pairs of each code whose src order lies in [reach, order) of the
-    dst event (both sides sorted by code, then order; the reach rises with the order): O(the src events
-    within a window's length of each dst event)."""
+    dst event (`_ANY`: every order below its own), both sides sorted by code, then order, the reach rising
+    with the order: O(the src events within a window's length of each dst event)."""
     nd, ns, k = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1]
     out = np.full(nd, -np.inf)
     lo = 0
