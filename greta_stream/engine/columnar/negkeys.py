@@ -32,7 +32,7 @@ from greta_stream.engine.columnar.keys import partition_times
 from greta_stream.engine.columnar.negseqs import Matches, View, part_events
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared
-from greta_stream.engine.columnar.valueruns import pair_codes
+from greta_stream.engine.columnar.valueruns import distinct_pairs, meeting, pair_codes, window_ranks
 from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
 
@@ -55,20 +55,30 @@ def match_starts(plan: KernelPlan, prep: Prepared, readers: Readers) -> list[np.
     """Per middle negated SEQ (`plan.negseqs` order), per vertex: M, the latest start time of a match
     ending strictly before it in its partition, and of its trend's value where parts are keyed (-inf:
     none)."""
-    rep, values = readers
-    plain: Matches | None = None
+    rep = readers[0]
+    plain: list[Matches] = []
     out = []
     for _, parts in plan.negseqs:
-        attr = keyed_attr(plan, parts)
         if not len(prep.t) or not len(rep):
             out.append(np.full(len(rep), -np.inf))
-        elif attr is None:
-            plain = plain or Matches(plan, prep)
-            out.append(plain.time_of(plain.latest_starts(parts))[rep])
-        else:
-            keyed = Matches(plan, prep, view(plan, prep, parts, attr, rep, values[attr]))
-            out.append(keyed.time_of(keyed.latest_starts(parts)))
+            continue
+        matches = _matches(plan, prep, parts, plain, readers)
+        got = matches.time_of(matches.latest_starts(parts))
+        out.append(got if matches.view is not None else got[rep])
     return out
+
+
+def _matches(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], plain: list[Matches],
+             readers: Readers | None) -> Matches:
+    """The match walk of `parts`: over the readers' entries where a part is keyed (`view`), else over the
+    prepared events, made once (`plain`, empty or the one made) for every unkeyed negated SEQ."""
+    attr = keyed_attr(plan, parts)
+    if attr is not None:
+        assert readers is not None  # a keyed walk is per vertex
+        return Matches(plan, prep, view(plan, prep, parts, attr, readers[0], readers[1][attr]))
+    if not plain:
+        plain.append(Matches(plan, prep))
+    return plain[0]
 
 
 def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndarray,
@@ -79,13 +89,13 @@ def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndar
     of a trend it ends (`kend`) below the windows holding the earliest end of a match starting after it
     (excluded if `last.time < c.time` and `d.time < window.end`). Without `readers`, the unkeyed ones per
     prepared event; with them, the keyed ones per vertex."""
+    plain: list[Matches] = []
     for parts, lead in ((plan.lead_seq, True), (plan.trail_seq, False)):
-        attr = keyed_attr(plan, parts) if parts else None
-        if not parts or not len(prep.t) or (attr is None) != (readers is None) or readers is not None and not len(
-                readers[0]):
+        if not parts or not len(prep.t) or (keyed_attr(plan, parts) is None) != (readers is None):
             continue
-        matches = Matches(plan, prep) if readers is None or attr is None else Matches(
-            plan, prep, view(plan, prep, parts, attr, readers[0], readers[1][attr]))
+        if readers is not None and not len(readers[0]):
+            continue
+        matches = _matches(plan, prep, parts, plain, readers)
         rank = matches.latest_starts(parts) if lead else matches.earliest_ends(parts)
         ok = rank >= 0
         first, last = window_bounds(matches.times[rank[ok]], prep.window(plan), prep.int_time)
@@ -133,22 +143,16 @@ class _Spread:
     an unkeyed part: sorted by partition and time, their first and last windows both rise."""
 
     def __init__(self, prep: Prepared, common: np.ndarray, kev: np.ndarray, kv: np.ndarray, nvals: int) -> None:
-        n = len(prep.t)
-        ranks = np.unique(np.concatenate([prep.kmin, prep.kmax]), return_inverse=True)[1].astype(np.int64)
-        self.kmin, self.kmax, self.common, self.nvals = ranks[:n], ranks[n:], common, nvals
-        self.nk = int(ranks.max(initial=0)) + 2
-        order = np.lexsort((prep.t[kev], common[kev]))
-        self.kev, self.kv = kev[order], kv[order]
+        kmin, kmax = window_ranks(prep.kmin, prep.kmax)
+        nk = int(kmax.max(initial=0)) + 2
+        self.first, self.last = common * nk + kmin, common * nk + kmax  # per prepared event
+        order = np.lexsort((prep.t[kev], common[kev]))  # by partition and time: both windows rise
+        self.kfirst, self.klast, self.kv, self.nvals = self.first[kev[order]], self.last[kev[order]], kv[order], nvals
 
     def values(self, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(event, value) pairs: each event of `e` at each value of a keyed event sharing a window with it."""
-        kc, nk = self.common[self.kev], self.nk
-        lo = np.searchsorted(kc * nk + self.kmax[self.kev], self.common[e] * nk + self.kmin[e], "left")
-        hi = np.searchsorted(kc * nk + self.kmin[self.kev], self.common[e] * nk + self.kmax[e], "right")
-        n = np.maximum(hi - lo, 0)
-        pos = np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
-        pair = np.unique(np.repeat(np.arange(len(e)), n) * self.nvals + self.kv[pos])  # once per value
-        return e[pair // self.nvals], pair % self.nvals
+        lo, hi = meeting(self.kfirst, self.klast, self.first[e], self.last[e])
+        return distinct_pairs(e, lo, hi, self.kv, self.nvals)
 
 
 def fill_ranks(plan: KernelPlan, grs: np.ndarray, gqs: np.ndarray, t: np.ndarray, bounds: list[np.ndarray]) -> None:

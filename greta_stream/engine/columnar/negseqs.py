@@ -66,6 +66,7 @@ class Matches:
         self.code, self.times, self.rank = partition_times(plan, prep)
         if view is not None:  # entries of its own: events at their values, readers at theirs (`negkeys.py`)
             self.code, self.rank = view.code, self.rank[view.rows]
+        self._reach: dict[bool, np.ndarray] = {}  # `_reaches`, by direction
         self.edges: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
         for x, y, clause in plan.neg_edges:  # a step's clauses are OR-ed
             self.edges.setdefault((x, y), []).append(clause)
@@ -87,7 +88,6 @@ class Matches:
         it; `walked_back`: the SEQ's parts last first, over reversed time) starts, over the chains ending
         strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
-        self._reach = self._reaches(walked_back)
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for part in parts:
@@ -116,13 +116,15 @@ class Matches:
         """Per order (time rank, from the top walking back), the least order of an event within a window's
         length of it, on the side walked from (widened: it only bounds `dominance.window_scan`). An event farther
         off starts no match that matters: a reader's predecessor, or its window, lies nearer."""
-        window = self.prep.window(self.plan)
-        reach = window.within / window.den * 1.001
-        times = self.times.astype(np.float64)
-        if not walked_back:
-            return np.searchsorted(times, times - reach, "right").astype(np.int64)
-        top = len(times) - 1
-        return (top - (np.searchsorted(times, times + reach, "left") - 1))[::-1].astype(np.int64)
+        if walked_back not in self._reach:  # asked by each scanned search of a walk: made once a direction
+            window = self.prep.window(self.plan)
+            reach = window.within / window.den * 1.001
+            times = self.times.astype(np.float64)
+            top = len(times) - 1
+            self._reach[walked_back] = (
+                (top - (np.searchsorted(times, times + reach, "left") - 1))[::-1] if walked_back
+                else np.searchsorted(times, times - reach, "right")).astype(np.int64)
+        return self._reach[walked_back]
 
     def _latest_unblocked(self, key: np.ndarray, src: np.ndarray, val: np.ndarray, dst: np.ndarray,
                           blockers: np.ndarray, order: np.ndarray) -> np.ndarray:
@@ -160,7 +162,7 @@ class Matches:
         got = np.full(len(dst), -np.inf)
         extra = [] if since is None else [since]
         for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back) for c in clause]):
-            got = np.maximum(got, self._dominance((*combo, *extra), key, src, val, dst))
+            got = np.maximum(got, self._dominance((*combo, *extra), key, src, val, dst, walked_back))
         return got
 
     def _alternatives(self, edge: tuple[str, ast.Expr, ast.Expr], cols: dict, rows: np.ndarray, x: np.ndarray,
@@ -179,7 +181,7 @@ class Matches:
                                       [({"<": 0, "<=": 1, "=": 2}[op], walked_back)])]
 
     def _dominance(self, combo: tuple[tuple[int, np.ndarray, np.ndarray], ...], key: np.ndarray, src: np.ndarray,
-                   val: np.ndarray, dst: np.ndarray) -> np.ndarray:
+                   val: np.ndarray, dst: np.ndarray, walked_back: bool) -> np.ndarray:
         """Per event of `dst`, the largest `val` of the events `src` of its partition strictly before it
         that every (mode, src ranks, dst ranks) of `combo` admits: an equality refines the partition, at
         or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`, more
@@ -201,8 +203,9 @@ class Matches:
         if len(ranged) > TREE_RANGES:  # the pairs of each code within a window's length, one by one
             so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
             dorder = key[dst][do] % span
+            reach = self._reaches(walked_back)[dorder]
             got[do] = window_scan(scode[so], key[src][so] % span, np.stack([r for r, _ in ranged], 1)[so], val[so],
-                                   dcode[do], dorder, np.stack([r for _, r in ranged], 1)[do], self._reach[dorder])
+                                  dcode[do], dorder, np.stack([r for _, r in ranged], 1)[do], reach)
             return got
         if len(ranged) >= 3:  # sorts by code and order of its own, bit by bit
             return dominance_maxk(scode, key[src] % span, [s for s, _ in ranged], val,

@@ -157,8 +157,7 @@ def _split(run: ValueRun, st: np.ndarray, t: np.ndarray, kmin: np.ndarray, kmax:
     is_k = np.isin(st, list(run.states))
     kidx, oidx = np.flatnonzero(is_k), np.flatnonzero(~is_k)
     kcode = pair_codes(base[kidx], pd.factorize(values[kidx], sort=False)[0])  # 1 and 1.0 one value, as `==` says
-    ranks = np.unique(np.concatenate([kmin, kmax]), return_inverse=True)[1]  # window ranks: small keys, same order
-    near = _Near(st, np.unique(t, return_inverse=True)[1], ranks[:len(st)], ranks[len(st):])
+    near = _Near(st, np.unique(t, return_inverse=True)[1], *window_ranks(kmin, kmax))
     nruns = int(kcode.max(initial=-1)) + 1
     anchors = [near.anchors(kidx, kcode, s) for s in run.required]
     free, runs = _candidates(near, anchors, run.sides, base, oidx, kidx, kcode, nruns)
@@ -216,22 +215,44 @@ def _candidates(near: _Near, anchors: list[tuple[np.ndarray, ...]], sides: Seque
     arun, av = anchors[j][0], anchors[j][4]
     order = np.lexsort((near.trank[av], run_base[arun]))  # by partition and time: both windows rise
     pb, pv, pr = run_base[arun][order], av[order], arun[order]
-    lo = np.searchsorted(pb * near.nk + near.kmax[pv], base[oidx] * near.nk + near.kmin[oidx], "left")
-    hi = np.searchsorted(pb * near.nk + near.kmin[pv], base[oidx] * near.nk + near.kmax[oidx], "right")
+    lo, hi = meeting(pb * near.nk + near.kmin[pv], pb * near.nk + near.kmax[pv], base[oidx] * near.nk + near.kmin[oidx],
+                     base[oidx] * near.nk + near.kmax[oidx])
     side = np.asarray(sides[j])[near.st[oidx]]  # and on the pattern's side of it: at or after, at or before
     by_time, at_time = pb * near.nt + near.trank[pv], base[oidx] * near.nt + near.trank[oidx]
     lo = np.where(side == AFTER, np.maximum(lo, np.searchsorted(by_time, at_time, "left")), lo)
     hi = np.where(side == BEFORE, np.minimum(hi, np.searchsorted(by_time, at_time, "right")), hi)
+    if np.maximum(hi - lo, 0).sum() < n_all.sum():  # the anchors near each free vertex are fewer than its runs
+        return distinct_pairs(oidx, lo, hi, pr, nruns)
+    return np.repeat(oidx, n_all), by_base[positions(lo_all, lo_all + n_all)]
+
+
+def window_ranks(kmin: np.ndarray, kmax: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and last windows as ranks among both (small keys, same order)."""
+    ranks = np.unique(np.concatenate([kmin, kmax]), return_inverse=True)[1].astype(np.int64)
+    return ranks[:len(kmin)], ranks[len(kmin):]
+
+
+def meeting(anchor_first: np.ndarray, anchor_last: np.ndarray, first: np.ndarray,
+            last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per event (its first and last window keys, partition * nk + window rank), the range [lo, hi) of the
+    anchors whose windows meet its own; the anchors sorted by partition and time, so both keys rise."""
+    return np.searchsorted(anchor_last, first, "left"), np.searchsorted(anchor_first, last, "right")
+
+
+def positions(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Every position of the ranges [lo, hi) (empty where hi <= lo), range by range."""
     n = np.maximum(hi - lo, 0)
-    if n.sum() < n_all.sum():  # the anchors near each free vertex are fewer than its partition's runs
-        pos = np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
-        pair = np.sort(np.repeat(oidx, n) * nruns + pr[pos])  # then once each (a sort: numpy's hashed unique
-        first = np.ones(len(pair), bool)  # is several times slower on millions)
-        first[1:] = pair[1:] != pair[:-1]
-        pair = pair[first]
-        return pair // max(nruns, 1), pair % max(nruns, 1)
-    pos = np.arange(int(n_all.sum())) + np.repeat(lo_all - np.cumsum(n_all) + n_all, n_all)
-    return np.repeat(oidx, n_all), by_base[pos]
+    return np.arange(int(n.sum())) + np.repeat(lo - np.cumsum(n) + n, n)
+
+
+def distinct_pairs(event: np.ndarray, lo: np.ndarray, hi: np.ndarray, label: np.ndarray,
+                   nlabels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(event, label) for the labels at the positions [lo, hi) of each event, each pair once, by event."""
+    pair = np.sort(np.repeat(event, np.maximum(hi - lo, 0)) * nlabels + label[positions(lo, hi)])  # a sort: numpy's
+    first = np.ones(len(pair), bool)  # hashed unique is several times slower on millions
+    first[1:] = pair[1:] != pair[:-1]
+    pair = pair[first]
+    return pair // max(nlabels, 1), pair % max(nlabels, 1)
 
 
 def pair_codes(a: np.ndarray, b: np.ndarray) -> np.ndarray:
