@@ -64,6 +64,13 @@ def _jvm(service: Service) -> list[int]:
     return _under(service, lambda c: c.split(" ", 1)[0].endswith("java"))
 
 
+def _one_jvm(service: Service) -> int:
+    """The pid of Spark's JVM once it is the only java process under the service (while Spark starts, its
+    launcher is a second one for a moment)."""
+    (java,) = wait_for(lambda: (lambda pids: pids if len(pids) == 1 else None)(_jvm(service)), "one JVM", service)
+    return java
+
+
 def _registered(api: Any, service: Service, spec: dict[str, Any]) -> str:
     """`spec` registered (201), once its stream has run a first batch: its id."""
     r = api.post("/queries", json=spec)
@@ -123,7 +130,7 @@ def test_a_lost_jvm_is_replaced_and_every_stream_resumes_with_no_row_lost(tmp_pa
             query_id = _registered(api, service, spec)
             write_file(src, "events-1.jsonl", chunks[1], stamp=base + 1)
             wait_for(batches_over(api, query_id, 1), "a second batch", service)
-            (java,) = _jvm(service)
+            java = _one_jvm(service)
             os.kill(java, signal.SIGKILL)
             ready = wait_for(lambda: (r := api.get("/readyz")).status_code == 503 and r.json(), "/readyz 503",
                              service)
@@ -164,7 +171,7 @@ def test_a_jvm_lost_more_often_than_spark_restarts_leaves_the_service_down_sayin
         with service.client() as api:
             r = api.post("/queries", json={"name": "q1-down", "text": Q1, "source": {"format": "jsonl", "path": str(src)}})
             assert r.status_code == 201, r.text
-            (java,) = _jvm(service)
+            java = _one_jvm(service)
             os.kill(java, signal.SIGKILL)
             down = wait_for(lambda: (r := api.get("/readyz")).json()["status"] == "failed" and r, "the service down",
                             service)
