@@ -190,10 +190,14 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # a counted repetition that may match nothing beside a counted group: an optional counted group of one event
     "optional-counted-beside": ("AVG(A.price)", "SEQ((SEQ(Stock A, Stock B)){2}, Stock C{0,2})",
                                 "A.price > NEXT(B).price"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: two attributes
-    # keying parts of one negated SEQ
-    "general-two-keys": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+    # two attributes keying parts of one negated SEQ: a C at its volume and each price of a D near it, a D at
+    # its price and each volume of a C near it; runs of volumes (S) and prices (E)
+    "two-keys-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                          f"{EDGE} AND [S.volume, C.volume] AND [E.price, D.price]"),
+    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a group in a
+    # negated SEQ constrained where it starts and where it ends
+    "general-group-bound": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)",
+                            f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(D).price"),
 }
 
 

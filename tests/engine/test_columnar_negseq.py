@@ -320,10 +320,11 @@ def test_a_group_constrained_where_it_starts_and_ends_stays_on_the_general_engin
 
 def test_a_keyed_part_matches_for_the_trends_of_its_value_only() -> None:
     """`[a.k, c.k]`: the match c2 d3 excludes a1 -> b4 only where c2 carries a1's k; d is free, and so is
-    b. Where every positive alias carries k, the same; two attributes keying one negated SEQ stay on the
-    general engine."""
-    def count(text: str, ks: tuple[int, int, int, int]) -> int:
-        events = [{"type": t, "time": at, "k": k} for (t, at), k in zip([("A", 1), ("C", 2), ("D", 3), ("B", 4)], ks)]
+    b. Where every positive alias carries k, the same. With a second attribute, `[b.v, d.v]`, the match needs
+    both: c2 of a1's k and d3 of b4's v."""
+    def count(text: str, ks: tuple[int, int, int, int], vs: tuple[int, ...] = (0, 0, 0, 0)) -> int:
+        events = [{"type": t, "time": at, "k": k, "v": v}
+                  for (t, at), k, v in zip([("A", 1), ("C", 2), ("D", 3), ("B", 4)], ks, vs)]
         rows = evaluate(text, events, engine="columnar")
         assert rows.engine == "columnar"
         return sum(r["count"] for r in rows)
@@ -336,7 +337,10 @@ def test_a_keyed_part_matches_for_the_trends_of_its_value_only() -> None:
     assert count(every, (0, 1, 0, 0)) == 1
     assert count(every, (0, 0, 1, 0)) == 0
     two = "RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d), B b) WHERE [a.k, c.k] AND [b.v, d.v] WITHIN 10 s"
-    assert "keyed by two equivalence attributes" in RunSpec.create(two).columnar_refusal
+    assert count(two, (0, 0, 1, 1), (5, 5, 2, 2)) == 0  # c2 of a1's k, d3 of b4's v
+    assert count(two, (0, 0, 1, 1), (5, 5, 2, 3)) == 1  # d3 not of b4's v
+    assert count(two, (0, 1, 1, 1), (5, 5, 2, 2)) == 1  # c2 not of a1's k
+    assert count(two, (1, 1.0, 9, 9), (2.0, 7, 2, 2)) == 0  # 1 and 1.0, 2 and 2.0 are one value
 
 
 @pytest.mark.parametrize("pattern", ["SEQ(A a, NOT SEQ(C c, D d), B b)", "SEQ(NOT SEQ(C c, D d), A a, B b)",

@@ -32,23 +32,23 @@ from greta_stream.engine.columnar.keys import partition_times
 from greta_stream.engine.columnar.negseqs import Matches, View, part_events
 from greta_stream.engine.columnar.plan import NOT_SEQ, KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared
-from greta_stream.engine.columnar.valueruns import distinct_pairs, meeting, pair_codes, window_ranks
+from greta_stream.engine.columnar.valueruns import distinct_pairs, meeting, pair_codes, positions, window_ranks
 from greta_stream.engine.timebase import window_bounds
 from greta_stream.query import ast
 
 Readers = tuple[np.ndarray, Mapping[str, np.ndarray]]  # (prepared event of each vertex, its trend's values by attribute)
 
 
-def keyed_attr(plan: KernelPlan, parts: tuple[State, ...]) -> str | None:
-    """The equivalence attribute keying some of a negated SEQ's parts (at most one: `plan.py`), or None."""
+def keyed_attrs(plan: KernelPlan, parts: tuple[State, ...]) -> tuple[str, ...]:
+    """The equivalence attributes keying some of a negated SEQ's parts (none: an unkeyed walk)."""
     aliases = {p.alias for p in parts}
-    return next((attr for alias, attr in plan.neg_keys if alias in aliases), None)
+    return tuple(dict.fromkeys(attr for alias, attr in plan.neg_keys if alias in aliases))
 
 
 def seq_attrs(plan: KernelPlan) -> tuple[str, ...]:
     """The attributes keying parts of the plan's negated SEQs: the values each vertex reads them at."""
     seqs = (*(p for _, p in plan.negseqs), plan.lead_seq, plan.trail_seq)
-    return tuple(dict.fromkeys(a for ps in seqs if ps for a in [keyed_attr(plan, ps)] if a is not None))
+    return tuple(dict.fromkeys(a for ps in seqs if ps for a in keyed_attrs(plan, ps)))
 
 
 def match_starts(plan: KernelPlan, prep: Prepared, readers: Readers) -> list[np.ndarray]:
@@ -72,10 +72,10 @@ def _matches(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], plain: 
              readers: Readers | None) -> Matches:
     """The match walk of `parts`: over the readers' entries where a part is keyed (`view`), else over the
     prepared events, made once (`plain`, empty or the one made) for every unkeyed negated SEQ."""
-    attr = keyed_attr(plan, parts)
-    if attr is not None:
+    attrs = keyed_attrs(plan, parts)
+    if attrs:
         assert readers is not None  # a keyed walk is per vertex
-        return Matches(plan, prep, view(plan, prep, parts, attr, readers[0], readers[1][attr]))
+        return Matches(plan, prep, view(plan, prep, parts, attrs, readers))
     if not plain:
         plain.append(Matches(plan, prep))
     return plain[0]
@@ -91,7 +91,7 @@ def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndar
     prepared event; with them, the keyed ones per vertex."""
     plain: list[Matches] = []
     for parts, lead in ((plan.lead_seq, True), (plan.trail_seq, False)):
-        if not parts or not len(prep.t) or (keyed_attr(plan, parts) is None) != (readers is None):
+        if not parts or not len(prep.t) or (not keyed_attrs(plan, parts)) != (readers is None):
             continue
         if readers is not None and not len(readers[0]):
             continue
@@ -105,37 +105,65 @@ def seq_bounds(plan: KernelPlan, prep: Prepared, kneg: np.ndarray, kend: np.ndar
             kend[ok] = np.minimum(kend[ok], first - 1)
 
 
-def view(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], attr: str, rep: np.ndarray,
-         values: np.ndarray) -> View:
-    """The entries of a match walk over `parts` keyed by `attr`: readers `rep` (prepared events) at
-    `values`, then each part's events, a keyed part's at its own value, another's at each value of a
-    keyed part's event (not a NOT's; without one, of a reader) of its partition sharing a window with it."""
+def view(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], attrs: tuple[str, ...], readers: Readers) -> View:
+    """The entries of a match walk over `parts` keyed by `attrs`: the readers at their trend's values, then
+    each part's events, for each attribute at their own value where the part is keyed by it, else at each
+    value of a keyed part's event (not a NOT's; without one, of a reader) of its partition sharing a window
+    with them; an event at every combination of its values (`[S.volume, C.volume] AND [E.price,
+    D.price]`: a C at its own volume and each price of a D near it, a D the other way round)."""
+    rep, values = readers
     common = partition_times(plan, prep)[0]
     events = {p.alias: part_events(plan, prep, p) for p in parts}
+    entries: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {  # (event index, codes by attribute)
+        p.alias: (np.arange(len(events[p.alias])), []) for p in parts}
+    reader_codes = []
+    for attr in attrs:
+        mine, pairs = _attr_values(plan, prep, parts, attr, events, common, rep, values[attr])
+        reader_codes.append(mine)
+        for alias, (i, codes) in entries.items():
+            pi, pc = pairs[alias]
+            lo, hi = np.searchsorted(pi, i, "left"), np.searchsorted(pi, i, "right")
+            n = hi - lo
+            entries[alias] = (np.repeat(i, n), [c[np.repeat(np.arange(len(i)), n)] for c in codes] + [pc[positions(lo, hi)]])
+    members: dict[str, np.ndarray] = {}
+    at = len(rep)
+    for p in parts:
+        members[p.alias] = np.arange(at, at + len(entries[p.alias][0]))
+        at += len(entries[p.alias][0])
+    row = np.concatenate([rep] + [events[p.alias][entries[p.alias][0]] for p in parts])
+    code = np.concatenate([reader_codes[0]] + [entries[p.alias][1][0] for p in parts])
+    for k in range(1, len(attrs)):  # one code per combination of the attributes' values
+        code = pair_codes(code, np.concatenate([reader_codes[k]] + [entries[p.alias][1][k] for p in parts]))
+    return View(row, pair_codes(common[row], code), members, np.arange(len(rep)))
+
+
+def _attr_values(plan: KernelPlan, prep: Prepared, parts: tuple[State, ...], attr: str,
+                 events: Mapping[str, np.ndarray], common: np.ndarray, rep: np.ndarray,
+                 values: np.ndarray) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The codes of `attr`'s values: the readers' and, per part, (index into its events, code) pairs, by
+    index: a keyed part's events at their own, another's at each value of a keyed part's event (not a
+    NOT's; without one, of a reader) of its partition sharing a window with it."""
     keyed = [p.alias for p in parts if (p.alias, attr) in plan.neg_keys]
     negated = {p.alias: p.negated for p in parts}
     kev = np.concatenate([events[a] for a in keyed])
     both = pd.Series(np.concatenate([np.asarray(values, object), np.asarray(prep.cols[attr].values[kev], object)]))
     vcode = pd.factorize(both, sort=False)[0].astype(np.int64)  # 1 and 1.0 one value, as `==` says
-    kv = vcode[len(rep):]
+    kv, nvals = vcode[len(rep):], int(vcode.max(initial=0)) + 1
     # a match holds an event of each keyed part but a NOT's: their values are the ones to spread to (else the
     # readers', a NOT of another value blocking nothing); both share a window with each event of the match
-    anchor = np.concatenate([np.full(len(events[a]), not negated[a]) for a in keyed]) if keyed else np.zeros(0, bool)
-    spread = (_Spread(prep, common, kev[anchor], kv[anchor], int(vcode.max(initial=0)) + 1) if anchor.any()
-              else _Spread(prep, common, rep, vcode[:len(rep)], int(vcode.max(initial=0)) + 1))
-    rows, vals, members, at, off = [rep], [vcode[:len(rep)]], {}, len(rep), 0
+    anchor = np.concatenate([np.full(len(events[a]), not negated[a]) for a in keyed])
+    spread = (_Spread(prep, common, kev[anchor], kv[anchor], nvals) if anchor.any()
+              else _Spread(prep, common, rep, vcode[:len(rep)], nvals))
+    pairs, off = {}, 0
     for p in parts:
+        e = events[p.alias]
         if p.alias in keyed:
-            e, v = events[p.alias], kv[off:off + len(events[p.alias])]
+            pairs[p.alias] = (np.arange(len(e)), kv[off:off + len(e)])
             off += len(e)
         else:
-            e, v = spread.values(events[p.alias])
-        members[p.alias] = np.arange(at, at + len(e))
-        rows.append(e)
-        vals.append(v)
-        at += len(e)
-    row = np.concatenate(rows)
-    return View(row, pair_codes(common[row], np.concatenate(vals)), members, np.arange(len(rep)))
+            got, v = spread.values(e)
+            pairs[p.alias] = (np.searchsorted(e, got), v)  # `e` rises: the index of each
+    return vcode[:len(rep)], pairs
 
 
 class _Spread:

@@ -132,9 +132,8 @@ class KernelPlan:
     loops: tuple[tuple[int, int], ...] = ()
     # equivalence attributes of aliases that stand apart (`[A.k, D.k]` of `SEQ(A, B, D)`): runs per value
     value_runs: tuple[ValueRun, ...] = ()
-    # (alias, attribute): a single negated event keyed by an equivalence attribute of every positive alias
-    # (`[S.company, H.company]` beside an unkeyed `NOT Suspend X`): its bounds are per value too; a negated
-    # SEQ's part keyed by any one (`negkeys.py`)
+    # (alias, attribute): a single negated event keyed by an equivalence attribute of every positive alias (`[S.company,
+    # H.company]` beside an unkeyed `NOT Suspend X`): bounds per value too; a negated SEQ's part keyed by any (`negkeys.py`)
     neg_keys: tuple[tuple[str, str], ...] = ()
 
     @property
@@ -369,7 +368,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
-    seqs = [frozenset(p.alias for p in ps) for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
+    seqs = [(frozenset(p.alias for p in ps), states[r].alias)  # each negated SEQ's parts and the state reading it
+            for ps, r in (*((p, i + 1) for i, p in negseqs), (lead_seq, 0), (trail_seq, -1))]
     run_attrs, same, runs, keyed = components(cq, states, negs, every_loop, skips, found, seqs)
     index = {s.alias: i for i, s in enumerate(states)}
     index.update({n.alias: len(states) + i for i, n in enumerate(negs)})

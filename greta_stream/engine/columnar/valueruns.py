@@ -59,19 +59,27 @@ class ValueRun:
 
 def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State], loops: Sequence[tuple[int, int]],
                skips: Sequence[tuple[int, int]], counts: Sequence[tuple[int, int, int | None]],
-               seqs: Sequence[frozenset[str]]) -> tuple[list[str], list[ast.Expr], list[ValueRun], list[tuple[str, str]]]:
+               seqs: Sequence[tuple[frozenset[str], str]]) -> tuple[list[str], list[ast.Expr], list[ValueRun],
+                                                                    list[tuple[str, str]]]:
     """The equivalence attributes of some aliases only, as the plan takes them: (partition attributes of
     every positive alias, edge predicates `X.k = NEXT(Y).k` of aliases next to each other, runs of aliases
     apart, (alias, attribute) of each negated event keyed by one: a single one keyed by an attribute of
-    every positive alias, or a part of a negated SEQ, whose aliases are `seqs`); `Unsupported` for the rest."""
+    every positive alias, or a part of a negated SEQ, `seqs` (its aliases, the alias reading it));
+    `Unsupported` for the rest."""
     strategy = cq.query.strategy
     positive, negated = frozenset(s.alias for s in states), frozenset(n.alias for n in negs)
-    singles = negated.difference(*seqs)
+    singles = negated.difference(*(s for s, _ in seqs))
     run_attrs: list[str] = []
     same: list[ast.Expr] = []
     runs: list[ValueRun] = []
     keyed: list[tuple[str, str]] = []
     for c in cq.run_components:  # `[P.vehicle]`: a partition attribute of the positive events only
+        if strategy == ast.ANY_MATCH and reads_own(states, loops, skips, counts, seqs, c.aliases & positive,
+                                                   c.aliases & negated):
+            # `[E.price, D.price]` of `SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)`: E, once in every trend,
+            # reads the negated SEQ; its own price is the trend's, no run needed (`negkeys.py`)
+            keyed += [(a, c.attr) for a in sorted(c.aliases & negated)]
+            continue
         if c.aliases & negated and not positive <= c.aliases or strategy == ast.CONTIGUOUS:
             # `[L.user, O.user]` of `SEQ(Login L, Stock S+, NOT Logout O)`: a run per value, an O bounding its
             # value's run only; under contiguous every such attribute (an event of another run breaks
@@ -92,9 +100,22 @@ def components(cq: CompiledQuery, states: Sequence[State], negs: Sequence[State]
                 same += same_value_edges(states, loops, skips, c.aliases, c.attr)
             except Unsupported:
                 runs.append(value_run(states, loops, skips, counts, c.aliases, c.attr))
-    if any(len({attr for alias, attr in keyed if alias in seq}) > 1 for seq in seqs):
-        raise Unsupported("parts of one negated SEQ keyed by two equivalence attributes")
     return run_attrs, same, runs, keyed
+
+
+def reads_own(states: Sequence[State], loops: Sequence[tuple[int, int]], skips: Sequence[tuple[int, int]],
+              counts: Sequence[tuple[int, int, int | None]], seqs: Sequence[tuple[frozenset[str], str]],
+              positive: frozenset[str], negated: frozenset[str]) -> bool:
+    """An equivalence attribute of one positive alias, once in every trend (no loop, repetition or skip
+    over it), and of parts of negated SEQs that alias reads only (the state after a middle one, the first
+    of a leading one, the last of a trailing one): a reader's own value is its trend's."""
+    if len(positive) != 1 or not negated:
+        return False
+    (alias,) = positive
+    i = next(k for k, s in enumerate(states) if s.alias == alias)
+    once = (not states[i].kleene and not states[i].optional and not any(f <= i <= g for f, g in (*loops, *skips))
+            and not any(c == i for c, _, _ in counts))
+    return once and all(any(a in parts and reader == alias for parts, reader in seqs) for a in negated)
 
 
 def equivalence_notes(cq: CompiledQuery, states: Sequence[State], runs: Sequence[ValueRun],
@@ -117,6 +138,11 @@ def equivalence_notes(cq: CompiledQuery, states: Sequence[State], runs: Sequence
             notes.append(f"equivalence {c.attr} on {aliases}: a partition attribute of the positive events"
                          + ("; the negated ones bound the trends of their value" if c.aliases - {s.alias for s in states}
                             else ""))
+        elif c.aliases - {s.alias for s in states}:  # `reads_own`
+            reader = ", ".join(sorted(c.aliases & {s.alias for s in states}))
+            notes.append(f"equivalence {c.attr} on {aliases}: a negated SEQ's "
+                         f"{', '.join(sorted(c.aliases - {s.alias for s in states}))} matches for the value of "
+                         f"{reader} reading it (once in every trend: no run)")
         else:
             notes.append(f"equivalence {c.attr} on {aliases}: the same value along each step between them")
     return notes
