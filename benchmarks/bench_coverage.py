@@ -194,10 +194,14 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # its price and each volume of a C near it; runs of volumes (S) and prices (E)
     "two-keys-not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                          f"{EDGE} AND [S.volume, C.volume] AND [E.price, D.price]"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a group in a
-    # negated SEQ constrained where it starts and where it ends
-    "general-group-bound": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)",
+    # a group in a negated SEQ constrained where it starts and where it ends: its first and last iterations
+    # stand for a match, the group walked twice (`parts.bound_groups`)
+    "not-seq-group-bound": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)",
                             f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(D).price"),
+    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: an optional
+    # group that loops inside a Kleene plus over a SEQ
+    "general-optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",
+                              "A.price > NEXT(A).price"),
 }
 
 

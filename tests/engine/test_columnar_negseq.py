@@ -22,8 +22,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from problems_support import evaluate
 
-from greta_stream import RunSpec
-
 MANY = [  # three or more ranges of the dominance search on one step (`dominance.py`: divided down to two, or scanned)
     # three, four and five comparisons AND-ed on one step
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["(c.v < NEXT(d).v AND c.f > NEXT(d).f AND c.v != NEXT(d).f)"]),
@@ -98,7 +96,7 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d, NOT A g, C f), B b+)", ["c.v < NEXT(d).v", "d.v > NEXT(f).v"]),
     ("SEQ(A a, NOT SEQ(C c, NOT A e, C d), A b+)", ["c.v <= NEXT(d).v", "b.v >= NEXT(b).v"]),  # positive types
     ("SEQ(NOT SEQ(C c, NOT E e, D d), A a+, B b)", ["c.v >= NEXT(d).v", "c.f < NEXT(d).f"]),
-    # a Kleene plus over a SEQ inside: one iteration stands for many (`parts.one_iteration`)
+    # a Kleene plus over a SEQ inside: one iteration stands for many (`parts.bound_groups`)
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, D f), B b)", ["a.v > NEXT(a).v", "d.v < NEXT(e).v"]),
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, NOT E x, C e))+, D f), B b)", ["c.v < NEXT(d).v"]),  # entry
     ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b)", ["c.v < NEXT(d).v", "d.f > NEXT(e).f"]),  # exit
@@ -303,19 +301,23 @@ def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() 
     assert count(2, group=False) == 1
 
 
-def test_a_group_constrained_where_it_starts_and_ends_stays_on_the_general_engine() -> None:
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_group_constrained_where_it_starts_and_ends_matches_through_two_iterations(engine: str) -> None:
     """c2 d3 e4 d5 e6 c7: the match goes through two iterations (c2 admits only d3, c7 only e6, and d3
-    does not pair with e6), which one iteration cannot stand for: the columnar engine refuses the query
-    and the general engine excludes a1 -> b8."""
+    does not pair with e6), which one iteration cannot stand for: the first and the last do, and the
+    match excludes a1 -> b8."""
     text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b) "
             "WHERE c.v < NEXT(d).v AND d.f > NEXT(e).f AND e.v < NEXT(f).v WITHIN 20 s")
-    assert "both where it starts and where it ends" in RunSpec.create(text).columnar_refusal
     events = [("A", 1, 0, 0), ("C", 2, 2, 0), ("D", 3, 5, 1), ("E", 4, 9, 0), ("D", 5, 0, 3), ("E", 6, 0, 2),
               ("C", 7, 5, 0), ("B", 8, 0, 0)]
-    rows = evaluate(text, [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events])
-    assert rows.engine == "general" and list(rows) == []
+    rows = evaluate(text, [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events], engine=engine)
+    assert rows.engine == engine and list(rows) == []
     without_e4 = [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in events if at != 4]
-    assert [r["count"] for r in evaluate(text, without_e4)] == [1]  # no match: d3 with e6 fails d.f > e.f
+    assert [r["count"] for r in evaluate(text, without_e4, engine=engine)] == [1]  # d3 with e6 fails d.f > e.f
+    three = [{"type": t, "time": at, "v": v, "f": f} for t, at, v, f in  # c2 d3 e4, d5 e6 (free), d7 e8 c9
+             [("A", 1, 0, 0), ("C", 2, 2, 0), ("D", 3, 5, 1), ("E", 4, 9, 0), ("D", 5, 0, 0), ("E", 6, 0, 0),
+              ("D", 7, 0, 3), ("E", 8, 0, 2), ("C", 9, 5, 0), ("B", 10, 0, 0)]]
+    assert list(evaluate(text, three, engine=engine)) == []  # three iterations: the first and last are a match
 
 
 def test_a_keyed_part_matches_for_the_trends_of_its_value_only() -> None:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
+from greta_stream.engine.columnar.parts import bound_groups
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
@@ -86,31 +87,55 @@ class Matches:
     def _walk(self, parts: tuple[State, ...], order: np.ndarray, walked_back: bool = False) -> np.ndarray:
         """Per event, the latest `order` at which a chain of `parts` (in walking order: `order` rises along
         it; `walked_back`: the SEQ's parts last first, over reversed time) starts, over the chains ending
-        strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only."""
+        strictly before it; an edge predicate of a step (`neg_edges`) admits the step's pairs only. A Kleene
+        plus over a SEQ among them bound at both ends is walked twice (`parts.bound_groups`): a chain
+        through it holds one iteration or two."""
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
+        n = len(parts)
+        seq = parts[::-1] if walked_back else parts
+        again = {(n - 1 - i if walked_back else j): (n - 1 - j if walked_back else i)  # walking order: last -> first
+                 for i, j in bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges})}
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
-        for part in parts:
-            idx = part_events(self.plan, self.prep, part) if self.view is None else self.view.members[part.alias]
+        for at, part in enumerate(parts):
+            idx = self._events(part)
             if part.negated:
                 blockers.append(idx)
                 continue
-            if prev is None:
-                val = order[idx].astype(np.float64)
-            else:
-                step = (part.alias, prev.alias) if walked_back else (prev.alias, part.alias)
-                ors = self.edges.get(step)
-                if ors is None:
-                    val = (self._latest_unblocked(key, src, val, idx, np.concatenate(blockers), order) if blockers
-                           else _latest_before(key, self.code, src, val, idx))
-                else:  # across a NOT: the events of `src` at or after the latest blocker, one range more
-                    since = (self._since(key, src, idx, np.concatenate(blockers), order) if blockers else None)
-                    val = np.max([self._latest_admitted(e, key, src, val, idx, walked_back, since) for e in ors],
-                                 axis=0)
+            val = order[idx].astype(np.float64) if prev is None else self._step(
+                key, order, walked_back, prev, part, src, val, idx, blockers)
             src, prev, blockers = idx, part, []
+            if at in again:  # `NOT SEQ(C, (SEQ(G, H))+, D) WHERE C.v < NEXT(G).v AND H.v < NEXT(D).v`: a chain
+                # of iterations holds its first and last (nothing constrains the loop's step from H back to G)
+                once, inner = val, []
+                for back in parts[again[at]:at + 1]:
+                    if back.negated:
+                        inner.append(self._events(back))
+                        continue
+                    got = self._events(back)
+                    val = self._step(key, order, walked_back, prev, back, src, val, got, inner)
+                    src, prev, inner = got, back, []
+                val = np.maximum(val, once)
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = _latest_before(key, self.code, src, val, readers)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
+
+    def _events(self, part: State) -> np.ndarray:
+        """The events of a part (the view's entries of it)."""
+        return part_events(self.plan, self.prep, part) if self.view is None else self.view.members[part.alias]
+
+    def _step(self, key: np.ndarray, order: np.ndarray, walked_back: bool, prev: State, part: State,
+              src: np.ndarray, val: np.ndarray, idx: np.ndarray, blockers: list[np.ndarray]) -> np.ndarray:
+        """Per event of `idx` (of `part`), the largest `val` of the events `src` (of `prev`) its step admits:
+        strictly before it, with no event of `blockers` between, the step's edge predicates holding."""
+        step = (part.alias, prev.alias) if walked_back else (prev.alias, part.alias)
+        ors = self.edges.get(step)
+        if ors is None:
+            return (self._latest_unblocked(key, src, val, idx, np.concatenate(blockers), order) if blockers
+                    else _latest_before(key, self.code, src, val, idx))
+        # across a NOT: the events of `src` at or after the latest blocker, one range more
+        since = (self._since(key, src, idx, np.concatenate(blockers), order) if blockers else None)
+        return np.max([self._latest_admitted(e, key, src, val, idx, walked_back, since) for e in ors], axis=0)
 
     def _reaches(self, walked_back: bool) -> np.ndarray:
         """Per order (time rank, from the top walking back), the least order of an event within a window's

@@ -22,7 +22,7 @@ class State:
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
     negated: bool = False  # a NOT inside a negated SEQ (`NOT SEQ(C, NOT E, D)`): a match has no E between C and D
     # a Kleene plus over a SEQ inside a negated SEQ (`NOT SEQ(C, (SEQ(G, H))+, D)`): "[" on its first event,
-    # "]" on its last, "[]" on one that is both (`one_iteration`)
+    # "]" on its last, "[]" on one that is both (`bound_groups`)
     group: str = ""
 
 
@@ -155,7 +155,7 @@ def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]] | None = None,
 def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
     """The single events of a `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), of the
     NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`) and of a Kleene plus over such a SEQ
-    among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`: `State.group`, `one_iteration`), or `Unsupported`."""
+    among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`: `State.group`, `bound_groups`), or `Unsupported`."""
     out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
@@ -176,15 +176,18 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
     return tuple(out)
 
 
-def one_iteration(parts: Sequence[State], stepped: set[tuple[str, str]]) -> None:
-    """`Unsupported` unless each Kleene plus over a SEQ among a negated SEQ's parts may stand for one
-    iteration. A match c g1 h1 g2 h2 d holds c g1 h1 d when nothing constrains the group's exit (its
-    start kept, its end no later), and c g2 h2 d when nothing constrains its entry (its start no earlier,
-    its end kept): either excludes all that it did (SEMANTICS section 3). A constraint is a NOT between
-    the group and its neighbour in the SEQ, or an edge predicate on that step (`stepped`: the (X, Y) of
-    the edge predicates within the negated SEQ); an edge predicate on the loop's step from H back to G
-    is refused as one of a negated alias that is not a step."""
+def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[tuple[int, int]]:
+    """(first, last) of each Kleene plus over a SEQ among a negated SEQ's parts bound at both ends. A match
+    c g1 h1 g2 h2 d holds c g1 h1 d when nothing constrains the group's exit (its start kept, its end no
+    later), and c g2 h2 d when nothing constrains its entry (its start no earlier, its end kept): either
+    excludes all that it did (SEMANTICS section 3), and one iteration stands for any. With both, the first
+    and the last iteration do: c g1 h1 gk hk d is a match as well (nothing constrains the loop's step from
+    H back to G: an edge predicate there is refused as one of a negated alias that is not a step), so
+    `negseqs.Matches` walks such a group twice. A constraint is a NOT between the group and its neighbour
+    in the SEQ, or an edge predicate on that step (`stepped`: the (X, Y) of the edge predicates within the
+    negated SEQ)."""
     kept = [i for i, s in enumerate(parts) if not s.negated]
+    out = []
     for i, first in enumerate(parts):
         if "[" not in first.group:
             continue
@@ -194,8 +197,8 @@ def one_iteration(parts: Sequence[State], stepped: set[tuple[str, str]]) -> None
         entry = before_it is not None and (before_it != i - 1 or (parts[before_it].alias, first.alias) in stepped)
         leave = after_it is not None and (after_it != j + 1 or (parts[j].alias, parts[after_it].alias) in stepped)
         if entry and leave:
-            raise Unsupported("a Kleene plus over a SEQ inside a negated SEQ with a NOT or an edge predicate both "
-                              "where it starts and where it ends")
+            out.append((i, j))
+    return out
 
 
 def _negated(part: ast.Pattern, where: str) -> State:

@@ -47,7 +47,6 @@ from greta_stream.engine.columnar.parts import (
     edge_states,
     end_not,
     loop_steps,
-    one_iteration,
     positions,
 )
 from greta_stream.engine.columnar.valueruns import ValueRun, components
@@ -390,8 +389,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     steps = set(loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
     neg_parts = [[(s.alias, s.negated) for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
     edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
-    for ps in (*(p for _, p in negseqs), lead_seq, trail_seq):  # `NOT SEQ(C, (SEQ(G, H))+, D)`: one iteration
-        one_iteration(ps, {(x, y) for x, y, _ in neg_edges})
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
         if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):

@@ -1,0 +1,86 @@
+"""A Kleene plus over a SEQ inside a negated SEQ, bound where it starts and where it ends
+(`NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v AND e.v < NEXT(f).v`), on the columnar engine:
+the first and the last iteration stand for a match (`parts.bound_groups`), against the general engine, the
+oracle and through micro-batches with restores.
+
+A match that only two iterations make is rare in random streams: it needs a chain c d e d e f in order
+whose first D the entry admits and whose last E the exit admits, while neither iteration alone (nor the
+first D with the last E) makes one. So each stream holds the shape's chain with a few other events among
+it, and a constrained step is most often `x.id + 1 = NEXT(y).id` (ids in time order: its two events next
+to each other), which keeps the first D from pairing with the last E.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from problems_support import evaluate
+
+from greta_stream.query import parse
+from greta_stream.testing.oracle import oracle_rows
+
+BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the group's inner ones, exit; may take).
+    # The group's last part is of a type of neither end, else an end could start or finish the match at it
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b)", "ACDEDECB", ["cd", "de", "ef"], ["a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, NOT B x, (SEQ(D d, E e))+, D f), B b)", "ACDEBDEDB", ["de", "ef"], []),  # entry: a NOT
+    ("SEQ(A a+, NOT SEQ(C c, NOT E x, (SEQ(D d, C e))+, NOT E y, D f), B b)", "ACDCEDCDB", ["de"],
+     ["c.f < NEXT(d).f"]),  # NOTs at both ends, an edge predicate across the first
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, NOT B x, E e))+, D f), B b)", "ACDEBDEDB", ["cd", "ef"], []),  # a NOT inside
+    ("SEQ(NOT SEQ(C c, (SEQ(D d, E e))+, C f), A a+, B b)", "CDEDECAB", ["cd", "de", "ef"], ["a.v > NEXT(a).v"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e))+, C f))", "ABCDEDEC", ["cd", "de", "ef"], []),  # walked back
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, (SEQ(D g, E h))+, C f), B b)", "ACDEDEDEDECB",  # two groups
+     ["cd", "de!", "eg!", "gh!", "hf!"], []),  # !: always next to each other
+    ("SEQ(A a, NOT SEQ(B c, (SEQ(A d, C e))+, B f), B b+)", "ABACACBB", ["cd", "de", "ef"], ["b.v >= NEXT(b).v"]),
+]
+STEP = [  # a step's constraint: most often the two events next to each other in time (ids in time order), which
+    # keeps an iteration from pairing the first D with the last E and the entry or exit from admitting another
+    "{x}.id + 1 = NEXT({y}).id", "{x}.id + 1 = NEXT({y}).id", "{x}.id + 1 = NEXT({y}).id",
+    "{x}.v < NEXT({y}).v", "{x}.f > NEXT({y}).f", "({x}.v < NEXT({y}).v OR {x}.f > NEXT({y}).f)"]
+ITEMS = ["COUNT(*)", "SUM(b.v)", "MAX(a.f)", "AVG(a.v)"]
+
+
+@st.composite
+def bound_case(draw: Any, noise: int = 6) -> tuple[str, list[dict]]:
+    """(query, events): a shape of `BOUND`, its chain with up to `noise` other events among it."""
+    pattern, chain, steps, more = draw(st.sampled_from(BOUND))
+    where = [(STEP[0] if step[2:] else draw(st.sampled_from(STEP))).format(x=step[0], y=step[1]) for step in steps] + [e for e in more if draw(st.booleans())]
+    if not draw(st.integers(0, 3)):
+        where.append("[k]")
+    within = draw(st.integers(6, 12))
+    strategy = draw(st.sampled_from(["skip-till-any-match"] * 4 + ["skip-till-next-match", "contiguous"]))
+    text = (f"RETURN {', '.join(ITEMS)} PATTERN {pattern} SEMANTICS {strategy} "
+            f"WHERE {' AND '.join(where)} WITHIN {within} s SLIDE {draw(st.integers(1, within))} s")
+    types = list(chain)
+    for _ in range(draw(st.integers(0, noise))):
+        types.insert(draw(st.integers(0, len(types))), draw(st.sampled_from("ABCDE")))
+    events, t = [], 0.0
+    for i, type_ in enumerate(types):
+        t += draw(st.sampled_from([0.5, 0.25, 0.5, 1.0, 0.0]))
+        events.append({"type": type_, "time": t, "id": i, "v": draw(st.integers(0, 3)),
+                       "k": draw(st.sampled_from([0, 0, 0, 1])), "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "g": 0})
+    return text, events
+
+
+@settings(max_examples=300, **SETTINGS)
+@given(bound_case())
+def test_a_group_bound_at_both_ends_equals_the_general_engine(case: tuple[str, list[dict]]) -> None:
+    check_against_general(*case)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(bound_case(noise=2))
+def test_a_group_bound_at_both_ends_equals_the_oracle(case: tuple[str, list[dict]]) -> None:
+    text, events = case
+    got = evaluate(text, events, engine="columnar")
+    assert got.engine == "columnar"
+    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.data())
+def test_a_group_bound_at_both_ends_streamed_equals_the_general_engine(data: st.DataObject) -> None:
+    text, events = data.draw(bound_case())
+    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
