@@ -198,6 +198,14 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # stand for a match, the group walked twice (`parts.bound_groups`)
     "not-seq-group-bound": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)",
                             f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(D).price"),
+    # the same with an edge predicate on the loop's step: walked until no start rises, one iteration more a walk
+    "not-seq-group-loop": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H))+, Halt D), Stock E)",
+                           f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(D).price AND H.price < NEXT(G).price"),
+    # on trades: chains of rising iterations as long as a window's prices allow, each a walk more
+    "not-seq-group-loop-dense": ("AVG(S.price)",
+                                 "SEQ(Stock S+, NOT SEQ(Stock C, (SEQ(Stock G, Stock H))+, Stock D), Stock E)",
+                                 f"{EDGE} AND C.volume < NEXT(G).volume AND H.volume < NEXT(D).volume "
+                                 "AND H.price < NEXT(G).price"),
     # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: an optional
     # group that loops inside a Kleene plus over a SEQ
     "general-optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",

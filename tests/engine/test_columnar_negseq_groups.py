@@ -1,7 +1,8 @@
 """A Kleene plus over a SEQ inside a negated SEQ, bound where it starts and where it ends
 (`NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v AND e.v < NEXT(f).v`), on the columnar engine:
-the first and the last iteration stand for a match (`parts.bound_groups`), against the general engine, the
-oracle and through micro-batches with restores.
+the first and the last iteration stand for a match (`parts.bound_groups`), or with an edge predicate on the
+loop's step (`e.v < NEXT(d).v`) chains of any number of them, against the general engine, the oracle and
+through micro-batches with restores.
 
 A match that only two iterations make is rare in random streams: it needs a chain c d e d e f in order
 whose first D the entry admits and whose last E the exit admits, while neither iteration alone (nor the
@@ -34,6 +35,13 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, (SEQ(D g, E h))+, C f), B b)", "ACDEDEDEDECB",  # two groups
      ["cd", "de!", "eg!", "gh!", "hf!"], []),  # !: always next to each other
     ("SEQ(A a, NOT SEQ(B c, (SEQ(A d, C e))+, B f), B b+)", "ABACACBB", ["cd", "de", "ef"], ["b.v >= NEXT(b).v"]),
+    # an edge predicate on the loop's step from E back to D: chains of any number of iterations (walked until no
+    # start rises), the loop's step most often next to each other in time so that a chain is one run of them
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b)", "ACDEDEDECB", ["cd", "de!", "ed", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b)", "ACDEDEDECB", ["cd", "de!", "ed!", "ef"], []),
+    ("SEQ(NOT SEQ(C c, (SEQ(D d, E e))+, C f), A a+, B b)", "CDEDEDECAB", ["cd", "de!", "ed", "ef"], []),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e))+, C f))", "ABCDEDEDEC", ["cd", "de", "ed!", "ef"], []),  # trailing
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b)", "ACDEDEDECB", ["de!", "ed!", "ef"], []),  # entry free
 ]
 STEP = [  # a step's constraint: most often the two events next to each other in time (ids in time order), which
     # keeps an iteration from pairing the first D with the last E and the entry or exit from admitting another

@@ -78,20 +78,24 @@ def is_edge(e: ast.Expr) -> bool:
 
 
 def negated_step_edges(edges: list[ast.Expr],
-                       negated: list[list[tuple[str, bool]]]) -> tuple[list[ast.Expr], list[NegEdge]]:
+                       negated: list[list[tuple[str, bool, str]]]) -> tuple[list[ast.Expr], list[NegEdge]]:
     """The edge predicates between consecutive parts of a negated SEQ (each list of `negated`: (alias, a
-    NOT inside it)), apart: (X, Y, clause) per clause of the OR of ANDs of comparisons they make on their
-    step together (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the
-    others as they were. A step across a NOT inside the SEQ (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`)
+    NOT inside it, its marks of a Kleene plus over a SEQ, `parts.State.group`), and on such a group's loop
+    step from its last part back to its first (`NOT SEQ(C, (SEQ(G, H))+, D) WHERE H.v < NEXT(G).v`),
+    apart: (X, Y, clause) per clause of the OR of ANDs of comparisons they make on their step together
+    (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the others as they
+    were. A step across a NOT inside the SEQ (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`)
     is one more range of the search: the NOT is a range of times too. `Unsupported` for a clause of more
     than `MAX_COMPARISONS` order comparisons (equalities aside: each is a dimension of the search) or
     `NEG_UNEQUAL` `!=`, or a pair program."""
     steps: set[tuple[str, str]] = set()
     across: set[tuple[str, str]] = set()
     for aliases in negated:
-        kept = [(a, k) for k, (a, no) in enumerate(aliases) if not no]
+        kept = [(a, k) for k, (a, no, _) in enumerate(aliases) if not no]
         for (a, i), (b, j) in zip(kept, kept[1:]):
             (steps if j == i + 1 else across).add((a, b))
+        firsts = [a for a, _, group in aliases if "[" in group]
+        steps.update((a, first) for (a, _, group), first in zip([p for p in aliases if "]" in p[2]], firsts))
     rest: list[ast.Expr] = []
     ors: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
     for e in edges:

@@ -95,6 +95,8 @@ class Matches:
         seq = parts[::-1] if walked_back else parts
         again = {(n - 1 - i if walked_back else j): (n - 1 - j if walked_back else i)  # walking order: last -> first
                  for i, j in bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges})}
+        looped = {at: (parts[at].alias, parts[first].alias) in self.edges or (parts[first].alias, parts[at].alias)
+                  in self.edges for at, first in again.items()}  # an edge predicate on the loop's step
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
@@ -105,9 +107,10 @@ class Matches:
             val = order[idx].astype(np.float64) if prev is None else self._step(
                 key, order, walked_back, prev, part, src, val, idx, blockers)
             src, prev, blockers = idx, part, []
-            if at in again:  # `NOT SEQ(C, (SEQ(G, H))+, D) WHERE C.v < NEXT(G).v AND H.v < NEXT(D).v`: a chain
-                # of iterations holds its first and last (nothing constrains the loop's step from H back to G)
-                once, inner = val, []
+            while at in again:  # `NOT SEQ(C, (SEQ(G, H))+, D) WHERE C.v < NEXT(G).v AND H.v < NEXT(D).v`: a
+                # chain of iterations holds its first and last when nothing constrains the loop's step from H back
+                # to G: one more walk through the group; else (`H.v < NEXT(G).v`) walks until no start rises
+                before, inner = val, []
                 for back in parts[again[at]:at + 1]:
                     if back.negated:
                         inner.append(self._events(back))
@@ -115,7 +118,9 @@ class Matches:
                     got = self._events(back)
                     val = self._step(key, order, walked_back, prev, back, src, val, got, inner)
                     src, prev, inner = got, back, []
-                val = np.maximum(val, once)
+                val = np.maximum(val, before)
+                if not looped[at] or np.array_equal(val, before):
+                    break
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = _latest_before(key, self.code, src, val, readers)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)

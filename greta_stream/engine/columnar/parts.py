@@ -181,9 +181,9 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
     c g1 h1 g2 h2 d holds c g1 h1 d when nothing constrains the group's exit (its start kept, its end no
     later), and c g2 h2 d when nothing constrains its entry (its start no earlier, its end kept): either
     excludes all that it did (SEMANTICS section 3), and one iteration stands for any. With both, the first
-    and the last iteration do: c g1 h1 gk hk d is a match as well (nothing constrains the loop's step from
-    H back to G: an edge predicate there is refused as one of a negated alias that is not a step), so
-    `negseqs.Matches` walks such a group twice. A constraint is a NOT between the group and its neighbour
+    and the last iteration do where nothing constrains the loop's step from H back to G (c g1 h1 gk hk d is
+    a match as well), so `negseqs.Matches` walks such a group twice; with an edge predicate on that step
+    (`H.v < NEXT(G).v`), until no start rises. A constraint is a NOT between the group and its neighbour
     in the SEQ, or an edge predicate on that step (`stepped`: the (X, Y) of the edge predicates within the
     negated SEQ)."""
     kept = [i for i, s in enumerate(parts) if not s.negated]

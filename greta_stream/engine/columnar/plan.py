@@ -387,7 +387,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     edges = [e for e in conditions if is_edge(e)] + same  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     steps = set(loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
-    neg_parts = [[(s.alias, s.negated) for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
+    neg_parts = [[(s.alias, s.negated, s.group) for s in ps] for ps in (*(p for _, p in negseqs), lead_seq, trail_seq)]
     edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
