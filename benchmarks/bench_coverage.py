@@ -206,6 +206,10 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
                                  "SEQ(Stock S+, NOT SEQ(Stock C, (SEQ(Stock G, Stock H))+, Stock D), Stock E)",
                                  f"{EDGE} AND C.volume < NEXT(G).volume AND H.volume < NEXT(D).volume "
                                  "AND H.price < NEXT(G).price"),
+    # eight `!=` and two order comparisons on the negated step: scanned pair by pair, each `!=` checked as it is
+    "not-seq-unequal": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                        f"{EDGE} AND " + " AND ".join(f"C.volume != NEXT(D).volume + {n}" for n in range(8))
+                        + " AND C.price < NEXT(D).price + 5 AND C.price > NEXT(D).price - 5"),
     # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: an optional
     # group that loops inside a Kleene plus over a SEQ
     "general-optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",

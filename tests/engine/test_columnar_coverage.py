@@ -17,10 +17,11 @@ from greta_stream.query import parse
 from greta_stream.testing.oracle import oracle_rows
 
 UNCOVERED = [
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v != NEXT(d).v AND c.f != NEXT(d).f "
-    "AND c.v != NEXT(d).f AND c.f != NEXT(d).v AND c.v != NEXT(d).v - 3 AND c.f != NEXT(d).f + 3 "
-    "WITHIN 10 s",  # six `!=` AND-ed on one step of a negated SEQ
     "RETURN COUNT(*) PATTERN A X+ WITHIN 0.0015 ms SLIDE 0.0005 ms",  # finer than whole microseconds
+    "RETURN COUNT(*) PATTERN SEQ(A x, (SEQ(A a, (SEQ(C c, B b))*))+) WITHIN 10 s",  # an optional group looping in one
+    "RETURN COUNT(*) PATTERN (SEQ(A a, (SEQ(B b, C c))+))+ WITHIN 10 s",  # a Kleene plus over a SEQ inside another
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE "
+    + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
 ]
 
 
@@ -103,6 +104,9 @@ WIDENED = [
     "AND f.v < NEXT(d).v WITHIN 10 s",  # a group inside a negated SEQ, bound at both ends
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(E e, F f))+, D d), B b) WHERE f.v < NEXT(e).v "
     "WITHIN 10 s",  # on the loop's step inside a negated SEQ
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE c.v != NEXT(d).v AND c.f != NEXT(d).f "
+    "AND c.v != NEXT(d).f AND c.f != NEXT(d).v AND c.v != NEXT(d).v - 3 AND c.f != NEXT(d).f + 3 "
+    "WITHIN 10 s",  # six `!=` AND-ed on one step of a negated SEQ
 ]
 
 

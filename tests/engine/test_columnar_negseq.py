@@ -60,6 +60,11 @@ SCANNED = [  # six or more ranges on one step, in one predicate: `dominance.wind
     ("SEQ(A a+, B b, NOT SEQ(C c, D d))", [f"({loose()})"]),  # trailing: walked back
     ("SEQ(A a+, NOT SEQ(C c, NOT E e, D d), B b)", [f"({loose()})"]),  # across a NOT: seven ranges
     ("SEQ(A a+, NOT SEQ(C c, D d, C e), B b)", [f"({loose('d', 'e')})"]),
+    # `!=` as they are in the scan: eight of them with two order comparisons
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", [" AND ".join(f"c.{a} != NEXT(d).{b} + {n}" for a, b, n in [
+        ("v", "v", 0), ("v", "v", 2), ("f", "f", 0), ("f", "v", 0), ("v", "f", 1), ("v", "v", -3), ("f", "f", 1),
+        ("f", "f", -1)]) + " AND c.v <= NEXT(d).v + 1 AND c.f > NEXT(d).f - 2"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", [" AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(-3, 4))]),
 ]
 SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
@@ -259,11 +264,12 @@ def test_dominance_maxk_is_the_maximum_over_the_dominated_events(n_src: int, n_d
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 8), st.integers(0, 2**32 - 1))
-def test_window_scan_is_the_maximum_over_the_dominated_events_within_reach(n_src: int, n_dst: int, k: int,
+@given(st.integers(1, 300), st.integers(1, 300), st.integers(1, 8), st.integers(0, 3), st.integers(0, 2**32 - 1))
+def test_window_scan_is_the_maximum_over_the_dominated_events_within_reach(n_src: int, n_dst: int, k: int, u: int,
                                                                             seed: int) -> None:
     """`dominance.window_scan` (six or more comparisons on a negated step): per dst event, the largest value
-    over the src events of its code with an order in [reach, its own) and all k ranks below its own."""
+    over the src events of its code with an order in [reach, its own), all k ranks below its own and u
+    values (`!=`) other than its own."""
     from greta_stream.engine.columnar.dominance import window_scan
 
     rnd = np.random.default_rng(seed)
@@ -272,13 +278,16 @@ def test_window_scan_is_the_maximum_over_the_dominated_events_within_reach(n_src
     dcode, dorder = rnd.integers(0, codes, n_dst), rnd.integers(0, 60, n_dst)
     sr, dr = rnd.integers(0, 6, (n_src, k)), rnd.integers(0, 7, (n_dst, k))
     reach_of = np.maximum(np.arange(60) - int(rnd.integers(1, 70)), 0)  # rises with the order
+    su, du = rnd.integers(0, 3, (n_src, u)), rnd.integers(0, 3, (n_dst, u))
     val = rnd.normal(size=n_src)
     so, do = np.lexsort((sorder, scode)), np.lexsort((dorder, dcode))
     got = np.full(n_dst, -np.inf)
-    got[do] = window_scan(scode[so], sorder[so], sr[so], val[so], dcode[do], dorder[do], dr[do], reach_of[dorder[do]])
+    got[do] = window_scan(scode[so], sorder[so], sr[so], val[so], dcode[do], dorder[do], dr[do], reach_of[dorder[do]],
+                          su[so], du[do])
     ok = (scode[None, :] == dcode[:, None]) & (sorder[None, :] < dorder[:, None])
     ok &= sorder[None, :] >= reach_of[dorder][:, None]
     ok &= (sr[None, :, :] < dr[:, None, :]).all(axis=2)
+    ok &= (su[None, :, :] != du[:, None, :]).all(axis=2)
     assert np.array_equal(got, np.where(ok, val[None, :], -np.inf).max(axis=1))
 
 

@@ -146,7 +146,8 @@ def dominance_maxk(src_code: np.ndarray, src_order: np.ndarray, src_ranks: list[
                                      dcode[do], dst_order[do], dst_ranks[0][do], dst_ranks[1][do])
         else:
             out[do] = window_scan(scode[so], src_order[so], np.stack(src_ranks, 1)[so], src_val[so], dcode[do],
-                                  dst_order[do], np.stack(dst_ranks, 1)[do], np.full(len(do), _ANY, np.int64))
+                                  dst_order[do], np.stack(dst_ranks, 1)[do], np.full(len(do), _ANY, np.int64),
+                                  np.zeros((len(so), 0), np.int64), np.zeros((len(do), 0), np.int64))
         return out
     top = int(max(src_order.max(), dst_order.max())) + 1
     for bit in range(top.bit_length()):
@@ -169,11 +170,14 @@ _ANY = np.iinfo(np.int64).min  # a reach that leaves out no event: `dominance_ma
 
 @njit(cache=True)
 def window_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarray, src_val: np.ndarray,
-                 dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray, dst_reach: np.ndarray) -> np.ndarray:
+                 dst_code: np.ndarray, dst_order: np.ndarray, dst_ranks: np.ndarray, dst_reach: np.ndarray,
+                 src_unequal: np.ndarray, dst_unequal: np.ndarray) -> np.ndarray:
     """`dominance_maxk` by a scan of the pairs of each code whose src order lies in [reach, order) of the
     dst event (`_ANY`: every order below its own), both sides sorted by code, then order, the reach rising
-    with the order: O(the src events within a window's length of each dst event)."""
-    nd, ns, k = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1]
+    with the order: O(the src events within a window's length of each dst event). A pair is admitted where
+    each src rank is below the dst's and each of `src_unequal` (columns: `!=` comparisons) differs from
+    the dst's."""
+    nd, ns, k, u = dst_code.shape[0], src_code.shape[0], src_ranks.shape[1], src_unequal.shape[1]
     out = np.full(nd, -np.inf)
     lo = 0
     for q in range(nd):
@@ -188,6 +192,9 @@ def window_scan(src_code: np.ndarray, src_order: np.ndarray, src_ranks: np.ndarr
                     if src_ranks[i, r] >= dst_ranks[q, r]:
                         ok = False
                         break
+                for r in range(u):
+                    if ok and src_unequal[i, r] == dst_unequal[q, r]:
+                        ok = False
                 if ok:
                     best = src_val[i]
             i += 1

@@ -12,7 +12,6 @@ from greta_stream.engine.columnar.pairs import PAIR, pair_side
 from greta_stream.query import ast
 
 NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
-NEG_UNEQUAL = 5  # `!=` AND-ed on one step of a negated SEQ: each is `<` or `>`, 2**n searches (`negseqs.py`)
 Conjunct = tuple[tuple[tuple[str, ast.Expr, ast.Expr], ...], ...]  # clauses (OR-ed) of comparisons (AND-ed)
 MAX_COMPARISONS = 16  # comparisons of one edge predicate written out as an OR of ANDs
 
@@ -86,8 +85,8 @@ def negated_step_edges(edges: list[ast.Expr],
     (entries of one step are OR-ed), by which `negseqs.py` searches the SEQ's matches; the others as they
     were. A step across a NOT inside the SEQ (`NOT SEQ(C, NOT E, D) WHERE C.v < NEXT(D).v`)
     is one more range of the search: the NOT is a range of times too. `Unsupported` for a clause of more
-    than `MAX_COMPARISONS` order comparisons (equalities aside: each is a dimension of the search) or
-    `NEG_UNEQUAL` `!=`, or a pair program."""
+    than `MAX_COMPARISONS` order comparisons (equalities aside: each is a dimension of the search), or a
+    pair program."""
     steps: set[tuple[str, str]] = set()
     across: set[tuple[str, str]] = set()
     for aliases in negated:
@@ -114,8 +113,6 @@ def negated_step_edges(edges: list[ast.Expr],
                               "clauses written out as an OR of ANDs")
         if any(sum(c[0] != "=" for c in clause) > MAX_COMPARISONS for clause in ors[(x, y)]):
             raise Unsupported(f"more than {MAX_COMPARISONS} order comparisons AND-ed on one step of a negated SEQ")
-        if any(sum(c[0] == "!=" for c in clause) > NEG_UNEQUAL for clause in ors[(x, y)]):
-            raise Unsupported(f"more than {NEG_UNEQUAL} `!=` AND-ed on one step of a negated SEQ")
     return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 

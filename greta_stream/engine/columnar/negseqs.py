@@ -191,15 +191,19 @@ class Matches:
         cols = {a: subset(self.prep.cols[a], at) for c in clause for a in attrs_of(c[1]) | attrs_of(c[2])}
         got = np.full(len(dst), -np.inf)
         extra = [] if since is None else [since]
-        for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back) for c in clause]):
+        # scanned pair by pair past `TREE_RANGES` ranges: a `!=` is then checked as it is, not as `<` or `>`
+        scanned = sum(c[0] != "=" for c in clause) + len(extra) > TREE_RANGES
+        for combo in itertools.product(*[self._alternatives(c, cols, rows, x, y, walked_back, scanned)
+                                         for c in clause]):
             got = np.maximum(got, self._dominance((*combo, *extra), key, src, val, dst, walked_back))
         return got
 
     def _alternatives(self, edge: tuple[str, ast.Expr, ast.Expr], cols: dict, rows: np.ndarray, x: np.ndarray,
-                      y: np.ndarray, walked_back: bool) -> list[tuple[int, np.ndarray, np.ndarray]]:
+                      y: np.ndarray, walked_back: bool, scanned: bool) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """A comparison as alternatives (OR-ed) (mode, ranks of `src`, ranks of `dst`): mode 0 admits a src
-        rank below the dst's, 1 at or below, 2 equal. X's key against Y's probe (`keys.edge_values`);
-        walking back, the reader is X, and ranks from the top down make a prefix again; `!=` is `<` or `>`."""
+        rank below the dst's, 1 at or below, 2 equal, 3 unequal. X's key against Y's probe (`keys.edge_values`);
+        walking back, the reader is X, and ranks from the top down make a prefix again; `!=` is `<` or `>`
+        (`scanned`: unequal, as `dominance.window_scan` checks it)."""
         xkey, probe, op = edge_values(self.plan, cols, np.zeros(len(rows), np.int64), edge, (0, 0))
         values = np.unique(np.concatenate([xkey, probe]))
         rank_x = np.searchsorted(values, xkey[np.searchsorted(rows, x)])
@@ -207,7 +211,8 @@ class Matches:
         src_rank, dst_rank = (rank_y, rank_x) if walked_back else (rank_x, rank_y)
         top = len(values) - 1
         return [(mode, top - src_rank, top - dst_rank) if flipped else (mode, src_rank, dst_rank)
-                for mode, flipped in ([(0, walked_back), (0, not walked_back)] if op == "!=" else
+                for mode, flipped in ([(3, walked_back)] if op == "!=" and scanned else
+                                      [(0, walked_back), (0, not walked_back)] if op == "!=" else
                                       [({"<": 0, "<=": 1, "=": 2}[op], walked_back)])]
 
     def _dominance(self, combo: tuple[tuple[int, np.ndarray, np.ndarray], ...], key: np.ndarray, src: np.ndarray,
@@ -217,9 +222,11 @@ class Matches:
         or below is below the next rank; one range left is `dominance_max`, two `dominance_max2`, more
         `dominance_maxk`."""
         scode, dcode = self.code[src], self.code[dst]
-        ranged = []
+        ranged, unequal = [], []
         for mode, s, d in combo:
-            if mode == 2:
+            if mode == 3:
+                unequal.append((s, d))
+            elif mode == 2:
                 span = int(max(s.max(initial=0), d.max(initial=0))) + 1
                 scode, dcode = scode * span + s, dcode * span + d
             else:
@@ -230,12 +237,15 @@ class Matches:
         if not len(src) or not len(dst):
             return got
         span = len(self.times) + 2
-        if len(ranged) > TREE_RANGES:  # the pairs of each code within a window's length, one by one
+        if len(ranged) > TREE_RANGES or unequal:  # the pairs of each code within a window's length, one by one
             so, do = np.lexsort((key[src], scode)), np.lexsort((key[dst], dcode))
             dorder = key[dst][do] % span
             reach = self._reaches(walked_back)[dorder]
-            got[do] = window_scan(scode[so], key[src][so] % span, np.stack([r for r, _ in ranged], 1)[so], val[so],
-                                  dcode[do], dorder, np.stack([r for _, r in ranged], 1)[do], reach)
+            sides = [np.stack(c, 1) if c else np.zeros((n, 0), np.int64) for c, n in (
+                ([r for r, _ in ranged], len(src)), ([r for _, r in ranged], len(dst)),
+                ([r for r, _ in unequal], len(src)), ([r for _, r in unequal], len(dst)))]
+            got[do] = window_scan(scode[so], key[src][so] % span, sides[0][so], val[so], dcode[do], dorder,
+                                  sides[1][do], reach, sides[2][so], sides[3][do])
             return got
         if len(ranged) >= 3:  # sorts by code and order of its own, bit by bit
             return dominance_maxk(scode, key[src] % span, [s for s, _ in ranged], val,

@@ -28,7 +28,7 @@ def compile_all() -> Path:
     dominance_max2(one, one, one, one, val, one, one + 1, one + 1, one + 1)  # two comparisons on the step
     dominance_maxk(one, one, [one] * 3, val, one, one + 1, [one + 1] * 3)  # three to five: its scan
     ranks = np.zeros((1, 6), np.int64)
-    window_scan(one, one, ranks, val, one, one + 1, ranks + 1, one)  # six or more
+    window_scan(one, one, ranks, val, one, one + 1, ranks + 1, one, ranks[:, :1], ranks[:, :1] + 1)  # six or more; `!=`
     return where
 
 
