@@ -108,6 +108,10 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(NOT SEQ(C c, NOT E x, (SEQ(D d, C e))+), A a+, B b)", ["c.v < NEXT(d).v"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, C e))+, D f))", ["c.v <= NEXT(d).v", "d.f != NEXT(e).f"]),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, NOT E x, D f), B b)", ["e.v < NEXT(f).v"]),  # exit across a NOT
+    # a NOT over a Kleene plus over a SEQ: its matches hold one of a single iteration, so it is the NOT of the SEQ
+    ("SEQ(A a+, NOT (SEQ(C c, D d))+, B b)", ["c.v < NEXT(d).v", "a.v > NEXT(a).v"]),
+    ("SEQ(NOT (SEQ(C c, D d+))+, A a+, B b)", ["c.f >= NEXT(d).f"]),  # leading
+    ("SEQ(A a+, B b, NOT (SEQ(C c, NOT E e, D d))+)", ["c.v != NEXT(d).v"]),  # trailing
 ]
 LOCALS = ["c.v > 0", "d.f < 2", "a.v > 0"]
 

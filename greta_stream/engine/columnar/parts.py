@@ -32,9 +32,19 @@ def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None
     if not isinstance(part, ast.Not):
         return None, ()
     parts.pop(at)
-    if isinstance(part.inner, ast.Seq):
-        return None, _negated_seq(part.inner)
+    body = negated_body(part)
+    if body is not None:
+        return None, _negated_seq(body)
     return _negated(part, where), ()
+
+
+def negated_body(part: ast.Not) -> ast.Seq | None:
+    """The SEQ a NOT negates, under any Kleene plus (`NOT (SEQ(H, G))+` is `NOT SEQ(H, G)`: a match of
+    several iterations holds one of a single iteration, in the same span or a narrower one), or None."""
+    inner = part.inner
+    while isinstance(inner, ast.Kleene):
+        inner = inner.inner
+    return inner if isinstance(inner, ast.Seq) else None
 
 
 def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]],
@@ -71,8 +81,8 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
                     raise Unsupported("a counted repetition of a group of one event")
                 counted.append((span[1], part.lo, part.hi))
             continue
-        if isinstance(part, ast.Not) and isinstance(part.inner, ast.Seq):  # a scanned predicate of the step
-            negseqs.append((len(states) - 1, _negated_seq(part.inner)))
+        if isinstance(part, ast.Not) and (negated := negated_body(part)) is not None:  # a scanned predicate of the step
+            negseqs.append((len(states) - 1, _negated_seq(negated)))
             continue
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
