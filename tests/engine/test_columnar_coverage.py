@@ -22,6 +22,8 @@ UNCOVERED = [
     "RETURN COUNT(*) PATTERN (SEQ(A a, (SEQ(B b, C c))+))+ WITHIN 10 s",  # a Kleene plus over a SEQ inside another
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE "
     + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b) WHERE c.v < NEXT(d).v AND "
+    "d.f > NEXT(e).f WITHIN 10 s",  # a Kleene event in a group of a negated SEQ constrained at both ends
 ]
 
 

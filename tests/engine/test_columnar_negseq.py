@@ -104,7 +104,8 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     # a Kleene plus over a SEQ inside: one iteration stands for many (`parts.bound_groups`)
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, D f), B b)", ["a.v > NEXT(a).v", "d.v < NEXT(e).v"]),
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, NOT E x, C e))+, D f), B b)", ["c.v < NEXT(d).v"]),  # entry
-    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b)", ["c.v < NEXT(d).v", "d.f > NEXT(e).f"]),  # exit
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b)", ["c.v < NEXT(d).v"]),  # a Kleene event in it: entry
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b)", ["d.f > NEXT(e).f"]),  # exit
     ("SEQ(NOT SEQ(C c, NOT E x, (SEQ(D d, C e))+), A a+, B b)", ["c.v < NEXT(d).v"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, C e))+, D f))", ["c.v <= NEXT(d).v", "d.f != NEXT(e).f"]),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, NOT E x, D f), B b)", ["e.v < NEXT(f).v"]),  # exit across a NOT
@@ -312,6 +313,21 @@ def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() 
     assert count(2) == 0
     assert count(0) == 1
     assert count(2, group=False) == 1
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_kleene_event_constrained_at_both_ends_matches_through_a_chain(engine: str) -> None:
+    """c2 d3 d4 e5: no single D is above c2 and below e5, but the chain d3 d4 is a match of D+ whose first
+    D is above c2 and whose last is below e5: a1 -> b6 is excluded. Without d4 it is not."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d+, E e), B b) "
+            "WHERE c.v < NEXT(d).v AND d.v < NEXT(e).v WITHIN 20 s")
+    events = [{"type": t, "time": i + 1, "v": v} for i, (t, v) in enumerate([("A", 0), ("C", 1), ("D", 5), ("D", 0),
+                                                                              ("E", 2), ("B", 0)])]
+    rows = evaluate(text, events, engine=engine)
+    assert rows.engine == engine and list(rows) == []
+    assert [r["count"] for r in evaluate(text, [e for e in events if e["time"] != 4], engine=engine)] == [1]
+    looped = text.replace("WITHIN", "AND d.v < NEXT(d).v WITHIN")  # d3 (5) to d4 (0) falls: no chain
+    assert [r["count"] for r in evaluate(looped, events, engine=engine)] == [1]
 
 
 @pytest.mark.parametrize("engine", ["columnar", "general"])

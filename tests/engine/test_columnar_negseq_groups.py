@@ -1,5 +1,6 @@
 """A Kleene plus over a SEQ inside a negated SEQ, bound where it starts and where it ends
-(`NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v AND e.v < NEXT(f).v`), on the columnar engine:
+(`NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v AND e.v < NEXT(f).v`; a Kleene event `D d+`, a group
+of one), on the columnar engine:
 the first and the last iteration stand for a match (`parts.bound_groups`), or with an edge predicate on the
 loop's step (`e.v < NEXT(d).v`) chains of any number of them, against the general engine, the oracle and
 through micro-batches with restores.
@@ -42,6 +43,11 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(NOT SEQ(C c, (SEQ(D d, E e))+, C f), A a+, B b)", "CDEDEDECAB", ["cd", "de!", "ed", "ef"], []),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e))+, C f))", "ABCDEDEDEC", ["cd", "de", "ed!", "ef"], []),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B b)", "ACDEDEDECB", ["de!", "ed!", "ef"], []),  # entry free
+    # a Kleene event, a group of one: a chain of D's whose first the entry admits and whose last the exit does
+    ("SEQ(A a+, NOT SEQ(C c, D d+, E e), B b)", "ACDDDEB", ["cd", "dd", "de"], ["a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ(C c, NOT B x, D d+, E e), B b)", "ACDBDEB", ["de"], []),  # entry: a NOT
+    ("SEQ(NOT SEQ(C c, D d+, E e), A a+, B b)", "CDDDEAB", ["cd", "de"], []),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d+, E e))", "ABCDDDE", ["cd", "dd", "de"], []),  # trailing: walked back
 ]
 STEP = [  # a step's constraint: most often the two events next to each other in time (ids in time order), which
     # keeps an iteration from pairing the first D with the last E and the entry or exit from admitting another

@@ -113,6 +113,13 @@ def negated_step_edges(edges: list[ast.Expr],
                               "clauses written out as an OR of ANDs")
         if any(sum(c[0] != "=" for c in clause) > MAX_COMPARISONS for clause in ors[(x, y)]):
             raise Unsupported(f"more than {MAX_COMPARISONS} order comparisons AND-ed on one step of a negated SEQ")
+    for aliases in negated:  # `NOT SEQ((SEQ(C, D+))+, E) WHERE C.v < NEXT(D).v AND D.v < NEXT(E).v`
+        for k, (a, _, group) in enumerate(aliases):
+            entry = any(y == a for _, y in ors) or k > 0 and aliases[k - 1][1]
+            leave = any(x == a for x, _ in ors) or k + 1 < len(aliases) and aliases[k + 1][1]
+            if "+" in group and entry and leave:
+                raise Unsupported("a Kleene event inside a group of a negated SEQ constrained where it starts and "
+                                  "where it ends")
     return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 

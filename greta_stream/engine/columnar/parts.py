@@ -163,9 +163,11 @@ def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]] | None = None,
 
 
 def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
-    """The single events of a `NOT SEQ(C, D, ...)` (`C+` is C: one event of it makes a match), of the
-    NOTs between them (`NOT SEQ(C, NOT E, D)`: `State.negated`) and of a Kleene plus over such a SEQ
-    among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`: `State.group`, `bound_groups`), or `Unsupported`."""
+    """The single events of a `NOT SEQ(C, D, ...)`, of the NOTs between them (`NOT SEQ(C, NOT E, D)`:
+    `State.negated`) and of a Kleene plus over such a SEQ among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`:
+    `State.group`, `bound_groups`), or `Unsupported`. A Kleene event (`D+`) is a group of one event ("[]":
+    a chain of D's makes a match where no single D does when both its neighbours constrain it); inside a
+    group it is marked "+" (`edges.negated_step_edges` refuses it constrained at both ends)."""
     out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
@@ -173,16 +175,18 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
             negated, part = True, part.inner
         if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
             inner = list(_negated_seq(part.inner, in_group=True))
-            inner[0] = replace(inner[0], group="[")
+            inner[0] = replace(inner[0], group="[" + inner[0].group)
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
             continue
+        kleene = isinstance(part, ast.Kleene) and not negated  # `NOT E+` inside is `NOT E`
         while isinstance(part, ast.Kleene):
             part = part.inner
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a NOT over a SEQ of more than single events, NOTs of one between them and a "
                               "Kleene plus over a SEQ of those")
-        out.append(State(part.alias, part.type, False, negated=negated))
+        out.append(State(part.alias, part.type, False, negated=negated,
+                         group=("+" if in_group else "[]") if kleene else ""))
     return tuple(out)
 
 
