@@ -218,8 +218,8 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "general-counted-in-loop": ("AVG(A.price)", "(SEQ(Stock A, Stock B{2}))+", "A.price > NEXT(B).price"),
     # a Kleene plus over a SEQ inside another
     "general-loop-in-loop": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))+))+", "B.price > NEXT(A).price"),
-    # a NOT over a counted SEQ
-    "general-not-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT (SEQ(Halt C, Halt D)){2}, Stock E)", EDGE),
+    # a NOT over a counted SEQ: a chain of two iterations, walked twice (`Matches._iterations`)
+    "not-seq-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT (SEQ(Halt C, Halt D)){2}, Stock E)", EDGE),
 }
 
 

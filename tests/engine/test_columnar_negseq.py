@@ -316,6 +316,23 @@ def test_a_group_inside_the_negated_seq_matches_through_any_of_its_iterations() 
 
 
 @pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_counted_group_matches_through_as_many_iterations_as_it_counts(engine: str) -> None:
+    """Each step between neighbours in time: the chain c d e (d e)* f matches `(SEQ(D, E)){2,3}` with two or
+    three iterations and not with four (nor one), and then a1 -> b is not excluded."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e)){2,3}, C f), B b) WHERE "
+            "c.id + 1 = NEXT(d).id AND d.id + 1 = NEXT(e).id AND e.id + 1 = NEXT(d).id AND e.id + 1 = NEXT(f).id "
+            "WITHIN 20 s")
+    for iterations, count in ((1, [1]), (2, []), (3, []), (4, [1])):
+        chain = "AC" + "DE" * iterations + "CB"
+        events = [{"type": t, "time": i * 0.5, "id": i} for i, t in enumerate(chain)]
+        rows = evaluate(text, events, engine=engine)
+        assert rows.engine == engine and [r["count"] for r in rows] == count, iterations
+    looped = text.replace(" AND e.id + 1 = NEXT(d).id", "")  # no constraint on the loop's step: 4 hold 2 of them
+    events = [{"type": t, "time": i * 0.5, "id": i} for i, t in enumerate("AC" + "DE" * 4 + "CB")]
+    assert list(evaluate(looped, events, engine=engine)) == []
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
 def test_a_kleene_event_constrained_at_both_ends_matches_through_a_chain(engine: str) -> None:
     """c2 d3 d4 e5: no single D is above c2 and below e5, but the chain d3 d4 is a match of D+ whose first
     D is above c2 and whose last is below e5: a1 -> b6 is excluded. Without d4 it is not."""

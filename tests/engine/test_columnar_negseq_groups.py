@@ -48,6 +48,13 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(A a+, NOT SEQ(C c, NOT B x, D d+, E e), B b)", "ACDBDEB", ["de"], []),  # entry: a NOT
     ("SEQ(NOT SEQ(C c, D d+, E e), A a+, B b)", "CDDDEAB", ["cd", "de"], []),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, D d+, E e))", "ABCDDDE", ["cd", "dd", "de"], []),  # trailing: walked back
+    # counted: a match holds lo..hi iterations, chains of exactly so many where the loop's step is constrained
+    ("SEQ(A a+, NOT (SEQ(C c, D d)){2}, B b)", "ACDCDCDB", ["cd", "dc"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e)){2,3}, C f), B b)", "ACDEDEDEDECB", ["cd", "de!", "ed!", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, D d{2,}, E e), B b)", "ACDDDDEB", ["cd", "dd", "de"], []),
+    ("SEQ(A a+, NOT D d{2}, B b)", "ADDDB", ["dd"], ["a.v > NEXT(a).v"]),
+    ("SEQ(NOT (SEQ(C c, D d)){2,3}, A a+, B b)", "CDCDCDCDAB", ["cd", "dc"], []),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d{3}))", "ABCDDDD", ["cd", "dd"], []),  # trailing: walked back
 ]
 STEP = [  # a step's constraint: most often the two events next to each other in time (ids in time order), which
     # keeps an iteration from pairing the first D with the last E and the entry or exit from admitting another

@@ -100,6 +100,9 @@ QUERIES = {
     "not-seq-group-bound": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B) "
                            "WHERE [g] AND c.v < NEXT(d).v AND d.v > NEXT(e).v AND e.v < NEXT(f).v AND e.v <= NEXT(d).v "
                            "GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # a NOT over a counted SEQ: a match through two iterations
+    "not-seq-counted": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT (SEQ(C c, D d)){2}, B) WHERE [g] "
+                       "GROUP-BY g WITHIN 12 s SLIDE 4 s",
 }
 
 

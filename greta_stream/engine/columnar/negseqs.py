@@ -33,7 +33,7 @@ import pandas as pd
 
 from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
-from greta_stream.engine.columnar.parts import bound_groups
+from greta_stream.engine.columnar.parts import bound_groups, group_spans
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
@@ -93,10 +93,12 @@ class Matches:
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
         n = len(parts)
         seq = parts[::-1] if walked_back else parts
-        again = {(n - 1 - i if walked_back else j): (n - 1 - j if walked_back else i)  # walking order: last -> first
-                 for i, j in bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges})}
-        looped = {at: (parts[at].alias, parts[first].alias) in self.edges or (parts[first].alias, parts[at].alias)
-                  in self.edges for at, first in again.items()}  # an edge predicate on the loop's step
+        bound = set(bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges}))
+        groups = {}  # walking position of a group's last part: its first's, its (lo, hi)
+        for i, j in group_spans(seq):
+            lo, hi = seq[i].count or (1, None)
+            if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
+                groups[n - 1 - i if walked_back else j] = (n - 1 - j if walked_back else i, lo, hi)
         src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
@@ -107,23 +109,51 @@ class Matches:
             val = order[idx].astype(np.float64) if prev is None else self._step(
                 key, order, walked_back, prev, part, src, val, idx, blockers)
             src, prev, blockers = idx, part, []
-            while at in again:  # `NOT SEQ(C, (SEQ(G, H))+, D) WHERE C.v < NEXT(G).v AND H.v < NEXT(D).v`: a
-                # chain of iterations holds its first and last when nothing constrains the loop's step from H back
-                # to G: one more walk through the group; else (`H.v < NEXT(G).v`) walks until no start rises
-                before, inner = val, []
-                for back in parts[again[at]:at + 1]:
-                    if back.negated:
-                        inner.append(self._events(back))
-                        continue
-                    got = self._events(back)
-                    val = self._step(key, order, walked_back, prev, back, src, val, got, inner)
-                    src, prev, inner = got, back, []
-                val = np.maximum(val, before)
-                if not looped[at] or np.array_equal(val, before):
-                    break
+            if at in groups:
+                first, lo, hi = groups[at]
+                val = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, src, val)
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = _latest_before(key, self.code, src, val, readers)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
+
+    def _iterations(self, group: tuple[State, ...], lo: int, hi: int | None, key: np.ndarray, order: np.ndarray,
+                    walked_back: bool, src: np.ndarray, val: np.ndarray) -> np.ndarray:
+        """Per event of the group's last part (`src`, in walking order), the latest start of a chain through
+        lo..hi iterations of it (`val`: through one). With nothing on the loop's step from its last part back
+        to its first, a chain of k >= 2 iterations holds its first and last (and any between): the starts of
+        two iterations where lo is 1, of lo else (`parts.bound_groups`). With an edge predicate there
+        (`H.v < NEXT(G).v`), chains of exactly 2..hi iterations, or lo.. walked until no start rises."""
+        last = group[-1]
+        looped = (last.alias, group[0].alias) in self.edges or (group[0].alias, last.alias) in self.edges
+
+        def again(v: np.ndarray) -> np.ndarray:  # one iteration more after each chain
+            prev, s, inner = last, src, []
+            for part in group:
+                if part.negated:
+                    inner.append(self._events(part))
+                    continue
+                got = self._events(part)
+                v = self._step(key, order, walked_back, prev, part, s, v, got, inner)
+                prev, s, inner = part, got, []
+            return v
+
+        if not looped:
+            if lo == 1:
+                return np.maximum(val, again(val)) if hi is None or hi >= 2 else val
+            for _ in range(lo - 1):
+                val = again(val)
+            return val
+        best = val if lo == 1 else np.full(len(val), -np.inf)
+        exact, j = val, 1
+        while j < (lo if hi is None else hi) and np.isfinite(exact).any():
+            exact, j = again(exact), j + 1
+            best = np.maximum(best, exact) if j >= lo else best
+        while hi is None:  # lo or more: each walk one iteration more, until no start rises
+            grown = np.maximum(best, again(best))
+            if np.array_equal(grown, best):
+                break
+            best = grown
+        return best
 
     def _events(self, part: State) -> np.ndarray:
         """The events of a part (the view's entries of it)."""

@@ -22,8 +22,9 @@ class State:
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
     negated: bool = False  # a NOT inside a negated SEQ (`NOT SEQ(C, NOT E, D)`): a match has no E between C and D
     # a Kleene plus over a SEQ inside a negated SEQ (`NOT SEQ(C, (SEQ(G, H))+, D)`): "[" on its first event,
-    # "]" on its last, "[]" on one that is both (`bound_groups`)
+    # "]" on its last, "[]" on one that is both (`bound_groups`); a counted one's (lo, hi) on its first
     group: str = ""
+    count: tuple[int, int | None] | None = None
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
@@ -44,6 +45,8 @@ def negated_body(part: ast.Not) -> ast.Seq | None:
     inner = part.inner
     while isinstance(inner, ast.Kleene):
         inner = inner.inner
+    if isinstance(inner, ast.Repeat) and not inner.optional:  # `NOT (SEQ(C, D)){2}`: a SEQ of one counted group
+        return ast.Seq((inner,), inner.span)
     return inner if isinstance(inner, ast.Seq) else None
 
 
@@ -173,9 +176,14 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         negated = False
         if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
             negated, part = True, part.inner
+        count = None
+        if isinstance(part, ast.Repeat) and not negated:  # `(SEQ(G, H)){2}`, `D{2,}`: a group whose chains count
+            if part.optional or in_group:
+                raise Unsupported("a counted repetition inside a negated SEQ that may match nothing, or in a group")
+            count, part = (part.lo, part.hi), ast.Kleene(part.inner)
         if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
             inner = list(_negated_seq(part.inner, in_group=True))
-            inner[0] = replace(inner[0], group="[" + inner[0].group)
+            inner[0] = replace(inner[0], group="[" + inner[0].group, count=count)
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
             continue
@@ -185,9 +193,16 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a NOT over a SEQ of more than single events, NOTs of one between them and a "
                               "Kleene plus over a SEQ of those")
-        out.append(State(part.alias, part.type, False, negated=negated,
+        out.append(State(part.alias, part.type, False, negated=negated, count=count,
                          group=("+" if in_group else "[]") if kleene else ""))
     return tuple(out)
+
+
+def group_spans(parts: Sequence[State]) -> list[tuple[int, int]]:
+    """(first, last) of each Kleene plus over a SEQ (or counted group, or Kleene event) among a negated
+    SEQ's parts."""
+    return [(i, next(k for k in range(i, len(parts)) if "]" in parts[k].group))
+            for i, first in enumerate(parts) if "[" in first.group]
 
 
 def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[tuple[int, int]]:
@@ -202,10 +217,8 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
     negated SEQ)."""
     kept = [i for i, s in enumerate(parts) if not s.negated]
     out = []
-    for i, first in enumerate(parts):
-        if "[" not in first.group:
-            continue
-        j = next(k for k in range(i, len(parts)) if "]" in parts[k].group)
+    for i, j in group_spans(parts):
+        first = parts[i]
         before_it = max((k for k in kept if k < i), default=None)
         after_it = min((k for k in kept if k > j), default=None)
         entry = before_it is not None and (before_it != i - 1 or (parts[before_it].alias, first.alias) in stepped)
