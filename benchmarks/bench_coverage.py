@@ -210,6 +210,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq-unequal": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                         f"{EDGE} AND " + " AND ".join(f"C.volume != NEXT(D).volume + {n}" for n in range(8))
                         + " AND C.price < NEXT(D).price + 5 AND C.price > NEXT(D).price - 5"),
+    # an optional event in a negated SEQ: a match with or without it (the step into G from D or from C)
+    "not-seq-optional": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D?, Halt G), Stock E)",
+                         f"{EDGE} AND C.price < NEXT(D).price AND C.volume < NEXT(G).volume"),
     # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: an optional
     # group that loops inside a Kleene plus over a SEQ
     "general-optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",

@@ -24,6 +24,8 @@ UNCOVERED = [
     + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b) WHERE c.v < NEXT(d).v AND "
     "d.f > NEXT(e).f WITHIN 10 s",  # a Kleene event in a group of a negated SEQ constrained at both ends
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d?, (SEQ(E e, F f))+, G g), B b) WITHIN 10 s",  # beside a group
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d*, E e), B b) WITHIN 10 s",  # optional and looping
 ]
 
 

@@ -109,6 +109,11 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(NOT SEQ(C c, NOT E x, (SEQ(D d, C e))+), A a+, B b)", ["c.v < NEXT(d).v"]),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, C e))+, D f))", ["c.v <= NEXT(d).v", "d.f != NEXT(e).f"]),  # trailing
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))+, NOT E x, D f), B b)", ["e.v < NEXT(f).v"]),  # exit across a NOT
+    # an optional part: a match with or without it, and an edge predicate from its neighbour past it
+    ("SEQ(A a+, NOT SEQ(C c, D d?, E e), B b)", ["c.v < NEXT(d).v", "d.v < NEXT(e).v", "c.f > NEXT(e).f"]),
+    ("SEQ(NOT SEQ(C c?, D d, E e?), A a+, B b)", ["c.v < NEXT(d).v", "d.v < NEXT(e).v"]),  # leading, only D
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d?, E e?, C f))", ["c.v < NEXT(f).v", "d.v >= NEXT(f).v"]),  # trailing
+    ("SEQ(A a, NOT SEQ(C c, A d?, C e), B b+)", ["c.v != NEXT(e).v", "b.v >= NEXT(b).v"]),  # of a positive type
     # a NOT over a Kleene plus over a SEQ: its matches hold one of a single iteration, so it is the NOT of the SEQ
     ("SEQ(A a+, NOT (SEQ(C c, D d))+, B b)", ["c.v < NEXT(d).v", "a.v > NEXT(a).v"]),
     ("SEQ(NOT (SEQ(C c, D d+))+, A a+, B b)", ["c.f >= NEXT(d).f"]),  # leading

@@ -93,6 +93,11 @@ def negated_step_edges(edges: list[ast.Expr],
         kept = [(a, k) for k, (a, no, _) in enumerate(aliases) if not no]
         for (a, i), (b, j) in zip(kept, kept[1:]):
             (steps if j == i + 1 else across).add((a, b))
+        for k in range(len(aliases)):  # `NOT SEQ(C, D?, E) WHERE C.v < NEXT(E).v`: C is next to E too
+            j = k + 1
+            while j < len(aliases) - 1 and aliases[j][2] == "?":
+                steps.add((aliases[k][0], aliases[j + 1][0]))
+                j += 1
         firsts = [a for a, _, group in aliases if "[" in group]
         steps.update((a, first) for (a, _, group), first in zip([p for p in aliases if "]" in p[2]], firsts))
     rest: list[ast.Expr] = []

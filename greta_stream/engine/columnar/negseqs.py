@@ -99,21 +99,24 @@ class Matches:
             lo, hi = seq[i].count or (1, None)
             if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
                 groups[n - 1 - i if walked_back else j] = (n - 1 - j if walked_back else i, lo, hi)
-        src, val, prev = np.zeros(0, np.int64), np.zeros(0), None
+        # the parts a chain may have reached last, (part, its events, their latest starts): the previous one, and
+        # past an optional one (`NOT SEQ(C, D?, E)`: "?") the one before it too; None: none yet, a chain starts
+        reached: list[tuple[State | None, np.ndarray, np.ndarray]] = [(None, np.zeros(0, np.int64), np.zeros(0))]
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
             idx = self._events(part)
             if part.negated:
                 blockers.append(idx)
                 continue
-            val = order[idx].astype(np.float64) if prev is None else self._step(
-                key, order, walked_back, prev, part, src, val, idx, blockers)
-            src, prev, blockers = idx, part, []
+            val = np.max([order[idx].astype(np.float64) if prev is None else self._step(
+                key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
+            blockers = []
             if at in groups:
                 first, lo, hi = groups[at]
-                val = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, src, val)
+                val = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, idx, val)
+            reached = [*reached, (part, idx, val)] if part.group == "?" else [(part, idx, val)]
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
-        got = _latest_before(key, self.code, src, val, readers)
+        got = np.max([_latest_before(key, self.code, src, val, readers) for _, src, val in reached], axis=0)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
 
     def _iterations(self, group: tuple[State, ...], lo: int, hi: int | None, key: np.ndarray, order: np.ndarray,

@@ -177,6 +177,10 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
             negated, part = True, part.inner
         count = None
+        if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
+                and not negated and not in_group):  # `D?`: a match with or without a D (`Matches._walk`)
+            out.append(State(part.inner.alias, part.inner.type, False, group="?"))
+            continue
         if isinstance(part, ast.Repeat) and not negated:  # `(SEQ(G, H)){2}`, `D{2,}`: a group whose chains count
             if part.optional or in_group:
                 raise Unsupported("a counted repetition inside a negated SEQ that may match nothing, or in a group")
@@ -195,6 +199,9 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
                               "Kleene plus over a SEQ of those")
         out.append(State(part.alias, part.type, False, negated=negated, count=count,
                          group=("+" if in_group else "[]") if kleene else ""))
+    for k, s in enumerate(out):  # beside a group (the language keeps it from a NOT and from being all there is)
+        if s.group == "?" and any(p.negated or p.group.strip("?") for p in out[max(k - 1, 0):k + 2]):
+            raise Unsupported("an optional part of a negated SEQ beside a group")
     return tuple(out)
 
 
