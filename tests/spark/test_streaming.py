@@ -93,9 +93,9 @@ QUERIES = {
     "not-seq-six": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, D d), B) WHERE [g] AND "
                    "c.v <= NEXT(d).v + 1 AND c.v >= NEXT(d).v - 3 AND c.v != NEXT(d).v + 1 AND c.v < NEXT(d).v + 4 "
                    "AND c.v * 2 > NEXT(d).v - 5 AND c.v - 1 < NEXT(d).v GROUP-BY g WITHIN 12 s SLIDE 4 s",
-    # two attributes keying parts of one negated SEQ: a run per a's v; b reads d's g at its own
-    "two-keys-not-seq": "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) "
-                        "WHERE [a.v, c.v] AND [b.g, d.g] WITHIN 12 s SLIDE 4 s",
+    # two attributes keying parts of one negated SEQ: a run per a's v; b reads d's w at its own
+    "two-keys-not-seq": "RETURN g, COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) "
+                        "WHERE [g] AND [a.v, c.v] AND [b.w, d.w] GROUP-BY g WITHIN 12 s SLIDE 4 s",
     # a group inside a negated SEQ bound at both ends, an edge predicate on its loop step: chains of iterations
     "not-seq-group-bound": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT SEQ(C c, (SEQ(D d, E e))+, C f), B) "
                            "WHERE [g] AND c.v < NEXT(d).v AND d.v > NEXT(e).v AND e.v < NEXT(f).v AND e.v <= NEXT(d).v "
@@ -113,7 +113,8 @@ def make_events(seed: int = 1) -> list[dict]:
         c = rnd.randrange(4)
         events.append({"type": "Stock", "time": t + 0.5, "company": c, "sector": c % 2,
                        "price": round(100 + rnd.gauss(0, 3), 2)})
-        events.append({"type": rnd.choice("AABCDE"), "time": t, "v": rnd.randrange(5), "g": rnd.randrange(2)})
+        events.append({"type": rnd.choice("AABCDE"), "time": t, "v": rnd.randrange(5), "g": rnd.randrange(2),
+                       "w": int(t) % 3})  # w: no draw of its own, the other attributes as they were
         if rnd.random() < 0.7:
             events.append({"type": "Position", "time": t, "vehicle": rnd.randrange(3), "segment": rnd.randrange(2),
                            "speed": rnd.randrange(100)})
