@@ -126,8 +126,8 @@ class Matches:
         to its first, a chain of k >= 2 iterations holds its first and last (and any between): the starts of
         two iterations where lo is 1, of lo else (`parts.bound_groups`). With an edge predicate there
         (`H.v < NEXT(G).v`), chains of exactly 2..hi iterations, or lo.. walked until no start rises."""
-        last = group[-1]
-        looped = (last.alias, group[0].alias) in self.edges or (group[0].alias, last.alias) in self.edges
+        last = group[-1]  # the loop's step, from the group's last part in the SEQ back to its first
+        looped = ((group[0].alias, last.alias) if walked_back else (last.alias, group[0].alias)) in self.edges
 
         def again(v: np.ndarray) -> np.ndarray:  # one iteration more after each chain
             prev, s, inner = last, src, []

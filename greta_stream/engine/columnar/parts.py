@@ -200,7 +200,7 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         out.append(State(part.alias, part.type, False, negated=negated, count=count,
                          group=("+" if in_group else "[]") if kleene else ""))
     for k, s in enumerate(out):  # beside a group (the language keeps it from a NOT and from being all there is)
-        if s.group == "?" and any(p.negated or p.group.strip("?") for p in out[max(k - 1, 0):k + 2]):
+        if s.group == "?" and any(p.group.strip("?") for p in out[max(k - 1, 0):k + 2]):
             raise Unsupported("an optional part of a negated SEQ beside a group")
     return tuple(out)
 
