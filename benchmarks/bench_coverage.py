@@ -213,14 +213,17 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # an optional event in a negated SEQ: a match with or without it (the step into G from D or from C)
     "not-seq-optional": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D?, Halt G), Stock E)",
                          f"{EDGE} AND C.price < NEXT(D).price AND C.volume < NEXT(G).volume"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: an optional
-    # group that loops inside a Kleene plus over a SEQ
-    "general-optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",
-                              "A.price > NEXT(A).price"),
-    # a counted repetition inside a Kleene plus over a SEQ
-    "general-counted-in-loop": ("AVG(A.price)", "(SEQ(Stock A, Stock B{2}))+", "A.price > NEXT(B).price"),
+    # groups inside groups (`parts.positions`): an optional group that loops inside a Kleene plus over a SEQ
+    "optgroup-loop": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))*))+)",
+                      "A.price > NEXT(A).price"),
+    # a counted repetition inside a Kleene plus over a SEQ (a counted group of one event, in its lanes)
+    "counted-in-loop": ("AVG(A.price)", "(SEQ(Stock A, Stock B{2}))+", "A.price > NEXT(B).price"),
     # a Kleene plus over a SEQ inside another
-    "general-loop-in-loop": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))+))+", "B.price > NEXT(A).price"),
+    "loop-in-loop": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))+))+", "B.price > NEXT(A).price"),
+    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a counted group
+    # ending with a looped group
+    "general-counted-loop-end": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))+)){2})",
+                                 "B.price > NEXT(A).price"),
     # a NOT over a counted SEQ: a chain of two iterations, walked twice (`Matches._iterations`)
     "not-seq-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT (SEQ(Halt C, Halt D)){2}, Stock E)", EDGE),
 }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -581,6 +582,39 @@ def differential_tests(query: st.SearchStrategy[str], events: Any, examples: tup
     @given(st.data())
     def streamed(data: st.DataObject) -> None:
         text, evs = data.draw(query), data.draw(events())
+        check(text, evs, batches_and_watermarks(data.draw, evs), restore=data.draw(st.booleans()))
+
+    return against_general, against_oracle, streamed
+
+
+def case_tests(cases: Callable[[], st.SearchStrategy[tuple[str, list[dict]]]],
+               oracle_cases: st.SearchStrategy[tuple[str, list[dict]]],
+               examples: tuple[int, int, int] = (300, 100, 60)) -> tuple[Any, Any, Any]:
+    """`differential_tests` for a suite that draws the query and its events together (`cases()`: (query,
+    events), a chain of the query's own shape with other events among it; `oracle_cases` small enough for
+    the oracle)."""
+    from hypothesis import given, settings
+
+    from greta_stream.query import parse
+    from greta_stream.testing.oracle import oracle_rows
+
+    @settings(max_examples=examples[0], **SETTINGS)
+    @given(cases())
+    def against_general(case: tuple[str, list[dict]]) -> None:
+        check_against_general(*case)
+
+    @settings(max_examples=examples[1], **SETTINGS)
+    @given(oracle_cases)
+    def against_oracle(case: tuple[str, list[dict]]) -> None:
+        text, evs = case
+        got = evaluate(text, evs, engine="columnar")
+        assert got.engine == "columnar"
+        assert_same_rows(text, evs, oracle_rows(parse(text), evs), got, ("oracle", "columnar"))
+
+    @settings(max_examples=examples[2], **SETTINGS)
+    @given(st.data())
+    def streamed(data: st.DataObject) -> None:
+        text, evs = data.draw(cases())
         check(text, evs, batches_and_watermarks(data.draw, evs), restore=data.draw(st.booleans()))
 
     return against_general, against_oracle, streamed

@@ -13,21 +13,9 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from columnar_support import (
-    SETTINGS,
-    assert_same_rows,
-    batches_and_watermarks,
-    check,
-    check_against_general,
-    dense_events,
-    dense_query,
-)
-from hypothesis import given, settings
+from columnar_support import case_tests, check_against_general, dense_events, dense_query
 from hypothesis import strategies as st
 from problems_support import evaluate
-
-from greta_stream.query import parse
-from greta_stream.testing.oracle import oracle_rows
 
 SHAPES = [  # (pattern, edge predicates it may take, alias its aggregates read)
     ("A a+", ["a.v < NEXT(a).v"], "a"),
@@ -66,26 +54,8 @@ def cases(draw: Any, n_max: int = 30) -> tuple[str, list[dict]]:
     return text, events
 
 
-@settings(max_examples=150, **SETTINGS)
-@given(cases())
-def test_fine_windows_equal_the_general_engine(case: tuple[str, list[dict]]) -> None:
-    check_against_general(*case)
-
-
-@settings(max_examples=80, **SETTINGS)
-@given(cases(n_max=10))
-def test_fine_windows_equal_the_oracle(case: tuple[str, list[dict]]) -> None:
-    text, events = case
-    got = evaluate(text, events, engine="columnar")
-    assert got.engine == "columnar"
-    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
-
-
-@settings(max_examples=50, **SETTINGS)
-@given(st.data())
-def test_fine_windows_streamed_equal_the_general_engine(data: st.DataObject) -> None:
-    text, events = data.draw(cases())
-    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
+(test_fine_windows_equal_the_general_engine, test_fine_windows_equal_the_oracle,
+ test_fine_windows_streamed_equal_the_general_engine) = case_tests(cases, cases(n_max=10), examples=(150, 80, 50))
 
 
 @pytest.mark.parametrize(("window", "step", "t0"), [

@@ -16,13 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from columnar_support import SETTINGS, assert_same_rows, batches_and_watermarks, check, check_against_general
-from hypothesis import given, settings
+from columnar_support import case_tests
 from hypothesis import strategies as st
-from problems_support import evaluate
-
-from greta_stream.query import parse
-from greta_stream.testing.oracle import oracle_rows
 
 BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the group's inner ones, exit; may take).
     # The group's last part is of a type of neither end, else an end could start or finish the match at it
@@ -85,23 +80,5 @@ def bound_case(draw: Any, noise: int = 6) -> tuple[str, list[dict]]:
     return text, events
 
 
-@settings(max_examples=300, **SETTINGS)
-@given(bound_case())
-def test_a_group_bound_at_both_ends_equals_the_general_engine(case: tuple[str, list[dict]]) -> None:
-    check_against_general(*case)
-
-
-@settings(max_examples=100, **SETTINGS)
-@given(bound_case(noise=2))
-def test_a_group_bound_at_both_ends_equals_the_oracle(case: tuple[str, list[dict]]) -> None:
-    text, events = case
-    got = evaluate(text, events, engine="columnar")
-    assert got.engine == "columnar"
-    assert_same_rows(text, events, oracle_rows(parse(text), events), got, ("oracle", "columnar"))
-
-
-@settings(max_examples=60, **SETTINGS)
-@given(st.data())
-def test_a_group_bound_at_both_ends_streamed_equals_the_general_engine(data: st.DataObject) -> None:
-    text, events = data.draw(bound_case())
-    check(text, events, batches_and_watermarks(data.draw, events), restore=data.draw(st.booleans()))
+(test_a_group_bound_at_both_ends_equals_the_general_engine, test_a_group_bound_at_both_ends_equals_the_oracle,
+ test_a_group_bound_at_both_ends_streamed_equals_the_general_engine) = case_tests(bound_case, bound_case(noise=2))

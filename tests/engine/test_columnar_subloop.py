@@ -72,7 +72,9 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 
 
 @pytest.mark.parametrize("pattern, why", [
-    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))+)", "a Kleene plus over a SEQ inside another"),
+    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+)){2})", "a counted group holding a counted repetition or ending with a "
+     "looped group"),
+    ("(SEQ(A a, (SEQ(B b, C c)){2})){1,2}", "a counted group holding a counted repetition"),
 ])
 def test_what_stays_on_the_general_engine_says_why(pattern: str, why: str) -> None:
     assert why in RunSpec.create(f"RETURN COUNT(*) PATTERN {pattern} WITHIN 10 s").columnar_refusal

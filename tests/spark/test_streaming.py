@@ -103,6 +103,9 @@ QUERIES = {
     # a NOT over a counted SEQ: a match through two iterations
     "not-seq-counted": "RETURN g, COUNT(*), SUM(A.v) PATTERN SEQ(A+, NOT (SEQ(C c, D d)){2}, B) WHERE [g] "
                        "GROUP-BY g WITHIN 12 s SLIDE 4 s",
+    # groups nested in a Kleene plus over a SEQ: a looped one, and a counted event (a counted group of one)
+    "nested": "RETURN g, COUNT(*), SUM(B.v) PATTERN (SEQ(A, (SEQ(B, C))+, D{2}))+ WHERE [g] AND C.v >= NEXT(B).v "
+              "GROUP-BY g WITHIN 24 s SLIDE 4 s",
 }
 
 

@@ -34,6 +34,7 @@ from greta_stream.engine.columnar.keys import (
 )
 from greta_stream.engine.columnar.negkeys import fill_ranks, match_starts, seq_attrs, seq_bounds
 from greta_stream.engine.columnar.pairs import Programs
+from greta_stream.engine.columnar.parts import loop_steps
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.rows import result_rows
@@ -273,13 +274,14 @@ def lifts(plan: KernelPlan, store_src: np.ndarray, reads: np.ndarray) -> np.ndar
     `(SEQ(A, B)){n,m}`), 2 counts n.. in lane 0 (B's as C reads it), 0 as they are."""
     out = np.zeros(len(store_src), np.int8)
     if plan.counted_groups:  # each counted group's loop: its steps back (from C to B) move up
-        steps = set(plan.loop_steps())
         for first, last in plan.counted_groups:
+            steps = set(loop_steps(plan.states, [(first, last)], plan.skips))  # not those of a loop inside it
             for j in np.flatnonzero((store_src >= first) & (store_src <= last)):
                 readers = np.flatnonzero(reads[:, j])
-                if any((int(store_src[j]), int(r)) in steps for r in readers):
+                if any((int(store_src[j]), int(r)) in steps and first <= r <= last for r in readers):
                     out[j] = 1
-                elif plan.counts and (readers > last).any():  # `SEQ(A, (SEQ(B, C)){2,3}, D)`: D reads n.. in lane 0
+                elif plan.counts and ((readers > last) | (readers < first)).any():  # `SEQ(A, (SEQ(B, C)){2,3}, D)`:
+                    # D reads n.. in lane 0, and the next iteration of a loop around it (`(SEQ(A, B{2}))+`)
                     out[j] = 2
         return out
     for c, _, _, _ in plan.counted_states:

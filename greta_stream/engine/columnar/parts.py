@@ -52,7 +52,7 @@ def negated_body(part: ast.Not) -> ast.Seq | None:
 
 def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]],
               loops: list[tuple[int, int]] | None = None, skips: list[tuple[int, int]] | None = None,
-              ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
+              in_group: bool = False) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i);
     `counted` gets (state, lo, hi) of each counted repetition, `loops` (first, last) of a Kleene plus over
     a SEQ among the parts (`SEQ(A, (SEQ(B, C))+, D)`: (1, 2)), `skips` (first, last) of each optional group
@@ -64,25 +64,27 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         group = _optional_group(part)
         if group is not None:  # `(SEQ(B, C))?`, `(SEQ(B, C))*`, `{0,m}`: a trend steps over the whole group or none
             body, looped, most = group
-            if skips is None or looped and loops is None:
-                raise Unsupported("an optional group inside a group")
-            span = _take_group(body, "in an optional group", states, mids, negseqs)
+            if skips is None or loops is None:
+                raise Unsupported("an optional group inside an optional group")
+            had = len(counted), len(loops)
+            span = _take_group(body, "in an optional group", states, mids, negseqs, None, loops, counted)
             skips.append(span)
             if looped:  # `*`: a loop from C back to B as well
-                loops.append(span)  # type: ignore[union-attr]
+                loops.append(span)
             if most is not None:  # `{0,m}`: the group 1..m times (C's lanes, `iterations.py`) or stepped over
-                counted.append((span[1], 1, most))
+                _count_group(span, 1, most, had, counted, loops)
             continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
             if loops is None:
-                raise Unsupported("a Kleene plus over a SEQ inside another")
-            span = _take_group(seq, "under a Kleene plus", states, mids, negseqs, skips)
+                raise Unsupported("a Kleene plus over a SEQ inside a group")
+            had = len(counted), len(loops)
+            span = _take_group(seq, "under a Kleene plus", states, mids, negseqs, skips, loops, counted)
             loops.append(span)
             if isinstance(part, ast.Repeat):  # C's lanes count the loop's iterations (`iterations.py`)
                 if span[0] == span[1]:
                     raise Unsupported("a counted repetition of a group of one event")
-                counted.append((span[1], part.lo, part.hi))
+                _count_group(span, part.lo, part.hi, had, counted, loops)
             continue
         if isinstance(part, ast.Not) and (negated := negated_body(part)) is not None:  # a scanned predicate of the step
             negseqs.append((len(states) - 1, _negated_seq(negated)))
@@ -94,6 +96,15 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
             part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
+        if isinstance(part, ast.Repeat) and in_group and loops is not None:
+            if part.optional and skips is None:
+                raise Unsupported("an optional part in an optional group")
+            i = len(states)  # `(SEQ(B, C{1,3}))+`: C a counted group of one event, its loop (i, i) inside B's
+            counted.append((i, part.lo, part.hi))
+            loops.append((i, i))
+            if part.optional and skips is not None:
+                skips.append((i, i))
+            part = part.inner
         if isinstance(part, ast.Repeat):  # `X{n,m}`, `X{0,m}`, `X{n,}` of one type: a Kleene state with lanes
             counted.append((len(states), part.lo, part.hi))
             optional, part = part.optional, ast.Kleene(part.inner)
@@ -106,6 +117,16 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
         states.append(State(part.alias, part.type, kleene, optional))
     return states, mids, negseqs
+
+
+def _count_group(span: tuple[int, int], lo: int, hi: int | None, had: tuple[int, int],
+                 counted: list[tuple[int, int, int | None]], loops: list[tuple[int, int]]) -> None:
+    """A group's count (lo, hi) to `counted`, at its last state (whose lanes count it, `iterations.py`); `had`:
+    the lengths of `counted` and `loops` before the group's own were taken. A group ending with a looped group
+    or holding a counted repetition would end two counts at one state: `Unsupported`."""
+    if len(counted) > had[0] or any(g == span[1] for _, g in loops[had[1]:] if (_, g) != span):
+        raise Unsupported("a counted group holding a counted repetition or ending with a looped group")
+    counted.append((span[1], lo, hi))
 
 
 def _loop_seq(part: ast.Pattern) -> ast.Seq | None:
@@ -135,14 +156,23 @@ def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool, int | None] | Non
 
 def _take_group(seq: ast.Seq, where: str, states: list[State], mids: list[tuple[int, State]],
                 negseqs: list[tuple[int, tuple[State, ...]]], skips: list[tuple[int, int]] | None = None,
+                loops: list[tuple[int, int]] | None = None, counted: list[tuple[int, int, int | None]] | None = None,
                 ) -> tuple[int, int]:
     """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands, and the optional groups
-    inside it to `skips` (None: it may hold none); its (first, last) state."""
+    inside it to `skips`, its looped groups to `loops`, its counted repetitions to `counted` (None: it may
+    hold none; a group under a Kleene plus takes all three, as in `SEQ(A, (SEQ(B, (SEQ(C, D)){2}))+)`); its
+    (first, last) state."""
     first = len(states)
     inner_skips: list[tuple[int, int]] | None = None if skips is None else []
-    inner, inner_mids, inner_negseqs = _loop(seq, where, inner_skips)
+    inner_loops: list[tuple[int, int]] | None = None if loops is None else []
+    inner_counted: list[tuple[int, int, int | None]] | None = None if counted is None else []
+    inner, inner_mids, inner_negseqs = _loop(seq, where, inner_skips, inner_loops, inner_counted)
     if skips is not None and inner_skips:
         skips += [(first + a, first + b) for a, b in inner_skips]
+    if loops is not None and inner_loops:
+        loops += [(first + a, first + b) for a, b in inner_loops]
+    if counted is not None and inner_counted:
+        counted += [(first + c, lo, hi) for c, lo, hi in inner_counted]
     mids += [(first + i, n) for i, n in inner_mids]
     negseqs += [(first + i, ps) for i, ps in inner_negseqs]
     states += inner
@@ -150,16 +180,19 @@ def _take_group(seq: ast.Seq, where: str, states: list[State], mids: list[tuple[
 
 
 def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]] | None = None,
+          loops: list[tuple[int, int]] | None = None, counted: list[tuple[int, int, int | None]] | None = None,
           ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The states, middle NOTs and middle NOT SEQs of a SEQ that is a group inside a SEQ (`where` it stands:
-    under a Kleene plus, in an optional group): events, Kleene events and NOTs between them; else
-    `Unsupported`."""
+    under a Kleene plus, in an optional group): events, Kleene events and NOTs between them, and the groups
+    and counted repetitions that `loops`, `skips` and `counted` take (`_take_group`); else `Unsupported`."""
     if isinstance(seq.parts[0], ast.Not) or isinstance(seq.parts[-1], ast.Not):
         raise Unsupported(f"a leading or trailing NOT {where}")
-    counted: list[tuple[int, int, int | None]] = []
-    states, mids, negseqs = positions(list(seq.parts), counted, None, skips)
-    if counted:
+    found: list[tuple[int, int, int | None]] = []
+    states, mids, negseqs = positions(list(seq.parts), found, loops, skips, in_group=True)
+    if found and counted is None:
         raise Unsupported(f"a counted repetition {where}")
+    if counted is not None:
+        counted += found
     if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `loop_steps`
         raise Unsupported(f"an optional part {where}")
     return states, mids, negseqs

@@ -171,7 +171,9 @@ class KernelPlan:
             return ()
         if not self.counts:
             return (self.loop,)
-        return tuple(lp for lp in self.loops if lp[1] in {c for c, _, _ in self.counts})
+        ends = {c for c, _, _ in self.counts}  # the innermost group ending at a counted state: `(SEQ(A, B{2}))+`
+        return tuple(lp for lp in self.loops if lp[1] in ends and not any(
+            lp[0] < f <= g == lp[1] for f, g in self.loops))
 
     def iteration_ends(self, group: tuple[int, int]) -> tuple[int, ...]:
         """The states of a counted group (one of `counted_groups`) that may end one of its iterations:
@@ -338,8 +340,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     loops: list[tuple[int, int]] = []
     skips: list[tuple[int, int]] = []
     states, mids, negseqs = positions(parts, found, loops, skips)
-    if len(found) > 1 and loops and not loop:  # `SEQ((SEQ(A, B)){2}, C{1,2})`: C a counted group of one event
-        ends = {lp[1] for lp in loops}
+    if found and (len(found) > 1 and loops or loop):
+        ends = {lp[1] for lp in loops}  # `SEQ((SEQ(A, B)){2}, C{1,2})`, `(SEQ(A, B{2}))+`: a counted group of one
         for c, lo, _ in found:
             if c not in ends and states[c].kleene and (lo >= 1) != states[c].optional:
                 skips += [(c, c)] if states[c].optional else []  # `C{0,2}`: an optional one, a skip over it
@@ -349,11 +351,11 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         skips.sort()
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
     # (with a counted event beside looped groups, none: `loop` is the group whose lanes count, if any)
-    counted = next((lp for lp in loops if found and lp[1] == found[0][0]), None)
+    counted = max((lp for lp in loops if found and lp[1] == found[0][0]), default=None)  # the innermost
     span = (0, len(states) - 1) if loop else (counted or (loops[0] if loops and not found else None))
     every_loop = ((span,) if span else ()) + tuple(lp for lp in loops if lp != span)
-    if loop and loops:
-        raise Unsupported("a Kleene plus over a SEQ inside another")
+    if loop and iterations is not None and (found or any(g == len(states) - 1 for _, g in loops)):
+        raise Unsupported("a counted group holding a counted repetition or ending with a looped group")
     # `SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: every counted repetition a group, each in its lanes (lane 0 between
     # them; uncounted looped groups beside them have stores of their own)
     groups_only = len(found) > 1 and {c for c, _, _ in found} <= {lp[1] for lp in loops}
@@ -362,7 +364,8 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if loop and iterations is not None and len(states) < 2:
         raise Unsupported("a counted repetition of a group of one event")
     if found:  # `SEQ(A, B{2,3}, C)`: B's lanes count its iterations (`iterations.py`); a group's, its last state's
-        if loop or (span and not groups_only and (len(found) > 1 or found[0][0] != span[1])):
+        if loop and not all(c in {lp[1] for lp in loops} for c, _, _ in found) or not loop and (
+                span and not groups_only and (len(found) > 1 or found[0][0] != span[1])):
             raise Unsupported("a counted repetition under or beside a Kleene plus over a SEQ")
         iterations = found[0][1:]
     negs = [*([neg] if neg else []), *(n for _, n in mids), *([trail] if trail else []),
