@@ -220,10 +220,13 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "counted-in-loop": ("AVG(A.price)", "(SEQ(Stock A, Stock B{2}))+", "A.price > NEXT(B).price"),
     # a Kleene plus over a SEQ inside another
     "loop-in-loop": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Halt H, Stock B))+))+", "B.price > NEXT(A).price"),
+    # a counted group ending with a looped group (the count is the group's whose first state holds it)
+    "counted-loop-end": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))+)){2})",
+                         "B.price > NEXT(A).price"),
     # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a counted group
-    # ending with a looped group
-    "general-counted-loop-end": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))+)){2})",
-                                 "B.price > NEXT(A).price"),
+    # holding a counted repetition
+    "general-count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})",
+                               "A.price > NEXT(B).price"),
     # a NOT over a counted SEQ: a chain of two iterations, walked twice (`Matches._iterations`)
     "not-seq-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT (SEQ(Halt C, Halt D)){2}, Stock E)", EDGE),
 }

@@ -53,6 +53,12 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("(SEQ(A a, (SEQ(B b, C c))+, E e)){2,3}", ["c.v >= NEXT(b).v", "e.v < NEXT(a).v"], "b"),
     ("SEQ(D d, (SEQ(A a, (SEQ(B b, C c))*, E e)){1,2}, A x)", ["c.v > NEXT(b).v", "a.v < NEXT(e).v", "e.v <= NEXT(x).v"],
      "a"),
+    # a counted group ending with a looped group: the count is the group's whose first state holds it
+    ("SEQ(D d, (SEQ(A a, (SEQ(B b, C c))+)){2})", ["c.v >= NEXT(b).v", "c.v < NEXT(a).v", "d.v < NEXT(a).v"], "c"),
+    ("(SEQ(A a, (SEQ(B b, C c))+)){2,3}", ["c.v >= NEXT(b).v", "c.v <= NEXT(a).v"], "b"),
+    ("(SEQ(E e, (SEQ(A a, (SEQ(B b, C c))+)){2}))+", ["c.v < NEXT(a).v", "c.v > NEXT(e).v", "c.f <= NEXT(b).f"],
+     "a"),
+    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+)){0,2}, E e)", ["d.v >= NEXT(c).v", "d.v < NEXT(b).v"], "c"),
     # a looped group or a counted repetition inside an optional group
     ("SEQ(A a, (SEQ(B b, C c{2}))?, E e)", ["a.v < NEXT(b).v", "c.v <= NEXT(c).v", "c.v > NEXT(e).v"], "c"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))?, E e)", ["d.v >= NEXT(c).v", "a.v < NEXT(e).v", "d.v < NEXT(e).v"], "c"),
@@ -103,6 +109,10 @@ CHAINS = {  # a trend of each shape through two iterations of the outer group or
     "SEQ(D d, (SEQ(A a, (SEQ(B b, C c))+, E e)){2})": "DABCBCEABCE",
     "(SEQ(A a, (SEQ(B b, C c))+, E e)){2,3}": "ABCBCEABCEABCE",
     "SEQ(D d, (SEQ(A a, (SEQ(B b, C c))*, E e)){1,2}, A x)": "DAEABCBCEA",
+    "SEQ(D d, (SEQ(A a, (SEQ(B b, C c))+)){2})": "DABCBCABCBC",
+    "(SEQ(A a, (SEQ(B b, C c))+)){2,3}": "ABCBCABCABCBC",
+    "(SEQ(E e, (SEQ(A a, (SEQ(B b, C c))+)){2}))+": "EABCBCABCEABCABCBC",
+    "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+)){0,2}, E e)": "ABCDCDBCDE",
     "SEQ(A a, (SEQ(B b, C c{2}))?, E e)": "ABCCCE",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))?, E e)": "ABCDCDE",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))*, E e)": "ABCDCDBCDE",

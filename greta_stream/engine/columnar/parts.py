@@ -66,25 +66,25 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             body, looped, most = group
             if skips is None or loops is None:
                 raise Unsupported("an optional group inside an optional group")
-            had = len(counted), len(loops)
+            had = len(counted)
             span = _take_group(body, "in an optional group", states, mids, negseqs, None, loops, counted)
             skips.append(span)
             if looped:  # `*`: a loop from C back to B as well
                 loops.append(span)
             if most is not None:  # `{0,m}`: the group 1..m times (C's lanes, `iterations.py`) or stepped over
-                _count_group(span, 1, most, had, counted, loops)
+                _count_group(span, 1, most, had, counted, states)
             continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
             if loops is None:
                 raise Unsupported("a Kleene plus over a SEQ inside a group")
-            had = len(counted), len(loops)
+            had = len(counted)
             span = _take_group(seq, "under a Kleene plus", states, mids, negseqs, skips, loops, counted)
             loops.append(span)
             if isinstance(part, ast.Repeat):  # C's lanes count the loop's iterations (`iterations.py`)
                 if span[0] == span[1]:
                     raise Unsupported("a counted repetition of a group of one event")
-                _count_group(span, part.lo, part.hi, had, counted, loops)
+                _count_group(span, part.lo, part.hi, had, counted, states)
             continue
         if isinstance(part, ast.Not) and (negated := negated_body(part)) is not None:  # a scanned predicate of the step
             negseqs.append((len(states) - 1, _negated_seq(negated)))
@@ -92,6 +92,7 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
+        count = None
         optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
@@ -100,6 +101,7 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             if part.optional and skips is None:
                 raise Unsupported("an optional part in an optional group")
             i = len(states)  # `(SEQ(B, C{1,3}))+`: C a counted group of one event, its loop (i, i) inside B's
+            count = (part.lo, part.hi)
             counted.append((i, part.lo, part.hi))
             loops.append((i, i))
             if part.optional and skips is not None:
@@ -115,18 +117,26 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             raise Unsupported("negation under a Kleene plus")
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
-        states.append(State(part.alias, part.type, kleene, optional))
+        states.append(State(part.alias, part.type, kleene, optional, count=count))
     return states, mids, negseqs
 
 
-def _count_group(span: tuple[int, int], lo: int, hi: int | None, had: tuple[int, int],
-                 counted: list[tuple[int, int, int | None]], loops: list[tuple[int, int]]) -> None:
-    """A group's count (lo, hi) to `counted`, at its last state (whose lanes count it, `iterations.py`); `had`:
-    the lengths of `counted` and `loops` before the group's own were taken. A group ending with a looped group
-    or holding a counted repetition would end two counts at one state: `Unsupported`."""
-    if len(counted) > had[0] or any(g == span[1] for _, g in loops[had[1]:] if (_, g) != span):
-        raise Unsupported("a counted group holding a counted repetition or ending with a looped group")
+def _count_group(span: tuple[int, int], lo: int, hi: int | None, had: int, counted: list[tuple[int, int, int | None]],
+                 states: list[State]) -> None:
+    """A group's count (lo, hi) to `counted`, at its last state (whose lanes count it, `iterations.py`), and on
+    its first state (`counted_span`); `had`: the length of `counted` before the group's own were taken. A group
+    holding a counted repetition would count two ways in one lane: `Unsupported`."""
+    if len(counted) > had:
+        raise Unsupported("a counted group holding a counted repetition")
+    states[span[0]] = replace(states[span[0]], count=(lo, hi))
     counted.append((span[1], lo, hi))
+
+
+def counted_span(states: Sequence[State], loops: Sequence[tuple[int, int]], end: int) -> tuple[int, int] | None:
+    """The counted group ending at state `end` (`plan.KernelPlan.counted_groups`): the innermost looped group
+    ending there whose first state holds a count (a group around it that also ends there is not counted:
+    `(SEQ(A, B{2}))+`; one inside it is not either: `(SEQ(A, (SEQ(B, C))+)){2}`)."""
+    return max(((f, g) for f, g in loops if g == end and states[f].count is not None), default=None)
 
 
 def _loop_seq(part: ast.Pattern) -> ast.Seq | None:

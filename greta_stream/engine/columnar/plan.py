@@ -44,6 +44,7 @@ from greta_stream.engine.columnar.pairs import PAIR
 from greta_stream.engine.columnar.parts import (
     State,
     before,
+    counted_span,
     edge_states,
     end_not,
     loop_steps,
@@ -171,9 +172,8 @@ class KernelPlan:
             return ()
         if not self.counts:
             return (self.loop,)
-        ends = {c for c, _, _ in self.counts}  # the innermost group ending at a counted state: `(SEQ(A, B{2}))+`
-        return tuple(lp for lp in self.loops if lp[1] in ends and not any(
-            lp[0] < f <= g == lp[1] for f, g in self.loops))
+        ends = {c for c, _, _ in self.counts}
+        return tuple(lp for lp in self.loops if lp[1] in ends and lp == counted_span(self.states, self.loops, lp[1]))
 
     def iteration_ends(self, group: tuple[int, int]) -> tuple[int, ...]:
         """The states of a counted group (one of `counted_groups`) that may end one of its iterations:
@@ -342,20 +342,20 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     states, mids, negseqs = positions(parts, found, loops, skips)
     if found and (len(found) > 1 and loops or loop):
         ends = {lp[1] for lp in loops}  # `SEQ((SEQ(A, B)){2}, C{1,2})`, `(SEQ(A, B{2}))+`: a counted group of one
-        for c, lo, _ in found:
+        for c, lo, hi in found:
             if c not in ends and states[c].kleene and (lo >= 1) != states[c].optional:
                 skips += [(c, c)] if states[c].optional else []  # `C{0,2}`: an optional one, a skip over it
-                states[c] = replace(states[c], kleene=False, optional=False)
+                states[c] = replace(states[c], kleene=False, optional=False, count=(lo, hi))
                 loops.append((c, c))
         loops.sort()
         skips.sort()
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
     # (with a counted event beside looped groups, none: `loop` is the group whose lanes count, if any)
-    counted = max((lp for lp in loops if found and lp[1] == found[0][0]), default=None)  # the innermost
+    counted = counted_span(states, loops, found[0][0]) if found else None
     span = (0, len(states) - 1) if loop else (counted or (loops[0] if loops and not found else None))
     every_loop = ((span,) if span else ()) + tuple(lp for lp in loops if lp != span)
-    if loop and iterations is not None and (found or any(g == len(states) - 1 for _, g in loops)):
-        raise Unsupported("a counted group holding a counted repetition or ending with a looped group")
+    if loop and iterations is not None and found:
+        raise Unsupported("a counted group holding a counted repetition")
     # `SEQ((SEQ(A, B)){2}, (SEQ(C, D)){2})`: every counted repetition a group, each in its lanes (lane 0 between
     # them; uncounted looped groups beside them have stores of their own)
     groups_only = len(found) > 1 and {c for c, _, _ in found} <= {lp[1] for lp in loops}
