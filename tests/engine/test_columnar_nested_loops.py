@@ -1,10 +1,13 @@
-"""A Kleene plus over a SEQ inside another, and an optional group that loops inside a group, on the columnar
+"""Groups inside groups: a Kleene plus over a SEQ inside another, an optional group that loops inside a group,
+counted repetitions inside a loop and loops inside a counted or an optional group, on the columnar
 engine (`(SEQ(A, (SEQ(H, B))+))+`, `SEQ(X, (SEQ(A, (SEQ(H, B))*))+)`), against the general engine, the oracle
 and through micro-batches with restores, under each strategy.
 
 Each looped group steps back from its last state to its first (`parts.loop_steps`); an inner group's last
 state is then the source of two steps back (to its own first state and to the outer group's), each a read
-of the same store, and one trend counts once however it is cut into iterations.
+of the same store, and one trend counts once however it is cut into iterations. A state's lanes count the
+innermost group ending at it whose first state holds a count (`parts.counted_span`), and a state past nested
+optional parts steps back over each of them (`parts.before`).
 """
 
 from __future__ import annotations
@@ -61,6 +64,13 @@ SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+)){0,2}, E e)", ["d.v >= NEXT(c).v", "d.v < NEXT(b).v"], "c"),
     # a looped group or a counted repetition inside an optional group
     ("SEQ(A a, (SEQ(B b, C c{2}))?, E e)", ["a.v < NEXT(b).v", "c.v <= NEXT(c).v", "c.v > NEXT(e).v"], "c"),
+    # optional parts inside an optional group: a state past several of them steps back over each
+    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))?))?, E e)", ["a.v < NEXT(e).v", "b.v < NEXT(e).v", "d.v >= NEXT(e).v"], "b"),
+    ("SEQ(A a, (SEQ(B b, C c?))?, D d)", ["a.v < NEXT(d).v", "b.v <= NEXT(d).v", "c.v > NEXT(d).v"], "c"),
+    ("SEQ(A a, (SEQ(B b, C c{0,2}))?, D d)", ["c.v <= NEXT(c).v", "b.v > NEXT(d).v"], "c"),
+    ("SEQ(A a, (SEQ(B b, C c?)){0,2}, D d)", ["c.v < NEXT(b).v", "b.v <= NEXT(b).v", "a.v > NEXT(d).v"], "b"),
+    ("SEQ(A a, (SEQ(B b?, C c))*, D d)", ["c.v < NEXT(c).v", "c.v >= NEXT(b).v", "a.v < NEXT(c).v"], "c"),
+    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))*))?, E e)", ["d.v >= NEXT(c).v", "b.v < NEXT(e).v"], "c"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))?, E e)", ["d.v >= NEXT(c).v", "a.v < NEXT(e).v", "d.v < NEXT(e).v"], "c"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))*, E e)", ["d.v >= NEXT(c).v", "d.v > NEXT(b).v"], "a"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+, E x)){0,2}, E e)", ["d.v >= NEXT(c).v", "x.v < NEXT(b).v"], "c"),
@@ -114,6 +124,12 @@ CHAINS = {  # a trend of each shape through two iterations of the outer group or
     "(SEQ(E e, (SEQ(A a, (SEQ(B b, C c))+)){2}))+": "EABCBCABCEABCABCBC",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+)){0,2}, E e)": "ABCDCDBCDE",
     "SEQ(A a, (SEQ(B b, C c{2}))?, E e)": "ABCCCE",
+    "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))?))?, E e)": "ABCDBE",
+    "SEQ(A a, (SEQ(B b, C c?))?, D d)": "ABCBD",
+    "SEQ(A a, (SEQ(B b, C c{0,2}))?, D d)": "ABCCBCD",
+    "SEQ(A a, (SEQ(B b, C c?)){0,2}, D d)": "ABCBBCD",
+    "SEQ(A a, (SEQ(B b?, C c))*, D d)": "ABCCBCD",
+    "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))*))?, E e)": "ABCDCDE",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))?, E e)": "ABCDCDE",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+))*, E e)": "ABCDCDBCDE",
     "SEQ(A a, (SEQ(B b, (SEQ(C c, D d))+, E x)){0,2}, E e)": "ABCDCDEBCDEE",

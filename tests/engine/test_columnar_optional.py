@@ -76,5 +76,4 @@ def test_optional_parts_run_on_the_columnar_engine_under_every_strategy() -> Non
     assert RunSpec.create("RETURN COUNT(*) PATTERN SEQ(A a, B b{0,2}, C c) WITHIN 10 s").columnar_refusal == ""
     assert RunSpec.create("RETURN COUNT(*) PATTERN SEQ(A a, B b{0,2}, C c{2}) WITHIN 10 s").columnar_refusal == ""
     assert RunSpec.create("RETURN COUNT(*) PATTERN (SEQ(A a, B b?, C c)){2} WITHIN 10 s").columnar_refusal == ""
-    refused = RunSpec.create("RETURN COUNT(*) PATTERN SEQ(A a, (SEQ(B b, C c?))?, D d) WITHIN 10 s").columnar_refusal
-    assert "an optional part in an optional group" in refused
+    assert RunSpec.create("RETURN COUNT(*) PATTERN SEQ(A a, (SEQ(B b, C c?))?, D d) WITHIN 10 s").columnar_refusal == ""

@@ -78,10 +78,6 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 
 
 @pytest.mark.parametrize("pattern, why", [
-    ("SEQ(A a, (SEQ(B b, C c?)){0,2}, D d)", "an optional part in an optional group"),
-    ("SEQ(A a, (SEQ(B b, C c?))?, D d)", "an optional part in an optional group"),
-    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d))?))?, E e)", "an optional group inside an optional group"),
-    ("SEQ(A a, (SEQ(B b, C c{0,2}))?, D d)", "an optional part in an optional group"),
     ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d)){2})){0,2}, E e)", "a counted group holding a counted repetition"),
 ])
 def test_what_stays_on_the_general_engine_says_why(pattern: str, why: str) -> None:

@@ -50,13 +50,14 @@ def negated_body(part: ast.Not) -> ast.Seq | None:
     return inner if isinstance(inner, ast.Seq) else None
 
 
-def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]],
-              loops: list[tuple[int, int]] | None = None, skips: list[tuple[int, int]] | None = None,
-              in_group: bool = False) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
+def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None]], loops: list[tuple[int, int]],
+              skips: list[tuple[int, int]], in_group: bool = False,
+              ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The positive states of a SEQ's parts, its middle NOTs of one event and of a SEQ (after state i);
     `counted` gets (state, lo, hi) of each counted repetition, `loops` (first, last) of a Kleene plus over
     a SEQ among the parts (`SEQ(A, (SEQ(B, C))+, D)`: (1, 2)), `skips` (first, last) of each optional group
-    (`SEQ(A, (SEQ(B, C))?, D)`: (1, 2); `(SEQ(B, C))*` is in `loops` too). None: the parts take none."""
+    (`SEQ(A, (SEQ(B, C))?, D)`: (1, 2); `(SEQ(B, C))*` is in `loops` too), the groups inside groups among
+    them; `in_group`: the parts are a group's (a counted event among them is a counted group of one event)."""
     states: list[State] = []
     mids: list[tuple[int, State]] = []
     negseqs: list[tuple[int, tuple[State, ...]]] = []
@@ -64,10 +65,8 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         group = _optional_group(part)
         if group is not None:  # `(SEQ(B, C))?`, `(SEQ(B, C))*`, `{0,m}`: a trend steps over the whole group or none
             body, looped, most = group
-            if skips is None or loops is None:
-                raise Unsupported("an optional group inside an optional group")
             had = len(counted)
-            span = _take_group(body, "in an optional group", states, mids, negseqs, None, loops, counted)
+            span = _take_group(body, "in an optional group", states, mids, negseqs, skips, loops, counted)
             skips.append(span)
             if looped:  # `*`: a loop from C back to B as well
                 loops.append(span)
@@ -76,8 +75,6 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             continue
         seq = _loop_seq(part)
         if seq is not None:  # `(SEQ(B, C))+`, `(SEQ(B, C)){n,m}`: a loop from C back to B, maybe counted
-            if loops is None:
-                raise Unsupported("a Kleene plus over a SEQ inside a group")
             had = len(counted)
             span = _take_group(seq, "under a Kleene plus", states, mids, negseqs, skips, loops, counted)
             loops.append(span)
@@ -97,14 +94,12 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
             part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
-        if isinstance(part, ast.Repeat) and in_group and loops is not None:
-            if part.optional and skips is None:
-                raise Unsupported("an optional part in an optional group")
+        if isinstance(part, ast.Repeat) and in_group:
             i = len(states)  # `(SEQ(B, C{1,3}))+`: C a counted group of one event, its loop (i, i) inside B's
             count = (part.lo, part.hi)
             counted.append((i, part.lo, part.hi))
             loops.append((i, i))
-            if part.optional and skips is not None:
+            if part.optional:
                 skips.append((i, i))
             part = part.inner
         if isinstance(part, ast.Repeat):  # `X{n,m}`, `X{0,m}`, `X{n,}` of one type: a Kleene state with lanes
@@ -165,47 +160,34 @@ def _optional_group(part: ast.Pattern) -> tuple[ast.Seq, bool, int | None] | Non
 
 
 def _take_group(seq: ast.Seq, where: str, states: list[State], mids: list[tuple[int, State]],
-                negseqs: list[tuple[int, tuple[State, ...]]], skips: list[tuple[int, int]] | None = None,
-                loops: list[tuple[int, int]] | None = None, counted: list[tuple[int, int, int | None]] | None = None,
-                ) -> tuple[int, int]:
-    """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands, and the optional groups
-    inside it to `skips`, its looped groups to `loops`, its counted repetitions to `counted` (None: it may
-    hold none; a group under a Kleene plus takes all three, as in `SEQ(A, (SEQ(B, (SEQ(C, D)){2}))+)`); its
-    (first, last) state."""
+                negseqs: list[tuple[int, tuple[State, ...]]], skips: list[tuple[int, int]],
+                loops: list[tuple[int, int]], counted: list[tuple[int, int, int | None]]) -> tuple[int, int]:
+    """A group's states, middle NOTs and NOT SEQs (`_loop`) added where it stands, and the optional groups,
+    looped groups and counted repetitions inside it to `skips`, `loops` and `counted`
+    (`SEQ(A, (SEQ(B, (SEQ(C, D)){2}))+)`); its (first, last) state."""
     first = len(states)
-    inner_skips: list[tuple[int, int]] | None = None if skips is None else []
-    inner_loops: list[tuple[int, int]] | None = None if loops is None else []
-    inner_counted: list[tuple[int, int, int | None]] | None = None if counted is None else []
+    inner_skips: list[tuple[int, int]] = []
+    inner_loops: list[tuple[int, int]] = []
+    inner_counted: list[tuple[int, int, int | None]] = []
     inner, inner_mids, inner_negseqs = _loop(seq, where, inner_skips, inner_loops, inner_counted)
-    if skips is not None and inner_skips:
-        skips += [(first + a, first + b) for a, b in inner_skips]
-    if loops is not None and inner_loops:
-        loops += [(first + a, first + b) for a, b in inner_loops]
-    if counted is not None and inner_counted:
-        counted += [(first + c, lo, hi) for c, lo, hi in inner_counted]
+    skips += [(first + a, first + b) for a, b in inner_skips]
+    loops += [(first + a, first + b) for a, b in inner_loops]
+    counted += [(first + c, lo, hi) for c, lo, hi in inner_counted]
     mids += [(first + i, n) for i, n in inner_mids]
     negseqs += [(first + i, ps) for i, ps in inner_negseqs]
     states += inner
     return first, len(states) - 1
 
 
-def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]] | None = None,
-          loops: list[tuple[int, int]] | None = None, counted: list[tuple[int, int, int | None]] | None = None,
+def _loop(seq: ast.Seq, where: str, skips: list[tuple[int, int]], loops: list[tuple[int, int]],
+          counted: list[tuple[int, int, int | None]],
           ) -> tuple[list[State], list[tuple[int, State]], list[tuple[int, tuple[State, ...]]]]:
     """The states, middle NOTs and middle NOT SEQs of a SEQ that is a group inside a SEQ (`where` it stands:
     under a Kleene plus, in an optional group): events, Kleene events and NOTs between them, and the groups
     and counted repetitions that `loops`, `skips` and `counted` take (`_take_group`); else `Unsupported`."""
     if isinstance(seq.parts[0], ast.Not) or isinstance(seq.parts[-1], ast.Not):
         raise Unsupported(f"a leading or trailing NOT {where}")
-    found: list[tuple[int, int, int | None]] = []
-    states, mids, negseqs = positions(list(seq.parts), found, loops, skips, in_group=True)
-    if found and counted is None:
-        raise Unsupported(f"a counted repetition {where}")
-    if counted is not None:
-        counted += found
-    if any(s.optional for s in states) and not where.startswith("under"):  # a loop's: `loop_steps`
-        raise Unsupported(f"an optional part {where}")
-    return states, mids, negseqs
+    return positions(list(seq.parts), counted, loops, skips, in_group=True)
 
 
 def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
@@ -292,21 +274,25 @@ def _negated(part: ast.Pattern, where: str) -> State:
 def before(states: Sequence[State], i: int, skips: Sequence[tuple[int, int]] = ()) -> list[int]:
     """The states right before state i > 0 on a trend (`plan.KernelPlan.predecessors`): i - 1, and past each
     optional part that ends there (an optional event, or a group as a whole) the state before it."""
-    over = {last: first for first, last in optional_parts(states, skips)}
-    out = [i - 1]
-    while out[-1] in over and over[out[-1]] > 0:
-        out.append(over[out[-1]] - 1)
-    return out
+    return _stepped(optional_parts(states, skips), i - 1, True, 0, len(states) - 1)
 
 
 def edge_states(states: Sequence[State], skips: Sequence[tuple[int, int]], end: int) -> list[int]:
     """The states a trend may start at (`end` 0: the first, and past each optional part that begins there
     the state after it) or end at (`end` -1: the last, and the ones before optional parts at the end)."""
-    parts, n = optional_parts(states, skips), len(states)
-    past = {first: last + 1 for first, last in parts} if end == 0 else {last: first - 1 for first, last in parts}
-    out = [end % n]
-    while out[-1] in past and 0 <= past[out[-1]] < n:
-        out.append(past[out[-1]])
+    n = len(states)
+    return _stepped(optional_parts(states, skips), end % n, end != 0, 0, n - 1)
+
+
+def _stepped(parts: Sequence[tuple[int, int]], start: int, back: bool, lo: int, hi: int) -> list[int]:
+    """`start`, and the states within lo..hi past each of the optional `parts` (first, last) that ends (`back`)
+    or begins at one of them: `SEQ(X, (SEQ(A, (SEQ(B, C))?))?, D)` steps back from C to A and to X."""
+    out = [start]
+    for s in out:
+        for first, last in parts:
+            past = first - 1 if back and last == s else last + 1 if not back and first == s else None
+            if past is not None and lo <= past <= hi and past not in out:
+                out.append(past)
     return out
 
 
@@ -343,13 +329,8 @@ def loop_steps(states: Sequence[State], loops: Sequence[tuple[int, int]],
     steps = {(p, i) for i in range(1, len(states)) for p in before(states, i, skips)}
     steps |= {(i, i) for i, s in enumerate(states) if s.kleene}
     parts = optional_parts(states, skips)  # an optional event, or an optional group inside the loop, as a whole
-    back, ahead = {b: a for a, b in parts}, {a: b for a, b in parts}
     out = []
     for first, last in loops:
-        ends, starts = [last], [first]
-        while ends[-1] in back and back[ends[-1]] > first:
-            ends.append(back[ends[-1]] - 1)
-        while starts[-1] in ahead and ahead[starts[-1]] < last:
-            starts.append(ahead[starts[-1]] + 1)
+        ends, starts = _stepped(parts, last, True, first, last), _stepped(parts, first, False, first, last)
         out += [(e, s) for e in ends for s in starts if (e, s) not in steps]
     return out
