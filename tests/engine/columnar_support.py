@@ -587,6 +587,22 @@ def differential_tests(query: st.SearchStrategy[str], events: Any, examples: tup
     return against_general, against_oracle, streamed
 
 
+def chain_events(draw: Any, chain: str, noise: int, groups: bool = False) -> list[dict]:
+    """The events of `chain` (a type per event, a trend of a suite's shape) with up to `noise` events of types
+    A-E among them, about two a second (a few at one time), ids in time order; attributes as `dense_events`
+    (k mostly 0, so that `[k]` seldom cuts the chain; g 0, or 0 or 1 with `groups`)."""
+    types = list(chain)
+    for _ in range(draw(st.integers(0, noise))):
+        types.insert(draw(st.integers(0, len(types))), draw(st.sampled_from("ABCDE")))
+    events, t = [], 0.0
+    for i, type_ in enumerate(types):
+        t += draw(st.sampled_from([0.5, 0.25, 0.5, 1.0, 0.0]))
+        events.append({"type": type_, "time": t, "id": i, "v": draw(st.integers(0, 3)),
+                       "k": draw(st.sampled_from([0, 0, 0, 1])), "f": draw(st.sampled_from([0.5, 1.25, 2.0])),
+                       "g": draw(st.integers(0, 1)) if groups else 0})
+    return events
+
+
 def case_tests(cases: Callable[[], st.SearchStrategy[tuple[str, list[dict]]]],
                oracle_cases: st.SearchStrategy[tuple[str, list[dict]]],
                examples: tuple[int, int, int] = (300, 100, 60)) -> tuple[Any, Any, Any]:

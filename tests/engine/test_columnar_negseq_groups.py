@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from columnar_support import case_tests
+from columnar_support import case_tests, chain_events
 from hypothesis import strategies as st
 
 BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the group's inner ones, exit; may take).
@@ -69,15 +69,7 @@ def bound_case(draw: Any, noise: int = 6) -> tuple[str, list[dict]]:
     strategy = draw(st.sampled_from(["skip-till-any-match"] * 4 + ["skip-till-next-match", "contiguous"]))
     text = (f"RETURN {', '.join(ITEMS)} PATTERN {pattern} SEMANTICS {strategy} "
             f"WHERE {' AND '.join(where)} WITHIN {within} s SLIDE {draw(st.integers(1, within))} s")
-    types = list(chain)
-    for _ in range(draw(st.integers(0, noise))):
-        types.insert(draw(st.integers(0, len(types))), draw(st.sampled_from("ABCDE")))
-    events, t = [], 0.0
-    for i, type_ in enumerate(types):
-        t += draw(st.sampled_from([0.5, 0.25, 0.5, 1.0, 0.0]))
-        events.append({"type": type_, "time": t, "id": i, "v": draw(st.integers(0, 3)),
-                       "k": draw(st.sampled_from([0, 0, 0, 1])), "f": draw(st.sampled_from([0.5, 1.25, 2.0])), "g": 0})
-    return text, events
+    return text, chain_events(draw, chain, noise)
 
 
 (test_a_group_bound_at_both_ends_equals_the_general_engine, test_a_group_bound_at_both_ends_equals_the_oracle,

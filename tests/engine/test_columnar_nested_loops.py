@@ -14,7 +14,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from columnar_support import assert_columnar_shapes, case_tests, dense_query, differential_tests, shape_queries
+from columnar_support import (
+    assert_columnar_shapes,
+    case_tests,
+    chain_events,
+    dense_query,
+    differential_tests,
+    shape_queries,
+)
 from columnar_support import dense_events as dense
 from hypothesis import strategies as st
 
@@ -144,16 +151,7 @@ def chain_case(draw: Any, noise: int = 6) -> tuple[str, list[dict]]:
     text = dense_query(draw, pattern, edges, LOCALS, ["COUNT(*)", f"SUM({agg}.v)", f"MAX({agg}.f)", "AVG(c.v)"])
     within = draw(st.integers(6, 15))
     text = f"{text.rpartition(' WITHIN ')[0]} WITHIN {within} s SLIDE {draw(st.integers(1, within))} s"
-    types = list(CHAINS[pattern])
-    for _ in range(draw(st.integers(0, noise))):
-        types.insert(draw(st.integers(0, len(types))), draw(st.sampled_from("ABCDE")))
-    events, t = [], 0.0
-    for i, type_ in enumerate(types):
-        t += draw(st.sampled_from([0.5, 0.25, 0.5, 1.0, 0.0]))
-        events.append({"type": type_, "time": t, "id": i, "v": draw(st.integers(0, 3)),
-                       "k": draw(st.sampled_from([0, 0, 0, 1])), "f": draw(st.sampled_from([0.5, 1.25, 2.0])),
-                       "g": draw(st.integers(0, 1))})
-    return text, events
+    return text, chain_events(draw, CHAINS[pattern], noise, groups=True)
 
 
 (test_nested_chains_equal_the_general_engine, test_nested_chains_equal_the_oracle,
