@@ -79,6 +79,13 @@ FAMILY_PAIRS = [  # two queries whose plans differ in one thing beyond windows a
     ("SEQ(A a, B b?, C c)", "SEQ(A a, B b, C c)", ""),  # an optional part
     ("SEQ(A a, B b*, C c)", "SEQ(A a, B b+, C c)", ""),
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", "SEQ(A a+, NOT SEQ(C c, D d), B b)", "|c.v < NEXT(d).v"),  # within it
+    # a negated SEQ's optional part, Kleene part bound at both ends and counted group (`State.group`, `.count`)
+    ("SEQ(A a+, NOT SEQ(C c, D d?, F f), B b)", "SEQ(A a+, NOT SEQ(C c, D d, F f), B b)", ""),
+    ("SEQ(A a+, NOT SEQ(C c, D d+, F f), B b)", "SEQ(A a+, NOT SEQ(C c, D d, F f), B b)",
+     "c.v < NEXT(d).v AND d.v < NEXT(f).v|c.v < NEXT(d).v AND d.v < NEXT(f).v"),
+    ("SEQ(A a+, NOT (SEQ(C c, D d)){2}, B b)", "SEQ(A a+, NOT SEQ(C c, D d), B b)", ""),
+    # which of two groups ending at one state is counted (its first state holds the count)
+    ("(SEQ(F f, (SEQ(A a, (SEQ(B b, C c))+)){2}))+", "(SEQ(F f, (SEQ(A a, (SEQ(B b, C c)){2}))+))+", ""),
 ]
 
 

@@ -32,8 +32,10 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     def canon(e: ast.Expr) -> str:
         return format_expr(_renamed(e, index, single))
 
-    def kinds(states: tuple[State, ...]) -> tuple[tuple[str, bool, bool, bool], ...]:
-        return tuple((s.type, s.kleene, s.optional, s.negated) for s in states)
+    def kinds(states: tuple[State, ...]) -> tuple[tuple[Any, ...], ...]:
+        # a negated SEQ's groups, optional and counted parts and a counted group's first state: `State.group`,
+        # `State.count` (`NOT SEQ(C, D?, E)` and `NOT SEQ(C, D, E)` match differently)
+        return tuple((s.type, s.kleene, s.optional, s.negated, s.group, s.count) for s in states)
 
     def edges(es: tuple[tuple[str, ast.Expr, ast.Expr], ...]) -> tuple[tuple[str, str, str], ...]:
         return tuple((op, canon(x), canon(y)) for op, x, y in es)
