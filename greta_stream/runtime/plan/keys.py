@@ -19,6 +19,8 @@ from greta_stream.engine.columnar.union import union_key
 from greta_stream.query import ast
 from greta_stream.runtime.spec import RunSpec
 
+STATE_FIELDS = tuple(f for f in dataclasses.fields(State) if f.name != "alias")
+
 
 def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
     """What queries must share to be evaluated together (None: not a columnar aggregate query)."""
@@ -33,9 +35,9 @@ def family_key(spec: RunSpec) -> tuple[Any, ...] | None:
         return format_expr(_renamed(e, index, single))
 
     def kinds(states: tuple[State, ...]) -> tuple[tuple[Any, ...], ...]:
-        # a negated SEQ's groups, optional and counted parts and a counted group's first state: `State.group`,
-        # `State.count` (`NOT SEQ(C, D?, E)` and `NOT SEQ(C, D, E)` match differently)
-        return tuple((s.type, s.kleene, s.optional, s.negated, s.group, s.count) for s in states)
+        # every field of a state but its alias, a field added later too (`State.group`, `State.count`: `NOT
+        # SEQ(C, D?, E)` and `NOT SEQ(C, D, E)` match differently)
+        return tuple(tuple(getattr(s, f.name) for f in STATE_FIELDS) for s in states)
 
     def edges(es: tuple[tuple[str, ast.Expr, ast.Expr], ...]) -> tuple[tuple[str, str, str], ...]:
         return tuple((op, canon(x), canon(y)) for op, x, y in es)
