@@ -89,19 +89,11 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
         if isinstance(part, ast.Not):  # between two positive parts: a generation store
             mids.append((len(states) - 1, _negated(part, "a middle")))
             continue
-        count = None
         optional = isinstance(part, ast.Repeat) and part.optional and part.hi in (1, None)
         if optional:  # `X?` once or not, `X*` Kleene or not: states a trend may step over
             assert isinstance(part, ast.Repeat)
             part = part.inner if part.hi == 1 else ast.Kleene(part.inner)
-        if isinstance(part, ast.Repeat) and in_group:
-            i = len(states)  # `(SEQ(B, C{1,3}))+`: C a counted group of one event, its loop (i, i) inside B's
-            count = (part.lo, part.hi)
-            counted.append((i, part.lo, part.hi))
-            loops.append((i, i))
-            if part.optional:
-                skips.append((i, i))
-            part = part.inner
+        repeat = (part.lo, part.hi) if isinstance(part, ast.Repeat) else None
         if isinstance(part, ast.Repeat):  # `X{n,m}`, `X{0,m}`, `X{n,}` of one type: a Kleene state with lanes
             counted.append((len(states), part.lo, part.hi))
             optional, part = part.optional, ast.Kleene(part.inner)
@@ -112,8 +104,20 @@ def positions(parts: list[ast.Pattern], counted: list[tuple[int, int, int | None
             raise Unsupported("negation under a Kleene plus")
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a Kleene plus or SEQ over more than one event type")
-        states.append(State(part.alias, part.type, kleene, optional, count=count))
+        states.append(State(part.alias, part.type, kleene, optional))
+        if repeat is not None and in_group:  # `(SEQ(B, C{1,3}))+`: C a counted group of one event inside B's
+            group_of_one(states, len(states) - 1, *repeat, loops, skips)
     return states, mids, negseqs
+
+
+def group_of_one(states: list[State], i: int, lo: int, hi: int | None, loops: list[tuple[int, int]],
+                 skips: list[tuple[int, int]]) -> None:
+    """Counted state i (`X{n,m}`, a Kleene state with lanes) made a counted group of one event: no Kleene state,
+    its own loop (i, i), its count on it (`counted_span`), and, optional (`X{0,m}`), a skip over it."""
+    if states[i].optional:
+        skips.append((i, i))
+    states[i] = replace(states[i], kleene=False, optional=False, count=(lo, hi))
+    loops.append((i, i))
 
 
 def _count_group(span: tuple[int, int], lo: int, hi: int | None, had: int, counted: list[tuple[int, int, int | None]],

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -47,6 +47,7 @@ from greta_stream.engine.columnar.parts import (
     counted_span,
     edge_states,
     end_not,
+    group_of_one,
     loop_steps,
     positions,
 )
@@ -344,9 +345,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
         ends = {lp[1] for lp in loops}  # `SEQ((SEQ(A, B)){2}, C{1,2})`, `(SEQ(A, B{2}))+`: a counted group of one
         for c, lo, hi in found:
             if c not in ends and states[c].kleene and (lo >= 1) != states[c].optional:
-                skips += [(c, c)] if states[c].optional else []  # `C{0,2}`: an optional one, a skip over it
-                states[c] = replace(states[c], kleene=False, optional=False, count=(lo, hi))
-                loops.append((c, c))
+                group_of_one(states, c, lo, hi, loops, skips)  # `C{0,2}`: an optional one, a skip over it
         loops.sort()
         skips.sort()
     # the looped group (`SEQ(A, (SEQ(B, C))+, D)`: 1..2), the counted one where there is one: its lanes
