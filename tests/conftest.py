@@ -20,6 +20,7 @@ by K (a deeper search than the default suite's, e.g. overnight)::
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -94,6 +95,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     started = session.config.stash.get(_WARM_UP, None)
     if started is not None:  # its test did not run (a stop at the first failure, an interrupt): nothing left behind
         started.close()
+    if _seconds and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller, which saw every report
+        MODULE_SECONDS.write_text(json.dumps({k: max(1, round(v)) for k, v in sorted(_seconds.items())}, indent=0) + "\n")
 
 
 # What `make test-fast` leaves out (its -m expression, Makefile): a test with none of these starts no process.
@@ -191,19 +194,65 @@ def skip_nightly(items: list[Any]) -> None:
 SHARED_GROUPS = {"tests/test_cli.py": "main-job", "tests/test_readme.py": "main-job"}
 
 
-def xdist_groups(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`): a module's tests on one worker, so that
-    its module fixtures (a service, a stream) start once, and the modules of `SHARED_GROUPS` on one."""
-    for item in items:
-        path = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(path, path)))
+def group_of(nodeid: str) -> str:
+    """A test's group under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`): its module, so that its
+    module fixtures (a service, a stream) start once, or the group of `SHARED_GROUPS` that holds its module."""
+    path = nodeid.split("::")[0]
+    return SHARED_GROUPS.get(path, path)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:  # noqa: ANN401
+    """`--dist loadgroup` by `group_of`, every group's tests on one worker. pytest-xdist's own loadgroup
+    reads groups from `xdist_group` marks through test ids it rewrites on the workers, which pytest 9.2's
+    structured test ids no longer allow: the marks were set and ignored, a module's tests ran on both workers
+    (its module fixtures started twice, `SHARED_GROUPS` at the same time). The grouping here reads the ids
+    as they are."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # groups go out in the order of the workers' collection: `by_cost`
+
+    class ByGroup(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return ByGroup(config, log)
+
+
+# Seconds each test module took in a full run (two workers), `make test`'s order of groups: the costliest first,
+# so that the last group to start is a short one (by number of tests, pytest-xdist's own order, a module of one
+# long test went last and ran alone at the end). Rewritten by a run with GRETA_MODULE_SECONDS=write.
+MODULE_SECONDS = ROOT / "tests" / "module_seconds.json"
+
+
+def by_cost(items: list[pytest.Item]) -> None:
+    """Order `items` by group, the groups by their seconds in `MODULE_SECONDS` (a module not there: 1 s),
+    the costliest first; a group's tests keep their order."""
+    seconds = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+    cost: dict[str, float] = {}
+    for path in sorted({item.nodeid.split("::")[0] for item in items}):
+        cost[group_of(path)] = cost.get(group_of(path), 0.0) + seconds.get(path, 1)
+    # every worker must order alike (pytest-xdist compares their collections): ties by name
+    rank = {g: k for k, g in enumerate(sorted(cost, key=lambda g: (-cost[g], g)))}
+    items.sort(key=lambda item: rank[group_of(item.nodeid)])
+
+
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("GRETA_MODULE_SECONDS") == "write":
+        path = report.nodeid.split("::")[0]
+        _seconds[path] = _seconds.get(path, 0.0) + report.duration
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
     marked_by_use(items)
-    if config.pluginmanager.hasplugin("xdist"):
-        xdist_groups(items)
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup"):
+        by_cost(items)
     if not NIGHTLY:
         skip_nightly(items)
     if not SCALE:

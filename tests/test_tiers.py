@@ -93,19 +93,24 @@ def test_make_test_runs_two_processes_a_module_in_one(tiers: ModuleType, request
     start once), and the modules that use the main job's output share one."""
     recipe = (ROOT / "Makefile").read_text().split("\ntest:", 1)[1].split("\n\n", 1)[0]
     assert "pytest -q -n 2 --dist loadgroup" in recipe
-
-    class Collected:
-        def __init__(self, nodeid: str) -> None:
-            self.nodeid, self.marks = nodeid, []
-
-        def add_marker(self, mark: Any) -> None:  # noqa: ANN401
-            self.marks.append(mark)
-
-    items = [Collected(n) for n in ("tests/engine/test_a.py::test_x", "tests/engine/test_a.py::test_y[1-2]",
-                                    "tests/spark/test_b.py::test_z", "tests/test_cli.py::t", "tests/test_readme.py::t")]
-    tiers.xdist_groups(items)
-    assert [i.marks[0].name for i in items] == ["xdist_group"] * 5
-    assert [i.marks[0].args[0] for i in items] == ["tests/engine/test_a.py", "tests/engine/test_a.py",
-                                                   "tests/spark/test_b.py", "main-job", "main-job"]
+    ids = ["tests/engine/test_a.py::test_x", "tests/engine/test_a.py::test_y[1-2]", "tests/spark/test_b.py::T::test_z",
+           "tests/test_cli.py::t", "tests/test_readme.py::t[a::b]"]
+    assert [tiers.group_of(n) for n in ids] == ["tests/engine/test_a.py", "tests/engine/test_a.py",
+                                                "tests/spark/test_b.py", "main-job", "main-job"]
     users = {i.nodeid.split("::")[0] for i in request.session.items if "main_job" in getattr(i, "fixturenames", ())}
     assert users <= set(tiers.SHARED_GROUPS)  # every module of the main job's output in its group
+
+
+@pytest.mark.usefixtures("subprocesses")
+def test_under_two_workers_every_module_runs_on_one() -> None:
+    """The grouping takes effect: `-n 2 --dist loadgroup` over a folder of several modules runs each
+    module's tests on one worker (and both workers get some)."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider",
+                           "tests/query"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    ran = re.findall(r"^\[(gw\d)\] .*?PASSED (tests/[^:]+)::", done.stdout, re.MULTILINE)
+    workers: dict[str, set[str]] = {}
+    for worker, module in ran:
+        workers.setdefault(module, set()).add(worker)
+    assert len(workers) >= 3 and all(len(w) == 1 for w in workers.values()), workers
+    assert {w for ws in workers.values() for w in ws} == {"gw0", "gw1"}, workers

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -35,7 +36,9 @@ def free_port() -> int:
 
 @dataclass
 class StandaloneCluster:
-    """Start with `start()`, stop with `stop()` (or use as a context manager)."""
+    """Start with `start()`, stop with `stop()` (or use as a context manager,
+    which also removes the work folder when the block ends without an error;
+    after an error the daemons' logs stay there)."""
 
     workers: int = 2
     cores_per_worker: int = 1
@@ -100,8 +103,10 @@ class StandaloneCluster:
     def __enter__(self) -> StandaloneCluster:
         return self.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         self.stop()
+        if exc_type is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ TEXTS = [
     "GROUP-BY company WITHIN 30 s SLIDE 10 s",
     "RETURN sector, SUM(S.price) PATTERN Stock S+ WHERE [company, sector] AND S.price > NEXT(S).price "
     "GROUP-BY sector WITHIN 40 s SLIDE 20 s",
-    # the general engine: a middle NOT and a second type
+    # a middle NOT and a second type
     "RETURN sector, COUNT(*) PATTERN SEQ(Stock S+, NOT Halt H, Stock T) WHERE [sector] GROUP-BY sector "
     "WITHIN 20 s SLIDE 10 s",
     # patterns around one Kleene part `Stock S+` (a union: one traversal, a lane per query)
