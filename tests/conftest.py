@@ -96,7 +96,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if started is not None:  # its test did not run (a stop at the first failure, an interrupt): nothing left behind
         started.close()
     if _seconds and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller, which saw every report
-        MODULE_SECONDS.write_text(json.dumps({k: max(1, round(v)) for k, v in sorted(_seconds.items())}, indent=0) + "\n")
+        table = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+        table.update({k: max(1, round(v)) for k, v in _seconds.items()})  # a partial run updates its modules
+        MODULE_SECONDS.write_text(json.dumps(dict(sorted(table.items())), indent=0) + "\n")
 
 
 # What `make test-fast` leaves out (its -m expression, Makefile): a test with none of these starts no process.
@@ -223,7 +225,7 @@ def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:  # noqa: ANN401
 
 # Seconds each test module took in a full run (two workers), `make test`'s order of groups: the costliest first,
 # so that the last group to start is a short one (by number of tests, pytest-xdist's own order, a module of one
-# long test went last and ran alone at the end). Rewritten by a run with GRETA_MODULE_SECONDS=write.
+# long test went last and ran alone at the end). A run with GRETA_MODULE_SECONDS=write updates the modules it ran.
 MODULE_SECONDS = ROOT / "tests" / "module_seconds.json"
 
 
