@@ -96,7 +96,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if started is not None:  # its test did not run (a stop at the first failure, an interrupt): nothing left behind
         started.close()
     if _seconds and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller, which saw every report
-        table = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+        table = module_seconds()
         table.update({k: max(1, round(v)) for k, v in _seconds.items()})  # a partial run updates its modules
         MODULE_SECONDS.write_text(json.dumps(dict(sorted(table.items())), indent=0) + "\n")
 
@@ -199,8 +199,13 @@ SHARED_GROUPS = {"tests/test_cli.py": "main-job", "tests/test_readme.py": "main-
 def group_of(nodeid: str) -> str:
     """A test's group under pytest-xdist (`make test` runs `-n 2 --dist loadgroup`): its module, so that its
     module fixtures (a service, a stream) start once, or the group of `SHARED_GROUPS` that holds its module."""
-    path = nodeid.split("::")[0]
+    path = module_of(nodeid)
     return SHARED_GROUPS.get(path, path)
+
+
+def module_of(nodeid: str) -> str:
+    """The test module of a test id (`tests/x/test_y.py`)."""
+    return nodeid.split("::")[0]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -229,13 +234,19 @@ def pytest_xdist_make_scheduler(config: Any, log: Any) -> Any:  # noqa: ANN401
 MODULE_SECONDS = ROOT / "tests" / "module_seconds.json"
 
 
+def module_seconds() -> dict[str, float]:
+    """`MODULE_SECONDS` as a dict (empty when the file is not there)."""
+    return json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+
+
 def by_cost(items: list[pytest.Item]) -> None:
     """Order `items` by group, the groups by their seconds in `MODULE_SECONDS` (a module not there: 1 s),
     the costliest first; a group's tests keep their order."""
-    seconds = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+    seconds = module_seconds()
     cost: dict[str, float] = {}
-    for path in sorted({item.nodeid.split("::")[0] for item in items}):
-        cost[group_of(path)] = cost.get(group_of(path), 0.0) + seconds.get(path, 1)
+    for path in sorted({module_of(item.nodeid) for item in items}):
+        group = group_of(path)
+        cost[group] = cost.get(group, 0.0) + seconds.get(path, 1)
     # every worker must order alike (pytest-xdist compares their collections): ties by name
     rank = {g: k for k, g in enumerate(sorted(cost, key=lambda g: (-cost[g], g)))}
     items.sort(key=lambda item: rank[group_of(item.nodeid)])
@@ -246,7 +257,7 @@ _seconds: dict[str, float] = {}
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if os.environ.get("GRETA_MODULE_SECONDS") == "write":
-        path = report.nodeid.split("::")[0]
+        path = module_of(report.nodeid)
         _seconds[path] = _seconds.get(path, 0.0) + report.duration
 
 
