@@ -6,7 +6,9 @@ Spark's Kafka connector, `spark-delta/<delta version>-spark<spark version>/`
 Delta Lake's, as Spark's own resolver fetched them (`greta_stream.spark.connector`,
 run by `make install`; their jars are handed to Spark as `spark.jars`),
 `<cache>/kafka/` Apache Kafka for the local KRaft broker of the tests and
-the demo (`scripts/setup_jvm.sh`, with Maven).
+the demo (`scripts/setup_jvm.sh`, with Maven), `<cache>/classes/` the archive
+of Spark's classes that a driver JVM maps at its start (`class_archive`,
+built by `greta-stream warm-up`).
 The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
 checkout's `.cache/jvm/` when it is there, else the user's cache folder
 `~/.cache/greta-stream/jvm` (`$XDG_CACHE_HOME/greta-stream/jvm`), where an
@@ -16,7 +18,9 @@ installed wheel looks. Imports nothing from the package but the lowest layer
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from greta_stream.choices import DELTA, KAFKA, Package
@@ -25,6 +29,10 @@ SETUP_HINT = ("run `make setup-jvm` (scripts/setup_jvm.sh, with Maven) in a chec
               "Central, or set GRETA_JVM_CACHE to a folder that holds them")
 CONNECTOR_HINT = ("run `python -m greta_stream.spark.connector` (`make install` does) to have Spark fetch it, "
                   "or set GRETA_JVM_CACHE to a folder that holds it")
+ARCHIVE_ENV = "GRETA_JVM_ARCHIVE"  # a file: the class archive to use (or build); off: none
+# The JVM's own class-data-sharing messages off: a JVM that cannot map its archive (a JDK updated in place,
+# another class path) starts without it, and says so at warning level on every start otherwise
+QUIET_CDS = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 DELTA_HINT = ("install the delta extra (pip install 'greta-stream[delta]'; `make install` does), then run "
               "`python -m greta_stream.spark.connector` to have Spark fetch Delta Lake's jars")
 
@@ -102,6 +110,52 @@ def _version(dist: str) -> str:
     from importlib.metadata import version
 
     return version(dist)
+
+
+def java_home() -> Path | None:
+    """The JDK that Spark's launcher runs (`$JAVA_HOME/bin/java`, else `java` on the PATH), its links
+    resolved; None without one."""
+    env = os.environ.get("JAVA_HOME")
+    found = str(Path(env) / "bin" / "java") if env else shutil.which("java")
+    if not found or not Path(found).is_file():
+        return None
+    return Path(found).resolve().parents[1]
+
+
+def class_archive() -> Path | None:
+    """The archive of Spark's classes (class data sharing) for this JDK and pyspark, built or not:
+    `$GRETA_JVM_ARCHIVE` when it names a file, else `<cache>/classes/spark-<pyspark>-jdk-<key>.jsa`, the key
+    naming the JDK's folder and its class image (`lib/modules`), so that another JDK, or the same one
+    updated, finds none. None when `$GRETA_JVM_ARCHIVE` is `off`, or there is no JDK or no pyspark."""
+    env = os.environ.get(ARCHIVE_ENV, "")
+    if env.lower() in ("off", "0", "false", "no"):
+        return None
+    if env:
+        return Path(env)
+    home = java_home()
+    try:
+        image = (home / "lib" / "modules").stat() if home is not None else None
+    except OSError:
+        image = None
+    spark = installed_version("pyspark")
+    if image is None or spark is None:
+        return None
+    key = hashlib.sha256(f"{home}|{image.st_size}|{image.st_mtime_ns}".encode()).hexdigest()[:12]
+    return cache_dir() / "classes" / f"spark-{spark}-jdk-{key}.jsa"
+
+
+def archive_options() -> str:
+    """The driver JVM's options that map `class_archive` when it was built ('' otherwise)."""
+    path = class_archive()
+    if path is None or not path.is_file():
+        return ""
+    return f"{java_option('-XX:SharedArchiveFile=', path)} {QUIET_CDS}"
+
+
+def java_option(flag: str, path: Path) -> str:
+    """`flag` with `path` as one option of a JVM options string (Spark's launcher splits those at
+    whitespace outside double quotes)."""
+    return f'{flag}"{path}"' if any(c.isspace() for c in str(path)) else f"{flag}{path}"
 
 
 def kafka_classpath() -> str:

@@ -58,8 +58,9 @@ class WarmUp(NamedTuple):
 
         cache = Path(tempfile.mkdtemp(prefix="greta-warm-up-")) / "numba"
         env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
-        process = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "greta_stream", "warm-up"], cwd=ROOT,
-                                   env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # the kernels only: the class archive is the one `make install` built (tests/spark/test_classes.py)
+        process = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "greta_stream", "warm-up", "--no-jvm"],
+                                   cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         return cls(process, cache)
 
     def close(self) -> None:
