@@ -48,8 +48,12 @@ def build(echo: Callable[[str], None] = print, timeout_s: float = 900) -> Path |
     started = time.monotonic()
     try:
         for step in ("dump", "check"):
-            done = subprocess.run([sys.executable, "-m", __name__, step, str(part)], capture_output=True,
-                                  text=True, timeout=timeout_s, check=False)
+            try:
+                done = subprocess.run([sys.executable, "-m", __name__, step, str(part)], capture_output=True,
+                                      text=True, timeout=timeout_s, check=False)
+            except subprocess.TimeoutExpired:
+                echo(f"warning: Spark's classes not archived: the {step} step took over {timeout_s:g} s")
+                return None
             if done.returncode != 0 or not part.is_file():
                 said = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
                 echo(f"warning: Spark's classes not archived: the {step} step failed (exit {done.returncode}): {said}")

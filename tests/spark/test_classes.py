@@ -69,6 +69,16 @@ def test_a_failed_build_says_why_and_leaves_no_file(tmp_path: Path, monkeypatch:
     assert list(target.parent.iterdir()) == []
 
 
+def test_a_build_that_takes_too_long_is_given_up_and_leaves_no_file(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "spark.jsa"
+    monkeypatch.setenv(ARCHIVE_ENV, str(target))
+    said: list[str] = []
+    assert build(echo=said.append, timeout_s=0.5) is None  # the dump step is still importing
+    assert said == ["warning: Spark's classes not archived: the dump step took over 0.5 s"]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_off_builds_and_maps_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ARCHIVE_ENV, "off")
     said: list[str] = []
