@@ -132,13 +132,12 @@ def class_archive() -> Path | None:
         return None
     if env:
         return Path(env)
-    home = java_home()
+    home, spark = java_home(), installed_version("pyspark")
+    if home is None or spark is None:
+        return None
     try:
-        image = (home / "lib" / "modules").stat() if home is not None else None
+        image = (home / "lib" / "modules").stat()
     except OSError:
-        image = None
-    spark = installed_version("pyspark")
-    if image is None or spark is None:
         return None
     key = hashlib.sha256(f"{home}|{image.st_size}|{image.st_mtime_ns}".encode()).hexdigest()[:12]
     return cache_dir() / "classes" / f"spark-{spark}-jdk-{key}.jsa"

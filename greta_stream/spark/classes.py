@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from greta_stream.connectors.jsonl import dumps
 from greta_stream.jvm import ARCHIVE_ENV, QUIET_CDS, class_archive, java_option
 
 # The work whose classes are archived: what a run loads (the file source, the stateful operator with its
@@ -82,12 +83,13 @@ def _dump(part: Path) -> int:
         (root / "in").mkdir()
         rnd = random.Random(7)
         prices = {c: 100.0 for c in ("ACME", "GLOBEX", "INITECH")}
-        with open(root / "in" / "events.jsonl", "w") as f:
-            for i in range(600):
-                company = rnd.choice(sorted(prices))
-                prices[company] = round(prices[company] + rnd.gauss(0, 1), 2)
-                f.write(f'{{"type": "Stock", "time": {i / 2}, "company": "{company}", "price": {prices[company]}}}\n')
-            f.write('{"type": "Stock", "time": 1.5, "company": "ACME"}\n')  # a dead letter: no price
+        events = []
+        for i in range(600):
+            company = rnd.choice(sorted(prices))
+            prices[company] = round(prices[company] + rnd.gauss(0, 1), 2)
+            events.append({"type": "Stock", "time": i / 2, "company": company, "price": prices[company]})
+        events.append({"type": "Stock", "time": 1.5, "company": "ACME"})  # a dead letter: no price
+        (root / "in" / "events.jsonl").write_text("".join(dumps(e) + "\n" for e in events))
         cfg = PipelineConfig.from_dict({
             "source": {"format": "jsonl", "path": str(root / "in")}, "checkpoint": str(root / "checkpoint"),
             "once": True, "queries": [{"name": "classes", "text": QUERY,
