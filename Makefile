@@ -48,7 +48,7 @@ test: install setup-jvm setup-system  ## the layering contract and the type chec
 test-fast: install  ## the fast tier: no JVM, no subprocess (engines, compiler, pipeline model, oracle differentials at a modest example count)
 	GRETA_HYPOTHESIS_SCALE=0.5 $(BIN)/python -m pytest -q -m "not spark and not kafka and not service and not browser and not slow and not subprocess"
 
-test-nightly: install setup-jvm  ## the nightly tier alone: the benchmarks' full runs through Spark (a few minutes)
+test-nightly: install setup-jvm  ## the nightly tier alone: the benchmarks' full runs through Spark, second looks at two topologies (a few minutes)
 	GRETA_NIGHTLY=1 $(BIN)/python -m pytest -q -m nightly
 
 test-kafka: install setup-jvm  ## the Kafka tests alone: a real KRaft broker, Kafka source and sink, restarts, the demo

@@ -7,9 +7,10 @@ a broker): it gets the `subprocess` marker, which `make test-fast` leaves out. A
 JVM (`spark`, `standalone_cluster`, `main_job`) gets `spark`. A test in the fast tier (none of
 `FAST_TIER_LEAVES_OUT`) that starts a process anyway fails, saying so (`_no_processes`).
 
-A test marked `nightly` (a benchmark's full run through Spark or the service, minutes each) is
-skipped, saying so, unless `GRETA_NIGHTLY=1` (`make test-nightly`): the default suite stays the one CI
-runs, and each of those benchmark scripts keeps quicker smoke tests in it.
+A test marked `nightly` (a benchmark's full run through Spark or the service, minutes each, or a
+second look at a topology the default suite already runs) is skipped, saying so, unless
+`GRETA_NIGHTLY=1` (`make test-nightly`): the default suite stays the one CI runs, and each of those
+benchmark scripts keeps quicker smoke tests in it.
 
 `GRETA_HYPOTHESIS_SCALE=K` multiplies every property test's `max_examples`
 by K (a deeper search than the default suite's, e.g. overnight)::
@@ -182,7 +183,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
-NIGHTLY_SKIP = pytest.mark.skip(reason="nightly tier (a benchmark's full run): GRETA_NIGHTLY=1 or make test-nightly")
+NIGHTLY_SKIP = pytest.mark.skip(reason="nightly tier (a benchmark's full run, a second look at a topology): "
+                                        "GRETA_NIGHTLY=1 or make test-nightly")
 
 
 def skip_nightly(items: list[Any]) -> None:

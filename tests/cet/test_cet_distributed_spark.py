@@ -94,6 +94,7 @@ def test_pipeline_extracts_deferred_windows_like_batch_and_replays_once(spark, t
     assert again == got  # the replayed batch's files were overwritten: nothing twice
 
 
+@pytest.mark.nightly  # the CLI on a cluster is tests/spark/test_cluster.py's; deferred extraction is the test above's
 def test_cluster_run_extracts_deferred_windows_like_batch(tmp_path: Path, standalone_cluster: StandaloneCluster) -> None:
     events = checks(seed=8)
     write_batches(tmp_path / "in", events, n_files=2, seed=1, extra_last=[json.dumps(FLUSH)])

@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,7 +44,9 @@ def test_the_service_container_serves_the_api_with_its_data_on_a_volume() -> Non
     assert register["environment"]["GRETA_API_KEY"] == svc["environment"]["GRETA_API_KEY"]
 
 
-def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+def registered(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[ServiceClient]:
+    """A service on loopback (with the broker's address) to which the `register` script has run twice: a
+    second run (a `docker compose up` again) must change nothing."""
     spec = compose()["services"]["register"]
     script = spec["command"][0].replace("$$", "$")  # compose's escape of a literal $
     for topic in ("stock", "cluster", "traffic", "results", "dead-letters"):
@@ -51,13 +55,29 @@ def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_br
                  {"KAFKA_BOOTSTRAP_SERVERS": kafka_broker.bootstrap}) as url:
         env = {**os.environ, **spec["environment"], "GRETA_URL": url,
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-        for _ in range(2):  # a second run (a `docker compose up` again) changes nothing
+        for _ in range(2):
             done = subprocess.run(["/bin/sh", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                                   timeout=300)
             assert done.returncode == 0, done.stdout + done.stderr
         client = ServiceClient(url, api_key=spec["environment"]["GRETA_API_KEY"])  # reads need the key too
         assert sorted(q["name"] for q in client.queries()) == sorted(QUERIES)
+        yield client
 
+
+def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+    with contextmanager(registered)(tmp_path, kafka_broker) as client:
+        for q in client.queries():  # as the script wrote them: Kafka in, Kafka out, running
+            assert (q["source"]["format"], q["source"]["topic"]) == ("kafka", QUERIES[q["name"]])
+            assert [(k["format"], k["topic"]) for k in q["sinks"]] == [("kafka", "results")]
+            assert (q["dead_letter"]["format"], q["dead_letter"]["topic"]) == ("kafka", "dead-letters")
+            assert q["options"]["lateness_s"] == 5 and q["status"] in ("starting", "running"), q
+
+
+# The samples through Kafka to rows is test_service_kafka's path (a Kafka source and sink through the service)
+# and test_demo's (the three queries, Kafka in and out): here it is a second look, in the nightly tier.
+@pytest.mark.nightly
+def test_the_registered_queries_turn_the_samples_into_rows(tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+    with contextmanager(registered)(tmp_path, kafka_broker) as client:
         for topic in QUERIES.values():
             sample = ROOT / "samples" / topic / "events.jsonl"
             events = [loads(line) for line in sample.read_text().splitlines() if line.strip()]
