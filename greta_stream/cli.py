@@ -86,7 +86,8 @@ def warm_up(
 ) -> None:
     """Compile every numba kernel (columnar engine, incremental stream, CET) into numba's on-disk cache now
     (install time, an image build), so that no run compiles them: a process then loads them in about a second.
-    Then archive Spark's classes for its JVM's start (class data sharing; $GRETA_JVM_ARCHIVE=off: never)."""
+    Unpack RocksDB's native library once for every run's JVM. Then archive Spark's classes for its JVM's start
+    (class data sharing; $GRETA_JVM_ARCHIVE=off: never)."""
     import os
 
     from greta_stream.cet.warm import compile_kernels as compile_cet
@@ -97,6 +98,10 @@ def warm_up(
     compile_cet()
     cache = os.environ.get("NUMBA_CACHE_DIR") or f"__pycache__ beside each kernel module under {where.parents[1]}"
     typer.echo(f"kernels compiled in {time.monotonic() - started:.1f} s (cache: {cache})", err=True)
+    from greta_stream.jvm import rocksdb_library_dir
+
+    native = rocksdb_library_dir()  # else the first run unpacks it (an image's cache may be read-only then)
+    typer.echo(f"RocksDB's native library: {native or 'none for this machine; each JVM unpacks its own'}", err=True)
     if jvm:
         from greta_stream.spark.classes import build
 

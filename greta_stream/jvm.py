@@ -8,7 +8,8 @@ run by `make install`; their jars are handed to Spark as `spark.jars`),
 `<cache>/kafka/` Apache Kafka for the local KRaft broker of the tests and
 the demo (`scripts/setup_jvm.sh`, with Maven), `<cache>/classes/` the archive
 of Spark's classes that a driver JVM maps at its start (`class_archive`,
-built by `greta-stream warm-up`).
+built by `greta-stream warm-up`), `<cache>/native/` RocksDB's native library
+unpacked once from Spark's own jar (`rocksdb_library_dir`).
 The cache is `$GRETA_JVM_CACHE` when set (the Docker image sets it), else a
 checkout's `.cache/jvm/` when it is there, else the user's cache folder
 `~/.cache/greta-stream/jvm` (`$XDG_CACHE_HOME/greta-stream/jvm`), where an
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 
 from greta_stream.choices import DELTA, KAFKA, Package
@@ -149,6 +153,62 @@ def archive_options() -> str:
     if path is None or not path.is_file():
         return ""
     return f"{java_option('-XX:SharedArchiveFile=', path)} {QUIET_CDS}"
+
+
+def rocksdb_library_dir() -> Path | None:
+    """A folder holding `librocksdbjni.so`, RocksDB's native library for this machine, unpacked from the
+    rocksdbjni jar of the Spark that runs (`$SPARK_HOME/jars`, else pyspark's) into
+    `<cache>/native/<jar>-<platform>/` on first use; None where there is no such jar or library, or the
+    cache cannot be written.
+
+    RocksDB's loader first asks the JVM's library path for `librocksdbjni.so`; without it, every JVM that
+    opens a RocksDB state store unpacks the library (15 MB) into the temporary folder under a random name,
+    which only a normal exit removes: a killed JVM (a crash, `kill -9`, a supervisor's restart) leaves it
+    there. With this folder on the driver's library path (`spark.driver.extraLibraryPath`) nothing is
+    unpacked per JVM."""
+    entry = _rocksdb_entry()
+    jar = _rocksdb_jar()
+    if entry is None or jar is None:
+        return None
+    folder = cache_dir() / "native" / f"{jar.stem}-{entry.removeprefix('librocksdbjni-').removesuffix('.so')}"
+    target = folder / "librocksdbjni.so"
+    try:
+        with zipfile.ZipFile(jar) as z:
+            size = z.getinfo(entry).file_size
+            if target.is_file() and target.stat().st_size == size:
+                return folder
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".librocksdbjni-", suffix=".part")
+            try:
+                with os.fdopen(fd, "wb") as out, z.open(entry) as src:  # zipfile checks the entry's CRC
+                    shutil.copyfileobj(src, out, 1 << 20)
+                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from other users of a shared cache (an image's)
+                os.replace(tmp, target)  # whole or not at all, whoever else unpacks at the same time
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None  # RocksDB unpacks its own copy, as without this folder
+    return folder
+
+
+def _rocksdb_jar() -> Path | None:
+    """The rocksdbjni jar on the class path of the Spark that pyspark launches."""
+    home = os.environ.get("SPARK_HOME")
+    if not home:
+        try:
+            import pyspark
+        except ImportError:
+            return None
+        home = str(Path(pyspark.__file__).parent)
+    found = sorted((Path(home) / "jars").glob("rocksdbjni-*.jar"))
+    return found[-1] if len(found) == 1 else None  # none, or more than one: which the JVM loads is unsure
+
+
+def _rocksdb_entry() -> str | None:
+    """The jar's entry of RocksDB's library for this machine (glibc Linux on x86-64 or arm64), else None."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    return {"x86_64": "librocksdbjni-linux64.so", "aarch64": "librocksdbjni-linux-aarch64.so"}.get(platform.machine())
 
 
 def java_option(flag: str, path: Path) -> str:

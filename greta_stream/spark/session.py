@@ -25,7 +25,7 @@ from pyspark.sql import SparkSession
 
 from greta_stream.choices import PACKAGES, Package
 from greta_stream.errors import ConfigError
-from greta_stream.jvm import archive_options, package_jars
+from greta_stream.jvm import archive_options, package_jars, rocksdb_library_dir
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # RocksDB, writing a changelog per micro-batch: what transformWithStateInPandas needs, and state that costs
@@ -69,6 +69,9 @@ def get_session(
     )
     for k, v in ROCKSDB_CONF.items():
         builder = builder.config(k, v)
+    native = rocksdb_library_dir()
+    if native is not None:
+        builder = builder.config("spark.driver.extraLibraryPath", str(native))
     for k, v in _packages_conf(packages).items():
         builder = builder.config(k, v)
     # Delta rebuilds a table's state (for an idempotent write's transaction ids) in 50 tasks by default:
