@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 
 def run(
+    ctx: typer.Context,
     config: Annotated[Path | None, typer.Option("--config", "-c", help="pipeline config (YAML or TOML)")] = None,
     query: Annotated[list[str] | None, typer.Option("--query", "-q", help="query file or text (repeatable)")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="folder of event files (or a Delta table)")] = None,
@@ -78,7 +79,8 @@ def run(
 
     Give a pipeline config (--config), or the queries and their input and output as flags; either way the
     same pipeline model is built (greta_stream.pipeline). With --config, the flags of the engine, the run
-    (--once, --master) and the operator override the file; the file holds the queries' own settings."""
+    (--once, --master, --shards, --trigger-interval) and the operator override the file; the file holds the
+    source, the sinks, the checkpoint and the queries' own settings."""
     import logging
     import os
 
@@ -100,7 +102,7 @@ def run(
                           "sinks": [{"format": output_format, "path": output}],
                           "dead_letter": {"format": output_format, "path": dead_letter}}]}
     try:
-        cfg = pipeline_config(config, flags)
+        cfg = pipeline_config(config, flags, given=_given_flags(ctx))
     except (ConfigError, QueryError) as exc:
         fail(str(exc))
     if flush_at_end and not cfg.once:
@@ -131,23 +133,45 @@ def run(
 _PLACES = ("engine", "text", "sinks", "dead_letter")
 
 
-def pipeline_config(config: Path | None, flags: dict[str, Any]) -> PipelineConfig:
+# `run`'s flags that say where events come from and where rows go: a config file says it, so beside
+# --config they are refused rather than left unread
+_PLACE_FLAGS = ("query", "input", "input_format", "output", "output_format", "dead_letter", "checkpoint",
+                "max_files_per_trigger")
+# the run's own settings that a flag overrides in a config file
+_RUN_FLAGS = ("master", "operator", "shards", "trigger_interval_s")
+
+
+def _given_flags(ctx: typer.Context) -> frozenset[str]:
+    """The parameters of `run` given on the command line (or by an environment variable), not defaulted."""
+    sources = {name: ctx.get_parameter_source(name) for name in ctx.params}
+    # by name: typer may carry its own copy of click, whose ParameterSource is not click's
+    return frozenset(name for name, source in sources.items() if source is not None and source.name != "DEFAULT")
+
+
+def pipeline_config(config: Path | None, flags: dict[str, Any], given: frozenset[str] = frozenset()) -> PipelineConfig:
     """The run's pipeline, compiled: a config file with the flags that override it, or the flags alone.
     `flags`: `run`'s flags as the document a config file gives (None: not given), its one query entry
-    standing for every query of its `text` (files or texts)."""
-    from greta_stream.pipeline import PipelineConfig
+    standing for every query of its `text` (files or texts); `given`: the parameters given on the command
+    line (`_given_flags`), which beside a config file must be ones that override it."""
+    from greta_stream.pipeline import PipelineConfig, StreamOptions
+    from greta_stream.pipeline.validation import validated
 
     flags = _given(flags)
     each = _given(flags.pop("queries")[0])
     if config is not None:
         existing_file(config, "config")
+        places = [f"--{k.replace('_', '-')}" for k in _PLACE_FLAGS if k in given]
+        if places:
+            fail(f"{', '.join(places)}: the config file holds the queries, the source, the sinks and the checkpoint; "
+                 "set them there")
         own = [k for k in ("lateness_s",) if k in flags] + [k for k in each if k not in _PLACES]
         named = [f"--{k.removesuffix('_s').replace('_', '-')}" for k in own] + [f"--{k}-field" for k in flags["fields"]]
         if named:
             fail(f"{', '.join(named)}: the config file holds the queries' settings; set them there")
         cfg = pipeline_file(config, engine=None if each["engine"] == "auto" else each["engine"])
-        return cfg.model_copy(update={"once": cfg.once or flags["once"], "master": flags.get("master") or cfg.master,
-                                      "operator": flags.get("operator") or cfg.operator})
+        run = {k: flags[k] for k in _RUN_FLAGS if flags.get(k) is not None}
+        validated(StreamOptions, {k: v for k, v in run.items() if k in StreamOptions.model_fields}, "command line")
+        return cfg.model_copy(update={"once": cfg.once or flags["once"], **run})
     texts, (sink,), fmt = each.pop("text", None), each.pop("sinks"), each["dead_letter"]["format"]
     if not (texts and flags["source"].get("path") and sink.get("path") and flags.get("checkpoint")):
         fail("give --config, or --query, --input, --output and --checkpoint")

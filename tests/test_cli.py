@@ -323,7 +323,8 @@ def test_spark_and_maven_logs_are_quiet(monkeypatch: pytest.MonkeyPatch) -> None
 @pytest.mark.spark
 @pytest.mark.usefixtures("subprocesses")
 def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
-    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out.
+    """ISO-8601 times: the flush event is a timestamp too (no `bad_time` dead letter), every window comes out;
+    `--shards` beside the config file is the run's.
     A second query of the config misspells an attribute: the run names it and exits 1, and the first query's
     rows are all there, as its own."""
     from greta_stream.connectors.jsonl import dumps
@@ -339,8 +340,10 @@ def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
                      "dead_letter": {"format": "jsonl", "path": "dead"}},
                     {"name": "typo", "text": typo, "sinks": [{"format": "jsonl", "path": "out_typo"}]}]}))
     res = subprocess.run([sys.executable, "-m", "greta_stream", "run", "-c", str(tmp_path / "pipeline.yaml"),
-                          "--flush-at-end"], capture_output=True, text=True, cwd=ROOT, timeout=600)
+                          "--flush-at-end", "--shards", "3"], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert res.returncode == 1, res.stderr[-3000:]
+    # --shards overrides the file (it sets none): the stream's checkpoint was laid out with 3
+    assert json.loads((tmp_path / "chk" / "source" / "greta-layout.json").read_text())["shards"] == 3
     assert "typo: 0 rows, 6 dead letters" in res.stderr
     assert "error: query typo: attribute 'prize' of A is on no A event (they have k, time, type); " \
            "is 'prize' misspelled in the query?" in res.stderr
@@ -352,6 +355,23 @@ def test_flush_at_end_with_timestamps_and_a_config(tmp_path: Path) -> None:
     assert "q: 9 rows, 0 dead letters" in res.stderr
     assert not [f for f in (tmp_path / "dead").glob("*.jsonl") if f.read_text()]
     assert "watermark 2024-05-01T12:02:35.000Z" in res.stderr
+
+
+@pytest.mark.usefixtures("subprocesses")
+def test_flags_of_places_beside_a_config_are_one_line_errors(tmp_path: Path) -> None:
+    """Beside --config, a flag that says where events come from or rows go (the file says it) is refused, not
+    left unread; so is a run setting the model refuses. Before Spark starts."""
+    config = tmp_path / "p.yaml"
+    config.write_text(f"source: {{format: jsonl, path: {ROOT / 'samples/stock'}}}\ncheckpoint: {tmp_path / 'chk'}\n"
+                      f"queries:\n  - {{name: q, file: {ROOT / 'configs/q1_stock.greta'}, sinks: [{{format: console}}]}}\n")
+    one_line_error(cli("run", "-c", str(config), "--input", "elsewhere", "--output-format", "parquet"),
+                   "--input, --output-format: the config file holds the queries, the source, the sinks and the "
+                   "checkpoint; set them there")
+    one_line_error(cli("run", "-c", str(config), "-q", "configs/q1_stock.greta", "--checkpoint", "c"),
+                   "--query, --checkpoint: the config file holds")
+    one_line_error(cli("run", "-c", str(config), "--trigger-interval", "0"), "trigger_interval_s: Input should be "
+                   "greater than 0")
+    assert not (tmp_path / "chk").exists()
 
 
 def test_queries_add_sends_paths_relative_to_where_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
