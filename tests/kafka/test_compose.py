@@ -44,6 +44,7 @@ def test_the_service_container_serves_the_api_with_its_data_on_a_volume() -> Non
     assert register["environment"]["GRETA_API_KEY"] == svc["environment"]["GRETA_API_KEY"]
 
 
+@contextmanager
 def registered(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[ServiceClient]:
     """A service on loopback (with the broker's address) to which the `register` script has run twice: a
     second run (a `docker compose up` again) must change nothing."""
@@ -65,7 +66,7 @@ def registered(tmp_path: Path, kafka_broker: KafkaBroker) -> Iterator[ServiceCli
 
 
 def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_broker: KafkaBroker) -> None:
-    with contextmanager(registered)(tmp_path, kafka_broker) as client:
+    with registered(tmp_path, kafka_broker) as client:
         for q in client.queries():  # as the script wrote them: Kafka in, Kafka out, running
             assert (q["source"]["format"], q["source"]["topic"]) == ("kafka", QUERIES[q["name"]])
             assert [(k["format"], k["topic"]) for k in q["sinks"]] == [("kafka", "results")]
@@ -77,7 +78,7 @@ def test_register_step_registers_the_three_queries_once(tmp_path: Path, kafka_br
 # and test_demo's (the three queries, Kafka in and out): here it is a second look, in the nightly tier.
 @pytest.mark.nightly
 def test_the_registered_queries_turn_the_samples_into_rows(tmp_path: Path, kafka_broker: KafkaBroker) -> None:
-    with contextmanager(registered)(tmp_path, kafka_broker) as client:
+    with registered(tmp_path, kafka_broker) as client:
         for topic in QUERIES.values():
             sample = ROOT / "samples" / topic / "events.jsonl"
             events = [loads(line) for line in sample.read_text().splitlines() if line.strip()]
