@@ -94,8 +94,7 @@ def keyed_by_shard(events: DataFrame, queries: QuerySet | RunSpec, layout: Strea
     if CONTROL_COLUMN in events.columns:  # a control row's time (0 where times are integers: `with_rows`) is none
         in_range &= F.col(CONTROL_COLUMN).isNull()
     if queries.max_future_s is not None:
-        ahead = F.unix_micros(F.current_timestamp()) / 1e6 + F.lit(queries.max_future_s)
-        in_range &= (seconds <= ahead) | F.col(FLUSH_COLUMN)
+        in_range &= (seconds <= _wall_bound(queries.max_future_s)) | F.col(FLUSH_COLUMN)
     events = events.withColumn(SECONDS_COLUMN, F.when(in_range, seconds))
     keyed = events.withColumn(TS_COLUMN, F.timestamp_seconds(F.col(SECONDS_COLUMN) + _HORIZON_S))
     keyed = keyed.withWatermark(TS_COLUMN, f"{_HORIZON_S * 1000} milliseconds")
@@ -115,6 +114,16 @@ def _event_seconds(events: DataFrame, col: Column, json_input: bool, time_field:
     if isinstance(dtype, NumericType):
         return col.cast("double")
     return from_text(col.cast("string"))
+
+
+def _wall_bound(max_future_s: float) -> Column:
+    """The batch's wall clock plus `max_future_s`, in seconds. Spark writes the batch's timestamp (which
+    stands for `current_timestamp` in a stream) into the generated code as a number, so the stage's code
+    would differ at every micro-batch and be compiled again: 2-3 compilations of 25-30 ms each per batch.
+    Under a higher-order function (`transform`), which Spark evaluates without generating code, the
+    stage's code holds the expression by reference and is compiled once per run."""
+    ahead = F.unix_micros(F.current_timestamp()) / 1e6 + F.lit(max_future_s)
+    return F.element_at(F.transform(F.array(F.lit(0)), lambda _: ahead), 1)
 
 
 def _normalized(col: Column) -> Column:

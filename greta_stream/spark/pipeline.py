@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import signal
 import threading
@@ -40,7 +39,7 @@ from greta_stream.spark.control import CONTROL_FOLDER, ControlSets, LiveSet, rea
 from greta_stream.spark.formats import confined, read_source
 from greta_stream.spark.layout import open_layout
 from greta_stream.spark.operator import stream_outputs
-from greta_stream.spark.progress import progress_line
+from greta_stream.spark.progress import new_reports, progress_line
 from greta_stream.spark.sources import tied_files
 from greta_stream.spark.spool import Output, Spool, collected
 from greta_stream.spark.writers import BatchHook, BatchWriter, StreamWriter
@@ -215,9 +214,8 @@ class _StopSignal:
 def _report(queries: Started, seen: dict[str, int], echo: Any, labels: dict[str, str]) -> None:
     for q, writer in queries:
         name = q.name
-        for p in q.recentProgress:
-            if p["batchId"] > seen.get(name, -1):
-                seen[name] = p["batchId"]
-                echo(progress_line(labels.get(name, name), json.loads(json.dumps(p, default=str)), writer.time_kinds.values(),
-                                   [w.lateness_s for w in writer.writers.values()],
-                                   {n: w.engine_text for n, w in writer.writers.items()}))
+        for p in new_reports(q, seen.get(name, -1)):
+            seen[name] = p["batchId"]
+            echo(progress_line(labels.get(name, name), p, writer.time_kinds.values(),
+                               [w.lateness_s for w in writer.writers.values()],
+                               {n: w.engine_text for n, w in writer.writers.items()}))

@@ -25,24 +25,78 @@ from greta_stream.spark.shard import FLUSH_TIME_S, engine_watermark
 log = logging.getLogger(__name__)
 
 
-class _Listener(StreamingQueryListener):
+class _Reports:
+    """The py4j side of a listener (Spark's `PythonStreamingQueryListener`): each report to the
+    callback as the dict of Spark's own JSON, one call into the JVM per report. pyspark's own side
+    (`JStreamingQueryListener`) first rebuilds the report field by field, and py4j reads every Java
+    map and array of it until Java's iterator throws: five exceptions per report, each of which
+    pyspark tests against a dozen Java classes, each test a class lookup that searches every jar on
+    Spark's class path. That took more of the driver JVM's CPU than the micro-batches themselves."""
+
     def __init__(self, callback: Callable[[dict[str, Any]], None]) -> None:
         self.callback = callback
+
+    def onQueryStarted(self, jevent: Any) -> None:  # noqa: N802 - Spark's names
+        pass
+
+    def onQueryProgress(self, jevent: Any) -> None:  # noqa: N802
+        try:
+            self.callback(json.loads(jevent.progress().json()))
+        except Exception as exc:  # noqa: BLE001 - a listener must never fail Spark's listener bus
+            log.warning("progress callback: %s", exc)
+
+    def onQueryIdle(self, jevent: Any) -> None:  # noqa: N802
+        pass
+
+    def onQueryTerminated(self, jevent: Any) -> None:  # noqa: N802
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+
+class _Listener(StreamingQueryListener):
+    """A listener whose JVM side calls `_Reports`, not pyspark's converting wrapper (`_jlistener`,
+    what `StreamingQueryManager.addListener` and `removeListener` hand the JVM)."""
+
+    def __init__(self, callback: Callable[[dict[str, Any]], None]) -> None:
+        self.callback = callback
+        self._java: Any = None
+
+    @property
+    def _jlistener(self) -> Any:
+        if self._java is None:
+            from pyspark import SparkContext
+
+            self._java = SparkContext._jvm.PythonStreamingQueryListenerWrapper(  # type: ignore[union-attr]
+                _Reports(self.callback))
+        return self._java
 
     def onQueryStarted(self, event: Any) -> None:  # noqa: N802 - Spark's names
         pass
 
     def onQueryProgress(self, event: Any) -> None:  # noqa: N802
-        try:
-            self.callback(json.loads(event.progress.json))
-        except Exception as exc:  # noqa: BLE001 - a listener must never fail Spark's listener bus
-            log.warning("progress callback: %s", exc)
+        pass
 
     def onQueryIdle(self, event: Any) -> None:  # noqa: N802
         pass
 
     def onQueryTerminated(self, event: Any) -> None:  # noqa: N802
         pass
+
+
+def new_reports(query: Any, after: int) -> list[dict[str, Any]]:
+    """`query`'s progress reports with a batch id above `after`, oldest first, as the dicts of Spark's
+    own JSON. Read from the newest back, one report at a time: pyspark's `recentProgress` renders and
+    converts every report the query keeps (100 by default) at each call, about 3 ms each."""
+    kept = query._jsq.recentProgress()
+    out = []
+    for i in range(len(kept) - 1, -1, -1):
+        report = kept[i]
+        if report.batchId() <= after:
+            break
+        out.append(json.loads(report.json()))
+    return out[::-1]
 
 
 def on_progress(spark: Any, callback: Callable[[dict[str, Any]], None]) -> Any:

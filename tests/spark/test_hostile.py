@@ -177,3 +177,35 @@ def test_links_to_folders_inside_the_source_are_read_once(spark, tmp_path: Path)
                   if r["window_end"] <= valid[-1]["time"] - 5)
     assert got == want and want
     assert counts["dead_letters"] == 0 and not list(read_jsonl_dir(tmp_path / "dead"))
+
+
+def test_the_bound_on_times_ahead_of_the_wall_clock_is_read_per_batch_in_code_compiled_once(
+        spark, tmp_path: Path) -> None:  # noqa: ANN001
+    """Spark's watermark column leaves out an event more than max_future_s (30 days) ahead of the
+    batch's wall clock and keeps one 10 days ahead, in two micro-batches a second apart; and the
+    code Spark generates for the stage is the same in both (the batch's timestamp is not written
+    into it: a new text would be compiled again at every batch)."""
+    from greta_stream.runtime import RunSpec
+    from greta_stream.runtime.queryset import QuerySet
+    from greta_stream.spark.keying import SECONDS_COLUMN, keyed_by_shard
+
+    queries = QuerySet.of({"q": RunSpec.create(Q)})
+    debug = spark._jvm.org.apache.spark.sql.execution.debug.package
+    codes, seen = [], {}
+    for n in range(2):
+        now = time.time()
+        times = {"now": now, "ten days": now + 10 * 86_400, "forty days": now + 40 * 86_400}
+        (tmp_path / "in").mkdir(exist_ok=True)
+        (tmp_path / "in" / f"{n}.jsonl").write_text("".join(json.dumps(stock(t, 1, 5)) + "\n" for t in times.values()))
+        keyed, _ = keyed_by_shard(spark.readStream.text(str(tmp_path / "in")), queries)
+        query = (keyed.select("value", SECONDS_COLUMN).writeStream.format("json").option("path", str(tmp_path / "out"))
+                 .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start())
+        query.awaitTermination()
+        plan = query._jsq.streamingQuery().lastExecution().executedPlan()
+        codes.append([line for line in debug.codegenString(plan).splitlines() if line.startswith("/* ")])
+        written = [json.loads(line) for f in sorted((tmp_path / "out").glob("part-*")) for line in f.read_text().splitlines()]
+        by_time = {json.loads(r["value"])["time"]: r.get(SECONDS_COLUMN) for r in written}
+        seen[n] = {name: by_time[t] is not None for name, t in times.items()}
+        time.sleep(1)
+    assert seen[0] == seen[1] == {"now": True, "ten days": True, "forty days": False}
+    assert codes[0] and codes[0] == codes[1]
