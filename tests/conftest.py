@@ -46,49 +46,98 @@ WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kern
 
 
 class WarmUp(NamedTuple):
-    """`greta-stream warm-up` into an empty numba cache, started when the suite starts: it compiles every
+    """`greta-stream warm-up` into an empty numba cache, started once when the suite starts: it compiles every
     kernel (a minute of one core) at the lowest priority while the other tests run, and its test, near the
-    end, finds it done."""
+    end, finds it done. Under pytest-xdist the controller starts it (`pytest_xdist_node_collection_finished`)
+    in a folder it gives every worker (`pytest_configure_node`): the worker that runs the test reads the
+    outcome from there, and no other worker compiles the kernels a second time."""
 
-    process: subprocess.Popen[str]
-    cache: Path
+    folder: Path  # `numba` (the cache), `out`, `err`, and `rc` once the command is done
+
+    @property
+    def cache(self) -> Path:
+        return self.folder / "numba"
 
     @classmethod
-    def start(cls) -> WarmUp:
+    def start(cls, folder: Path | None = None) -> tuple[WarmUp, subprocess.Popen[bytes]]:
+        """Started into `folder` (a new one: None); the process is the caller's to close (`close_warm_up`)."""
+        import shlex
         import tempfile
 
-        cache = Path(tempfile.mkdtemp(prefix="greta-warm-up-")) / "numba"
-        env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+        folder = folder or Path(tempfile.mkdtemp(prefix="greta-warm-up-"))
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(folder / "numba"))
         # the kernels only: the class archive is the one `make install` built (tests/spark/test_classes.py)
-        process = subprocess.Popen(["nice", "-n", "19", sys.executable, "-m", "greta_stream", "warm-up", "--no-jvm"],
-                                   cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return cls(process, cache)
+        at, python = shlex.quote(str(folder)), shlex.quote(sys.executable)
+        command = (f"nice -n 19 {python} -m greta_stream warm-up --no-jvm > {at}/out 2> {at}/err; "
+                   f"echo $? > {at}/rc.part && mv {at}/rc.part {at}/rc")
+        process = subprocess.Popen(["sh", "-c", command], cwd=ROOT, env=env, start_new_session=True)
+        return cls(folder), process
 
-    def close(self) -> None:
-        """Stop it if it still runs, and remove its cache."""
-        import shutil
+    def outcome(self, timeout: float) -> tuple[int, str]:
+        """(exit code, stderr) once the command is done; TimeoutError after `timeout` seconds."""
+        import time
 
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.communicate()
-        shutil.rmtree(self.cache.parent, ignore_errors=True)
+        rc, deadline = self.folder / "rc", time.monotonic() + timeout
+        while not rc.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"greta-stream warm-up not done in {timeout} s ({self.folder})")
+            time.sleep(1)
+        return int(rc.read_text()), (self.folder / "err").read_text()
 
 
-_WARM_UP = pytest.StashKey[WarmUp]()
+def close_warm_up(warm_up: WarmUp, process: subprocess.Popen[bytes] | None) -> None:
+    """Stop the warm-up if it still runs (its process group), and remove its folder."""
+    import shutil
+    import signal
+
+    if process is not None:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    shutil.rmtree(warm_up.folder, ignore_errors=True)
+
+
+_WARM_UP = pytest.StashKey[tuple[WarmUp, "subprocess.Popen[bytes] | None"]]()  # started by this process
+_WARM_UP_FOLDER = "greta_warm_up"  # the key of the controller's folder in each worker's `workerinput`
+_WARM_UP_FOLDER_KEY = pytest.StashKey[Path]()  # that folder, on the controller
 
 
 @pytest.fixture
 def warm_up(request: pytest.FixtureRequest, subprocesses: None) -> Iterator[WarmUp]:
-    """The warm-up started with the suite (or now, for a test run alone); its cache is removed after."""
-    started = request.config.stash.get(_WARM_UP, None) or WarmUp.start()
-    request.config.stash[_WARM_UP] = started
+    """The warm-up started with the suite (by this process or, under pytest-xdist, by the controller), or
+    now, for a test run alone; its folder is removed after."""
+    config = request.config
+    given = getattr(config, "workerinput", {}).get(_WARM_UP_FOLDER)
+    started = config.stash.get(_WARM_UP, None) or ((WarmUp(Path(given)), None) if given else WarmUp.start())
+    config.stash[_WARM_UP] = started
     try:
-        yield started
+        yield started[0]
     finally:
-        started.close()
+        close_warm_up(*started)
+        del config.stash[_WARM_UP]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:  # noqa: ANN401  (pytest-xdist, on the controller)
+    import tempfile
+
+    config = node.config
+    if config.stash.get(_WARM_UP_FOLDER_KEY, None) is None:
+        config.stash[_WARM_UP_FOLDER_KEY] = Path(tempfile.mkdtemp(prefix="greta-warm-up-"))
+    node.workerinput[_WARM_UP_FOLDER] = str(config.stash[_WARM_UP_FOLDER_KEY])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:  # noqa: ANN401  (on the controller)
+    config = node.config
+    if WARM_UP_TEST in ids and config.stash.get(_WARM_UP, None) is None:  # selected: started once, for every worker
+        config.stash[_WARM_UP] = WarmUp.start(config.stash[_WARM_UP_FOLDER_KEY])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):  # a pytest-xdist worker: the controller starts it
+        return
     if any(item.nodeid == WARM_UP_TEST for item in session.items):  # selected, after every deselection
         session.config.stash[_WARM_UP] = WarmUp.start()
 
@@ -96,7 +145,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     started = session.config.stash.get(_WARM_UP, None)
     if started is not None:  # its test did not run (a stop at the first failure, an interrupt): nothing left behind
-        started.close()
+        close_warm_up(*started)
+    folder = session.config.stash.get(_WARM_UP_FOLDER_KEY, None)
+    if folder is not None:  # the controller's, started or not
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
     if _seconds and not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller, which saw every report
         table = module_seconds()
         table.update({k: max(1, round(v)) for k, v in _seconds.items()})  # a partial run updates its modules
