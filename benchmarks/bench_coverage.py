@@ -67,6 +67,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,7 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)", EDGE),
     "ms-window": ("AVG(S.price)", "Stock S+", EDGE),  # WITHIN 300000 ms SLIDE <5 minutes / wpe + 500> ms
     "us-window": ("AVG(S.price)", "Stock S+", EDGE),  # SLIDE <5 minutes / wpe>.001 ms, WITHIN wpe of it: microseconds
+    "ns-window": ("AVG(S.price)", "Stock S+", EDGE),  # SLIDE <5 minutes / wpe>.0000005 ms, WITHIN wpe of it: 1/2 ns
     # Selection strategies and bounded repetition (docs/QUERY_LANGUAGE.md section 11).
     "next-match": ("AVG(S.price)", "Stock S+ SEMANTICS skip-till-next-match", EDGE),
     "contiguous": ("AVG(S.price)", "Stock S+ SEMANTICS contiguous", EDGE),
@@ -241,7 +243,17 @@ def query_text(shape: str, wpe: int) -> str:
     elif shape == "us-window":
         slide_us = WINDOW_S * 10**6 // wpe + 1
         window = f"WITHIN {slide_us * wpe / 1000:.3f} ms SLIDE {slide_us / 1000:.3f} ms"
+    elif shape == "ns-window":  # half nanoseconds: 2 * 10**9 units a second
+        slide = Fraction(WINDOW_S, wpe) * 1000 + Fraction(1, 2 * 10**6)  # ms
+        window = f"WITHIN {_decimal_ms(slide * wpe)} ms SLIDE {_decimal_ms(slide)} ms"
     return HEAD.format(agg=agg, pattern=pattern, where=where) + window
+
+
+def _decimal_ms(ms: Fraction) -> str:
+    """A whole number of half nanoseconds, in milliseconds, as the exact decimal."""
+    whole, part = divmod(ms * 2 * 10**6, 2 * 10**6)
+    assert part.denominator == 1, ms
+    return f"{whole}.{int(part) * 5:07d}"
 
 
 def make_events(n: int, seed: int) -> Any:

@@ -236,12 +236,11 @@ def _as_time(x: Fraction) -> int | float:
     return f if num * x.denominator >= x.numerator * den else math.nextafter(f, math.inf)
 
 
-# The finest windows the vectorized bounds take: WITHIN and SLIDE of a common
-# denominator D (in seconds) dividing 10**6, whole microseconds (a timestamp
-# stream's windows are whole numbers there). The window indices of a time must
-# fit int64: `max_window_time` says up to which time they do (every numeric time
-# below MAX_TIME_S up to D = 8000, every time of this era for every D).
-WINDOW_DEN = 10**6
+# The vectorized bounds take WITHIN and SLIDE of any common denominator D (in
+# seconds): window k covers [k*slide/D, (k*slide + within)/D). The window
+# indices of a time must fit int64: `max_window_time` says up to which time
+# they do (every numeric time below MAX_TIME_S up to D = 8000, every time of
+# this era down to windows of a nanosecond); past it, `WindowRangeError`.
 _INDEX_LIMIT = 0.98 * 2.0**63  # window indices (and t * D of int times) stay below this, within int64
 
 

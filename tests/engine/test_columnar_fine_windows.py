@@ -1,7 +1,7 @@
-"""Windows in any whole number of microseconds on the columnar engine (`WITHIN 0.3 ms SLIDE 0.1 ms`,
-`WITHIN 0.02 ms SLIDE 0.005 ms`), against the general engine, the oracle and through micro-batches with
-restores: dense streams whose times are a grid of tenths of a millisecond down to quarters of a
-microsecond, near 0 or at epoch seconds (1.7e9 s: a time in microseconds has 16 significant digits there,
+"""Windows in any unit on the columnar engine (`WITHIN 0.3 ms SLIDE 0.1 ms`, `WITHIN 0.02 ms SLIDE
+0.005 ms`, `WITHIN 0.0015 ms SLIDE 0.0005 ms`), against the general engine, the oracle and through
+micro-batches with restores: dense streams whose times are a grid of tenths of a millisecond down to
+quarters of a nanosecond, near 0 or at epoch seconds (1.7e9 s: a time in microseconds has 16 significant digits there,
 past what float64 window bounds place exactly, and the few times near a bound are placed one by one), and
 times past the range whose window indices fit int64 at that resolution (the run goes to the general engine
 and says so).
@@ -25,8 +25,9 @@ SHAPES = [  # (pattern, edge predicates it may take, alias its aggregates read)
     ("(SEQ(A a, B b))+", ["a.v <= NEXT(b).v"], "b"),
 ]
 LOCALS = ["a.v > 0", "b.f < 2"]
-# seconds per unit of `dense_events`' times and of `dense_query`'s windows: a microsecond up to 0.3 ms
-UNITS = (Fraction(1, 10**6), Fraction(1, 10**6), Fraction(1, 10**5), Fraction(1, 10**4), Fraction(3, 10**4))
+# seconds per unit of `dense_events`' times and of `dense_query`'s windows: a nanosecond up to 0.3 ms
+UNITS = (Fraction(1, 10**6), Fraction(1, 10**6), Fraction(1, 10**5), Fraction(1, 10**4), Fraction(3, 10**4),
+         Fraction(1, 10**7), Fraction(1, 10**9))
 OFFSETS = (0, 0, 1_700_000_000, -86_400)
 
 
@@ -61,6 +62,8 @@ def cases(draw: Any, n_max: int = 30) -> tuple[str, list[dict]]:
 @pytest.mark.parametrize(("window", "step", "t0"), [
     ("WITHIN 0.3 ms SLIDE 0.1 ms", Fraction(1, 10**4), 1_764_547_200),  # every event on a bound
     ("WITHIN 0.02 ms SLIDE 0.005 ms", Fraction(1, 4 * 10**6), 1_700_000_000),  # float64 misplaces 1 in 200
+    ("WITHIN 0.0015 ms SLIDE 0.0005 ms", Fraction(1, 10**7), 1_700_000_000),  # finer than float64 there
+    ("WITHIN 0.0015 ms SLIDE 0.0005 ms", Fraction(1, 4 * 10**7), 0),
 ])
 def test_epoch_times_on_fine_bounds(window: str, step: Fraction, t0: int) -> None:
     """Epoch seconds on a grid as fine as the windows' bounds, and a hair beside some: the rows of both
@@ -70,6 +73,22 @@ def test_epoch_times_on_fine_bounds(window: str, step: Fraction, t0: int) -> Non
     text = f"RETURN COUNT(*), SUM(X.v) PATTERN A X+ WHERE X.v <= NEXT(X).v {window}"
     got = check_against_general(text, events)
     assert len(got) > 20
+
+
+@pytest.mark.parametrize("window", ["WITHIN 0.0015 ms SLIDE 0.0005 ms", "WITHIN 0.000004 ms SLIDE 0.000001 ms",
+                                    "WITHIN 0.0025 ms SLIDE 0.0015 ms"])
+def test_timestamps_under_windows_finer_than_a_microsecond(window: str) -> None:
+    """ISO-8601 times (whole microseconds, two events at each) under windows of fractions of one: the
+    general engine's rows, on the columnar engine (numeric times streamed: `cases` above)."""
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    rnd, t0 = random.Random(3), datetime(2026, 3, 1, tzinfo=timezone.utc)
+    events = [{"type": rnd.choice("AAB"), "time": (t0 + timedelta(microseconds=k // 2)).isoformat(),
+               "v": rnd.randrange(4)} for k in range(600)]
+    text = f"RETURN COUNT(*), SUM(X.v), MIN(X.v) PATTERN A X+ WHERE X.v <= NEXT(X).v {window}"
+    got = check_against_general(text, events)
+    assert got.engine == "columnar" and len(got) > 100
 
 
 def test_times_past_the_resolution_go_to_the_general_engine() -> None:

@@ -7,8 +7,8 @@ too), with a leading, middle and trailing NOT of one event each,
 partitions by any GROUP-BY and equivalence attributes, edge predicates of
 one Kleene alias, each a comparison `f(X) op g(NEXT(X))` with op in
 `< <= > >= =` over numbers, local predicates of comparisons (numbers, or
-an attribute and a string) joined by AND, OR and NOT, windows and slides of
-whole seconds, milliseconds or microseconds (`timebase.WINDOW_DEN`) on numeric
+an attribute and a string) joined by AND, OR and NOT, windows and slides in
+any unit (whole seconds, or a common denominator, `timebase.Window`) on numeric
 times or timestamps (microseconds since the epoch, as the general engine
 reads them), and any aggregate; under each selection strategy, and a
 counted repetition `X{n,m}` of one type (`iterations.py`). The flow:

@@ -9,8 +9,8 @@ GROUP-BY and equivalence attributes; edge predicates of one Kleene alias or
 of two adjacent positions, each a comparison `f(X) op g(NEXT(Y))` or an OR
 of ANDs of them (one comparison on a loop is indexed; the others are
 scanned; an optional part's neighbours are adjacent too); local predicates; MIN/MAX of any alias (propagated along the
-graph's edges for a SEQ or a negation); windows of whole seconds or
-milliseconds, or any whole number of microseconds (`timebase.WINDOW_DEN`); under each
+graph's edges for a SEQ or a negation); windows in any unit (`timebase.Window`: whole
+seconds, or a common denominator of WITHIN and SLIDE, down to fractions of a microsecond); under each
 selection strategy (SEMANTICS section 8: skip-till-next-match and contiguous
 weigh every transition's predecessors one by one, in scanned stores), and a
 counted repetition `X{n}`, `X{n,m}`, `X{n,}` of one event type as the whole
@@ -30,7 +30,6 @@ is two vertices, one per state, at one time stamp).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -52,7 +51,6 @@ from greta_stream.engine.columnar.parts import (
     positions,
 )
 from greta_stream.engine.columnar.valueruns import ValueRun, components
-from greta_stream.engine.timebase import WINDOW_DEN
 from greta_stream.query import ast
 
 
@@ -414,9 +412,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     if q.strategy != ast.ANY_MATCH:
         edge, edge_state, scans = None, -1, _every_transition(states, by_pair, every_loop, skips)
     within, slide = cq.window.within, cq.window.slide
-    den = math.lcm(within.denominator, slide.denominator)
-    if WINDOW_DEN % den:
-        raise Unsupported("WITHIN or SLIDE finer than its exact window arithmetic takes (whole microseconds)")
     return KernelPlan(cq, tuple(states), edge, edge_state, seconds(within), seconds(slide), local, neg,
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
                       tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop,
