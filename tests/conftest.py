@@ -47,8 +47,10 @@ WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kern
 
 class WarmUp(NamedTuple):
     """`greta-stream warm-up` into an empty numba cache, started once when the suite starts: it compiles every
-    kernel (a minute of one core) at the lowest priority while the other tests run, and its test, near the
-    end, finds it done. Under pytest-xdist the controller starts it (`pytest_xdist_node_collection_finished`)
+    kernel (about 3.5 minutes of one core) at a lower priority while the other tests run, and its test, near
+    the end, finds it done. Niceness 5: beside the suite's four or so busy processes it gets about a sixth of
+    a core, and is done before its test (at 19, the lowest, it got almost nothing until the suite's last
+    minutes, and its test waited 3-4 minutes for it then). Under pytest-xdist the controller starts it (`pytest_xdist_node_collection_finished`)
     in a folder it gives every worker (`pytest_configure_node`): the worker that runs the test reads the
     outcome from there, and no other worker compiles the kernels a second time."""
 
@@ -68,7 +70,7 @@ class WarmUp(NamedTuple):
         env = dict(os.environ, NUMBA_CACHE_DIR=str(folder / "numba"))
         # the kernels only: the class archive is the one `make install` built (tests/spark/test_classes.py)
         at, python = shlex.quote(str(folder)), shlex.quote(sys.executable)
-        command = (f"nice -n 19 {python} -m greta_stream warm-up --no-jvm > {at}/out 2> {at}/err; "
+        command = (f"nice -n 5 {python} -m greta_stream warm-up --no-jvm > {at}/out 2> {at}/err; "
                    f"echo $? > {at}/rc.part && mv {at}/rc.part {at}/rc")
         process = subprocess.Popen(["sh", "-c", command], cwd=ROOT, env=env, start_new_session=True)
         return cls(folder), process

@@ -1,8 +1,8 @@
 """`greta-stream warm-up` (run by `make install` and the image build) leaves no kernel for a run to compile.
 
 Into an empty numba cache (NUMBA_CACHE_DIR), `warm-up` compiles (started with
-the suite, at the lowest priority, by `conftest.WarmUp`: a minute of one core
-spent while the other tests wait on their JVMs); a second
+the suite, at a lower priority, by `conftest.WarmUp`: minutes of one core
+spent while the other tests run); a second
 process then runs every path that has kernels, on inputs of other sizes
 and shapes than warm-up's: the columnar engine (batch and stream, one and
 several threads, numeric and timestamp times), the incremental stream, CET
