@@ -229,6 +229,19 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # holding a counted repetition
     "general-count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})",
                                "A.price > NEXT(B).price"),
+    # a NOT over a SEQ with a part that may match nothing and loops (`D*`)
+    "general-not-seq-star": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D*, Halt G), Stock E)", EDGE),
+    # an optional part beside a group in a negated SEQ
+    "general-not-seq-opt-group": ("AVG(S.price)",
+                                  "SEQ(Stock S+, NOT SEQ(Halt C, Halt D?, (SEQ(Halt G, Halt H))+, Halt K), Stock E)",
+                                  EDGE),
+    # a Kleene event inside a group of a negated SEQ, constrained where it starts and where it ends
+    "general-not-seq-bound-kleene": ("AVG(S.price)",
+                                     "SEQ(Stock S+, NOT SEQ((SEQ(Halt C, Halt D+))+, Halt G), Stock E)",
+                                     f"{EDGE} AND C.price < NEXT(D).price AND D.volume > NEXT(G).volume"),
+    # more than 16 order comparisons AND-ed on one step of a negated SEQ
+    "general-not-seq-17": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
+                           " AND ".join([EDGE, *(f"C.price < NEXT(D).price + {k}" for k in range(17))])),
     # a NOT over a counted SEQ: a chain of two iterations, walked twice (`Matches._iterations`)
     "not-seq-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT (SEQ(Halt C, Halt D)){2}, Stock E)", EDGE),
 }
