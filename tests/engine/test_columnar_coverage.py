@@ -18,8 +18,6 @@ from greta_stream.testing.oracle import oracle_rows
 
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A x, (SEQ(A a, C c{2}, B b)){2}) WITHIN 10 s",  # a count inside a counted group
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE "
-    + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, B e), B b) WHERE c.v < NEXT(d).v AND "
     "d.f > NEXT(e).f WITHIN 10 s",  # a Kleene event in a group of a negated SEQ constrained at both ends
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, D d?, (SEQ(E e, F f))+, G g), B b) WITHIN 10 s",  # beside a group
@@ -29,6 +27,8 @@ UNCOVERED = [
 
 # Shapes the columnar engine took over from the general engine: same rows as both it and the oracle.
 WIDENED = [
+    "RETURN COUNT(*), SUM(a.v) PATTERN SEQ(A a+, NOT SEQ(C c, D d), B b) WHERE "
+    + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
     "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 0.0015 ms SLIDE 0.0005 ms",  # finer than whole microseconds
     "RETURN COUNT(*), SUM(b.v) PATTERN SEQ(A x, (SEQ(A a, (SEQ(C c, B b))*))+) WITHIN 10 s SLIDE 2 s",  # optional loop
     "RETURN COUNT(*), SUM(b.v) PATTERN (SEQ(A a, (SEQ(B b, C c))+))+ WITHIN 10 s SLIDE 2 s",  # a loop inside a loop

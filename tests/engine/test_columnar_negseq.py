@@ -65,6 +65,13 @@ SCANNED = [  # six or more ranges on one step, in one predicate: `dominance.wind
         ("v", "v", 0), ("v", "v", 2), ("f", "f", 0), ("f", "v", 0), ("v", "f", 1), ("v", "v", -3), ("f", "f", 1),
         ("f", "f", -1)]) + " AND c.v <= NEXT(d).v + 1 AND c.f > NEXT(d).f - 2"]),
     ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", [" AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(-3, 4))]),
+    # twenty on one step, and seventeen across a NOT (trailing): as many ranges as written, one scan
+    ("SEQ(A a+, NOT SEQ(C c, D d), B b)", [" AND ".join(
+        [*(f"c.v < NEXT(d).v + {n}" for n in range(2, 7)), *(f"c.f >= NEXT(d).f - {n}" for n in range(1, 6)),
+         *(f"c.v != NEXT(d).f + {n}" for n in (4, 5, 6)), *(f"c.f <= NEXT(d).v + {n}" for n in range(3, 7)),
+         "c.v > NEXT(d).v - 2", "c.f > NEXT(d).f - 2", "c.v >= NEXT(d).f - 3"])]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, NOT E e, D d))", [f"({loose()})", " AND ".join(
+        [*(f"c.v < NEXT(d).v + {n}" for n in range(2, 8)), *(f"c.f > NEXT(d).f - {n}" for n in range(2, 7))])]),
 ]
 SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, D d), B b)", ["a.v > NEXT(a).v", "a.v < NEXT(b).v"]),
