@@ -81,9 +81,9 @@ def test_timestamps_under_windows_finer_than_a_microsecond(window: str) -> None:
     """ISO-8601 times (whole microseconds, two events at each) under windows of fractions of one: the
     general engine's rows, on the columnar engine (numeric times streamed: `cases` above)."""
     import random
-    from datetime import datetime, timedelta, timezone
+    from datetime import UTC, datetime, timedelta
 
-    rnd, t0 = random.Random(3), datetime(2026, 3, 1, tzinfo=timezone.utc)
+    rnd, t0 = random.Random(3), datetime(2026, 3, 1, tzinfo=UTC)
     events = [{"type": rnd.choice("AAB"), "time": (t0 + timedelta(microseconds=k // 2)).isoformat(),
                "v": rnd.randrange(4)} for k in range(600)]
     text = f"RETURN COUNT(*), SUM(X.v), MIN(X.v) PATTERN A X+ WHERE X.v <= NEXT(X).v {window}"
