@@ -47,12 +47,14 @@ WARM_UP_TEST = "tests/test_warm_up.py::test_after_warm_up_no_run_compiles_a_kern
 
 class WarmUp(NamedTuple):
     """`greta-stream warm-up` into an empty numba cache, started once when the suite starts: it compiles every
-    kernel (about 3.5 minutes of one core) at a lower priority while the other tests run, and its test, near
+    kernel (2.5-3.5 minutes of one core) at a lower priority while the other tests run, and its test, near
     the end, finds it done. Niceness 5: beside the suite's four or so busy processes it gets about a sixth of
     a core, and is done within the suite's first 15 minutes (at 19, the lowest, it got CPU only where the
-    suite left some: in a run on a machine loaded by other work, its test waited 222 s for it). Under pytest-xdist the controller starts it (`pytest_xdist_node_collection_finished`)
-    in a folder it gives every worker (`pytest_configure_node`): the worker that runs the test reads the
-    outcome from there, and no other worker compiles the kernels a second time."""
+    suite left some: in a run on a machine loaded by other work, its test waited 222 s for it).
+
+    Under pytest-xdist the controller starts it (`pytest_xdist_node_collection_finished`) in a folder it
+    gives every worker (`pytest_configure_node`): the worker that runs the test reads the outcome from
+    there, and no other worker compiles the kernels a second time."""
 
     folder: Path  # `numba` (the cache), `out`, `err`, and `rc` once the command is done
 
