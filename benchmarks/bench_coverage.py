@@ -229,16 +229,26 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # holding a counted repetition
     "general-count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})",
                                "A.price > NEXT(B).price"),
-    # a NOT over a SEQ with a part that may match nothing and loops (`D*`)
-    "general-not-seq-star": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D*, Halt G), Stock E)", EDGE),
-    # an optional part beside a group in a negated SEQ
-    "general-not-seq-opt-group": ("AVG(S.price)",
-                                  "SEQ(Stock S+, NOT SEQ(Halt C, Halt D?, (SEQ(Halt G, Halt H))+, Halt K), Stock E)",
-                                  EDGE),
-    # a Kleene event inside a group of a negated SEQ, constrained where it starts and where it ends
-    "general-not-seq-bound-kleene": ("AVG(S.price)",
-                                     "SEQ(Stock S+, NOT SEQ((SEQ(Halt C, Halt D+))+, Halt G), Stock E)",
-                                     f"{EDGE} AND C.price < NEXT(D).price AND D.volume > NEXT(G).volume"),
+    # a NOT over a SEQ with a part that may match nothing and loops (`D*`): a match without D, or with a chain of
+    # D's whose first C admits and whose last G does (walked until no start rises: an edge predicate on its loop)
+    "not-seq-star": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D*, Halt G), Stock E)",
+                     f"{EDGE} AND C.price < NEXT(D).price AND D.volume > NEXT(G).volume "
+                     "AND D.price < NEXT(D).price"),
+    # an optional part beside a group in a negated SEQ: the group walked twice
+    "not-seq-opt-group": ("AVG(S.price)",
+                          "SEQ(Stock S+, NOT SEQ(Halt C, Halt D?, (SEQ(Halt G, Halt H))+, Halt K), Stock E)",
+                          f"{EDGE} AND C.price < NEXT(G).price"),
+    # a Kleene event inside a group of a negated SEQ, constrained where it starts and where it ends: a chain of
+    # D's (`negseqs.Matches._chained`)
+    "not-seq-bound-kleene": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ((SEQ(Halt C, Halt D+))+, Halt G), Stock E)",
+                             f"{EDGE} AND C.price < NEXT(D).price AND D.volume > NEXT(G).volume"),
+    # inside a group of a negated SEQ, a part that may match nothing and loops (between the group's ends), and a
+    # counted event
+    "not-seq-group-star": ("AVG(S.price)",
+                           "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt D*, Halt H))+, Halt K), Stock E)",
+                           f"{EDGE} AND G.price < NEXT(D).price AND D.price < NEXT(H).price"),
+    "not-seq-group-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H{2}))+, Halt K), Stock E)",
+                              f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(K).price"),
     # more than 16 order comparisons AND-ed on one step of a negated SEQ (columnar: a scan of the pairs)
     "not-seq-17": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D), Stock E)",
                    " AND ".join([EDGE, *(f"C.price < NEXT(D).price + {k}" for k in range(17))])),

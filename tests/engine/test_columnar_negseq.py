@@ -121,6 +121,29 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(NOT SEQ(C c?, D d, E e?), A a+, B b)", ["c.v < NEXT(d).v", "d.v < NEXT(e).v"]),  # leading, only D
     ("SEQ(A a+, B b, NOT SEQ(C c, D d?, E e?, C f))", ["c.v < NEXT(f).v", "d.v >= NEXT(f).v"]),  # trailing
     ("SEQ(A a, NOT SEQ(C c, A d?, C e), B b+)", ["c.v != NEXT(e).v", "b.v >= NEXT(b).v"]),  # of a positive type
+    # an optional part that loops or counts: a match without it, or with a chain of it (`D*`, `D{0,2}`, groups)
+    ("SEQ(A a+, NOT SEQ(C c, D d*, E e), B b)", ["c.v < NEXT(d).v", "d.v < NEXT(e).v", "c.f > NEXT(e).f",
+                                                 "d.f >= NEXT(d).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d{0,2}, E e), B b)", ["c.v < NEXT(d).v", "d.v < NEXT(e).v", "c.f > NEXT(e).f"]),
+    ("SEQ(NOT SEQ(C c*, D d), A a+, B b)", ["c.v < NEXT(d).v", "c.f != NEXT(c).f"]),  # leading, first
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d{0,3}))", ["c.v < NEXT(d).v", "d.v > NEXT(d).v"]),  # trailing, last
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, C e))*, D f), B b)", ["c.v < NEXT(d).v", "e.v < NEXT(f).v", "c.f > NEXT(f).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e)){0,2}, D g?, C f), B b)", ["c.v < NEXT(d).v", "e.v < NEXT(g).v",
+                                                                      "e.f < NEXT(f).f", "c.v > NEXT(f).v"]),
+    # a Kleene event inside a group constrained at both ends: a chain of it
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, E e), B b)", ["c.v < NEXT(d).v", "d.f > NEXT(e).f", "d.v <= NEXT(d).v",
+                                                         "d.v > NEXT(c).v"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, NOT B x, E e+))+, C f))", ["e.v < NEXT(f).v", "e.f != NEXT(e).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{2}))+, C f), B b)", ["d.v < NEXT(e).v", "e.v < NEXT(f).v"]),  # counted
+    ("SEQ(NOT SEQ((SEQ(C c{1,2}, D d))+, E e), A a+, B b)", ["c.v < NEXT(d).v", "c.f >= NEXT(c).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?, C f))+, D g), B b)", ["d.v < NEXT(e).v", "d.f > NEXT(f).f",
+                                                                   "f.v < NEXT(d).v"]),  # optional inside a group
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e*, D f))+))", ["d.v < NEXT(e).v", "e.v < NEXT(f).v",
+                                                             "e.f >= NEXT(e).f"]),
+    # an optional part beside a group: a chain enters or leaves the group past it
+    ("SEQ(A a+, NOT SEQ(C c, D d?, (SEQ(E e, C f))+, D g), B b)", ["c.v < NEXT(e).v", "d.v < NEXT(e).v",
+                                                                   "f.f > NEXT(g).f"]),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e))+, D g*, C f))", ["c.v < NEXT(d).v", "e.v < NEXT(f).v"]),
     # a NOT over a Kleene plus over a SEQ: its matches hold one of a single iteration, so it is the NOT of the SEQ
     ("SEQ(A a+, NOT (SEQ(C c, D d))+, B b)", ["c.v < NEXT(d).v", "a.v > NEXT(a).v"]),
     ("SEQ(NOT (SEQ(C c, D d+))+, A a+, B b)", ["c.f >= NEXT(d).f"]),  # leading
@@ -420,3 +443,51 @@ def test_six_comparisons_find_a_match_spanning_most_of_the_window(pattern: str) 
     assert list(rows) == list(evaluate(text, events, engine="general"))
     without = [e for e in events if e["type"] != "C"]
     assert sum(r["count"] for r in evaluate(text, without)) == sum(r["count"] for r in rows) + 1  # the one excluded
+
+
+def _timed(types: str, **fields: list) -> list[dict]:
+    """Events of `types` at times 1, 2, ...: id = time, and each of `fields` per event."""
+    return [{"type": t, "time": i + 1, "id": i + 1, **{k: v[i] for k, v in fields.items()}} for i, t in enumerate(types)]
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_part_that_may_match_nothing_and_loops_matches_with_a_chain_or_without_it(engine: str) -> None:
+    """`NOT SEQ(C c, D d*, E e)`: c2 e3 is a match (no D, C next to E: c.f > e.f holds), and so is c2 d3 d4 e5
+    with the f's failing (a chain: d3 above c2, d4 below e5, no single D is both). a1 -> b6 is excluded."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, D d*, E e), B b) "
+            "WHERE c.v < NEXT(d).v AND d.v < NEXT(e).v AND c.f > NEXT(e).f WITHIN 20 s")
+    without_d = _timed("ACEB", v=[0, 0, 0, 0], f=[0, 1, 0, 0])
+    rows = evaluate(text, without_d, engine=engine)
+    assert rows.engine == engine and list(rows) == []
+    assert [r["count"] for r in evaluate(text.replace("c.f > ", "c.f < "), without_d, engine=engine)] == [1]
+    chain = _timed("ACDDEB", v=[0, 1, 5, 0, 2, 0], f=[0, 0, 0, 0, 0, 0])
+    assert list(evaluate(text, chain, engine=engine)) == []  # with D: C is not next to E, c.f > e.f not asked
+    assert [r["count"] for r in evaluate(text.replace("d*", "d{0,1}"), chain, engine=engine)] == [1]
+    assert list(evaluate(text.replace("d*", "d{0,2}"), chain, engine=engine)) == []
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_kleene_event_inside_a_group_matches_with_a_chain_of_it(engine: str) -> None:
+    """`NOT SEQ((SEQ(C c, D d+))+, E e)`: c2 d3 d4 e5 is a match only through the chain d3 d4 (d3 above c2,
+    d4 below e5); counted `D d{2}` too, `D d{3}` not."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ((SEQ(C c, D d+))+, E e), B b) "
+            "WHERE c.v < NEXT(d).v AND d.v < NEXT(e).v WITHIN 20 s")
+    events = _timed("ACDDEB", v=[0, 1, 5, 0, 2, 0])
+    rows = evaluate(text, events, engine=engine)
+    assert rows.engine == engine and list(rows) == []
+    assert [r["count"] for r in evaluate(text, [e for e in events if e["time"] != 4], engine=engine)] == [1]
+    assert list(evaluate(text.replace("d+", "d{2}"), events, engine=engine)) == []
+    assert [r["count"] for r in evaluate(text.replace("d+", "d{3}"), events, engine=engine)] == [1]
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_second_iteration_of_a_group_may_skip_its_optional_part(engine: str) -> None:
+    """`(SEQ(D d, E e*, D f))+` with each step's two events next to each other: c2 d3 e4 f5 | d6 f7 c8 is a
+    match through two iterations, the second without E; neither alone is one. a1 -> b9 is excluded."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e*, D f))+, C g), B b) WHERE "
+            + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ef", "df", "fg"]) + " WITHIN 20 s")
+    events = _timed("ACDEDDDCB")
+    rows = evaluate(text, events, engine=engine)
+    assert rows.engine == engine and list(rows) == []
+    no_e4 = _timed("ACDFDDDCB")  # the first iteration has no E to go through: d3 is not next to a D
+    assert [r["count"] for r in evaluate(text, no_e4, engine=engine)] == [1]

@@ -1,6 +1,7 @@
 """A Kleene plus over a SEQ inside a negated SEQ, bound where it starts and where it ends
 (`NOT SEQ(C c, (SEQ(D d, E e))+, C f) WHERE c.v < NEXT(d).v AND e.v < NEXT(f).v`; a Kleene event `D d+`, a group
-of one), on the columnar engine:
+of one; `D d*`, optional; a Kleene event inside a group, `(SEQ(C c, D d+))+`, or a counted one, `D d{2}`), on the
+columnar engine:
 the first and the last iteration stand for a match (`parts.bound_groups`), or with an edge predicate on the
 loop's step (`e.v < NEXT(d).v`) chains of any number of them, against the general engine, the oracle and
 through micro-batches with restores.
@@ -50,6 +51,39 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(A a+, NOT D d{2}, B b)", "ADDDB", ["dd"], ["a.v > NEXT(a).v"]),
     ("SEQ(NOT (SEQ(C c, D d)){2,3}, A a+, B b)", "CDCDCDCDAB", ["cd", "dc"], []),  # leading
     ("SEQ(A a+, B b, NOT SEQ(C c, D d{3}))", "ABCDDDD", ["cd", "dd"], []),  # trailing: walked back
+    # a part that may match nothing and loops or counts: a chain of it, or none (then C next to E)
+    ("SEQ(A a+, NOT SEQ(C c, D d*, E e), B b)", "ACDDDEB", ["cd", "dd", "de"], ["c.f > NEXT(e).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, D d*, E e), B b)", "ACDDDEB", ["cd", "de"], []),
+    ("SEQ(A a+, NOT SEQ(C c, D d{0,2}, E e), B b)", "ACDDEB", ["cd", "dd", "de"], []),
+    ("SEQ(NOT SEQ(C c, D d{0,3}, E e), A a+, B b)", "CDDDEAB", ["cd", "dd!", "de"], []),  # leading
+    ("SEQ(A a+, B b, NOT SEQ(C c, D d*, E e))", "ABCDDDE", ["cd", "dd", "de"], []),  # trailing: walked back
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))*, C f), B b)", "ACDEDECB", ["cd", "de", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e)){0,3}, C f), B b)", "ACDEDEDECB", ["cd", "de!", "ed!", "ef"], []),
+    # a Kleene event inside a group, constrained where its chain starts and where it ends: a chain of it
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, E e), B b)", "ACDDDEB", ["cd", "de"], ["a.v > NEXT(a).v"]),
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, E e), B b)", "ACDDDEB", ["cd", "dd", "de"], []),  # on its loop too
+    ("SEQ(A a+, NOT SEQ((SEQ(C c, D d+))+, E e), B b)", "ACDDCDDEB", ["cd", "dd!", "dc", "de"], []),  # two rounds
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e+, D f))+, C g), B b)", "ACDEEEDCB", ["de", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, NOT B x, E e+, NOT B y, D f))+, C g), B b)", "ACDEBEDCB", ["cd", "fg"], []),  # NOTs
+    ("SEQ(NOT SEQ(C c, (SEQ(D d, E e+))+, C f), A a+, B b)", "CDEEECAB", ["de", "ef"], []),  # leading
+    ("SEQ(A a+, B b, NOT SEQ((SEQ(C c, D d+))+, E e))", "ABCDDDE", ["cd", "dd", "de"], []),  # trailing: walked back
+    # a counted event inside a group: a chain of lo..hi of it (`State.chain`)
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{2}))+, C f), B b)", "ACDEEECB", ["cd", "de", "ef"], []),
+    ("SEQ(A a+, NOT SEQ((SEQ(C c{2,3}, D d))+, E e), B b)", "ACCCDEB", ["cd", "de"], []),  # first in its group
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{2,}))+, C f), B b)", "ACDEEECB", ["de", "ee", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{1,2}, D g))+, C f), B b)", "ACDEEDCB", ["de", "eg", "gf"], []),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e{2}))+))", "ABCDEE", ["cd", "de", "ee"], []),  # trailing
+    # a part that may match nothing inside a group (between its ends): a chain of it, or its neighbours adjacent
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e*, D f))+, C g), B b)", "ACDEEDCB", ["cd", "de", "ef", "fg"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e*, D f))+, C g), B b)", "ACDDCB", ["cd", "df", "fg"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e*, D f))+, C g), B b)", "ACDEDDDCB", ["cd!", "de!", "ef!", "df!", "fg!"],
+     []),  # a second iteration without E, the first with it
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{0,2}, D f))+, C g), B b)", "ACDEEDDEDCB", ["cd", "de", "ef", "fd", "fg"],
+     []),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e?, D f))+))", "ABCDEDDD", ["cd", "de", "ef", "fd"], []),  # trailing
+    # beside a part that may match nothing: a chain enters the group past it
+    ("SEQ(A a+, NOT SEQ(C c, B x?, (SEQ(D d, E e))+, C f), B b)", "ACBDEDECB", ["cd", "de", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, B x*, C f), B b)", "ACDEDEBBCB", ["cd", "de", "ef", "xf"], []),
 ]
 STEP = [  # a step's constraint: most often the two events next to each other in time (ids in time order), which
     # keeps an iteration from pairing the first D with the last E and the entry or exit from admitting another

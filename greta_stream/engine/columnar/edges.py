@@ -9,6 +9,7 @@ from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.bounds import bounded
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.pairs import PAIR, pair_side
+from greta_stream.engine.columnar.parts import skipped_to
 from greta_stream.query import ast
 
 NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
@@ -93,13 +94,12 @@ def negated_step_edges(edges: list[ast.Expr],
         kept = [(a, k) for k, (a, no, _) in enumerate(aliases) if not no]
         for (a, i), (b, j) in zip(kept, kept[1:]):
             (steps if j == i + 1 else across).add((a, b))
-        for k in range(len(aliases)):  # `NOT SEQ(C, D?, E) WHERE C.v < NEXT(E).v`: C is next to E too
-            j = k + 1
-            while j < len(aliases) - 1 and aliases[j][2] == "?":
-                steps.add((aliases[k][0], aliases[j + 1][0]))
-                j += 1
+        marks = [group for _, _, group in aliases]
+        for k in range(len(aliases)):  # `NOT SEQ(C, D?, E) WHERE C.v < NEXT(E).v`: C is next to E too (`D*` too)
+            steps.update((aliases[k][0], aliases[j][0]) for j in skipped_to(marks, k))
         firsts = [a for a, _, group in aliases if "[" in group]
         steps.update((a, first) for (a, _, group), first in zip([p for p in aliases if "]" in p[2]], firsts))
+        steps.update((a, a) for a, _, group in aliases if "+" in group)  # a Kleene event's loop inside a group
     rest: list[ast.Expr] = []
     ors: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}
     for e in edges:
@@ -116,13 +116,6 @@ def negated_step_edges(edges: list[ast.Expr],
         if len(ors[(x, y)]) > MAX_COMPARISONS:
             raise Unsupported(f"edge predicates on one step of a negated SEQ of more than {MAX_COMPARISONS} "
                               "clauses written out as an OR of ANDs")
-    for aliases in negated:  # `NOT SEQ((SEQ(C, D+))+, E) WHERE C.v < NEXT(D).v AND D.v < NEXT(E).v`
-        for k, (a, _, group) in enumerate(aliases):
-            entry = any(y == a for _, y in ors) or k > 0 and aliases[k - 1][1]
-            leave = any(x == a for x, _ in ors) or k + 1 < len(aliases) and aliases[k + 1][1]
-            if "+" in group and entry and leave:
-                raise Unsupported("a Kleene event inside a group of a negated SEQ constrained where it starts and "
-                                  "where it ends")
     return rest, [(x, y, tuple(clause)) for (x, y), clauses in ors.items() for clause in clauses]
 
 

@@ -33,7 +33,7 @@ import pandas as pd
 
 from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
-from greta_stream.engine.columnar.parts import bound_groups, group_spans
+from greta_stream.engine.columnar.parts import bound_groups, group_spans, optional_spans
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
@@ -100,10 +100,16 @@ class Matches:
             if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
                 groups[n - 1 - i if walked_back else j] = (n - 1 - j if walked_back else i, lo, hi)
         # the parts a chain may have reached last, (part, its events, their latest starts): the previous one, and
-        # past an optional one (`NOT SEQ(C, D?, E)`: "?") the one before it too; None: none yet, a chain starts
+        # past an optional one (`NOT SEQ(C, D?, E)`: "?"; `D*`, a group) the ones before it too; None: none yet, a
+        # chain starts
         reached: list[tuple[State | None, np.ndarray, np.ndarray]] = [(None, np.zeros(0, np.int64), np.zeros(0))]
+        skips = {n - 1 - j if walked_back else i: n - 1 - i if walked_back else j
+                 for i, j in optional_spans([p.group for p in seq])}  # walking first: last
+        before: dict[int, list[tuple[State | None, np.ndarray, np.ndarray]]] = {}  # by an optional part's last
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
+            if at in skips:  # an optional part starts: what reached it, reached past it too
+                before[skips[at]] = reached
             idx = self._events(part)
             if part.negated:
                 blockers.append(idx)
@@ -111,16 +117,17 @@ class Matches:
             val = np.max([order[idx].astype(np.float64) if prev is None else self._step(
                 key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
             blockers = []
+            val = self._chained(parts, at, key, order, walked_back, idx, val)
             if at in groups:
                 first, lo, hi = groups[at]
                 val = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, idx, val)
-            reached = [*reached, (part, idx, val)] if part.group == "?" else [(part, idx, val)]
+            reached = [*before.pop(at, []), (part, idx, val)]
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = np.max([_latest_before(key, self.code, src, val, readers) for _, src, val in reached], axis=0)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
 
     def _iterations(self, group: tuple[State, ...], lo: int, hi: int | None, key: np.ndarray, order: np.ndarray,
-                    walked_back: bool, src: np.ndarray, val: np.ndarray) -> np.ndarray:
+                    walked_back: bool, src: np.ndarray, val: np.ndarray, chained: bool = True) -> np.ndarray:
         """Per event of the group's last part (`src`, in walking order), the latest start of a chain through
         lo..hi iterations of it (`val`: through one). With nothing on the loop's step from its last part back
         to its first, a chain of k >= 2 iterations holds its first and last (and any between): the starts of
@@ -129,15 +136,21 @@ class Matches:
         last = group[-1]  # the loop's step, from the group's last part in the SEQ back to its first
         looped = ((group[0].alias, last.alias) if walked_back else (last.alias, group[0].alias)) in self.edges
 
+        skips = {k: k for k in range(1, len(group) - 1) if "?" in group[k].group}  # parts between its ends only
+
         def again(v: np.ndarray) -> np.ndarray:  # one iteration more after each chain
-            prev, s, inner = last, src, []
-            for part in group:
+            reached, before, inner = [(last, src, v)], {}, []  # as `_walk`'s, past a part that may match nothing
+            for at, part in enumerate(group):
+                if at in skips:
+                    before[skips[at]] = reached
                 if part.negated:
                     inner.append(self._events(part))
                     continue
                 got = self._events(part)
-                v = self._step(key, order, walked_back, prev, part, s, v, got, inner)
-                prev, s, inner = part, got, []
+                v = np.max([self._step(key, order, walked_back, prev, part, s, pv, got, inner)
+                            for prev, s, pv in reached], axis=0)
+                v = self._chained(group, at, key, order, walked_back, got, v) if chained else v
+                reached, inner = [*before.pop(at, []), (part, got, v)], []
             return v
 
         if not looped:
@@ -157,6 +170,27 @@ class Matches:
                 break
             best = grown
         return best
+
+    def _chained(self, parts: tuple[State, ...], at: int, key: np.ndarray, order: np.ndarray, walked_back: bool,
+                 idx: np.ndarray, val: np.ndarray) -> np.ndarray:
+        """Per event of `idx` (of the Kleene event `parts[at]` inside a group, "+"), the latest start of a chain
+        through one or more of its events ending there (`val`: through one; `State.chain`: through lo..hi), as
+        a group of one event (`_iterations`). Where something constrains it both where it starts and where it
+        ends (`NOT SEQ((SEQ(C, D+))+, G) WHERE C.v < NEXT(D).v AND D.v > NEXT(G).v`: the first D of a chain is
+        C's, the last G's), a chain may match where no single D does; else one D stands for any chain, and
+        `val` is returned as it is (any part else too)."""
+        part = parts[at]
+        if "+" not in part.group:
+            return val
+        lo, hi = part.chain or (1, None)
+        here = part.alias
+        entry = at > 0 and parts[at - 1].negated or any(y == here and x != here for x, y in self.edges)
+        leave = at + 1 < len(parts) and parts[at + 1].negated or any(x == here and y != here for x, y in self.edges)
+        # at an end of its group, a step past it may cross a NOT outside the group, which `_iterations` (walking
+        # the group alone) does not see: chained there whatever constrains it (a chain is a match, never wrong)
+        if lo == 1 and not (entry and leave or "]" in part.group or "[" in part.group):
+            return val
+        return self._iterations((part,), lo, hi, key, order, walked_back, idx, val, chained=False)
 
     def _events(self, part: State) -> np.ndarray:
         """The events of a part (the view's entries of it)."""

@@ -25,6 +25,7 @@ class State:
     # "]" on its last, "[]" on one that is both (`bound_groups`); a counted one's (lo, hi) on its first
     group: str = ""
     count: tuple[int, int | None] | None = None
+    chain: tuple[int, int | None] | None = None  # a counted event inside such a group (`(SEQ(G, H{2}))+`): its (lo, hi)
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
@@ -199,24 +200,36 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
     `State.negated`) and of a Kleene plus over such a SEQ among them, once (`NOT SEQ(C, (SEQ(G, H))+, D)`:
     `State.group`, `bound_groups`), or `Unsupported`. A Kleene event (`D+`) is a group of one event ("[]":
     a chain of D's makes a match where no single D does when both its neighbours constrain it); inside a
-    group it is marked "+" (`edges.negated_step_edges` refuses it constrained at both ends)."""
+    group it is marked "+" (`negseqs.Matches._chained`: a chain of it where both ends constrain it; counted,
+    `State.chain`, of lo..hi of it). A part that
+    may match nothing is marked "?" (on a group's first event): `D?` an optional event; `D*`, `D{0,m}`,
+    `(SEQ(G, H))*` and `(SEQ(G, H)){0,m}` an optional group counting 1.. or 1..m iterations (`optional_spans`:
+    a match with the group or without it, its neighbours then adjacent); inside a group, between its ends,
+    `H?` and `H*` (`(SEQ(G, H*, K))+`: "+?")."""
     out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
-        if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
+        middle = 0 < k < len(seq.parts) - 1
+        if isinstance(part, ast.Not) and middle:
             negated, part = True, part.inner
         count = None
+        if isinstance(part, ast.Repeat) and in_group and (part.optional and not middle or isinstance(part.inner, (
+                ast.Seq, ast.Kleene, ast.Repeat))):  # its loop steps from its last to its first would skip it
+            raise Unsupported("a part that may match nothing at an end of a group of a negated SEQ, or a counted "
+                              "group inside a group of one")
         if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
-                and not negated and not in_group):  # `D?`: a match with or without a D (`Matches._walk`)
+                and not negated):  # `D?`: a match with or without a D (`Matches._walk`)
             out.append(State(part.inner.alias, part.inner.type, False, group="?"))
             continue
+        optional, chain = "", None
         if isinstance(part, ast.Repeat) and not negated:  # `(SEQ(G, H)){2}`, `D{2,}`: a group whose chains count
-            if part.optional or in_group:
-                raise Unsupported("a counted repetition inside a negated SEQ that may match nothing, or in a group")
-            count, part = (part.lo, part.hi), ast.Kleene(part.inner)
+            optional = "?" if part.optional else ""  # `D*`, `D{0,2}`: with or without 1.. (1..2) iterations
+            count, part = (max(part.lo, 1), part.hi), ast.Kleene(part.inner)
+            if in_group:  # `(SEQ(G, H{2}))+`: a chain of two H's (`negseqs.Matches._chained`)
+                count, chain = None, count
         if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
             inner = list(_negated_seq(part.inner, in_group=True))
-            inner[0] = replace(inner[0], group="[" + inner[0].group, count=count)
+            inner[0] = replace(inner[0], group="[" + inner[0].group + optional, count=count)
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
             continue
@@ -226,19 +239,37 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a NOT over a SEQ of more than single events, NOTs of one between them and a "
                               "Kleene plus over a SEQ of those")
-        out.append(State(part.alias, part.type, False, negated=negated, count=count,
-                         group=("+" if in_group else "[]") if kleene else ""))
-    for k, s in enumerate(out):  # beside a group (the language keeps it from a NOT and from being all there is)
-        if s.group == "?" and any(p.group.strip("?") for p in out[max(k - 1, 0):k + 2]):
-            raise Unsupported("an optional part of a negated SEQ beside a group")
+        out.append(State(part.alias, part.type, False, negated=negated, count=count, chain=chain,
+                         group=("+" if in_group else "[]") + optional if kleene else ""))
     return tuple(out)
 
 
 def group_spans(parts: Sequence[State]) -> list[tuple[int, int]]:
     """(first, last) of each Kleene plus over a SEQ (or counted group, or Kleene event) among a negated
     SEQ's parts."""
-    return [(i, next(k for k in range(i, len(parts)) if "]" in parts[k].group))
-            for i, first in enumerate(parts) if "[" in first.group]
+    return _spans([p.group for p in parts])
+
+
+def _spans(marks: Sequence[str]) -> list[tuple[int, int]]:
+    return [(i, next(k for k in range(i, len(marks)) if "]" in marks[k])) for i, m in enumerate(marks) if "[" in m]
+
+
+def optional_spans(marks: Sequence[str]) -> list[tuple[int, int]]:
+    """(first, last) of each part of a negated SEQ that may match nothing, by the parts' marks
+    (`State.group`): an optional event ("?"), an optional group ("?" on its first event)."""
+    return sorted([(k, k) for k, m in enumerate(marks) if m.strip("+?") == "" and "?" in m]  # "?", "+?" in a group
+                  + [(i, j) for i, j in _spans(marks) if "?" in marks[i]])
+
+
+def skipped_to(marks: Sequence[str], k: int) -> list[int]:
+    """The parts of a negated SEQ after part k that a match may hold next past parts that match nothing
+    (`NOT SEQ(C, D?, E*, F)`: from C, E and F), the part right after k not among them."""
+    starts = {i: j for i, j in optional_spans(marks)}
+    out, at = [], k + 1
+    while at in starts and starts[at] + 1 < len(marks):
+        at = starts[at] + 1
+        out.append(at)
+    return out
 
 
 def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[tuple[int, int]]:
@@ -252,6 +283,7 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
     in the SEQ, or an edge predicate on that step (`stepped`: the (X, Y) of the edge predicates within the
     negated SEQ)."""
     kept = [i for i, s in enumerate(parts) if not s.negated]
+    beside = {k for i, j in optional_spans([p.group for p in parts]) for k in (i - 1, j + 1)}
     out = []
     for i, j in group_spans(parts):
         first = parts[i]
@@ -259,7 +291,9 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
         after_it = min((k for k in kept if k > j), default=None)
         entry = before_it is not None and (before_it != i - 1 or (parts[before_it].alias, first.alias) in stepped)
         leave = after_it is not None and (after_it != j + 1 or (parts[j].alias, parts[after_it].alias) in stepped)
-        if entry and leave:
+        # beside a part that may match nothing, a chain may enter or leave past it: walked twice, as bound (two
+        # iterations make a match of the SEQ whatever constrains them, so a second walk is never wrong)
+        if entry and leave or i in beside or j in beside:
             out.append((i, j))
     return out
 
