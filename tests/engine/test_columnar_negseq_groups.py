@@ -81,6 +81,14 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{0,2}, D f))+, C g), B b)", "ACDEEDDEDCB", ["cd", "de", "ef", "fd", "fg"],
      []),
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, E e?, D f))+))", "ABCDEDDD", ["cd", "de", "ef", "fd"], []),  # trailing
+    # ... and at a group's start or end: an iteration starts or ends at either part
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))+, C f), B b)", "ACDEDCB", ["cd", "de", "ed", "df", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))+, C f), B b)", "ACDEDCB", ["cd!", "de!", "df!", "ef!"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d?, E e))+, C f), B b)", "ACDEECB", ["cd", "ce", "de", "ee", "ef"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e*))+, C f), B b)", "ACDEEDCB", ["cd", "de", "ee", "ed", "dd", "df", "ef"],
+     []),
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d?, E e))+, C f))", "ABCDEEC", ["cd", "ce", "de", "ee", "ef"], []),  # trailing
+    ("SEQ(NOT SEQ(C c, (SEQ(D d, E e{0,2}))+, C f), A a+, B b)", "CDEDCAB", ["cd!", "de!", "ed!", "df!", "ef!"], []),
     # beside a part that may match nothing: a chain enters the group past it
     ("SEQ(A a+, NOT SEQ(C c, B x?, (SEQ(D d, E e))+, C f), B b)", "ACBDEDECB", ["cd", "de", "ef"], []),
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, B x*, C f), B b)", "ACDEDEBBCB", ["cd", "de", "ef", "xf"], []),

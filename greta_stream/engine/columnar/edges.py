@@ -9,7 +9,7 @@ from greta_stream.compiler.expressions import edge_sides
 from greta_stream.engine.columnar.bounds import bounded
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.pairs import PAIR, pair_side
-from greta_stream.engine.columnar.parts import skipped_to
+from greta_stream.engine.columnar.parts import loop_ends, skipped_to, spans_of
 from greta_stream.query import ast
 
 NegEdge = tuple[str, str, tuple[tuple[str, ast.Expr, ast.Expr], ...]]  # (X, Y, clause) within a negated SEQ
@@ -97,8 +97,9 @@ def negated_step_edges(edges: list[ast.Expr],
         marks = [group for _, _, group in aliases]
         for k in range(len(aliases)):  # `NOT SEQ(C, D?, E) WHERE C.v < NEXT(E).v`: C is next to E too (`D*` too)
             steps.update((aliases[k][0], aliases[j][0]) for j in skipped_to(marks, k))
-        firsts = [a for a, _, group in aliases if "[" in group]
-        steps.update((a, first) for (a, _, group), first in zip([p for p in aliases if "]" in p[2]], firsts))
+        for i, j in spans_of(marks):  # a group's loop steps, from each part an iteration may end at to each
+            starts, stops = loop_ends(marks[i:j + 1])  # one it may start at (`(SEQ(G, H?))+`: H and G to G)
+            steps.update((aliases[i + e][0], aliases[i + b][0]) for e in stops for b in starts)
         steps.update((a, a) for a, _, group in aliases if "+" in group)  # a Kleene event's loop inside a group
     rest: list[ast.Expr] = []
     ors: dict[tuple[str, str], list[tuple[tuple[str, ast.Expr, ast.Expr], ...]]] = {}

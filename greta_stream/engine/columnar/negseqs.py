@@ -33,11 +33,13 @@ import pandas as pd
 
 from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
-from greta_stream.engine.columnar.parts import bound_groups, group_spans, optional_spans
+from greta_stream.engine.columnar.parts import bound_groups, group_spans, loop_ends, optional_spans
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
 from greta_stream.query import ast
+
+Reached = tuple[State | None, np.ndarray, np.ndarray]  # a part a chain reached last, its events, their latest starts
 
 
 @dataclass(frozen=True)
@@ -100,12 +102,12 @@ class Matches:
             if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
                 groups[n - 1 - i if walked_back else j] = (n - 1 - j if walked_back else i, lo, hi)
         # the parts a chain may have reached last, (part, its events, their latest starts): the previous one, and
-        # past an optional one (`NOT SEQ(C, D?, E)`: "?"; `D*`, a group) the ones before it too; None: none yet, a
-        # chain starts
-        reached: list[tuple[State | None, np.ndarray, np.ndarray]] = [(None, np.zeros(0, np.int64), np.zeros(0))]
+        # past an optional one (`NOT SEQ(C, D?, E)`: "?"; `D*`, a group: "~") the ones before it too; None: none
+        # yet, a chain starts
+        reached: list[Reached] = [(None, np.zeros(0, np.int64), np.zeros(0))]
         skips = {n - 1 - j if walked_back else i: n - 1 - i if walked_back else j
                  for i, j in optional_spans([p.group for p in seq])}  # walking first: last
-        before: dict[int, list[tuple[State | None, np.ndarray, np.ndarray]]] = {}  # by an optional part's last
+        before: dict[int, list[Reached]] = {}  # by an optional part's last
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
             if at in skips:  # an optional part starts: what reached it, reached past it too
@@ -118,55 +120,68 @@ class Matches:
                 key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
             blockers = []
             val = self._chained(parts, at, key, order, walked_back, idx, val)
-            if at in groups:
-                first, lo, hi = groups[at]
-                val = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, idx, val)
-            reached = [*before.pop(at, []), (part, idx, val)]
+            past = before.pop(at, [])
+            if at not in groups:
+                reached = [*past, (part, idx, val)]
+                continue
+            first, lo, hi = groups[at]
+            if first in skips and skips[first] == at:  # the group may match nothing: past it, what reached it
+                reached = [*past, *self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back,
+                                                    [(part, idx, val)])]
+            else:  # its ends: its last part, and the ones before it that a match may end at (`(SEQ(G, H?))+`)
+                reached = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back,
+                                           [*past, (part, idx, val)])
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = np.max([_latest_before(key, self.code, src, val, readers) for _, src, val in reached], axis=0)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
 
     def _iterations(self, group: tuple[State, ...], lo: int, hi: int | None, key: np.ndarray, order: np.ndarray,
-                    walked_back: bool, src: np.ndarray, val: np.ndarray, chained: bool = True) -> np.ndarray:
-        """Per event of the group's last part (`src`, in walking order), the latest start of a chain through
-        lo..hi iterations of it (`val`: through one). With nothing on the loop's step from its last part back
-        to its first, a chain of k >= 2 iterations holds its first and last (and any between): the starts of
-        two iterations where lo is 1, of lo else (`parts.bound_groups`). With an edge predicate there
-        (`H.v < NEXT(G).v`), chains of exactly 2..hi iterations, or lo.. walked until no start rises."""
-        last = group[-1]  # the loop's step, from the group's last part in the SEQ back to its first
-        looped = ((group[0].alias, last.alias) if walked_back else (last.alias, group[0].alias)) in self.edges
+                    walked_back: bool, ends: list[Reached], parts: bool = True) -> list[Reached]:
+        """The ends of chains through lo..hi iterations of a group (in walking order), `ends` those through one:
+        (part, its events, per event the latest start of a chain ending there) of its last part, and of the
+        ones before it that may end an iteration (`(SEQ(G, H?))+`: G and H). With nothing on the loop's steps
+        from its ends back to its starts, a chain of k >= 2 iterations holds its first and last (and any
+        between): the starts of two iterations where lo is 1, of lo else (`parts.bound_groups`). With an edge
+        predicate there (`H.v < NEXT(G).v`), chains of exactly 2..hi iterations, or lo.. walked until no
+        start rises. `parts`: the group's Kleene events are chained (`_chained`) and its optional parts
+        skipped (False: a group of one Kleene event, `_chained`'s own)."""
+        in_seq = group[::-1] if walked_back else group
+        starts, stops = loop_ends([p.group for p in in_seq]) if parts else ([0], [0])
+        looped = any((in_seq[e].alias, in_seq[b].alias) in self.edges for e in stops for b in starts)
+        skips = {k for k in range(len(group)) if "?" in group[k].group} if parts else set()
 
-        skips = {k: k for k in range(1, len(group) - 1) if "?" in group[k].group}  # parts between its ends only
-
-        def again(v: np.ndarray) -> np.ndarray:  # one iteration more after each chain
-            reached, before, inner = [(last, src, v)], {}, []  # as `_walk`'s, past a part that may match nothing
+        def again(ends: list[Reached]) -> list[Reached]:  # one iteration more after each chain
+            reached, before, inner = list(ends), {}, []  # as `_walk`'s, past a part that may match nothing
             for at, part in enumerate(group):
                 if at in skips:
-                    before[skips[at]] = reached
+                    before[at] = reached
                 if part.negated:
                     inner.append(self._events(part))
                     continue
                 got = self._events(part)
                 v = np.max([self._step(key, order, walked_back, prev, part, s, pv, got, inner)
-                            for prev, s, pv in reached], axis=0)
-                v = self._chained(group, at, key, order, walked_back, got, v) if chained else v
+                            for prev, s, pv in reached if prev is not None], axis=0)  # (a group's ends: parts)
+                v = self._chained(group, at, key, order, walked_back, got, v) if parts else v
                 reached, inner = [*before.pop(at, []), (part, got, v)], []
-            return v
+            return reached
+
+        def merged(a: list[Reached], b: list[Reached]) -> list[Reached]:
+            return [(p, s, np.maximum(v, w)) for (p, s, v), (_, _, w) in zip(a, b, strict=True)]
 
         if not looped:
             if lo == 1:
-                return np.maximum(val, again(val)) if hi is None or hi >= 2 else val
+                return merged(ends, again(ends)) if hi is None or hi >= 2 else ends
             for _ in range(lo - 1):
-                val = again(val)
-            return val
-        best = val if lo == 1 else np.full(len(val), -np.inf)
-        exact, j = val, 1
-        while j < (lo if hi is None else hi) and np.isfinite(exact).any():
+                ends = again(ends)
+            return ends
+        best = ends if lo == 1 else [(p, s, np.full(len(v), -np.inf)) for p, s, v in ends]
+        exact, j = ends, 1
+        while j < (lo if hi is None else hi) and any(np.isfinite(v).any() for _, _, v in exact):
             exact, j = again(exact), j + 1
-            best = np.maximum(best, exact) if j >= lo else best
+            best = merged(best, exact) if j >= lo else best
         while hi is None:  # lo or more: each walk one iteration more, until no start rises
-            grown = np.maximum(best, again(best))
-            if np.array_equal(grown, best):
+            grown = merged(best, again(best))
+            if all(np.array_equal(v, w) for (_, _, v), (_, _, w) in zip(grown, best, strict=True)):
                 break
             best = grown
         return best
@@ -190,7 +205,7 @@ class Matches:
         # the group alone) does not see: chained there whatever constrains it (a chain is a match, never wrong)
         if lo == 1 and not (entry and leave or "]" in part.group or "[" in part.group):
             return val
-        return self._iterations((part,), lo, hi, key, order, walked_back, idx, val, chained=False)
+        return self._iterations((part,), lo, hi, key, order, walked_back, [(part, idx, val)], parts=False)[-1][2]
 
     def _events(self, part: State) -> np.ndarray:
         """The events of a part (the view's entries of it)."""

@@ -202,10 +202,10 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
     a chain of D's makes a match where no single D does when both its neighbours constrain it); inside a
     group it is marked "+" (`negseqs.Matches._chained`: a chain of it where both ends constrain it; counted,
     `State.chain`, of lo..hi of it). A part that
-    may match nothing is marked "?" (on a group's first event): `D?` an optional event; `D*`, `D{0,m}`,
-    `(SEQ(G, H))*` and `(SEQ(G, H)){0,m}` an optional group counting 1.. or 1..m iterations (`optional_spans`:
-    a match with the group or without it, its neighbours then adjacent); inside a group, between its ends,
-    `H?` and `H*` (`(SEQ(G, H*, K))+`: "+?")."""
+    may match nothing is marked "?": `D?` an optional event, in a group too (`(SEQ(G, H*, K))+`: "+?"); `D*`,
+    `D{0,m}`, `(SEQ(G, H))*` and `(SEQ(G, H)){0,m}` an optional group counting 1.. or 1..m iterations, "~"
+    on its first event (`optional_spans`: a match with the part or without it, its neighbours then
+    adjacent)."""
     out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
@@ -213,22 +213,23 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if isinstance(part, ast.Not) and middle:
             negated, part = True, part.inner
         count = None
-        if isinstance(part, ast.Repeat) and in_group and (part.optional and not middle or isinstance(part.inner, (
-                ast.Seq, ast.Kleene, ast.Repeat))):  # its loop steps from its last to its first would skip it
-            raise Unsupported("a part that may match nothing at an end of a group of a negated SEQ, or a counted "
-                              "group inside a group of one")
+        if isinstance(part, ast.Repeat) and in_group and isinstance(part.inner, (ast.Seq, ast.Kleene, ast.Repeat)):
+            raise Unsupported("a counted group inside a group of a negated SEQ")
         if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
                 and not negated):  # `D?`: a match with or without a D (`Matches._walk`)
             out.append(State(part.inner.alias, part.inner.type, False, group="?"))
             continue
         optional, chain = "", None
         if isinstance(part, ast.Repeat) and not negated:  # `(SEQ(G, H)){2}`, `D{2,}`: a group whose chains count
-            optional = "?" if part.optional else ""  # `D*`, `D{0,2}`: with or without 1.. (1..2) iterations
+            optional = "~" if part.optional else ""  # `D*`, `D{0,2}`: with or without 1.. (1..2) iterations
             count, part = (max(part.lo, 1), part.hi), ast.Kleene(part.inner)
-            if in_group:  # `(SEQ(G, H{2}))+`: a chain of two H's (`negseqs.Matches._chained`)
-                count, chain = None, count
+            if in_group:  # `(SEQ(G, H{2}))+`: a chain of two H's (`negseqs.Matches._chained`); `H*`: "+?"
+                count, chain, optional = None, count, optional and "?"
         if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
             inner = list(_negated_seq(part.inner, in_group=True))
+            if optional and ("?" in inner[0].group or "?" in inner[-1].group):  # two ways to be skipped at one part
+                raise Unsupported("a group of a negated SEQ that may match nothing with a part that may match "
+                                  "nothing at one of its ends")
             inner[0] = replace(inner[0], group="[" + inner[0].group + optional, count=count)
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
@@ -247,18 +248,29 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
 def group_spans(parts: Sequence[State]) -> list[tuple[int, int]]:
     """(first, last) of each Kleene plus over a SEQ (or counted group, or Kleene event) among a negated
     SEQ's parts."""
-    return _spans([p.group for p in parts])
+    return spans_of([p.group for p in parts])
 
 
-def _spans(marks: Sequence[str]) -> list[tuple[int, int]]:
+def spans_of(marks: Sequence[str]) -> list[tuple[int, int]]:
     return [(i, next(k for k in range(i, len(marks)) if "]" in marks[k])) for i, m in enumerate(marks) if "[" in m]
 
 
 def optional_spans(marks: Sequence[str]) -> list[tuple[int, int]]:
     """(first, last) of each part of a negated SEQ that may match nothing, by the parts' marks
-    (`State.group`): an optional event ("?"), an optional group ("?" on its first event)."""
-    return sorted([(k, k) for k, m in enumerate(marks) if m.strip("+?") == "" and "?" in m]  # "?", "+?" in a group
-                  + [(i, j) for i, j in _spans(marks) if "?" in marks[i]])
+    (`State.group`): an optional event ("?"), an optional group ("~" on its first event)."""
+    return sorted([(k, k) for k, m in enumerate(marks) if "?" in m]  # "?", "+?" in a group, "[?" at its start
+                  + [(i, j) for i, j in spans_of(marks) if "~" in marks[i]])
+
+
+def loop_ends(marks: Sequence[str]) -> tuple[list[int], list[int]]:
+    """The parts of a group (by their marks, `State.group`) an iteration may start at (its first, and past
+    each part that may match nothing there, the next) and end at (its last, and the ones before)."""
+    starts, stops = [0], [len(marks) - 1]
+    while "?" in marks[starts[-1]] and starts[-1] + 1 < len(marks):
+        starts.append(starts[-1] + 1)
+    while "?" in marks[stops[-1]] and stops[-1] > 0:
+        stops.append(stops[-1] - 1)
+    return starts, stops
 
 
 def skipped_to(marks: Sequence[str], k: int) -> list[int]:
@@ -291,9 +303,9 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
         after_it = min((k for k in kept if k > j), default=None)
         entry = before_it is not None and (before_it != i - 1 or (parts[before_it].alias, first.alias) in stepped)
         leave = after_it is not None and (after_it != j + 1 or (parts[j].alias, parts[after_it].alias) in stepped)
-        # beside a part that may match nothing, a chain may enter or leave past it: walked twice, as bound (two
-        # iterations make a match of the SEQ whatever constrains them, so a second walk is never wrong)
-        if entry and leave or i in beside or j in beside:
+        # beside a part that may match nothing, or with one at its start or end, a chain may enter or leave past
+        # it: walked twice, as bound (two iterations make a match whatever constrains them: never wrong)
+        if entry and leave or i in beside or j in beside or "?" in first.group or "?" in parts[j].group:
             out.append((i, j))
     return out
 
