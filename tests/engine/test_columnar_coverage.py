@@ -18,7 +18,8 @@ from greta_stream.testing.oracle import oracle_rows
 
 UNCOVERED = [
     "RETURN COUNT(*) PATTERN SEQ(A x, (SEQ(A a, C c{2}, B b)){2}) WITHIN 10 s",  # a count inside a counted group
-    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+, G g), B b) WITHIN 10 s",  # nested
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){2}, D d))+, G g), B b) WITHIN 10 s",  # counted
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))*))+, G g), B b) WITHIN 10 s",  # optional
 ]
 
 
@@ -28,6 +29,12 @@ WIDENED = [
     + " AND ".join(f"c.v != NEXT(d).v + {n}" for n in range(17)) + " WITHIN 10 s",  # over 16 comparisons on a step
     "RETURN COUNT(*), SUM(X.v) PATTERN A X+ WITHIN 0.0015 ms SLIDE 0.0005 ms",  # finer than whole microseconds
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e{2}))+, F f), B b) WITHIN 10 s",  # counted in a group
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))*, F f), B b) WHERE e.v < NEXT(d).v "
+    "WITHIN 10 s",  # a group that may match nothing, with a part that may match nothing at its end
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){2}))+, G g), B b) WHERE "
+    "c.v < NEXT(d).v AND f.v < NEXT(g).v WITHIN 10 s",  # a counted group inside a group of a negated SEQ
+    "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+, G g), B b) WHERE "
+    "c.v < NEXT(d).v AND f.v < NEXT(g).v WITHIN 10 s",  # a group inside a group of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))+, F f), B b) WHERE e.v < NEXT(d).v "
     "WITHIN 10 s",  # a part that may match nothing at the end of a group of a negated SEQ
     "RETURN COUNT(*) PATTERN SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e*, D f))+, F h), B b) WHERE d.v < NEXT(e).v AND "
@@ -203,5 +210,5 @@ def test_auto_uses_columnar_where_covered() -> None:
 
 def test_only_columnar_queries() -> None:
     with pytest.raises(Unsupported):
-        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+), B b) "
+        columnar_plan(compile_query("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){2}, D d))+), B b) "
                                     "WITHIN 10 s"))

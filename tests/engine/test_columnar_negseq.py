@@ -143,6 +143,8 @@ SHAPES = [*MANY,  # (pattern, edge predicates it may take)
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))+, C f), B b)", ["c.v < NEXT(d).v", "e.v < NEXT(d).v", "d.v > NEXT(d).v",
                                                           "d.f < NEXT(f).f"]),  # optional at a group's end
     ("SEQ(NOT SEQ((SEQ(C c?, D d))+, E e), A a+, B b)", ["c.v < NEXT(d).v", "d.v < NEXT(d).v", "d.f > NEXT(c).f"]),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+, C g), B b)", ["c.v < NEXT(d).v", "f.v < NEXT(e).v",
+                                                                        "f.f > NEXT(g).f"]),  # a group in a group
     # an optional part beside a group: a chain enters or leaves the group past it
     ("SEQ(A a+, NOT SEQ(C c, D d?, (SEQ(E e, C f))+, D g), B b)", ["c.v < NEXT(e).v", "d.v < NEXT(e).v",
                                                                    "f.f > NEXT(g).f"]),
@@ -508,3 +510,40 @@ def test_an_iteration_of_a_group_may_end_before_its_optional_last_part(engine: s
     assert [r["count"] for r in evaluate(text, _timed("ACDEFDCB"), engine=engine)] == [1]  # e4, d3 not next to d6
     loose = text.replace(" AND d.id + 1 = NEXT(d).id", "")  # d3 d6 c7: two iterations, both ending at D
     assert list(evaluate(loose, _timed("ACDEFDCB"), engine=engine)) == []
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_group_inside_a_group_matches_through_its_own_iterations(engine: str) -> None:
+    """`(SEQ(D d, (SEQ(E e, F f))+))+` with each step's two events next to each other: c2 d3 e4 f5 e6 f7 c8 is a
+    match through two iterations of the inner group (none through one), c2 d3 e4 f5 d6 e7 f8 c9 through two of
+    the outer one, c2 d3 e4 f5 d6 e7 f8 e9 f10 c11 through two of the outer one, the second with two inner."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+, C g), B b) WHERE "
+            + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ef", "fe", "fd", "fg"])
+            + " WITHIN 20 s")
+    rows = evaluate(text, _timed("ACDEFEFCB"), engine=engine)
+    assert rows.engine == engine and list(rows) == []
+    assert list(evaluate(text, _timed("ACDEFDEFCB"), engine=engine)) == []
+    assert list(evaluate(text, _timed("ACDEFDEFEFCB"), engine=engine)) == []  # two inner ones in the second outer
+    assert [r["count"] for r in evaluate(text, _timed("ACDEFBEFCB"), engine=engine)] == [2]  # f5 not next to e7
+    counted = text.replace("(SEQ(E e, F f))+", "(SEQ(E e, F f)){2}")  # exactly two inner iterations
+    assert list(evaluate(counted, _timed("ACDEFEFCB"), engine=engine)) == []
+    assert [r["count"] for r in evaluate(counted, _timed("ACDEFCB"), engine=engine)] == [1]
+    assert [r["count"] for r in evaluate(counted, _timed("ACDEFEFEFCB"), engine=engine)] == [1]  # three: f7 not f9
+
+
+@pytest.mark.parametrize("engine", ["columnar", "general"])
+def test_a_group_that_may_match_nothing_is_all_there_or_not_at_all(engine: str) -> None:
+    """`NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g)`, each constrained step's events next to each other:
+    c2 e3 f4 c5 is no match (no D: the group is not there, and c2 is not next to c5); c2 d3 e4 f5 c6 is one.
+    `(SEQ(D d, E e?))*`: c2 d3 d4 c5 is a match through two iterations ending at D; c2 c3 one without it."""
+    text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b) WHERE "
+            + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["ef", "fe", "fg", "cg"]) + " WITHIN 20 s")
+    rows = evaluate(text, _timed("ACEFCB"), engine=engine)
+    assert rows.engine == engine and [r["count"] for r in rows] == [1]
+    assert list(evaluate(text, _timed("ACDEFCB"), engine=engine)) == []
+    ends = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b) WHERE "
+            + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ed", "dd", "df", "ef", "cf"])
+            + " WITHIN 20 s")
+    assert list(evaluate(ends, _timed("ACDDCB"), engine=engine)) == []
+    assert list(evaluate(ends, _timed("ACCB"), engine=engine)) == []
+    assert [r["count"] for r in evaluate(ends, _timed("ACDBDCB"), engine=engine)] == [2]  # d3 not next to d5

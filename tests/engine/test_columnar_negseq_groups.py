@@ -89,6 +89,25 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
      []),
     ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d?, E e))+, C f))", "ABCDEEC", ["cd", "ce", "de", "ee", "ef"], []),  # trailing
     ("SEQ(NOT SEQ(C c, (SEQ(D d, E e{0,2}))+, C f), A a+, B b)", "CDEDCAB", ["cd!", "de!", "ed!", "df!", "ef!"], []),
+    # a group inside a group: chains of its iterations inside each of the outer one's
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+, C g), B b)", "ACDEFEFDEFCB",
+     ["cd", "de", "ef", "fe", "fd", "fg"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ((SEQ(D d, E e))+, F f))+, C g), B b)", "ACDEDEFDEFCB",
+     ["cd", "de", "ed", "ef", "fd", "fg"], []),  # at its start
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))+))", "ABCDEFEFDEF", ["cd", "de", "ef", "fe!", "fd"],
+     []),  # trailing: walked back
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){2}))+, C g), B b)", "ACDEFEFCB", ["cd", "de", "ef", "fe", "fg"],
+     []),  # counted
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){2,}))+, C g), B b)", "ACDEFEFEFCB",
+     ["cd", "de", "ef!", "fe", "fg"], []),
+    ("SEQ(NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){1,2}, D h))+, C g), A a+, B b)", "CDEFEFDCAB",
+     ["cd", "de", "ef", "fe", "fh", "hg"], []),  # leading
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b)", "ACDEFEFCB",
+     ["cd", "de", "ef", "fe", "fg", "cg"], []),  # in a group that may match nothing
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b)", "ACEFCB", ["ef", "fe", "fg", "cg"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b)", "ACDEDCB", ["cd", "de", "ed", "dd", "df", "ef", "cf"],
+     []),  # an optional group with an optional end
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d?, E e)){0,2}, C f), B b)", "ACDEECB", ["cd", "ce", "de", "ee", "ef", "cf"], []),
     # beside a part that may match nothing: a chain enters the group past it
     ("SEQ(A a+, NOT SEQ(C c, B x?, (SEQ(D d, E e))+, C f), B b)", "ACBDEDECB", ["cd", "de", "ef"], []),
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e))+, B x*, C f), B b)", "ACDEDEBBCB", ["cd", "de", "ef", "xf"], []),

@@ -33,7 +33,14 @@ import pandas as pd
 
 from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, dominance_max2, dominance_maxk, window_scan
 from greta_stream.engine.columnar.keys import edge_values, partition_times
-from greta_stream.engine.columnar.parts import bound_groups, group_spans, loop_ends, optional_spans
+from greta_stream.engine.columnar.parts import (
+    bound_groups,
+    group_spans,
+    loop_ends,
+    optional_groups,
+    optional_spans,
+    spans_of,
+)
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
 from greta_stream.engine.columnar.vector import attrs_of
@@ -96,22 +103,31 @@ class Matches:
         n = len(parts)
         seq = parts[::-1] if walked_back else parts
         bound = set(bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges}))
-        groups = {}  # walking position of a group's last part: its first's, its (lo, hi)
-        for i, j in group_spans(seq):
-            lo, hi = seq[i].count or (1, None)
+        groups: dict[int, list[tuple[int, int, int | None]]] = {}  # by its last part's walking position, each
+        spans = group_spans(seq)  # group's first's and (lo, hi), one inside another first
+        for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
+            outermost = j == max(b for a, b in spans if a == i)  # the count on its first is the outermost one's
+            lo, hi = (seq[i].count if outermost else None) or (1, None)
             if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
-                groups[n - 1 - i if walked_back else j] = (n - 1 - j if walked_back else i, lo, hi)
+                groups.setdefault(n - 1 - i if walked_back else j, []).append((n - 1 - j if walked_back else i, lo, hi))
         # the parts a chain may have reached last, (part, its events, their latest starts): the previous one, and
         # past an optional one (`NOT SEQ(C, D?, E)`: "?"; `D*`, a group: "~") the ones before it too; None: none
         # yet, a chain starts
         reached: list[Reached] = [(None, np.zeros(0, np.int64), np.zeros(0))]
-        skips = {n - 1 - j if walked_back else i: n - 1 - i if walked_back else j
-                 for i, j in optional_spans([p.group for p in seq])}  # walking first: last
-        before: dict[int, list[Reached]] = {}  # by an optional part's last
+        marks = [p.group for p in seq]
+
+        def walking(span: tuple[int, int]) -> tuple[int, int]:
+            return (n - 1 - span[1], n - 1 - span[0]) if walked_back else span
+
+        skips: dict[int, list[int]] = {}  # by an optional part's first (walking order), its lasts
+        for first, last in map(walking, optional_spans(marks)):
+            skips.setdefault(first, []).append(last)
+        maybe_none = set(map(walking, optional_groups(marks)))  # groups that may match nothing
+        before: dict[int, dict[int, list[Reached]]] = {}  # by an optional part's last and first, what reached it
         blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
         for at, part in enumerate(parts):
-            if at in skips:  # an optional part starts: what reached it, reached past it too
-                before[skips[at]] = reached
+            for last in skips.get(at, []):  # an optional part starts: what reached it, reached past it too
+                before.setdefault(last, {})[at] = reached
             idx = self._events(part)
             if part.negated:
                 blockers.append(idx)
@@ -120,17 +136,14 @@ class Matches:
                 key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
             blockers = []
             val = self._chained(parts, at, key, order, walked_back, idx, val)
-            past = before.pop(at, [])
-            if at not in groups:
-                reached = [*past, (part, idx, val)]
-                continue
-            first, lo, hi = groups[at]
-            if first in skips and skips[first] == at:  # the group may match nothing: past it, what reached it
-                reached = [*past, *self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back,
-                                                    [(part, idx, val)])]
-            else:  # its ends: its last part, and the ones before it that a match may end at (`(SEQ(G, H?))+`)
-                reached = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back,
-                                           [*past, (part, idx, val)])
+            # past a group that may match nothing, what reached it; a group's ends are its last part and the ones
+            # before it that an iteration may end at (`(SEQ(G, H?))+`: past H, G)
+            saved = before.pop(at, {})
+            past_group = [r for first, got in saved.items() if (first, at) in maybe_none for r in got]
+            ends = [*(r for first, got in saved.items() if (first, at) not in maybe_none for r in got), (part, idx, val)]
+            for first, lo, hi in groups.get(at, []):  # one inside another first
+                ends = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, ends)
+            reached = [*past_group, *ends]
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = np.max([_latest_before(key, self.code, src, val, readers) for _, src, val in reached], axis=0)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
@@ -149,6 +162,13 @@ class Matches:
         starts, stops = loop_ends([p.group for p in in_seq]) if parts else ([0], [0])
         looped = any((in_seq[e].alias, in_seq[b].alias) in self.edges for e in stops for b in starts)
         skips = {k for k in range(len(group)) if "?" in group[k].group} if parts else set()
+        m = len(group)
+        inside: dict[int, list[tuple[int, int, int | None]]] = {}  # groups inside it: by their last part's walking
+        spans = spans_of([p.group for p in in_seq]) if parts else []  # position, their first's and (lo, hi)
+        for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
+            if (i, j) != (0, m - 1):  # a count on its first is the outermost one's starting there (not this one's)
+                count = (i > 0 and j == max(b for a, b in spans if a == i) and in_seq[i].count) or (1, None)
+                inside.setdefault(m - 1 - i if walked_back else j, []).append((m - 1 - j if walked_back else i, *count))
 
         def again(ends: list[Reached]) -> list[Reached]:  # one iteration more after each chain
             reached, before, inner = list(ends), {}, []  # as `_walk`'s, past a part that may match nothing
@@ -163,6 +183,8 @@ class Matches:
                             for prev, s, pv in reached if prev is not None], axis=0)  # (a group's ends: parts)
                 v = self._chained(group, at, key, order, walked_back, got, v) if parts else v
                 reached, inner = [*before.pop(at, []), (part, got, v)], []
+                for first, lo_in, hi_in in inside.get(at, []):  # a group inside it: its iterations, innermost first
+                    reached = self._iterations(group[first:at + 1], lo_in, hi_in, key, order, walked_back, reached)
             return reached
 
         def merged(a: list[Reached], b: list[Reached]) -> list[Reached]:

@@ -213,8 +213,10 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if isinstance(part, ast.Not) and middle:
             negated, part = True, part.inner
         count = None
-        if isinstance(part, ast.Repeat) and in_group and isinstance(part.inner, (ast.Seq, ast.Kleene, ast.Repeat)):
-            raise Unsupported("a counted group inside a group of a negated SEQ")
+        if isinstance(part, ast.Repeat) and in_group and (isinstance(part.inner, (ast.Kleene, ast.Repeat)) or isinstance(
+                part.inner, ast.Seq) and (part.optional or k == 0)):  # its count would be on the outer one's first
+            raise Unsupported("a group inside a group of a negated SEQ that may match nothing, or counted at its "
+                              "start")
         if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
                 and not negated):  # `D?`: a match with or without a D (`Matches._walk`)
             out.append(State(part.inner.alias, part.inner.type, False, group="?"))
@@ -223,13 +225,10 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if isinstance(part, ast.Repeat) and not negated:  # `(SEQ(G, H)){2}`, `D{2,}`: a group whose chains count
             optional = "~" if part.optional else ""  # `D*`, `D{0,2}`: with or without 1.. (1..2) iterations
             count, part = (max(part.lo, 1), part.hi), ast.Kleene(part.inner)
-            if in_group:  # `(SEQ(G, H{2}))+`: a chain of two H's (`negseqs.Matches._chained`); `H*`: "+?"
-                count, chain, optional = None, count, optional and "?"
-        if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not (negated or in_group):
+            if in_group and not isinstance(part.inner, ast.Seq):  # `(SEQ(G, H{2}))+`: a chain of two H's
+                count, chain, optional = None, count, optional and "?"  # (`negseqs.Matches._chained`); `H*`: "+?"
+        if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not negated:  # a group, in one too
             inner = list(_negated_seq(part.inner, in_group=True))
-            if optional and ("?" in inner[0].group or "?" in inner[-1].group):  # two ways to be skipped at one part
-                raise Unsupported("a group of a negated SEQ that may match nothing with a part that may match "
-                                  "nothing at one of its ends")
             inner[0] = replace(inner[0], group="[" + inner[0].group + optional, count=count)
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
@@ -247,19 +246,36 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
 
 def group_spans(parts: Sequence[State]) -> list[tuple[int, int]]:
     """(first, last) of each Kleene plus over a SEQ (or counted group, or Kleene event) among a negated
-    SEQ's parts."""
+    SEQ's parts, nested ones too (`(SEQ(G, (SEQ(H, K))+))+`)."""
     return spans_of([p.group for p in parts])
 
 
 def spans_of(marks: Sequence[str]) -> list[tuple[int, int]]:
-    return [(i, next(k for k in range(i, len(marks)) if "]" in marks[k])) for i, m in enumerate(marks) if "[" in m]
+    """(first, last) of the groups of parts with these marks, nested ones too (a group's "[" before those of
+    groups inside it that start there, its "]" after theirs); a bracket of a group reaching past the marks
+    (of a group around them) is left out."""
+    out, opened = [], []
+    for k, m in enumerate(marks):
+        for ch in m:
+            if ch == "[":
+                opened.append(k)
+            elif ch == "]" and opened:
+                out.append((opened.pop(), k))
+    return sorted(out)
 
 
 def optional_spans(marks: Sequence[str]) -> list[tuple[int, int]]:
     """(first, last) of each part of a negated SEQ that may match nothing, by the parts' marks
-    (`State.group`): an optional event ("?"), an optional group ("~" on its first event)."""
-    return sorted([(k, k) for k, m in enumerate(marks) if "?" in m]  # "?", "+?" in a group, "[?" at its start
-                  + [(i, j) for i, j in spans_of(marks) if "~" in marks[i]])
+    (`State.group`): an optional event ("?", "+?" in a group, "[?" at its start), an optional group
+    (`optional_groups`)."""
+    return sorted([(k, k) for k, m in enumerate(marks) if "?" in m] + optional_groups(marks))
+
+
+def optional_groups(marks: Sequence[str]) -> list[tuple[int, int]]:
+    """(first, last) of each group of a negated SEQ that may match nothing: "~" on its first event, the
+    outermost group starting there."""
+    spans = spans_of(marks)
+    return [(i, j) for i, j in spans if "~" in marks[i] and j == max(b for a, b in spans if a == i)]
 
 
 def loop_ends(marks: Sequence[str]) -> tuple[list[int], list[int]]:
@@ -276,11 +292,13 @@ def loop_ends(marks: Sequence[str]) -> tuple[list[int], list[int]]:
 def skipped_to(marks: Sequence[str], k: int) -> list[int]:
     """The parts of a negated SEQ after part k that a match may hold next past parts that match nothing
     (`NOT SEQ(C, D?, E*, F)`: from C, E and F), the part right after k not among them."""
-    starts = {i: j for i, j in optional_spans(marks)}
-    out, at = [], k + 1
-    while at in starts and starts[at] + 1 < len(marks):
-        at = starts[at] + 1
-        out.append(at)
+    spans = optional_spans(marks)
+    out, todo = [], [k + 1]
+    for at in todo:  # past each part that may match nothing starting there (an event, or a group starting with it)
+        for i, j in spans:
+            if i == at and j + 1 < len(marks) and j + 1 not in out:
+                out.append(j + 1)
+                todo.append(j + 1)
     return out
 
 
@@ -296,8 +314,9 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
     negated SEQ)."""
     kept = [i for i, s in enumerate(parts) if not s.negated]
     beside = {k for i, j in optional_spans([p.group for p in parts]) for k in (i - 1, j + 1)}
+    spans = group_spans(parts)
     out = []
-    for i, j in group_spans(parts):
+    for i, j in spans:
         first = parts[i]
         before_it = max((k for k in kept if k < i), default=None)
         after_it = min((k for k in kept if k > j), default=None)
@@ -305,7 +324,8 @@ def bound_groups(parts: Sequence[State], stepped: set[tuple[str, str]]) -> list[
         leave = after_it is not None and (after_it != j + 1 or (parts[j].alias, parts[after_it].alias) in stepped)
         # beside a part that may match nothing, or with one at its start or end, a chain may enter or leave past
         # it: walked twice, as bound (two iterations make a match whatever constrains them: never wrong)
-        if entry and leave or i in beside or j in beside or "?" in first.group or "?" in parts[j].group:
+        nested = any(a <= i and j <= b and (a, b) != (i, j) for a, b in spans)  # inside a group: as bound too
+        if entry and leave or nested or i in beside or j in beside or "?" in first.group or "?" in parts[j].group:
             out.append((i, j))
     return out
 
