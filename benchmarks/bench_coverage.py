@@ -259,6 +259,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
                              f"{EDGE} AND C.price < NEXT(G).price AND K.price < NEXT(L).price"),
     "not-seq-nested-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, (SEQ(Halt H, Halt K)){2}))+, "
                                "Halt L), Stock E)", f"{EDGE} AND C.price < NEXT(G).price AND K.price < NEXT(L).price"),
+    "not-seq-nested-optional": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, (SEQ(Halt H, Halt K))*, "
+                                "Halt M))+, Halt L), Stock E)", f"{EDGE} AND C.price < NEXT(G).price AND "
+                                "M.price < NEXT(L).price"),
     "not-seq-group-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H{2}))+, Halt K), Stock E)",
                               f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(K).price"),
     # more than 16 order comparisons AND-ed on one step of a negated SEQ (columnar: a scan of the pairs)

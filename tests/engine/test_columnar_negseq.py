@@ -535,12 +535,19 @@ def test_a_group_inside_a_group_matches_through_its_own_iterations(engine: str) 
 def test_a_group_that_may_match_nothing_is_all_there_or_not_at_all(engine: str) -> None:
     """`NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g)`, each constrained step's events next to each other:
     c2 e3 f4 c5 is no match (no D: the group is not there, and c2 is not next to c5); c2 d3 e4 f5 c6 is one.
-    `(SEQ(D d, E e?))*`: c2 d3 d4 c5 is a match through two iterations ending at D; c2 c3 one without it."""
+    `(SEQ(D d, E e?))*`: c2 d3 d4 c5 is a match through two iterations ending at D; c2 c3 one without it. A
+    group that may match nothing inside one: c2 d3 h4 c5 without it, c2 d3 e4 f5 h6 c7 with it."""
     text = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b) WHERE "
             + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["ef", "fe", "fg", "cg"]) + " WITHIN 20 s")
     rows = evaluate(text, _timed("ACEFCB"), engine=engine)
     assert rows.engine == engine and [r["count"] for r in rows] == [1]
     assert list(evaluate(text, _timed("ACDEFCB"), engine=engine)) == []
+    inside = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))*, D h))+, C g), B b) WHERE "
+              + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ef", "fe", "fh", "dh", "hg"])
+              + " WITHIN 20 s")
+    assert list(evaluate(inside, _timed("ACDDCB"), engine=engine)) == []  # the inner group not there: d3 h4
+    assert list(evaluate(inside, _timed("ACDEFDCB"), engine=engine)) == []  # there: d3 e4 f5 h6
+    assert [r["count"] for r in evaluate(inside, _timed("ACDEDCB"), engine=engine)] == [1]  # half there: no match
     ends = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b) WHERE "
             + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ed", "dd", "df", "ef", "cf"])
             + " WITHIN 20 s")

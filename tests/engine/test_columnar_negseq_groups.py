@@ -105,6 +105,10 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b)", "ACDEFEFCB",
      ["cd", "de", "ef", "fe", "fg", "cg"], []),  # in a group that may match nothing
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))+))*, C g), B b)", "ACEFCB", ["ef", "fe", "fg", "cg"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f))*, D g))+, C h), B b)", "ACDEFEFDDCB",
+     ["cd", "de", "ef", "fe", "fg", "dg", "gd", "gh"], []),  # a group that may match nothing inside a group
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){0,2}))+, C h), B b)", "ACDEFDEFEFCB",
+     ["cd", "de", "ef", "fe", "fd", "dd", "dh", "fh"], []),  # at its end: an iteration ends at D or at F
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b)", "ACDEDCB", ["cd", "de", "ed", "dd", "df", "ef", "cf"],
      []),  # an optional group with an optional end
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d?, E e)){0,2}, C f), B b)", "ACDEECB", ["cd", "ce", "de", "ee", "ef", "cf"], []),

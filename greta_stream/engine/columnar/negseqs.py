@@ -26,6 +26,7 @@ trend's first or last event (`negkeys.seq_bounds`), as a leading or trailing `NO
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,6 @@ from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, d
 from greta_stream.engine.columnar.keys import edge_values, partition_times
 from greta_stream.engine.columnar.parts import (
     bound_groups,
-    group_spans,
     loop_ends,
     optional_groups,
     optional_spans,
@@ -100,50 +100,12 @@ class Matches:
         plus over a SEQ among them bound at both ends is walked twice (`parts.bound_groups`): a chain
         through it holds one iteration or two."""
         key = self.code * (len(self.times) + 2) + order  # (partition, time) as one sortable int
-        n = len(parts)
         seq = parts[::-1] if walked_back else parts
         bound = set(bound_groups(seq, {(x, y) for x, y, _ in self.plan.neg_edges}))
-        groups: dict[int, list[tuple[int, int, int | None]]] = {}  # by its last part's walking position, each
-        spans = group_spans(seq)  # group's first's and (lo, hi), one inside another first
-        for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
-            outermost = j == max(b for a, b in spans if a == i)  # the count on its first is the outermost one's
-            lo, hi = (seq[i].count if outermost else None) or (1, None)
-            if lo > 1 or (i, j) in bound:  # else one iteration stands for any (`parts.bound_groups`)
-                groups.setdefault(n - 1 - i if walked_back else j, []).append((n - 1 - j if walked_back else i, lo, hi))
-        # the parts a chain may have reached last, (part, its events, their latest starts): the previous one, and
-        # past an optional one (`NOT SEQ(C, D?, E)`: "?"; `D*`, a group: "~") the ones before it too; None: none
-        # yet, a chain starts
-        reached: list[Reached] = [(None, np.zeros(0, np.int64), np.zeros(0))]
-        marks = [p.group for p in seq]
-
-        def walking(span: tuple[int, int]) -> tuple[int, int]:
-            return (n - 1 - span[1], n - 1 - span[0]) if walked_back else span
-
-        skips: dict[int, list[int]] = {}  # by an optional part's first (walking order), its lasts
-        for first, last in map(walking, optional_spans(marks)):
-            skips.setdefault(first, []).append(last)
-        maybe_none = set(map(walking, optional_groups(marks)))  # groups that may match nothing
-        before: dict[int, dict[int, list[Reached]]] = {}  # by an optional part's last and first, what reached it
-        blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
-        for at, part in enumerate(parts):
-            for last in skips.get(at, []):  # an optional part starts: what reached it, reached past it too
-                before.setdefault(last, {})[at] = reached
-            idx = self._events(part)
-            if part.negated:
-                blockers.append(idx)
-                continue
-            val = np.max([order[idx].astype(np.float64) if prev is None else self._step(
-                key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
-            blockers = []
-            val = self._chained(parts, at, key, order, walked_back, idx, val)
-            # past a group that may match nothing, what reached it; a group's ends are its last part and the ones
-            # before it that an iteration may end at (`(SEQ(G, H?))+`: past H, G)
-            saved = before.pop(at, {})
-            past_group = [r for first, got in saved.items() if (first, at) in maybe_none for r in got]
-            ends = [*(r for first, got in saved.items() if (first, at) not in maybe_none for r in got), (part, idx, val)]
-            for first, lo, hi in groups.get(at, []):  # one inside another first
-                ends = self._iterations(parts[first:at + 1], lo, hi, key, order, walked_back, ends)
-            reached = [*past_group, *ends]
+        layout = _layout(seq, walked_back, lambda span, count: count[0] > 1 or span in bound)
+        # the parts a chain may have reached last, (part, its events, their latest starts); None: none yet, a
+        # chain starts
+        reached = self._pass(parts, [(None, np.zeros(0, np.int64), np.zeros(0))], key, order, walked_back, layout)
         readers = np.arange(len(self.rank)) if self.view is None else self.view.readers
         got = np.max([_latest_before(key, self.code, src, val, readers) for _, src, val in reached], axis=0)
         return np.where(np.isfinite(got), got, -1).astype(np.int64)
@@ -161,31 +123,10 @@ class Matches:
         in_seq = group[::-1] if walked_back else group
         starts, stops = loop_ends([p.group for p in in_seq]) if parts else ([0], [0])
         looped = any((in_seq[e].alias, in_seq[b].alias) in self.edges for e in stops for b in starts)
-        skips = {k for k in range(len(group)) if "?" in group[k].group} if parts else set()
-        m = len(group)
-        inside: dict[int, list[tuple[int, int, int | None]]] = {}  # groups inside it: by their last part's walking
-        spans = spans_of([p.group for p in in_seq]) if parts else []  # position, their first's and (lo, hi)
-        for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
-            if (i, j) != (0, m - 1):  # a count on its first is the outermost one's starting there (not this one's)
-                count = (i > 0 and j == max(b for a, b in spans if a == i) and in_seq[i].count) or (1, None)
-                inside.setdefault(m - 1 - i if walked_back else j, []).append((m - 1 - j if walked_back else i, *count))
+        layout = _layout(in_seq, walked_back, lambda span, count: True, inside=True) if parts else Layout({}, {}, set())
 
         def again(ends: list[Reached]) -> list[Reached]:  # one iteration more after each chain
-            reached, before, inner = list(ends), {}, []  # as `_walk`'s, past a part that may match nothing
-            for at, part in enumerate(group):
-                if at in skips:
-                    before[at] = reached
-                if part.negated:
-                    inner.append(self._events(part))
-                    continue
-                got = self._events(part)
-                v = np.max([self._step(key, order, walked_back, prev, part, s, pv, got, inner)
-                            for prev, s, pv in reached if prev is not None], axis=0)  # (a group's ends: parts)
-                v = self._chained(group, at, key, order, walked_back, got, v) if parts else v
-                reached, inner = [*before.pop(at, []), (part, got, v)], []
-                for first, lo_in, hi_in in inside.get(at, []):  # a group inside it: its iterations, innermost first
-                    reached = self._iterations(group[first:at + 1], lo_in, hi_in, key, order, walked_back, reached)
-            return reached
+            return self._pass(group, ends, key, order, walked_back, layout, chained=parts)
 
         def merged(a: list[Reached], b: list[Reached]) -> list[Reached]:
             return [(p, s, np.maximum(v, w)) for (p, s, v), (_, _, w) in zip(a, b, strict=True)]
@@ -207,6 +148,38 @@ class Matches:
                 break
             best = grown
         return best
+
+    def _pass(self, parts: tuple[State, ...], reached: list[Reached], key: np.ndarray, order: np.ndarray,
+              walked_back: bool, layout: Layout, chained: bool = True) -> list[Reached]:
+        """The parts a chain through `parts` (in walking order) may have reached last, from those it had
+        (`reached`): each part steps from them, and past one that may match nothing (`NOT SEQ(C, D?, E)`: "?";
+        `D*`, a group: "~") from the ones before it too; the groups ending at a part are walked there
+        (`_iterations`, one inside another first), their ends its last part and the ones before it that an
+        iteration may end at (`(SEQ(G, H?))+`: past H, G); past a group that may match nothing, what reached it.
+        `chained`: its Kleene events inside groups are chained (`_chained`)."""
+        before: dict[int, dict[int, list[Reached]]] = {}  # by an optional part's last and first, what reached it
+        blockers: list[np.ndarray] = []  # the events of the NOTs since the previous part (`State.negated`)
+        for at, part in enumerate(parts):
+            for last in layout.skips.get(at, []):  # an optional part starts: what reached it, reached past it too
+                before.setdefault(last, {})[at] = reached
+            idx = self._events(part)
+            if part.negated:
+                blockers.append(idx)
+                continue
+            val = np.max([order[idx].astype(np.float64) if prev is None else self._step(
+                key, order, walked_back, prev, part, src, got, idx, blockers) for prev, src, got in reached], axis=0)
+            blockers = []
+            val = self._chained(parts, at, key, order, walked_back, idx, val) if chained else val
+            saved = before.pop(at, {})
+            reached = [*(r for first, got in saved.items() if (first, at) not in layout.maybe_none for r in got),
+                       (part, idx, val)]
+            walked = {first: (lo, hi) for first, lo, hi in layout.groups.get(at, [])}
+            for first in sorted({*walked, *(f for f in saved if (f, at) in layout.maybe_none)}, reverse=True):
+                if first in walked:  # the groups ending here, one inside another first
+                    reached = self._iterations(parts[first:at + 1], *walked[first], key, order, walked_back, reached)
+                if (first, at) in layout.maybe_none:
+                    reached = [*saved[first], *reached]
+        return reached
 
     def _chained(self, parts: tuple[State, ...], at: int, key: np.ndarray, order: np.ndarray, walked_back: bool,
                  idx: np.ndarray, val: np.ndarray) -> np.ndarray:
@@ -368,6 +341,46 @@ class Matches:
     def time_of(self, rank: np.ndarray) -> np.ndarray:
         """The times of ranks as float64 (-inf for -1)."""
         return np.where(rank >= 0, self.times[np.maximum(rank, 0)].astype(np.float64), -np.inf)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a walk of parts (walking order) meets groups and parts that may match nothing (`Matches._pass`):
+    the groups walked, by their last part, each (first, lo, hi), one inside another first; the parts that
+    may match nothing, by their first, their lasts; and which of those (first, last) are groups."""
+
+    groups: dict[int, list[tuple[int, int, int | None]]]
+    skips: dict[int, list[int]]
+    maybe_none: set[tuple[int, int]]
+
+
+def _layout(seq: tuple[State, ...], walked_back: bool, walked: Callable[[tuple[int, int], tuple[int, int | None]], bool],
+            inside: bool = False) -> Layout:
+    """The `Layout` of parts in SEQ order (walked back: positions counted from the end), keeping the groups
+    that `walked` says to walk ((first, last), (lo, hi)). `inside`: the parts of a group, whose own span
+    (its marks at its ends) is left out. A count on a group's first part is the outermost one's starting
+    there."""
+    n = len(seq)
+    marks = [p.group for p in seq]
+
+    def walking(span: tuple[int, int]) -> tuple[int, int]:
+        return (n - 1 - span[1], n - 1 - span[0]) if walked_back else span
+
+    whole = (0, n - 1) if inside else None
+    spans = [s for s in spans_of(marks) if s != whole]
+    groups: dict[int, list[tuple[int, int, int | None]]] = {}
+    for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
+        outermost = j == max(b for a, b in spans if a == i) and not (inside and i == 0)
+        count = (seq[i].count if outermost else None) or (1, None)
+        if walked((i, j), count):
+            first, last = walking((i, j))
+            groups.setdefault(last, []).append((first, *count))
+    skips: dict[int, list[int]] = {}
+    for span in optional_spans(marks):
+        if span != whole:
+            first, last = walking(span)
+            skips.setdefault(first, []).append(last)
+    return Layout(groups, skips, {walking(s) for s in optional_groups(marks) if s != whole})
 
 
 def _range_max(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:

@@ -214,9 +214,8 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
             negated, part = True, part.inner
         count = None
         if isinstance(part, ast.Repeat) and in_group and (isinstance(part.inner, (ast.Kleene, ast.Repeat)) or isinstance(
-                part.inner, ast.Seq) and (part.optional or k == 0)):  # its count would be on the outer one's first
-            raise Unsupported("a group inside a group of a negated SEQ that may match nothing, or counted at its "
-                              "start")
+                part.inner, ast.Seq) and k == 0):  # its count, or "~", would be on the outer one's first
+            raise Unsupported("a group counted or that may match nothing at the start of a group of a negated SEQ")
         if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
                 and not negated):  # `D?`: a match with or without a D (`Matches._walk`)
             out.append(State(part.inner.alias, part.inner.type, False, group="?"))
@@ -280,12 +279,15 @@ def optional_groups(marks: Sequence[str]) -> list[tuple[int, int]]:
 
 def loop_ends(marks: Sequence[str]) -> tuple[list[int], list[int]]:
     """The parts of a group (by their marks, `State.group`) an iteration may start at (its first, and past
-    each part that may match nothing there, the next) and end at (its last, and the ones before)."""
-    starts, stops = [0], [len(marks) - 1]
-    while "?" in marks[starts[-1]] and starts[-1] + 1 < len(marks):
-        starts.append(starts[-1] + 1)
-    while "?" in marks[stops[-1]] and stops[-1] > 0:
-        stops.append(stops[-1] - 1)
+    each part that may match nothing there, the next) and end at (its last, and the ones before each part
+    that may match nothing there: `(SEQ(G, (SEQ(H, K))*))+` ends at K or at G)."""
+    n = len(marks)
+    spans = [span for span in optional_spans(marks) if span != (0, n - 1)]
+    starts, stops = [0], [n - 1]
+    for at in starts:
+        starts += [j + 1 for i, j in spans if i == at and j + 1 < n and j + 1 not in starts]
+    for at in stops:
+        stops += [i - 1 for i, j in spans if j == at and i > 0 and i - 1 not in stops]
     return starts, stops
 
 
