@@ -229,9 +229,6 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # holding a counted repetition
     "general-count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})",
                                "A.price > NEXT(B).price"),
-    # a counted group beginning a group of a negated SEQ
-    "general-not-seq-counted-nested": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ("
-                                       "(SEQ(Halt H, Halt K)){2}, Halt G))+, Halt L), Stock E)", EDGE),
     # a NOT over a SEQ with a part that may match nothing and loops (`D*`): a match without D, or with a chain of
     # D's whose first C admits and whose last G does (walked until no start rises: an edge predicate on its loop)
     "not-seq-star": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D*, Halt G), Stock E)",
@@ -262,6 +259,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     "not-seq-nested-optional": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, (SEQ(Halt H, Halt K))*, "
                                 "Halt M))+, Halt L), Stock E)", f"{EDGE} AND C.price < NEXT(G).price AND "
                                 "M.price < NEXT(L).price"),
+    # a counted group beginning a group of a negated SEQ: its count and the outer group's on one part
+    "not-seq-nested-first": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ((SEQ(Halt H, Halt K)){2}, Halt G))+, "
+                             "Halt L), Stock E)", f"{EDGE} AND C.price < NEXT(H).price AND G.price < NEXT(L).price"),
     "not-seq-group-counted": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, (SEQ(Halt G, Halt H{2}))+, Halt K), Stock E)",
                               f"{EDGE} AND C.price < NEXT(G).price AND H.price < NEXT(K).price"),
     # more than 16 order comparisons AND-ed on one step of a negated SEQ (columnar: a scan of the pairs)

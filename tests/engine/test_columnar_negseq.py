@@ -548,6 +548,15 @@ def test_a_group_that_may_match_nothing_is_all_there_or_not_at_all(engine: str) 
     assert list(evaluate(inside, _timed("ACDDCB"), engine=engine)) == []  # the inner group not there: d3 h4
     assert list(evaluate(inside, _timed("ACDEFDCB"), engine=engine)) == []  # there: d3 e4 f5 h6
     assert [r["count"] for r in evaluate(inside, _timed("ACDEDCB"), engine=engine)] == [1]  # half there: no match
+    first = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){2}, D d))+, C g), B b) WHERE "
+             + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["ce", "ef", "fe", "fd", "de", "dg"])
+             + " WITHIN 20 s")  # a group beginning with a counted group: two E F, then D, per iteration
+    assert list(evaluate(first, _timed("ACEFEFDCB"), engine=engine)) == []
+    assert [r["count"] for r in evaluate(first, _timed("ACEFDCB"), engine=engine)] == [1]
+    assert list(evaluate(first, _timed("ACEFEFDEFEFDCB"), engine=engine)) == []  # two iterations
+    assert [r["count"] for r in evaluate(first, _timed("ACEFEFDEFDCB"), engine=engine)] == [1]
+    skipped = first.replace("{2}", "*").replace("WITHIN", "AND c.id + 1 = NEXT(d).id WITHIN")
+    assert list(evaluate(skipped, _timed("ACDCB"), engine=engine)) == []  # none: c2 d3 c4
     ends = ("RETURN COUNT(*) PATTERN SEQ(A a, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b) WHERE "
             + " AND ".join(f"{x}.id + 1 = NEXT({y}).id" for x, y in ["cd", "de", "ed", "dd", "df", "ef", "cf"])
             + " WITHIN 20 s")

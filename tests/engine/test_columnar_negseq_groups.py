@@ -109,6 +109,14 @@ BOUND = [  # (pattern, its chain of types, the steps constrained: entry, the gro
      ["cd", "de", "ef", "fe", "fg", "dg", "gd", "gh"], []),  # a group that may match nothing inside a group
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, (SEQ(E e, F f)){0,2}))+, C h), B b)", "ACDEFDEFEFCB",
      ["cd", "de", "ef", "fe", "fd", "dd", "dh", "fh"], []),  # at its end: an iteration ends at D or at F
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){2}, D d))+, C h), B b)", "ACEFEFDEFEFDCB",
+     ["ce", "ef", "fe", "fd", "de", "dh"], []),  # a group beginning with a counted group: its count and the outer's
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){1,2}, D d)){2}, C h), B b)", "ACEFDEFEFDCB",
+     ["ce", "ef", "fe", "fd", "de", "dh"], []),
+    ("SEQ(A a+, NOT SEQ(C c, (SEQ((SEQ(E e, F f))*, D d))+, C h), B b)", "ACEFDDCB",
+     ["ce", "cd", "ef", "fe", "fd", "de", "dd", "dh"], []),  # ... with one that may match nothing
+    ("SEQ(A a+, B b, NOT SEQ(C c, (SEQ((SEQ(E e, F f)){0,2}, D d))*, C h))", "ABCEFDEFEFDC",
+     ["ce", "cd", "ch", "ef", "fe", "fd", "de", "dd", "dh"], []),  # trailing, the outer one too
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d, E e?))*, C f), B b)", "ACDEDCB", ["cd", "de", "ed", "dd", "df", "ef", "cf"],
      []),  # an optional group with an optional end
     ("SEQ(A a+, NOT SEQ(C c, (SEQ(D d?, E e)){0,2}, C f), B b)", "ACDEECB", ["cd", "ce", "de", "ee", "ef", "cf"], []),

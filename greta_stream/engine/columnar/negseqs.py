@@ -36,10 +36,10 @@ from greta_stream.engine.columnar.dominance import TREE_RANGES, dominance_max, d
 from greta_stream.engine.columnar.keys import edge_values, partition_times
 from greta_stream.engine.columnar.parts import (
     bound_groups,
+    brackets,
     loop_ends,
     optional_groups,
     optional_spans,
-    spans_of,
 )
 from greta_stream.engine.columnar.plan import KernelPlan, State
 from greta_stream.engine.columnar.prepare import Prepared, local_mask, subset
@@ -358,8 +358,7 @@ def _layout(seq: tuple[State, ...], walked_back: bool, walked: Callable[[tuple[i
             inside: bool = False) -> Layout:
     """The `Layout` of parts in SEQ order (walked back: positions counted from the end), keeping the groups
     that `walked` says to walk ((first, last), (lo, hi)). `inside`: the parts of a group, whose own span
-    (its marks at its ends) is left out. A count on a group's first part is the outermost one's starting
-    there."""
+    (its marks at its ends) is left out."""
     n = len(seq)
     marks = [p.group for p in seq]
 
@@ -367,12 +366,10 @@ def _layout(seq: tuple[State, ...], walked_back: bool, walked: Callable[[tuple[i
         return (n - 1 - span[1], n - 1 - span[0]) if walked_back else span
 
     whole = (0, n - 1) if inside else None
-    spans = [s for s in spans_of(marks) if s != whole]
     groups: dict[int, list[tuple[int, int, int | None]]] = {}
-    for i, j in sorted(spans, key=lambda span: span[1] - span[0]):
-        outermost = j == max(b for a, b in spans if a == i) and not (inside and i == 0)
-        count = (seq[i].count if outermost else None) or (1, None)
-        if walked((i, j), count):
+    for i, j, counted, _ in sorted(brackets(marks, [p.counts for p in seq]), key=lambda b: b[1] - b[0]):
+        count = counted or (1, None)
+        if (i, j) != whole and walked((i, j), count):
             first, last = walking((i, j))
             groups.setdefault(last, []).append((first, *count))
     skips: dict[int, list[int]] = {}

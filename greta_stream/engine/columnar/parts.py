@@ -26,6 +26,8 @@ class State:
     group: str = ""
     count: tuple[int, int | None] | None = None
     chain: tuple[int, int | None] | None = None  # a counted event inside such a group (`(SEQ(G, H{2}))+`): its (lo, hi)
+    # the (lo, hi) of each group of a negated SEQ starting here, one per "[" of `group` in order (None: a Kleene plus)
+    counts: tuple[tuple[int, int | None] | None, ...] = ()
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:
@@ -213,9 +215,8 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if isinstance(part, ast.Not) and middle:
             negated, part = True, part.inner
         count = None
-        if isinstance(part, ast.Repeat) and in_group and (isinstance(part.inner, (ast.Kleene, ast.Repeat)) or isinstance(
-                part.inner, ast.Seq) and k == 0):  # its count, or "~", would be on the outer one's first
-            raise Unsupported("a group counted or that may match nothing at the start of a group of a negated SEQ")
+        if isinstance(part, ast.Repeat) and in_group and isinstance(part.inner, (ast.Kleene, ast.Repeat)):
+            raise Unsupported("a repetition of a repetition inside a group of a negated SEQ")
         if (isinstance(part, ast.Repeat) and part.lo == 0 and part.hi == 1 and isinstance(part.inner, ast.EventPattern)
                 and not negated):  # `D?`: a match with or without a D (`Matches._walk`)
             out.append(State(part.inner.alias, part.inner.type, False, group="?"))
@@ -228,7 +229,7 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
                 count, chain, optional = None, count, optional and "?"  # (`negseqs.Matches._chained`); `H*`: "+?"
         if isinstance(part, ast.Kleene) and isinstance(part.inner, ast.Seq) and not negated:  # a group, in one too
             inner = list(_negated_seq(part.inner, in_group=True))
-            inner[0] = replace(inner[0], group="[" + inner[0].group + optional, count=count)
+            inner[0] = replace(inner[0], group="[" + optional + inner[0].group, counts=(count, *inner[0].counts))
             inner[-1] = replace(inner[-1], group=inner[-1].group + "]")
             out += inner
             continue
@@ -238,8 +239,9 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
         if not isinstance(part, ast.EventPattern):
             raise Unsupported("a NOT over a SEQ of more than single events, NOTs of one between them and a "
                               "Kleene plus over a SEQ of those")
-        out.append(State(part.alias, part.type, False, negated=negated, count=count, chain=chain,
-                         group=("+" if in_group else "[]") + optional if kleene else ""))
+        group = ("+" + optional if in_group else "[" + optional + "]") if kleene else ""
+        out.append(State(part.alias, part.type, False, negated=negated, chain=chain, group=group,
+                         counts=(count,) if kleene and not in_group else ()))
     return tuple(out)
 
 
@@ -250,17 +252,28 @@ def group_spans(parts: Sequence[State]) -> list[tuple[int, int]]:
 
 
 def spans_of(marks: Sequence[str]) -> list[tuple[int, int]]:
-    """(first, last) of the groups of parts with these marks, nested ones too (a group's "[" before those of
-    groups inside it that start there, its "]" after theirs); a bracket of a group reaching past the marks
-    (of a group around them) is left out."""
+    """(first, last) of the groups of parts with these marks (`brackets`)."""
+    return [(i, j) for i, j, _, _ in brackets(marks)]
+
+
+def brackets(marks: Sequence[str], counts: Sequence[Sequence[tuple[int, int | None] | None]] | None = None,
+             ) -> list[tuple[int, int, tuple[int, int | None] | None, bool]]:
+    """(first, last, (lo, hi) or None, may match nothing) of the groups of a negated SEQ's parts with these marks,
+    nested ones too: a group's "[" (and "~" right after it: it may match nothing) before those of groups inside
+    it that start there, its "]" after theirs; `counts`: each part's `State.counts`, one per "[". A bracket of
+    a group reaching past the marks (of a group around them) is left out."""
     out, opened = [], []
     for k, m in enumerate(marks):
-        for ch in m:
+        c = 0
+        for x, ch in enumerate(m):
             if ch == "[":
-                opened.append(k)
+                count = counts[k][c] if counts is not None and c < len(counts[k]) else None
+                opened.append((k, count, m[x + 1:x + 2] == "~"))
+                c += 1
             elif ch == "]" and opened:
-                out.append((opened.pop(), k))
-    return sorted(out)
+                first, count, optional = opened.pop()
+                out.append((first, k, count, optional))
+    return sorted(out, key=lambda b: (b[0], b[1]))
 
 
 def optional_spans(marks: Sequence[str]) -> list[tuple[int, int]]:
@@ -271,10 +284,8 @@ def optional_spans(marks: Sequence[str]) -> list[tuple[int, int]]:
 
 
 def optional_groups(marks: Sequence[str]) -> list[tuple[int, int]]:
-    """(first, last) of each group of a negated SEQ that may match nothing: "~" on its first event, the
-    outermost group starting there."""
-    spans = spans_of(marks)
-    return [(i, j) for i, j in spans if "~" in marks[i] and j == max(b for a, b in spans if a == i)]
+    """(first, last) of each group of a negated SEQ that may match nothing ("~" right after its "[")."""
+    return [(i, j) for i, j, _, optional in brackets(marks) if optional]
 
 
 def loop_ends(marks: Sequence[str]) -> tuple[list[int], list[int]]:
