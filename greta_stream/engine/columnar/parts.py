@@ -21,10 +21,11 @@ class State:
     kleene: bool
     optional: bool = False  # `X?`, `X*`: the part may match no event (its neighbours are then adjacent)
     negated: bool = False  # a NOT inside a negated SEQ (`NOT SEQ(C, NOT E, D)`): a match has no E between C and D
-    # a Kleene plus over a SEQ inside a negated SEQ (`NOT SEQ(C, (SEQ(G, H))+, D)`): "[" on its first event,
-    # "]" on its last, "[]" on one that is both (`bound_groups`); a counted one's (lo, hi) on its first
+    # a Kleene plus over a SEQ inside a negated SEQ (`NOT SEQ(C, (SEQ(G, H))+, D)`): "[" on its first event
+    # ("[~": it may match nothing), "]" on its last, "[]" on one that is both (`brackets`); "?" an optional
+    # event, "+" a Kleene event inside a group (`_negated_seq`)
     group: str = ""
-    count: tuple[int, int | None] | None = None
+    count: tuple[int, int | None] | None = None  # a positive counted group's (lo, hi), on its first state
     chain: tuple[int, int | None] | None = None  # a counted event inside such a group (`(SEQ(G, H{2}))+`): its (lo, hi)
     # the (lo, hi) of each group of a negated SEQ starting here, one per "[" of `group` in order (None: a Kleene plus)
     counts: tuple[tuple[int, int | None] | None, ...] = ()
@@ -211,8 +212,7 @@ def _negated_seq(seq: ast.Seq, in_group: bool = False) -> tuple[State, ...]:
     out: list[State] = []
     for k, part in enumerate(seq.parts):
         negated = False
-        middle = 0 < k < len(seq.parts) - 1
-        if isinstance(part, ast.Not) and middle:
+        if isinstance(part, ast.Not) and 0 < k < len(seq.parts) - 1:
             negated, part = True, part.inner
         count = None
         if isinstance(part, ast.Repeat) and in_group and isinstance(part.inner, (ast.Kleene, ast.Repeat)):
