@@ -225,10 +225,9 @@ SHAPES: dict[str, tuple[str, str, str]] = {  # name: (aggregate, pattern, WHERE 
     # a counted group ending with a looped group (the count is the group's whose first state holds it)
     "counted-loop-end": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, (SEQ(Halt H, Stock B))+)){2})",
                          "B.price > NEXT(A).price"),
-    # what still runs on the general engine (docs/QUERY_LANGUAGE.md section 9), for its cost: a counted group
-    # holding a counted repetition
-    "general-count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})",
-                               "A.price > NEXT(B).price"),
+    # a counted group holding a counted repetition: written out into copies of B, the group's lanes its own
+    "count-in-count": ("AVG(A.price)", "SEQ(Stock X, (SEQ(Stock A, Stock B{2})){2})", "A.price > NEXT(B).price"),
+    "group-in-count": ("AVG(A.price)", "(SEQ(Stock A, (SEQ(Stock B, Stock C)){2})){2}", "A.price > NEXT(B).price"),
     # a NOT over a SEQ with a part that may match nothing and loops (`D*`): a match without D, or with a chain of
     # D's whose first C admits and whose last G does (walked until no start rises: an edge predicate on its loop)
     "not-seq-star": ("AVG(S.price)", "SEQ(Stock S+, NOT SEQ(Halt C, Halt D*, Halt G), Stock E)",

@@ -1,5 +1,5 @@
-"""`bench_coverage.py --quick`: shapes the columnar engine took over and one that stays on the general engine,
-each child's rows checked against `engine="general"` (the `check` column)."""
+"""`bench_coverage.py --quick`: shapes the columnar engine took over, each child's rows checked against
+`engine="general"` (the `check` column)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.slow
 SHAPES = {"ref": "columnar", "us-window": "columnar", "not-seq-five": "columnar", "counted-beside-event": "columnar",
           "optgroup-in-seq-loop": "columnar", "keyed-not-seq": "columnar", "two-keys-not-seq": "columnar",
           "not-seq-group-bound": "columnar", "loop-in-loop": "columnar", "counted-in-loop": "columnar",
-          "counted-loop-end": "columnar", "general-count-in-count": "general"}
+          "counted-loop-end": "columnar", "count-in-count": "columnar"}
 
 
 def test_bench_coverage_quick(bench: Callable[..., str]) -> None:
@@ -21,4 +21,3 @@ def test_bench_coverage_quick(bench: Callable[..., str]) -> None:
     assert {shape: row[4] for shape, row in rows.items()} == SHAPES, out
     assert all(row[-1] == "equal" for row in rows.values()), out
     assert "MISMATCH" not in out, out
-    assert "-> a counted group holding a counted repetition" in out, out  # why the general one runs

@@ -14,13 +14,10 @@ back from A as well as from C (`parts.loop_steps`).
 
 from __future__ import annotations
 
-import pytest
 from columnar_support import assert_columnar_shapes, differential_tests, long_run_tests, shape_queries
 from columnar_support import dense_events as dense
 from hypothesis import strategies as st
 from problems_support import evaluate
-
-from greta_stream import RunSpec
 
 SHAPES = [  # (pattern, edge predicates it may take, alias it aggregates)
     ("SEQ(A a, (SEQ(B b, C c))?, D d)", ["a.v < NEXT(b).v", "b.v <= NEXT(c).v", "c.v >= NEXT(d).v",
@@ -75,13 +72,6 @@ def dense_events(n_max: int = 30) -> st.SearchStrategy[list[dict]]:
 
 def test_every_shape_runs_on_the_columnar_engine() -> None:
     assert_columnar_shapes(SHAPES)
-
-
-@pytest.mark.parametrize("pattern, why", [
-    ("SEQ(A a, (SEQ(B b, (SEQ(C c, D d)){2})){0,2}, E e)", "a counted group holding a counted repetition"),
-])
-def test_what_stays_on_the_general_engine_says_why(pattern: str, why: str) -> None:
-    assert why in RunSpec.create(f"RETURN COUNT(*) PATTERN {pattern} WITHIN 10 s").columnar_refusal
 
 
 def test_counts_of_a_small_stream_by_hand() -> None:

@@ -71,12 +71,10 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
     assert_columnar_shapes(SHAPES)
 
 
-@pytest.mark.parametrize("pattern, why", [
-    ("SEQ(A a, (SEQ(B b, C c{2}, D d)){2})", "a counted group holding a counted repetition"),
-    ("(SEQ(A a, (SEQ(B b, C c)){2})){1,2}", "a counted group holding a counted repetition"),
-])
-def test_what_stays_on_the_general_engine_says_why(pattern: str, why: str) -> None:
-    assert why in RunSpec.create(f"RETURN COUNT(*) PATTERN {pattern} WITHIN 10 s").columnar_refusal
+@pytest.mark.parametrize("pattern", ["SEQ(A a, (SEQ(B b, C c{2}, D d)){2})", "(SEQ(A a, (SEQ(B b, C c)){2})){1,2}"])
+def test_a_count_inside_a_counted_group_runs_on_the_columnar_engine(pattern: str) -> None:
+    """Written out into copies of its aliases (`parts.written_out`; the rows: test_columnar_counted.py)."""
+    assert RunSpec.create(f"RETURN COUNT(*) PATTERN {pattern} WITHIN 10 s").columnar_refusal == ""
 
 
 def test_counts_of_a_small_stream_by_hand() -> None:

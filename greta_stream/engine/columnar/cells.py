@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.engine.columnar.columns import INT, MIXED, MIXED_WHOLE, Unsupported
+from greta_stream.engine.columnar.parts import copies
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import subset
 
@@ -34,12 +35,13 @@ def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, A
     `min_scales[field]`: a float SUM's scale is at least this (a stream
     keeps one scale over its micro-batches)."""
     m = len(st)
-    state_of = {s.alias: i for i, s in enumerate(plan.states)}
+    # the states of each field's alias: its own, and its copies (`parts.written_out`)
+    states_of = {f.alias: copies(plan.states, f.alias) for f in fields}
     cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
     sums: dict[int, tuple[int, int, tuple[str, ...], str]] = {}
     mms: list[tuple[str, np.ndarray, int, str]] = []
     for i, f in enumerate(fields):
-        mine = st == state_of[f.alias]  # the field's alias: other events add nothing
+        mine = np.isin(st, states_of[f.alias])  # the field's alias: other events add nothing
         if f.kind == "count":
             cells.append(((i, "n"), mine.astype(np.uint64)[:, None]))
             continue

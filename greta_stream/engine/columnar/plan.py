@@ -31,27 +31,30 @@ is two vertices, one per state, at one time stamp).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 
-from greta_stream.compiler.compiled import CompiledQuery
+from greta_stream.compiler.compiled import CompiledQuery, Component
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge, negated_step_edges
 from greta_stream.engine.columnar.pairs import PAIR
 from greta_stream.engine.columnar.parts import (
     State,
     before,
+    copies,
     counted_span,
     edge_states,
     end_not,
     group_of_one,
     loop_steps,
     positions,
+    written_out,
 )
 from greta_stream.engine.columnar.valueruns import ValueRun, components
 from greta_stream.query import ast
+from greta_stream.query.structure import origin
 
 
 @dataclass(frozen=True)
@@ -314,7 +317,7 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     q = cq.query
     if q.trends:
         raise Unsupported("RETURN TRENDS")
-    pattern, loop = q.pattern, False  # the whole pattern a Kleene plus over a SEQ
+    pattern, loop = written_out(q.pattern), False  # the whole pattern a Kleene plus over a SEQ
     if isinstance(pattern, ast.Kleene):  # `(SEQ(A+, B))+`: GRETA's template loops back from B to A
         inner = pattern.inner
         while isinstance(inner, ast.Kleene):
@@ -369,21 +372,22 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             *(p for _, ps in negseqs for p in ps), *lead_seq, *trail_seq]
     seqs = [(frozenset(p.alias for p in ps), states[r].alias)  # each negated SEQ's parts and the state reading it
             for ps, r in (*((p, i + 1) for i, p in negseqs), (lead_seq, 0), (trail_seq, -1))]
-    run_attrs, same, runs, keyed = components(cq, states, negs, every_loop, skips, found, seqs)
+    run_attrs, same, runs, keyed = components(with_copies(cq, [*states, *negs]), states, negs, every_loop, skips, found,
+                                              seqs)
     index = {s.alias: i for i, s in enumerate(states)}
     index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 
-    def state_of(e: ast.Expr) -> int:
+    def states_of(e: ast.Expr) -> list[int]:
         aliases = {r.alias for r in ast.expr_refs(e)}
         if None in aliases and len(states) == 1:
             aliases = (aliases - {None}) | {states[0].alias}
         alias = aliases.pop() if len(aliases) == 1 else None
         if alias is None:
             raise Unsupported("a predicate over several aliases")
-        return index[alias]
+        return copies(states, alias) + [len(states) + k for k in copies(negs, alias)]
 
     conditions = [p.expr for p in q.where if isinstance(p, ast.Condition)]
-    local = tuple((state_of(e), e) for e in conditions if not is_edge(e))
+    local = tuple((i, e) for e in conditions if not is_edge(e) for i in states_of(e))
     edges = [e for e in conditions if is_edge(e)] + same  # the parser splits AND into predicates
     by_pair: dict[tuple[int, int], list[Conjunct]] = {}
     steps = set(loop_steps(states, every_loop, skips))  # `(SEQ(A, B))+ WHERE B.v < NEXT(A).v`: on its own store
@@ -391,13 +395,15 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
     edges, neg_edges = negated_step_edges(edges, neg_parts)  # `NOT SEQ(C, D) WHERE C.v < NEXT(D).v`
     for e in edges:
         x, y = edge_pair(e, states[0].alias if len(states) == 1 else None)
-        if x not in index or y not in index or index[x] >= len(states) or index[y] >= len(states):
+        if copies(negs, x) or copies(negs, y) or not copies(states, x) or not copies(states, y):
             raise Unsupported("an edge predicate of a negated alias")
-        i, j = index[x], index[y]
-        if (i, j) not in steps and (i == j and not states[i].kleene or i != j and
-                                    (j < i or i not in before(states, j, skips))):
+        # the pairs of states standing for X and Y (copies of an alias too: `written_out`) that are adjacent
+        pairs = [(i, j) for i in copies(states, x) for j in copies(states, y)
+                 if (i, j) in steps or (i == j and states[i].kleene) or i != j and i < j and i in before(states, j, skips)]
+        if not pairs:
             raise Unsupported("an edge predicate of aliases that are not adjacent in a SEQ of events")
-        by_pair.setdefault((i, j), []).append(conjunct(e))
+        for i, j in pairs:
+            by_pair.setdefault((i, j), []).append(conjunct(e))
     for k, (i, _) in enumerate(negseqs):
         by_pair.setdefault((i, i + 1), []).append((((NOT_SEQ, ast.Literal(k), ast.Literal(k)),),))
     edge, edge_state = None, -1
@@ -416,6 +422,16 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
                       tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop,
                       tuple(runs), tuple(keyed))
+
+
+def with_copies(cq: CompiledQuery, states: Sequence[State]) -> CompiledQuery:
+    """`cq` with each partition attribute applying to the copies among `states` of the aliases it applies
+    to (`parts.written_out`; the compiler's own copies are named otherwise)."""
+    made = [s.alias for s in states if origin(s.alias) != s.alias]
+    if not made:
+        return cq
+    named = [Component(c.attr, c.aliases | {a for a in made if origin(a) in c.aliases}) for c in cq.run_components]
+    return replace(cq, run_components=tuple(named))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
