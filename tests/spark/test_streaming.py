@@ -106,6 +106,9 @@ QUERIES = {
     # groups nested in a Kleene plus over a SEQ: a looped one, and a counted event (a counted group of one)
     "nested": "RETURN g, COUNT(*), SUM(B.v) PATTERN (SEQ(A, (SEQ(B, C))+, D{2}))+ WHERE [g] AND C.v >= NEXT(B).v "
               "GROUP-BY g WITHIN 24 s SLIDE 4 s",
+    # a counted repetition inside a counted group, a NOT inside it: written out into copies of B and E
+    "count-in-count": "RETURN g, COUNT(*), SUM(B.v), MAX(C.v) PATTERN (SEQ(C, (SEQ(B, NOT E, D)){2})){1,2} "
+                      "WHERE [g] AND B.v <= NEXT(D).v GROUP-BY g WITHIN 40 s SLIDE 8 s",
 }
 
 
