@@ -144,7 +144,7 @@ def _states(p: ast.Pattern) -> int:
     if isinstance(p, ast.Seq):
         return sum(_states(x) for x in p.parts)
     inner = _states(p.inner)
-    if isinstance(p, ast.Repeat) and not (p.lo == 0 and p.hi in (1, None)):
+    if isinstance(p, ast.Repeat) and p.counted:
         return inner * max(p.hi or p.lo, 1)
     return inner
 
@@ -158,7 +158,7 @@ def _nullable(p: ast.Pattern) -> bool:
 
 def _first_counted(p: ast.Pattern) -> ast.Span | None:
     """The first repetition that unrolls into copies, for an error's position."""
-    if isinstance(p, ast.Repeat) and not (p.lo == 0 and p.hi in (1, None)):
+    if isinstance(p, ast.Repeat) and p.counted:
         return p.span
     for child in p.parts if isinstance(p, ast.Seq) else () if isinstance(p, ast.EventPattern) else (p.inner,):
         got = _first_counted(child)

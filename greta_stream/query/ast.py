@@ -65,6 +65,12 @@ class Repeat:
         """The part may match no event."""
         return self.lo == 0
 
+    @property
+    def counted(self) -> bool:
+        """A counted repetition (`P{n}`, `P{n,m}`, `P{n,}`, `P{0,m}` with m > 1), not `P?` or `P*`: it
+        unrolls into copies (`structure.unroll`)."""
+        return not (self.lo == 0 and self.hi in (1, None))
+
 
 @dataclass(frozen=True)
 class Seq:

@@ -47,7 +47,7 @@ def shape(p: ast.Pattern) -> Shape:
         inner = shape(p.inner)
         loops = [] if isinstance(p, ast.Repeat) and p.hi is not None else [
             Link(a, b, None, "kleene") for a in inner.last for b in inner.first]
-        if isinstance(p, ast.Repeat) and not (p.lo == 0 and p.hi in (1, None)):
+        if isinstance(p, ast.Repeat) and p.counted:
             raise ValueError(f"unroll counted repetitions before shape(): {p!r}")
         nullable = inner.nullable or (isinstance(p, ast.Repeat) and p.lo == 0)
         return Shape(inner.first, inner.last, _dedup(inner.links + loops), inner.aliases, nullable)
@@ -123,7 +123,7 @@ def unroll(p: ast.Pattern) -> ast.Pattern:
         if isinstance(q, ast.Seq):
             return ast.Seq(tuple(walk(x) for x in q.parts), span=q.span)
         inner = walk(q.inner)
-        if q.lo == 0 and q.hi in (1, None):
+        if not q.counted:
             return ast.Repeat(inner, q.lo, q.hi, span=q.span)
         lo = max(q.lo, 1)
         copies = [inner] + [copy(inner) for _ in range((q.hi or lo) - 1)]

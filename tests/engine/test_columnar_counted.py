@@ -111,7 +111,7 @@ def test_counts_of_a_small_stream_by_hand() -> None:
         assert sum(r["count"] for r in rows) == want, pattern
 
 
-# a counted repetition inside a counted group: written out into copies of its aliases (`parts.written_out`),
+# a counted repetition inside a counted group: written out into copies of its aliases (`copies.written_out`),
 # the group's lanes count its own iterations; edge predicates meet the copies too (`b.v > NEXT(b).v` from b to
 # its copy, `b.v >= NEXT(a).v` from the last copy back to the group's start)
 IN_COUNTED = [

@@ -73,7 +73,7 @@ def test_every_shape_runs_on_the_columnar_engine() -> None:
 
 @pytest.mark.parametrize("pattern", ["SEQ(A a, (SEQ(B b, C c{2}, D d)){2})", "(SEQ(A a, (SEQ(B b, C c)){2})){1,2}"])
 def test_a_count_inside_a_counted_group_runs_on_the_columnar_engine(pattern: str) -> None:
-    """Written out into copies of its aliases (`parts.written_out`; the rows: test_columnar_counted.py)."""
+    """Written out into copies of its aliases (`copies.written_out`; the rows: test_columnar_counted.py)."""
     assert RunSpec.create(f"RETURN COUNT(*) PATTERN {pattern} WITHIN 10 s").columnar_refusal == ""
 
 

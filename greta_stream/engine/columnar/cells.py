@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from greta_stream.engine.columnar.columns import INT, MIXED, MIXED_WHOLE, Unsupported
-from greta_stream.engine.columnar.parts import copies
+from greta_stream.engine.columnar.copies import copies
 from greta_stream.engine.columnar.plan import KernelPlan
 from greta_stream.engine.columnar.prepare import subset
 
@@ -35,7 +35,7 @@ def aggregate_cells(plan: KernelPlan, fields: tuple[Any, ...], cols: dict[str, A
     `min_scales[field]`: a float SUM's scale is at least this (a stream
     keeps one scale over its micro-batches)."""
     m = len(st)
-    # the states of each field's alias: its own, and its copies (`parts.written_out`)
+    # the states of each field's alias: its own, and its copies (`copies.written_out`)
     states_of = {f.alias: copies(plan.states, f.alias) for f in fields}
     cells: list[tuple[tuple[Any, ...], np.ndarray]] = []
     sums: dict[int, tuple[int, int, tuple[str, ...], str]] = {}

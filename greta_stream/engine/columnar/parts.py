@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 
 from greta_stream.engine.columnar.columns import Unsupported
 from greta_stream.query import ast
-from greta_stream.query.structure import origin, unroll
 
 
 @dataclass(frozen=True)
@@ -30,54 +29,6 @@ class State:
     chain: tuple[int, int | None] | None = None  # a counted event inside such a group (`(SEQ(G, H{2}))+`): its (lo, hi)
     # the (lo, hi) of each group of a negated SEQ starting here, one per "[" of `group` in order (None: a Kleene plus)
     counts: tuple[tuple[int, int | None] | None, ...] = ()
-
-
-def written_out(p: ast.Pattern) -> ast.Pattern:
-    """`p` with the counted repetitions inside each counted group written out (`structure.unroll`):
-    `(SEQ(A, B{2})){3}` is `(SEQ(A, B, B#1)){3}`, `(SEQ(A, (SEQ(B, C)){2})){3}` is
-    `(SEQ(A, B, C, B#1, C#1)){3}`. A group's lanes count its own iterations (`iterations.py`), so what
-    repeats inside it becomes states of their own, copies that stand for their alias in predicates,
-    partitions and aggregates (`copies`)."""
-    if isinstance(p, ast.EventPattern | ast.Not):
-        return p
-    if isinstance(p, ast.Seq):
-        return ast.Seq(tuple(written_out(x) for x in p.parts), span=p.span)
-    if isinstance(p, ast.Kleene):
-        return ast.Kleene(written_out(p.inner), span=p.span)
-    inner = p.inner
-    if isinstance(inner, ast.Seq) and not (p.lo == 0 and p.hi in (1, None)) and _holds_count(inner):
-        return ast.Repeat(_flat(unroll(inner)), p.lo, p.hi, span=p.span)
-    return ast.Repeat(written_out(inner), p.lo, p.hi, span=p.span)
-
-
-def _holds_count(p: ast.Pattern) -> bool:
-    """A counted repetition (not `?`, `*`) somewhere in `p`."""
-    if isinstance(p, ast.Repeat):
-        return not (p.lo == 0 and p.hi in (1, None)) or _holds_count(p.inner)
-    if isinstance(p, ast.Seq):
-        return any(_holds_count(x) for x in p.parts)
-    return isinstance(p, ast.Kleene) and _holds_count(p.inner)
-
-
-def _flat(p: ast.Pattern) -> ast.Pattern:
-    """`p` with every SEQ that is a part of a SEQ spliced into it (`SEQ(A, SEQ(B, C))` is `SEQ(A, B, C)`)."""
-    if isinstance(p, ast.Seq):
-        parts: list[ast.Pattern] = []
-        for x in (_flat(x) for x in p.parts):
-            parts += x.parts if isinstance(x, ast.Seq) else (x,)
-        return ast.Seq(tuple(parts), span=p.span)
-    if isinstance(p, ast.Kleene):
-        return ast.Kleene(_flat(p.inner), span=p.span)
-    if isinstance(p, ast.Not):
-        return ast.Not(_flat(p.inner), span=p.span)
-    if isinstance(p, ast.Repeat):
-        return ast.Repeat(_flat(p.inner), p.lo, p.hi, span=p.span)
-    return p
-
-
-def copies(states: Sequence[State], alias: str) -> list[int]:
-    """The states standing for `alias`: its own, and the copies `written_out` made of it (`B#1` for `B`)."""
-    return [i for i, s in enumerate(states) if s.alias == alias or origin(s.alias) == alias]
 
 
 def end_not(parts: list[ast.Pattern], at: int, where: str) -> tuple[State | None, tuple[State, ...]]:

@@ -31,30 +31,28 @@ is two vertices, one per state, at one time stamp).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 
-from greta_stream.compiler.compiled import CompiledQuery, Component
+from greta_stream.compiler.compiled import CompiledQuery
 from greta_stream.engine.columnar.columns import Unsupported
+from greta_stream.engine.columnar.copies import copies, with_copies, written_out
 from greta_stream.engine.columnar.edges import Conjunct, conjunct, edge_pair, is_edge, negated_step_edges
 from greta_stream.engine.columnar.pairs import PAIR
 from greta_stream.engine.columnar.parts import (
     State,
     before,
-    copies,
     counted_span,
     edge_states,
     end_not,
     group_of_one,
     loop_steps,
     positions,
-    written_out,
 )
 from greta_stream.engine.columnar.valueruns import ValueRun, components
 from greta_stream.query import ast
-from greta_stream.query.structure import origin
 
 
 @dataclass(frozen=True)
@@ -374,8 +372,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
             for ps, r in (*((p, i + 1) for i, p in negseqs), (lead_seq, 0), (trail_seq, -1))]
     run_attrs, same, runs, keyed = components(with_copies(cq, [*states, *negs]), states, negs, every_loop, skips, found,
                                               seqs)
-    index = {s.alias: i for i, s in enumerate(states)}
-    index.update({n.alias: len(states) + i for i, n in enumerate(negs)})
 
     def states_of(e: ast.Expr) -> list[int]:
         aliases = {r.alias for r in ast.expr_refs(e)}
@@ -422,16 +418,6 @@ def columnar_plan(cq: CompiledQuery) -> KernelPlan:
                       (*cq.common, *run_attrs), trail, tuple(mids), tuple(scans), span, q.strategy, iterations,
                       tuple(negseqs), lead_seq, trail_seq, tuple(neg_edges), tuple(found), tuple(skips), every_loop,
                       tuple(runs), tuple(keyed))
-
-
-def with_copies(cq: CompiledQuery, states: Sequence[State]) -> CompiledQuery:
-    """`cq` with each partition attribute applying to the copies among `states` of the aliases it applies
-    to (`parts.written_out`; the compiler's own copies are named otherwise)."""
-    made = [s.alias for s in states if origin(s.alias) != s.alias]
-    if not made:
-        return cq
-    named = [Component(c.attr, c.aliases | {a for a in made if origin(a) in c.aliases}) for c in cq.run_components]
-    return replace(cq, run_components=tuple(named))
 
 
 def _every_transition(states: list[State], by_pair: dict[tuple[int, int], list[Conjunct]],
